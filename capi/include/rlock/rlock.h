@@ -1,0 +1,293 @@
+/*
+ * rlock: distributed locks on Redis, compatible with Redisson's on-Redis layout.
+ *
+ * The stable C ABI. Contracts: docs/threading.md (who may call what from where), docs/errors.md
+ * (status codes and messages), docs/abi.md (what stays stable). Valid C99 and C++.
+ *
+ * Conventions:
+ *   - Every fallible function returns 0 (RLOCK_OK) or a negative rlock_error_code.
+ *     The detail of the last failure on the calling thread is in rlock_last_error().
+ *   - Durations are int64_t milliseconds (suffix _ms). Booleans are int 0/1.
+ *   - Constructors return ownership through their first argument `out`; *_free(NULL) is a no-op.
+ *   - Input strings are copied; the library never keeps a caller's pointer after a call returns.
+ */
+#ifndef RLOCK_H
+#define RLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock/version.h"
+
+#if defined(RLOCK_STATIC)
+#  define RLOCK_API
+#elif defined(_WIN32)
+#  if defined(RLOCK_BUILDING)
+#    define RLOCK_API __declspec(dllexport)
+#  else
+#    define RLOCK_API __declspec(dllimport)
+#  endif
+#else
+#  define RLOCK_API __attribute__((visibility("default")))
+#endif
+
+#define RLOCK_STRINGIFY_(x) #x
+#define RLOCK_STRINGIFY(x) RLOCK_STRINGIFY_(x)
+#define RLOCK_VERSION_STRING                                                       \
+  RLOCK_STRINGIFY(RLOCK_VERSION_MAJOR) "." RLOCK_STRINGIFY(RLOCK_VERSION_MINOR) "." \
+      RLOCK_STRINGIFY(RLOCK_VERSION_PATCH)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Handles ------------------------------------------------------------------------------ */
+
+/* A connection to one Redis deployment: its connection pool, subscriber and watchdog threads,
+ * and the client id that prefixes every owner it creates. Fully thread-safe. */
+typedef struct rlock_client rlock_client;
+
+/* One named lock on one client. Thread-safe. Ownership belongs to an owner (client id + thread
+ * id), not to the handle: two threads acquiring through one handle contend like two processes. */
+typedef struct rlock_lock rlock_lock;
+
+/* A one-shot cancellation flag for acquire calls. Cancelling it makes every acquire that was
+ * given it (in progress now or started later) return RLOCK_ECANCELED. Thread-safe. */
+typedef struct rlock_cancel_token rlock_cancel_token;
+
+/* ---- Status codes (append-only: values are never reused or renumbered) ------------------- */
+
+typedef enum rlock_error_code {
+  RLOCK_OK = 0,
+  RLOCK_ERROR = -1,        /* generic failure; see rlock_last_error() */
+  RLOCK_ETIMEDOUT = -2,    /* expected: the wait time passed while someone else held the lock */
+  RLOCK_ENOTHELD = -3,     /* expected: release/extend of a lock nobody holds */
+  RLOCK_ECANCELED = -4,    /* expected: the acquire was cancelled from another thread */
+  RLOCK_ECONN = -5,        /* Redis unreachable, I/O error, command timeout or protocol error */
+  RLOCK_EINVAL = -6,       /* invalid argument; the message names it */
+  RLOCK_ENOMEM = -7,       /* out of memory in this process */
+  RLOCK_EVERSION = -8,     /* options struct version unknown to this library */
+  RLOCK_EINTERNAL = -9,    /* a bug: an internal exception caught at the boundary */
+  RLOCK_EUSER = -10,       /* reserved: a binding callback failed */
+  RLOCK_ELOST = -11,       /* expected: this owner held the lock, but it expired or was taken */
+  RLOCK_ENOTOWNER = -12,   /* expected: release/extend of a lock another owner holds */
+  RLOCK_EAUTH = -13,       /* Redis rejected the credentials */
+  RLOCK_ENOPERM = -14,     /* the Redis user lacks a needed permission (ACL) */
+  RLOCK_EUNSUPPORTED = -15,/* the server lacks a needed command or feature */
+  RLOCK_EREDIS = -16,      /* Redis answered with an error not covered by a code below */
+  RLOCK_EOOM = -17,        /* Redis refused a write: maxmemory reached */
+  RLOCK_EBUSY = -18,       /* Redis is busy running a long script */
+  RLOCK_EREADONLY = -19,   /* the server is a read-only replica */
+  RLOCK_ECLOSED = -20      /* the client behind this handle was freed */
+} rlock_error_code;
+
+typedef struct rlock_error_info {
+  int code;            /* the rlock_error_code of the last failure on this thread, or RLOCK_OK */
+  const char *message; /* never NULL; "" when there is none */
+} rlock_error_info;
+
+/* The last failure on the calling thread. Never NULL. Borrowed: valid until the next rlock call
+ * on the same thread. A successful call does not clear it. */
+RLOCK_API const rlock_error_info *rlock_last_error(void);
+
+/* Static English text for a status code. Never NULL; needs no state. */
+RLOCK_API const char *rlock_strerror(int code);
+
+/* RLOCK_VERSION_NUMBER and RLOCK_VERSION_STRING of the library actually loaded. */
+RLOCK_API unsigned int rlock_version_number(void);
+RLOCK_API const char *rlock_version_string(void);
+
+/* ---- Limits ------------------------------------------------------------------------------- */
+
+/* The largest duration accepted anywhere (2^53 ms, about 285,000 years). Larger values are EINVAL. */
+#define RLOCK_MAX_DURATION_MS ((int64_t)9007199254740992LL)
+/* Default and hard limit for lock name length in bytes (configurable per client up to the hard
+ * limit): names multiply into several keys and channels, so they are kept bounded. */
+#define RLOCK_DEFAULT_MAX_NAME_LEN ((size_t)65536)
+#define RLOCK_HARD_MAX_NAME_LEN ((size_t)(16u * 1024u * 1024u))
+
+/* Special values. */
+#define RLOCK_WAIT_FOREVER ((int64_t)-1)   /* wait_ms: block until acquired or cancelled */
+#define RLOCK_LEASE_WATCHDOG ((int64_t)-1) /* lease_ms: hold until released, renewed by the watchdog */
+#define RLOCK_THREAD_CURRENT ((int64_t)0)  /* thread_id: the calling OS thread */
+
+/* ---- Client ------------------------------------------------------------------------------- */
+
+typedef struct rlock_client_options {
+  unsigned int version;
+  /* Where to connect. `url` wins over host/port/unix_socket when set:
+   *   redis://[[user]:password@]host[:port][/db]      (IPv6 hosts in brackets)
+   *   unix://[[user]:password@]/path/to/socket[?db=N]                                     */
+  const char *url;
+  const char *host;           /* default "127.0.0.1" */
+  int port;                   /* default 6379 */
+  const char *unix_socket;    /* used instead of host/port when set */
+  const char *username;       /* ACL user; NULL = default user */
+  const char *password;       /* NULL = no AUTH */
+  int db;                     /* SELECT index, default 0 */
+  int64_t connect_timeout_ms; /* default 2000 */
+  int64_t command_timeout_ms; /* default 3000; bounds every round trip */
+  int pool_size;              /* command connections, default 8 */
+  int64_t watchdog_lease_ms;  /* lease used and renewed (every third) for watchdog holds; 30000 */
+  int64_t poll_cap_ms;        /* longest a waiter sleeps without retrying, default 1000 */
+  size_t max_name_len;        /* default RLOCK_DEFAULT_MAX_NAME_LEN */
+} rlock_client_options;
+
+#define RLOCK_CLIENT_OPTIONS_VERSION 1
+#define RLOCK_CLIENT_OPTIONS_INIT \
+  { RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 }
+
+/* Fills `opts` with defaults (zero fields mean "default" too). For bindings that cannot expand
+ * RLOCK_CLIENT_OPTIONS_INIT. Returns RLOCK_EVERSION for an unknown version. */
+RLOCK_API int rlock_client_options_init(rlock_client_options *opts, unsigned int version);
+
+/* Creates a client and connects once to check address and credentials (fails fast with ECONN,
+ * EAUTH, ENOPERM). NULL opts = defaults (127.0.0.1:6379). Owned: free with rlock_client_free. */
+RLOCK_API int rlock_client_new(rlock_client **out, const rlock_client_options *opts);
+
+/* Shorthand for rlock_client_new with only `url` set. */
+RLOCK_API int rlock_client_new_url(rlock_client **out, const char *url);
+
+/* Stops the watchdog and subscriber, closes connections. Locks still held are not released:
+ * their keys expire by lease. Lock handles may outlive the client; their calls then fail. */
+RLOCK_API void rlock_client_free(rlock_client *client);
+
+/* The client's id (a UUID, the first half of every owner). Borrowed: valid while the client
+ * lives. */
+RLOCK_API const char *rlock_client_id(const rlock_client *client);
+
+/* ---- Lock --------------------------------------------------------------------------------- */
+
+typedef struct rlock_lock_options {
+  unsigned int version;
+  int64_t lease_ms;  /* default lease for acquires: RLOCK_LEASE_WATCHDOG (the default) or > 0 */
+} rlock_lock_options;
+
+#define RLOCK_LOCK_OPTIONS_VERSION 1
+#define RLOCK_LOCK_OPTIONS_INIT { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG }
+
+RLOCK_API int rlock_lock_options_init(rlock_lock_options *opts, unsigned int version);
+
+/* A reentrant lock (Redisson RLock layout) named by a NUL-terminated string. Does no I/O.
+ * Owned: free with rlock_lock_free. */
+RLOCK_API int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name,
+                             const rlock_lock_options *opts);
+
+/* The same for a binary name of `name_len` bytes (may contain NUL and invalid UTF-8). */
+RLOCK_API int rlock_lock_new_n(rlock_lock **out, rlock_client *client, const char *name,
+                               size_t name_len, const rlock_lock_options *opts);
+
+/* Frees the handle without any network call: a lock still held expires by its lease (its
+ * watchdog renewal stops). Waits for a lost-lock callback of this handle running on another
+ * thread to return. */
+RLOCK_API void rlock_lock_free(rlock_lock *lock);
+
+typedef struct rlock_acquire_options {
+  unsigned int version;
+  int64_t wait_ms;      /* 0 = try once, RLOCK_WAIT_FOREVER, or a bound; default: forever */
+  int64_t lease_ms;     /* 0 = the lock's default lease; RLOCK_LEASE_WATCHDOG or > 0 */
+  int64_t thread_id;    /* owner thread id; RLOCK_THREAD_CURRENT (0) = calling OS thread */
+  rlock_cancel_token *cancel; /* optional; borrowed for the duration of the call */
+} rlock_acquire_options;
+
+#define RLOCK_ACQUIRE_OPTIONS_VERSION 1
+#define RLOCK_ACQUIRE_OPTIONS_INIT \
+  { RLOCK_ACQUIRE_OPTIONS_VERSION, RLOCK_WAIT_FOREVER, 0, RLOCK_THREAD_CURRENT, NULL }
+
+RLOCK_API int rlock_acquire_options_init(rlock_acquire_options *opts, unsigned int version);
+
+/* Acquires for the calling thread with the lock's default lease. wait_ms: 0 = try once,
+ * RLOCK_WAIT_FOREVER, or a bound. Reentrant: each success must be matched by a release.
+ * RLOCK_ETIMEDOUT when the wait passed, RLOCK_ECANCELED after rlock_cancel. */
+RLOCK_API int rlock_acquire(rlock_lock *lock, int64_t wait_ms);
+
+/* Acquire with every option; NULL opts = RLOCK_ACQUIRE_OPTIONS_INIT. */
+RLOCK_API int rlock_acquire_ex(rlock_lock *lock, const rlock_acquire_options *opts);
+
+/* Releases one hold of the calling thread (or of `thread_id` with _ex). At zero the key is
+ * deleted and waiters are woken. RLOCK_ENOTHELD if nobody holds it, RLOCK_ENOTOWNER if someone
+ * else does (the lock is untouched), RLOCK_ELOST if this owner held it but lost it. */
+RLOCK_API int rlock_release(rlock_lock *lock);
+RLOCK_API int rlock_release_ex(rlock_lock *lock, int64_t thread_id);
+
+/* Resets the remaining lease of a hold of the calling thread (or of `thread_id`) to lease_ms
+ * (> 0). The watchdog, if it renews this hold, keeps renewing. Same errors as release. */
+RLOCK_API int rlock_extend(rlock_lock *lock, int64_t lease_ms);
+RLOCK_API int rlock_extend_ex(rlock_lock *lock, int64_t lease_ms, int64_t thread_id);
+
+/* Deletes the lock whoever holds it and wakes waiters. *out_deleted (optional) is set to 1 if
+ * a lock was deleted. Holders find out at their next renewal or release. */
+RLOCK_API int rlock_force_unlock(rlock_lock *lock, int *out_deleted);
+
+/* Wakes every acquire currently waiting on this handle with RLOCK_ECANCELED. Callable from any
+ * thread. Acquires that start later are not affected (use a cancel token for that). */
+RLOCK_API int rlock_cancel(rlock_lock *lock);
+
+/* ---- Status ------------------------------------------------------------------------------- */
+
+/* Local view, no I/O: 1 if the calling thread (or `thread_id`) holds the lock through this
+ * client and has not been told it was lost, else 0. Never fails (0 for a NULL lock). */
+RLOCK_API int rlock_is_held(const rlock_lock *lock);
+RLOCK_API int rlock_is_held_ex(const rlock_lock *lock, int64_t thread_id);
+
+/* Local view, no I/O: 1 if a hold of this owner was found lost (expired, deleted, taken or not
+ * renewable in time) and the owner has not released or re-acquired since. */
+RLOCK_API int rlock_is_lost(const rlock_lock *lock, int64_t thread_id);
+
+typedef struct rlock_lock_state {
+  unsigned int version;  /* set by the caller: RLOCK_LOCK_STATE_VERSION */
+  int locked;            /* the lock key exists */
+  int held_by_me;        /* the asked-for owner holds it (server view) */
+  int64_t hold_count;    /* the asked-for owner's hold count (server view) */
+  int64_t ttl_ms;        /* remaining TTL; -1 = locked without expiry; -2 = not locked */
+  int64_t owner_count;   /* number of owner fields */
+  const char *owner;     /* the first owner field ("<client-id>:<thread-id>"), NULL if none.
+                            Borrowed: valid until the next rlock_query on this thread */
+  size_t owner_len;
+  int64_t owner_hold_count;
+} rlock_lock_state;
+
+#define RLOCK_LOCK_STATE_VERSION 1
+#define RLOCK_LOCK_STATE_INIT { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0 }
+
+/* Reads the server-side state of the lock in one round trip, from the point of view of
+ * `thread_id` (RLOCK_THREAD_CURRENT for the calling thread). `out->version` must be set. */
+RLOCK_API int rlock_query(rlock_lock *lock, int64_t thread_id, rlock_lock_state *out);
+
+/* ---- Lost-lock notification -------------------------------------------------------------- */
+
+typedef enum rlock_lost_reason {
+  RLOCK_LOST_GONE = 1,        /* renewal found the key deleted or held by someone else */
+  RLOCK_LOST_UNREACHABLE = 2, /* Redis could not be reached before the lease ran out */
+  RLOCK_LOST_EXPIRED = 3      /* an explicit lease ran out while the lock was still held */
+} rlock_lost_reason;
+
+/* Called once per lost hold, on the client's watchdog thread, with no library lock held:
+ * it may call rlock functions (on any handle). It must not block for long. `name` is borrowed
+ * for the duration of the call. Exceptions or longjmp must not leave the callback. */
+typedef void (*rlock_lost_cb)(rlock_lock *lock, const char *name, size_t name_len,
+                              int64_t thread_id, int reason, void *payload);
+
+/* Sets (or with cb NULL clears) the callback for holds acquired through this handle. */
+RLOCK_API int rlock_lock_set_lost_callback(rlock_lock *lock, rlock_lost_cb cb, void *payload);
+
+/* ---- Cancel tokens ------------------------------------------------------------------------ */
+
+RLOCK_API int rlock_cancel_token_new(rlock_cancel_token **out);
+/* Sets the token; wakes acquires waiting with it. Idempotent; callable from any thread. */
+RLOCK_API int rlock_cancel_token_cancel(rlock_cancel_token *token);
+/* 1 if cancelled, else 0. */
+RLOCK_API int rlock_cancel_token_is_cancelled(const rlock_cancel_token *token);
+/* Frees the token. It must not be in use by an acquire in progress. NULL is a no-op. */
+RLOCK_API void rlock_cancel_token_free(rlock_cancel_token *token);
+
+/* ---- Helpers ------------------------------------------------------------------------------ */
+
+/* The calling OS thread's id, the default owner thread id. */
+RLOCK_API int64_t rlock_current_thread_id(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RLOCK_H */

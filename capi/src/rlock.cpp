@@ -1,0 +1,398 @@
+// The C ABI over the core. Every entry point is noexcept and goes through guarded().
+#include "rlock/rlock.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "guard.hpp"
+#include "rlock/core/client.hpp"
+#include "rlock/core/config.hpp"
+#include "rlock/core/error.hpp"
+#include "rlock/core/lock.hpp"
+
+using rlock::capi::guarded;
+namespace core = rlock::core;
+
+struct rlock_client {
+  std::shared_ptr<core::Client> core;
+};
+
+struct rlock_lock {
+  std::unique_ptr<core::Lock> core;
+};
+
+struct rlock_cancel_token {
+  core::CancelSet set;
+};
+
+static_assert(int{RLOCK_OK} == int{core::kOk} && int{RLOCK_ERROR} == int{core::kError} &&
+                  int{RLOCK_ETIMEDOUT} == int{core::kTimedOut} && int{RLOCK_ENOTHELD} == int{core::kNotHeld} &&
+                  int{RLOCK_ECANCELED} == int{core::kCanceled} && int{RLOCK_ECONN} == int{core::kConn} &&
+                  int{RLOCK_EINVAL} == int{core::kInvalid} && int{RLOCK_ENOMEM} == int{core::kNoMemory} &&
+                  int{RLOCK_EVERSION} == int{core::kVersion} && int{RLOCK_EINTERNAL} == int{core::kInternal} &&
+                  int{RLOCK_EUSER} == int{core::kUser} && int{RLOCK_ELOST} == int{core::kLost} &&
+                  int{RLOCK_ENOTOWNER} == int{core::kNotOwner} && int{RLOCK_EAUTH} == int{core::kAuth} &&
+                  int{RLOCK_ENOPERM} == int{core::kNoPerm} && int{RLOCK_EUNSUPPORTED} == int{core::kUnsupported} &&
+                  int{RLOCK_EREDIS} == int{core::kRedis} && int{RLOCK_EOOM} == int{core::kRedisOom} &&
+                  int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
+                  int{RLOCK_ECLOSED} == int{core::kClosed},
+              "C status codes and core codes must agree");
+static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} && int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
+                  int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
+              "lost reasons must agree");
+static_assert(RLOCK_MAX_DURATION_MS == core::kMaxDurationMs, "duration limits must agree");
+
+namespace {
+
+int invalid(const char* what) { return core::fail(core::kInvalid, what); }
+
+int check_version(unsigned int version, unsigned int known, const char* what) {
+  if (version == 0 || version > known) {
+    return core::fail(core::kVersion, std::string(what) + " version " + std::to_string(version) +
+                                          " is not known to this library (knows 1.." +
+                                          std::to_string(known) + ")");
+  }
+  return RLOCK_OK;
+}
+
+thread_local rlock_error_info t_error_info;
+thread_local std::string t_query_owner;
+
+}  // namespace
+
+extern "C" {
+
+const rlock_error_info* rlock_last_error(void) {
+  t_error_info.code = core::last_error_code();
+  t_error_info.message = core::last_error_message().c_str();
+  return &t_error_info;
+}
+
+const char* rlock_strerror(int code) {
+  switch (code) {
+    case RLOCK_OK: return "success";
+    case RLOCK_ERROR: return "error";
+    case RLOCK_ETIMEDOUT: return "timed out waiting for the lock";
+    case RLOCK_ENOTHELD: return "the lock is not held";
+    case RLOCK_ECANCELED: return "the wait was cancelled";
+    case RLOCK_ECONN: return "Redis connection failed";
+    case RLOCK_EINVAL: return "invalid argument";
+    case RLOCK_ENOMEM: return "out of memory";
+    case RLOCK_EVERSION: return "unknown options version";
+    case RLOCK_EINTERNAL: return "internal error";
+    case RLOCK_EUSER: return "a user callback failed";
+    case RLOCK_ELOST: return "the lock was lost";
+    case RLOCK_ENOTOWNER: return "the lock is held by another owner";
+    case RLOCK_EAUTH: return "Redis authentication failed";
+    case RLOCK_ENOPERM: return "Redis permission denied";
+    case RLOCK_EUNSUPPORTED: return "not supported by the Redis server";
+    case RLOCK_EREDIS: return "Redis returned an error";
+    case RLOCK_EOOM: return "Redis is out of memory";
+    case RLOCK_EBUSY: return "Redis is busy";
+    case RLOCK_EREADONLY: return "Redis server is read-only";
+    case RLOCK_ECLOSED: return "the client was closed";
+    default: return "unknown error code";
+  }
+}
+
+unsigned int rlock_version_number(void) { return RLOCK_VERSION_NUMBER; }
+const char* rlock_version_string(void) { return RLOCK_VERSION_STRING; }
+
+int64_t rlock_current_thread_id(void) { return core::current_thread_id(); }
+
+// ---- Client ---------------------------------------------------------------------------------
+
+int rlock_client_options_init(rlock_client_options* opts, unsigned int version) {
+  return guarded([&]() -> int {
+    if (opts == nullptr) return invalid("opts must not be NULL");
+    if (int rc = check_version(version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
+    *opts = rlock_client_options{};
+    opts->version = version;
+    opts->host = "127.0.0.1";
+    opts->port = 6379;
+    opts->connect_timeout_ms = 2000;
+    opts->command_timeout_ms = 3000;
+    opts->pool_size = 8;
+    opts->watchdog_lease_ms = 30000;
+    opts->poll_cap_ms = 1000;
+    opts->max_name_len = RLOCK_DEFAULT_MAX_NAME_LEN;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    *out = nullptr;
+    core::ClientConfig config;
+    if (opts != nullptr) {
+      if (int rc = check_version(opts->version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
+      if (opts->url != nullptr) {
+        config.endpoint = core::parse_url(opts->url);
+      } else {
+        if (opts->unix_socket != nullptr) {
+          config.endpoint.unix_path = opts->unix_socket;
+        } else {
+          if (opts->host != nullptr) config.endpoint.host = opts->host;
+          if (opts->port != 0) config.endpoint.port = opts->port;
+        }
+      }
+      if (!config.endpoint.has_password && opts->password != nullptr) {
+        config.endpoint.password = opts->password;
+        config.endpoint.has_password = true;
+        if (opts->username != nullptr) config.endpoint.username = opts->username;
+      } else if (!config.endpoint.has_password && opts->username != nullptr) {
+        return invalid("username given without a password");
+      }
+      if (opts->db != 0) {
+        if (config.endpoint.db != 0 && config.endpoint.db != opts->db)
+          return invalid("db given both in the URL and in the options, with different values");
+        config.endpoint.db = opts->db;
+      }
+      if (opts->connect_timeout_ms != 0) config.connect_timeout_ms = opts->connect_timeout_ms;
+      if (opts->command_timeout_ms != 0) config.command_timeout_ms = opts->command_timeout_ms;
+      if (opts->pool_size != 0) config.pool_size = opts->pool_size;
+      if (opts->watchdog_lease_ms != 0) config.watchdog_lease_ms = opts->watchdog_lease_ms;
+      if (opts->poll_cap_ms != 0) config.poll_cap_ms = opts->poll_cap_ms;
+      if (opts->max_name_len != 0) config.max_name_len = opts->max_name_len;
+    }
+    auto client = std::make_unique<rlock_client>();
+    client->core = core::Client::create(std::move(config));
+    *out = client.release();
+    return RLOCK_OK;
+  });
+}
+
+int rlock_client_new_url(rlock_client** out, const char* url) {
+  if (url == nullptr) {
+    return guarded([&]() -> int {
+      if (out != nullptr) *out = nullptr;
+      return invalid("url must not be NULL");
+    });
+  }
+  rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+  opts.url = url;
+  return rlock_client_new(out, &opts);
+}
+
+void rlock_client_free(rlock_client* client) {
+  if (client == nullptr) return;
+  guarded([&]() -> int {
+    client->core->close();
+    delete client;
+    return RLOCK_OK;
+  });
+}
+
+const char* rlock_client_id(const rlock_client* client) {
+  if (client == nullptr) return nullptr;
+  return client->core->id().c_str();
+}
+
+// ---- Lock -----------------------------------------------------------------------------------
+
+int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
+  return guarded([&]() -> int {
+    if (opts == nullptr) return invalid("opts must not be NULL");
+    if (int rc = check_version(version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
+    *opts = rlock_lock_options{};
+    opts->version = version;
+    opts->lease_ms = RLOCK_LEASE_WATCHDOG;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, size_t name_len,
+                     const rlock_lock_options* opts) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    *out = nullptr;
+    if (client == nullptr) return invalid("client must not be NULL");
+    if (name == nullptr) return invalid("name must not be NULL");
+    int64_t lease = RLOCK_LEASE_WATCHDOG;
+    if (opts != nullptr) {
+      if (int rc = check_version(opts->version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
+      if (opts->lease_ms != 0) lease = opts->lease_ms;
+    }
+    if (name_len > client->core->config().max_name_len) {
+      return invalid(("lock name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
+                      std::to_string(client->core->config().max_name_len) + " (client option max_name_len)")
+                         .c_str());
+    }
+    auto lock = std::make_unique<rlock_lock>();
+    lock->core = std::make_unique<core::Lock>(client->core, std::string(name, name_len), lease);
+    *out = lock.release();
+    return RLOCK_OK;
+  });
+}
+
+int rlock_lock_new(rlock_lock** out, rlock_client* client, const char* name,
+                   const rlock_lock_options* opts) {
+  return rlock_lock_new_n(out, client, name, name == nullptr ? 0 : std::strlen(name), opts);
+}
+
+void rlock_lock_free(rlock_lock* lock) {
+  if (lock == nullptr) return;
+  guarded([&]() -> int {
+    delete lock;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_acquire_options_init(rlock_acquire_options* opts, unsigned int version) {
+  return guarded([&]() -> int {
+    if (opts == nullptr) return invalid("opts must not be NULL");
+    if (int rc = check_version(version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+    *opts = rlock_acquire_options{};
+    opts->version = version;
+    opts->wait_ms = RLOCK_WAIT_FOREVER;
+    opts->lease_ms = 0;
+    opts->thread_id = RLOCK_THREAD_CURRENT;
+    opts->cancel = nullptr;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_acquire_ex(rlock_lock* lock, const rlock_acquire_options* opts) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    core::AcquireArgs args;
+    if (opts != nullptr) {
+      if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+      args.wait_ms = opts->wait_ms;
+      args.lease_ms = opts->lease_ms;
+      args.thread_id = opts->thread_id;
+      args.cancel = opts->cancel == nullptr ? nullptr : &opts->cancel->set;
+    }
+    return lock->core->acquire(args);
+  });
+}
+
+int rlock_acquire(rlock_lock* lock, int64_t wait_ms) {
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = wait_ms;
+  return rlock_acquire_ex(lock, &opts);
+}
+
+int rlock_release_ex(rlock_lock* lock, int64_t thread_id) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    return lock->core->release(thread_id);
+  });
+}
+
+int rlock_release(rlock_lock* lock) { return rlock_release_ex(lock, RLOCK_THREAD_CURRENT); }
+
+int rlock_extend_ex(rlock_lock* lock, int64_t lease_ms, int64_t thread_id) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    return lock->core->extend(lease_ms, thread_id);
+  });
+}
+
+int rlock_extend(rlock_lock* lock, int64_t lease_ms) {
+  return rlock_extend_ex(lock, lease_ms, RLOCK_THREAD_CURRENT);
+}
+
+int rlock_force_unlock(rlock_lock* lock, int* out_deleted) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    bool deleted = false;
+    int rc = lock->core->force_unlock(&deleted);
+    if (rc == RLOCK_OK && out_deleted != nullptr) *out_deleted = deleted ? 1 : 0;
+    return rc;
+  });
+}
+
+int rlock_cancel(rlock_lock* lock) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    lock->core->cancel_waits();
+    return RLOCK_OK;
+  });
+}
+
+int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
+  if (lock == nullptr) return 0;
+  int held = 0;
+  guarded([&]() -> int {
+    held = lock->core->is_held(thread_id) ? 1 : 0;
+    return RLOCK_OK;
+  });
+  return held;
+}
+
+int rlock_is_held(const rlock_lock* lock) { return rlock_is_held_ex(lock, RLOCK_THREAD_CURRENT); }
+
+int rlock_is_lost(const rlock_lock* lock, int64_t thread_id) {
+  if (lock == nullptr) return 0;
+  int lost = 0;
+  guarded([&]() -> int {
+    lost = lock->core->is_lost(thread_id) ? 1 : 0;
+    return RLOCK_OK;
+  });
+  return lost;
+}
+
+int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    if (out == nullptr) return invalid("out must not be NULL");
+    if (int rc = check_version(out->version, RLOCK_LOCK_STATE_VERSION, "rlock_lock_state")) return rc;
+    core::LockState state;
+    int rc = lock->core->query(thread_id, &state);
+    if (rc != RLOCK_OK) return rc;
+    t_query_owner = std::move(state.owner);
+    out->locked = state.locked ? 1 : 0;
+    out->held_by_me = state.held_by_me ? 1 : 0;
+    out->hold_count = state.hold_count;
+    out->ttl_ms = state.ttl_ms;
+    out->owner_count = state.owner_count;
+    out->owner = t_query_owner.empty() ? nullptr : t_query_owner.c_str();
+    out->owner_len = t_query_owner.size();
+    out->owner_hold_count = state.owner_hold_count;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_lock_set_lost_callback(rlock_lock* lock, rlock_lost_cb cb, void* payload) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    if (cb == nullptr) {
+      lock->core->set_lost_callback(nullptr);
+    } else {
+      lock->core->set_lost_callback(
+          [lock, cb, payload](const std::string& name, int64_t thread_id, int reason) {
+            cb(lock, name.c_str(), name.size(), thread_id, reason, payload);
+          });
+    }
+    return RLOCK_OK;
+  });
+}
+
+// ---- Cancel tokens --------------------------------------------------------------------------
+
+int rlock_cancel_token_new(rlock_cancel_token** out) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    *out = new rlock_cancel_token();
+    return RLOCK_OK;
+  });
+}
+
+int rlock_cancel_token_cancel(rlock_cancel_token* token) {
+  return guarded([&]() -> int {
+    if (token == nullptr) return invalid("token must not be NULL");
+    token->set.cancel_all(true);
+    return RLOCK_OK;
+  });
+}
+
+int rlock_cancel_token_is_cancelled(const rlock_cancel_token* token) {
+  return token != nullptr && token->set.cancelled() ? 1 : 0;
+}
+
+void rlock_cancel_token_free(rlock_cancel_token* token) { delete token; }
+
+}  // extern "C"

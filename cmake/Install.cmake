@@ -1,0 +1,30 @@
+# Installs the library, headers, the rlock CLI, rlock.pc and the CMake package rlock::rlock.
+include(CMakePackageConfigHelpers)
+include(JoinPaths)
+
+install(TARGETS rlock EXPORT rlockTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(FILES capi/include/rlock/rlock.h capi/include/rlock/version.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rlock)
+if(TARGET rlock_cli)
+  install(TARGETS rlock_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+set(RLOCK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rlock)
+install(EXPORT rlockTargets NAMESPACE rlock:: DESTINATION ${RLOCK_CMAKE_DIR})
+configure_package_config_file(cmake/rlockConfig.cmake.in
+  "${CMAKE_CURRENT_BINARY_DIR}/rlockConfig.cmake"
+  INSTALL_DESTINATION ${RLOCK_CMAKE_DIR})
+write_basic_package_version_file("${CMAKE_CURRENT_BINARY_DIR}/rlockConfigVersion.cmake"
+  COMPATIBILITY SameMajorVersion)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/rlockConfig.cmake"
+  "${CMAKE_CURRENT_BINARY_DIR}/rlockConfigVersion.cmake"
+  DESTINATION ${RLOCK_CMAKE_DIR})
+
+join_paths(RLOCK_PC_LIBDIR "\${prefix}" "${CMAKE_INSTALL_LIBDIR}")
+join_paths(RLOCK_PC_INCLUDEDIR "\${prefix}" "${CMAKE_INSTALL_INCLUDEDIR}")
+configure_file(pkgconfig/rlock.pc.in "${CMAKE_CURRENT_BINARY_DIR}/rlock.pc" @ONLY)
+install(FILES "${CMAKE_CURRENT_BINARY_DIR}/rlock.pc"
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,0 +1,59 @@
+// One client per process per Redis deployment: the client id, the command transport, the
+// subscriber, the holds and their watchdog. Thread-safe. Lock objects keep it alive through a
+// shared_ptr, so a lock may outlive the user's handle to the client.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "rlock/core/config.hpp"
+#include "rlock/core/holds.hpp"
+#include "rlock/core/subscriber.hpp"
+#include "rlock/core/transport.hpp"
+
+namespace rlock::core {
+
+class Client {
+ public:
+  // Validates the config and connects once; throws Error (kInvalid, kConn, kAuth, ...).
+  static std::shared_ptr<Client> create(ClientConfig config);
+  // For tests: a client over a given transport (no connection check).
+  Client(ClientConfig config, std::unique_ptr<Transport> transport);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const ClientConfig& config() const { return config_; }
+  const std::string& id() const { return id_; }
+  Transport& transport() { return *transport_; }
+  Subscriber& subscriber() { return subscriber_; }
+  Holds& holds() { return holds_; }
+
+  std::string owner(int64_t thread_id) const { return id_ + ":" + std::to_string(thread_id); }
+
+  // Stops renewals, releases what this client still holds (best effort, bounded by one command
+  // timeout per lock and giving up at the first unreachable answer), wakes every waiter with
+  // kClosed, and closes connections. Idempotent.
+  void close();
+  bool closed() const { return closed_.load(); }
+
+ private:
+  const ClientConfig config_;
+  const std::string id_;
+  std::unique_ptr<Transport> transport_;
+  Subscriber subscriber_;
+  Holds holds_;
+  std::atomic<bool> closed_{false};
+};
+
+// A random version-4 UUID, lower-case with dashes.
+std::string random_uuid();
+// `bytes` random bytes as lower-case hex.
+std::string random_hex(size_t bytes);
+// The calling OS thread's id.
+int64_t current_thread_id();
+// Checks a config's values, filling defaults for zeros; throws Error(kInvalid) naming the field.
+void validate_config(ClientConfig* config);
+
+}  // namespace rlock::core

@@ -1,0 +1,130 @@
+// What this client holds, and the watchdog that keeps it held.
+//
+// Holds are keyed by (lock name, owner), so every lock handle of one client agrees on them. Each
+// hold has a local validity deadline: the send time of the last acquire/renew/extend plus its
+// lease, minus a drift allowance. The watchdog thread renews every hold taken without an explicit
+// lease every lease/3, many holds per script call. A hold is declared lost, once, when a renewal
+// finds it gone or when its validity deadline passes without a renewal; the lock handle's
+// listener is then told on the watchdog thread, with no internal lock held.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rlock/core/config.hpp"
+
+namespace rlock::core {
+
+class Transport;
+
+enum LostReason : int { kLostGone = 1, kLostUnreachable = 2, kLostExpired = 3 };
+
+// The lost-lock callback of one lock handle.
+class LostListener {
+ public:
+  using Fn = std::function<void(const std::string& name, int64_t thread_id, int reason)>;
+  // Replaces the callback; waits for a call running on another thread to return first.
+  void set(Fn fn);
+  void notify(const std::string& name, int64_t thread_id, int reason);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  Fn fn_;
+  int running_ = 0;
+  std::thread::id running_on_;
+};
+
+class Holds {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  Holds(const ClientConfig& config, Transport& transport);
+  ~Holds();
+
+  // An acquire script sent at `sent` granted this owner `count` holds with `lease_ms`.
+  void acquired(const std::string& name, const std::string& owner, int64_t thread_id,
+                int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
+                std::shared_ptr<LostListener> listener);
+  // A release left `left` holds (0 = unlocked), re-applying `lease_ms`.
+  void released(const std::string& name, const std::string& owner, int64_t left,
+                int64_t lease_ms, Clock::time_point sent);
+  // An extend reset the lease.
+  void extended(const std::string& name, const std::string& owner, int64_t lease_ms,
+                Clock::time_point sent);
+  // The server says the owner does not hold the lock: drop it. Returns true if it was held
+  // (or known lost) here, i.e. the owner lost it.
+  bool forget(const std::string& name, const std::string& owner);
+
+  int64_t count(const std::string& name, const std::string& owner) const;  // 0 if lost
+  int64_t lease(const std::string& name, const std::string& owner) const;  // 0 if unknown
+  bool is_held(const std::string& name, const std::string& owner) const;
+  bool is_lost(const std::string& name, const std::string& owner) const;
+
+  struct Active {
+    std::string name;
+    std::string owner;
+    int64_t count;
+  };
+  std::vector<Active> active() const;
+
+  // Stops the watchdog thread; holds are no longer renewed. Idempotent.
+  void stop();
+
+  static int64_t drift_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
+
+ private:
+  using Key = std::pair<std::string, std::string>;  // (name, owner)
+  struct Hold {
+    int64_t thread_id = 0;
+    int64_t count = 0;
+    int64_t lease_ms = 0;
+    bool watchdog = false;
+    bool renewing = false;
+    bool lost = false;
+    uint64_t generation = 0;
+    Clock::time_point valid_until;
+    Clock::time_point next_renew;
+    Clock::time_point due;  // position in index_
+    bool indexed = false;
+    std::shared_ptr<LostListener> listener;
+  };
+  struct Notice {
+    std::shared_ptr<LostListener> listener;
+    std::string name;
+    int64_t thread_id;
+    int reason;
+  };
+  struct Renewal {
+    Key key;
+    uint64_t generation;
+  };
+
+  void run();
+  void reindex_locked(const Key& key, Hold& h);
+  void unindex_locked(const Key& key, Hold& h);
+  void mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);
+  void renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices);
+  void start_locked();
+
+  const ClientConfig config_;
+  Transport& transport_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<Key, Hold> holds_;
+  std::set<std::pair<Clock::time_point, const Key*>> index_;
+  uint64_t next_generation_ = 1;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace rlock::core

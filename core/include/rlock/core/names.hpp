@@ -1,0 +1,28 @@
+// Auxiliary key and channel names of PROTOCOL.md. A lock's own key is its name unchanged; every
+// other name wraps it in a cluster hash tag so all of a lock's keys share one slot, unless the
+// name already contains '{', in which case the user's own tag decides the slot.
+#pragma once
+
+#include <string>
+
+namespace rlock::core {
+
+inline std::string hash_tagged(const std::string& name) {
+  if (name.find('{') != std::string::npos) return name;
+  return "{" + name + "}";
+}
+
+// "prefix:{N}"
+inline std::string prefixed_name(const char* prefix, const std::string& name) {
+  return std::string(prefix) + ":" + hash_tagged(name);
+}
+
+inline std::string lock_channel(const std::string& name) {
+  return prefixed_name("redisson_lock__channel", name);
+}
+
+inline std::string unlock_latch(const std::string& name, const std::string& request_id) {
+  return prefixed_name("redisson_unlock_latch", name) + ":" + request_id;
+}
+
+}  // namespace rlock::core

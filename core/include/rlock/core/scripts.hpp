@@ -1,0 +1,36 @@
+// The Lua scripts (core/scripts/*.lua, compiled in) and how they are run: EVALSHA first, and on
+// NOSCRIPT (server restarted or SCRIPT FLUSH) EVAL with the source, which also reloads it.
+#pragma once
+
+#include <string_view>
+
+#include "rlock/core/connection.hpp"
+#include "rlock/core/reply.hpp"
+
+namespace rlock::core {
+
+class Transport;
+
+struct Script {
+  std::string_view name;
+  std::string_view source;
+  std::string_view sha1;
+};
+
+namespace scripts {
+extern const Script acquire;
+extern const Script release;
+extern const Script renew;
+extern const Script extend;
+extern const Script force_unlock;
+extern const Script status;
+extern const Script undo_acquire;
+}  // namespace scripts
+
+enum class Retry { No, Once };
+
+// Runs a script. I/O failures throw Error(kConn); Redis error replies are returned as replies.
+Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
+                  Retry retry);
+
+}  // namespace rlock::core

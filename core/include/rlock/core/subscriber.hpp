@@ -1,0 +1,110 @@
+// The client's one pub/sub connection and thread, shared by every waiting lock.
+//
+// Channels are reference-counted: SUBSCRIBE on the first local waiter, UNSUBSCRIBE after the
+// last. Within the process, a "0" message wakes one waiter of the channel and a "1" wakes all.
+// When the connection drops, every waiter is woken to retry at once; after reconnecting every
+// channel is subscribed again and, once confirmed, its waiters are woken again. A PING on an
+// idle connection detects a dead peer. Waiters never rely on messages alone: they also sleep
+// with a bound (see Lock), so a lost message costs at most one bounded sleep.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rlock/core/cancel.hpp"
+#include "rlock/core/config.hpp"
+#include "rlock/core/reply.hpp"
+
+namespace rlock::core {
+
+class Subscriber {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class Wake { Signalled, Timeout, Cancelled };
+
+  struct Channel;
+
+  // One blocked acquire's place on a channel. Leaves the channel when destroyed.
+  class Waiter final : public Cancellable {
+   public:
+    ~Waiter();
+    Waiter(const Waiter&) = delete;
+    Waiter& operator=(const Waiter&) = delete;
+
+    // Blocks until the subscription is confirmed by Redis, the deadline, or cancellation.
+    bool wait_subscribed(Clock::time_point until);
+    // Blocks until a wake-up message for this waiter, the deadline, or cancellation.
+    Wake wait(Clock::time_point until);
+    void cancel() override;
+    // Called when the waiter got what it waited for: a wake-up it did not use is then not
+    // handed to another waiter on leaving.
+    void satisfied() { pass_on_unused_ = false; }
+
+   private:
+    friend class Subscriber;
+    Waiter(Subscriber* owner, Channel* channel) : owner_(owner), channel_(channel) {}
+
+    Subscriber* owner_;
+    Channel* channel_;
+    std::condition_variable cv_;
+    bool signalled_ = false;
+    bool cancelled_ = false;
+    bool sleeping_ = false;
+    bool pass_on_unused_ = true;
+  };
+
+  struct Channel {
+    const std::string* name = nullptr;  // the key of this entry in channels_
+    int refcount = 0;
+    bool sub_sent = false;    // the last command sent for it was SUBSCRIBE
+    int inflight = 0;         // (UN)SUBSCRIBE commands whose confirmation is not yet read
+    bool confirmed = false;
+    bool wake_all_on_confirm = false;
+    bool dirty = false;       // queued for the thread to (un)subscribe
+    int permits = 0;          // wake-ups that arrived while nobody slept
+    std::deque<Waiter*> sleeping;
+    std::vector<Waiter*> members;
+  };
+
+  explicit Subscriber(const ClientConfig& config);
+  ~Subscriber();
+
+  // Registers a waiter on a channel (subscribing if it is the first). Throws Error(kClosed)
+  // after stop().
+  std::unique_ptr<Waiter> join(const std::string& channel);
+
+  // Cancels every waiter and stops the thread. Idempotent.
+  void stop();
+
+  // For tests and leak checks: channels currently known (subscribed or pending).
+  size_t channel_count();
+
+ private:
+  void run();
+  void leave(Waiter* w);
+  void mark_dirty_locked(Channel& c);
+  void wake_one_locked(Channel& c);
+  void wake_all_locked(Channel& c);
+  void on_disconnected_locked();
+  void handle_reply_locked(const Reply& reply, bool* pong);
+  void notify_thread();
+
+  const ClientConfig config_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Channel> channels_;
+  std::vector<std::string> dirty_;
+  bool stop_ = false;
+  bool connected_ = false;
+  std::thread thread_;
+  int event_fd_ = -1;
+};
+
+}  // namespace rlock::core

@@ -1,0 +1,130 @@
+#include "rlock/core/client.hpp"
+
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <random>
+
+#include "rlock/core/error.hpp"
+#include "rlock/core/names.hpp"
+#include "rlock/core/scripts.hpp"
+
+namespace rlock::core {
+namespace {
+
+void fill_random(unsigned char* out, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::getrandom(out + got, n - got, 0);
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got < n) {  // no getrandom (very old kernel): fall back to random_device
+    std::random_device rd;
+    for (size_t i = got; i < n; ++i) out[i] = static_cast<unsigned char>(rd());
+  }
+}
+
+std::string hex(const unsigned char* bytes, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    out += digits[bytes[i] >> 4];
+    out += digits[bytes[i] & 15];
+  }
+  return out;
+}
+
+void check_duration(const char* field, int64_t value, int64_t min) {
+  if (value < min || value > kMaxDurationMs) {
+    throw Error(kInvalid, std::string(field) + " must be from " + std::to_string(min) + " to " +
+                              std::to_string(kMaxDurationMs) + " ms, got " +
+                              std::to_string(value));
+  }
+}
+
+}  // namespace
+
+std::string random_uuid() {
+  unsigned char b[16];
+  fill_random(b, sizeof b);
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);
+  std::string h = hex(b, sizeof b);
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) +
+         "-" + h.substr(20);
+}
+
+std::string random_hex(size_t bytes) {
+  std::vector<unsigned char> b(bytes);
+  fill_random(b.data(), bytes);
+  return hex(b.data(), bytes);
+}
+
+int64_t current_thread_id() {
+  thread_local const int64_t id = static_cast<int64_t>(::syscall(SYS_gettid));
+  return id;
+}
+
+void validate_config(ClientConfig* c) {
+  const Endpoint& ep = c->endpoint;
+  if (ep.unix_path.empty()) {
+    if (ep.host.empty()) throw Error(kInvalid, "host must not be empty");
+    if (ep.port < 1 || ep.port > 65535)
+      throw Error(kInvalid, "port must be from 1 to 65535, got " + std::to_string(ep.port));
+  } else if (ep.unix_path[0] != '/' || ep.unix_path.size() > 107) {
+    throw Error(kInvalid, "unix_socket must be an absolute path of at most 107 bytes");
+  }
+  if (ep.db < 0) throw Error(kInvalid, "db must not be negative, got " + std::to_string(ep.db));
+  check_duration("connect_timeout_ms", c->connect_timeout_ms, 1);
+  check_duration("command_timeout_ms", c->command_timeout_ms, 1);
+  check_duration("watchdog_lease_ms", c->watchdog_lease_ms, 30);
+  check_duration("poll_cap_ms", c->poll_cap_ms, 1);
+  if (c->pool_size < 1 || c->pool_size > 1024)
+    throw Error(kInvalid, "pool_size must be from 1 to 1024, got " + std::to_string(c->pool_size));
+  if (c->max_name_len < 1 || c->max_name_len > (size_t{16} << 20))
+    throw Error(kInvalid, "max_name_len must be from 1 to 16777216 bytes");
+}
+
+std::shared_ptr<Client> Client::create(ClientConfig config) {
+  validate_config(&config);
+  auto transport = std::make_unique<PooledTransport>(config);
+  transport->warm_up();
+  return std::make_shared<Client>(std::move(config), std::move(transport));
+}
+
+Client::Client(ClientConfig config, std::unique_ptr<Transport> transport)
+    : config_(std::move(config)),
+      id_(random_uuid()),
+      transport_(std::move(transport)),
+      subscriber_(config_),
+      holds_(config_, *transport_) {}
+
+Client::~Client() { close(); }
+
+void Client::close() {
+  if (closed_.exchange(true)) return;
+  holds_.stop();
+  subscriber_.stop();
+  // Best effort: free what we still hold so others need not wait for the leases.
+  for (const Holds::Active& hold : holds_.active()) {
+    std::string channel = lock_channel(hold.name);
+    std::string latch = unlock_latch(hold.name, random_hex(8));
+    std::string lease = std::to_string(std::max<int64_t>(1, holds_.lease(hold.name, hold.owner)));
+    std::string count = std::to_string(hold.count);
+    std::string latch_ttl = std::to_string(config_.command_timeout_ms * 2);
+    try {
+      eval_script(*transport_, scripts::release, {hold.name, channel, latch},
+                  {lease, hold.owner, count, latch_ttl}, Retry::No);
+      holds_.forget(hold.name, hold.owner);
+    } catch (const Error&) {
+      break;  // unreachable: the rest expire by lease
+    }
+  }
+  transport_->close();
+}
+
+}  // namespace rlock::core

@@ -1,0 +1,287 @@
+#include "rlock/core/holds.hpp"
+
+#include <algorithm>
+
+#include "rlock/core/error.hpp"
+#include "rlock/core/scripts.hpp"
+#include "rlock/core/transport.hpp"
+
+namespace rlock::core {
+namespace {
+
+constexpr size_t kRenewBatch = 1000;
+// A lost hold is remembered (so release can say "lost" rather than "not held") this long.
+constexpr auto kLostRetention = std::chrono::minutes(10);
+
+std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
+
+}  // namespace
+
+// ---- LostListener ---------------------------------------------------------------------------
+
+void LostListener::set(Fn fn) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (running_on_ != std::this_thread::get_id()) idle_.wait(lock, [&] { return running_ == 0; });
+  fn_ = std::move(fn);
+}
+
+void LostListener::notify(const std::string& name, int64_t thread_id, int reason) {
+  Fn fn;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!fn_) return;
+    fn = fn_;
+    ++running_;
+    running_on_ = std::this_thread::get_id();
+  }
+  try {
+    fn(name, thread_id, reason);
+  } catch (...) {
+    // A callback must not take the watchdog down; bindings report their own failures.
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (--running_ == 0) running_on_ = std::thread::id();
+  idle_.notify_all();
+}
+
+// ---- Holds ----------------------------------------------------------------------------------
+
+Holds::Holds(const ClientConfig& config, Transport& transport)
+    : config_(config), transport_(transport) {}
+
+Holds::~Holds() { stop(); }
+
+void Holds::start_locked() {
+  if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { run(); });
+}
+
+void Holds::unindex_locked(const Key& key, Hold& h) {
+  if (h.indexed) index_.erase({h.due, &key});
+  h.indexed = false;
+}
+
+void Holds::reindex_locked(const Key& key, Hold& h) {
+  unindex_locked(key, h);
+  if (h.lost) {
+    h.due = Clock::now() + kLostRetention;
+  } else if (h.watchdog && !h.renewing) {
+    h.due = std::min(h.next_renew, h.valid_until);
+  } else {
+    h.due = h.valid_until;
+  }
+  index_.insert({h.due, &key});
+  h.indexed = true;
+}
+
+void Holds::acquired(const std::string& name, const std::string& owner, int64_t thread_id,
+                     int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
+                     std::shared_ptr<LostListener> listener) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = holds_.try_emplace(Key{name, owner});
+  Hold& h = it->second;
+  if (inserted || h.lost || count == 1) {
+    h.generation = next_generation_++;
+    h.watchdog = false;
+    h.renewing = false;
+    h.lost = false;
+  }
+  h.thread_id = thread_id;
+  h.count = count;
+  h.lease_ms = lease_ms;
+  h.watchdog = h.watchdog || watchdog;
+  h.valid_until = sent + ms(lease_ms - drift_ms(lease_ms));
+  h.next_renew = sent + ms(lease_ms / 3);
+  h.listener = std::move(listener);
+  reindex_locked(it->first, h);
+  start_locked();
+  wake_.notify_all();
+}
+
+void Holds::released(const std::string& name, const std::string& owner, int64_t left,
+                     int64_t lease_ms, Clock::time_point sent) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end()) return;
+  Hold& h = it->second;
+  if (left <= 0) {
+    unindex_locked(it->first, h);
+    holds_.erase(it);
+    return;
+  }
+  h.count = left;
+  h.lost = false;
+  h.lease_ms = lease_ms;
+  h.valid_until = sent + ms(lease_ms - drift_ms(lease_ms));
+  h.next_renew = sent + ms(lease_ms / 3);
+  reindex_locked(it->first, h);
+  wake_.notify_all();
+}
+
+void Holds::extended(const std::string& name, const std::string& owner, int64_t lease_ms,
+                     Clock::time_point sent) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end() || it->second.lost) return;
+  Hold& h = it->second;
+  h.lease_ms = lease_ms;
+  h.valid_until = sent + ms(lease_ms - drift_ms(lease_ms));
+  h.next_renew = sent + ms(lease_ms / 3);
+  reindex_locked(it->first, h);
+  wake_.notify_all();
+}
+
+bool Holds::forget(const std::string& name, const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end()) return false;
+  bool had = it->second.count > 0 || it->second.lost;
+  unindex_locked(it->first, it->second);
+  holds_.erase(it);
+  return had;
+}
+
+int64_t Holds::count(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  return it == holds_.end() || it->second.lost ? 0 : it->second.count;
+}
+
+int64_t Holds::lease(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end()) return 0;
+  return it->second.watchdog ? config_.watchdog_lease_ms : it->second.lease_ms;
+}
+
+bool Holds::is_held(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  return it != holds_.end() && !it->second.lost && it->second.count > 0 &&
+         Clock::now() < it->second.valid_until;
+}
+
+bool Holds::is_lost(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end()) return false;
+  return it->second.lost || (it->second.count > 0 && Clock::now() >= it->second.valid_until);
+}
+
+std::vector<Holds::Active> Holds::active() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Active> out;
+  for (const auto& [key, h] : holds_) {
+    if (!h.lost && h.count > 0) out.push_back({key.first, key.second, h.count});
+  }
+  return out;
+}
+
+void Holds::mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices) {
+  h.lost = true;
+  h.renewing = false;
+  reindex_locked(key, h);
+  if (h.listener) notices->push_back({h.listener, key.first, h.thread_id, reason});
+}
+
+void Holds::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+    wake_.notify_all();
+  }
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Holds::run() {
+  const int64_t lease = config_.watchdog_lease_ms;
+  // Renewals due within this window are sent together, so holds taken at different moments
+  // converge on a few batched script calls per period.
+  const auto window = ms(lease / 6);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    if (index_.empty()) {
+      wake_.wait(lock);
+      continue;
+    }
+    Clock::time_point now = Clock::now();
+    if (index_.begin()->first > now) {
+      wake_.wait_until(lock, index_.begin()->first);
+      continue;
+    }
+    std::vector<const Key*> due;
+    for (auto it = index_.begin(); it != index_.end() && it->first <= now + window; ++it) {
+      due.push_back(it->second);
+    }
+    std::vector<Notice> notices;
+    std::vector<Renewal> batch;
+    for (const Key* key : due) {
+      auto it = holds_.find(*key);
+      if (it == holds_.end()) continue;
+      Hold& h = it->second;
+      if (h.lost) {
+        if (h.due <= now) {
+          unindex_locked(it->first, h);
+          holds_.erase(it);
+        }
+      } else if (h.valid_until <= now) {
+        mark_lost_locked(it->first, h, h.watchdog ? kLostUnreachable : kLostExpired, &notices);
+      } else if (h.watchdog && !h.renewing && h.next_renew <= now + window) {
+        h.renewing = true;
+        reindex_locked(it->first, h);
+        batch.push_back({it->first, h.generation});
+      }
+    }
+    lock.unlock();
+    for (Notice& n : notices) n.listener->notify(n.name, n.thread_id, n.reason);
+    notices.clear();
+    for (size_t i = 0; i < batch.size(); i += kRenewBatch) {
+      std::vector<Renewal> part(batch.begin() + static_cast<long>(i),
+                                batch.begin() + static_cast<long>(std::min(batch.size(), i + kRenewBatch)));
+      renew(part, &notices);
+    }
+    for (Notice& n : notices) n.listener->notify(n.name, n.thread_id, n.reason);
+    lock.lock();
+  }
+}
+
+void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices) {
+  const int64_t lease = config_.watchdog_lease_ms;
+  std::string lease_text = std::to_string(lease);
+  Args keys, argv{lease_text};
+  for (const Renewal& r : batch) {
+    keys.push_back(r.key.first);
+    argv.push_back(r.key.second);
+  }
+  Clock::time_point sent = Clock::now();
+  Reply reply;
+  bool ok = false;
+  try {
+    reply = eval_script(transport_, scripts::renew, keys, argv, Retry::Once);
+    ok = reply.type == Reply::Type::Array && reply.elements.size() == batch.size();
+  } catch (const Error&) {
+    ok = false;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  Clock::time_point now = Clock::now();
+  const auto retry_after = ms(std::min<int64_t>(1000, std::max<int64_t>(lease / 10, 10)));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto it = holds_.find(batch[i].key);
+    if (it == holds_.end()) continue;  // released meanwhile: the unlock wins
+    Hold& h = it->second;
+    if (h.generation != batch[i].generation || h.lost || !h.renewing) continue;
+    h.renewing = false;
+    if (!ok) {
+      h.next_renew = now + retry_after;  // lost only when the validity deadline passes
+      reindex_locked(it->first, h);
+    } else if (reply.elements[i].integer == 1) {
+      h.lease_ms = lease;
+      h.valid_until = sent + ms(lease - drift_ms(lease));
+      h.next_renew = sent + ms(lease / 3);
+      reindex_locked(it->first, h);
+    } else {
+      mark_lost_locked(it->first, h, kLostGone, notices);
+    }
+  }
+}
+
+}  // namespace rlock::core

@@ -1,0 +1,310 @@
+#include "rlock/core/lock.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include "rlock/core/error.hpp"
+#include "rlock/core/names.hpp"
+#include "rlock/core/scripts.hpp"
+
+namespace rlock::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kMinBackoffMs = 20;
+constexpr int64_t kMaxBackoffMs = 1000;
+
+bool valid_lease(int64_t lease) { return lease == kLeaseWatchdog || (lease > 0 && lease <= kMaxDurationMs); }
+
+std::string lease_problem(int64_t lease) {
+  return "lease_ms must be -1 (watchdog) or from 1 to " + std::to_string(kMaxDurationMs) +
+         " ms, got " + std::to_string(lease) +
+         (lease == 0 || lease < -1 ? " (a lease <= 0 would unlock at once)" : "");
+}
+
+// A deadline `ms` from now, saturating instead of overflowing.
+Clock::time_point deadline_after(int64_t ms) {
+  auto now = Clock::now();
+  auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
+  if (ms < 0 || ms >= room.count()) {
+    return Clock::time_point::max();
+  }
+  return now + std::chrono::milliseconds(ms);
+}
+
+bool is_transient(int code, const std::string& message) {
+  return code == kConn || code == kRedisBusy ||
+         message.find("LOADING") != std::string::npos ||
+         message.find("TRYAGAIN") != std::string::npos;
+}
+
+}  // namespace
+
+Lock::Lock(std::shared_ptr<Client> client, std::string name, int64_t default_lease_ms)
+    : client_(std::move(client)),
+      name_(std::move(name)),
+      channel_(lock_channel(name_)),
+      default_lease_ms_(default_lease_ms) {
+  if (name_.empty()) throw Error(kInvalid, "lock name must not be empty");
+  if (name_.size() > client_->config().max_name_len) {
+    throw Error(kInvalid, "lock name is " + std::to_string(name_.size()) +
+                              " bytes, longer than the limit of " +
+                              std::to_string(client_->config().max_name_len) +
+                              " (client option max_name_len)");
+  }
+  if (!valid_lease(default_lease_ms)) throw Error(kInvalid, lease_problem(default_lease_ms));
+}
+
+Lock::~Lock() { listener_->set(nullptr); }
+
+int Lock::check_open() const {
+  if (client_->closed()) return fail(kClosed, "lock " + printable(name_) + ": the client was closed");
+  return kOk;
+}
+
+int64_t Lock::resolve_thread(int64_t thread_id) const {
+  return thread_id == 0 ? current_thread_id() : thread_id;
+}
+
+int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
+  int code = code_for_redis_error(reply.str);
+  std::string hint;
+  if (reply.str.find("WRONGTYPE") != std::string::npos) {
+    hint = " (the key exists and is not a lock hash)";
+  }
+  return fail(code, doing + " lock " + printable(name_) + ": Redis replied: " + reply.str + hint);
+}
+
+Lock::Attempt Lock::try_acquire(const std::string& owner, int64_t thread_id, int64_t lease_ms,
+                                bool watchdog) {
+  Holds& holds = client_->holds();
+  int64_t before = holds.count(name_, owner);
+  std::string lease = std::to_string(lease_ms);
+  Clock::time_point sent = Clock::now();
+  Reply r;
+  try {
+    r = eval_script(client_->transport(), scripts::acquire, {name_}, {lease, owner}, Retry::No);
+  } catch (const Error& e) {
+    // The request may have been applied with its reply lost: take it back if so, so the key
+    // does not outlive us until its lease.
+    if (e.code() == kConn) undo_acquire(owner, before + 1, lease_ms);
+    return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
+  }
+  if (r.is_error()) return {redis_failure("acquiring", r), 0};
+  if (r.type != Reply::Type::Array || r.elements.size() != 2) {
+    return {fail(kRedis, "acquiring lock " + printable(name_) + ": unexpected reply"), 0};
+  }
+  if (r.elements[0].integer == 1) {
+    holds.acquired(name_, owner, thread_id, r.elements[1].integer, lease_ms, watchdog, sent,
+                   listener_);
+    return {kOk, 0};
+  }
+  return {kTimedOut, r.elements[1].integer};
+}
+
+void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms) {
+  try {
+    eval_script(client_->transport(), scripts::undo_acquire, {name_, channel_},
+                {owner, std::to_string(expected_count), std::to_string(lease_ms)}, Retry::Once);
+  } catch (const Error&) {
+    // Still unreachable: nothing renews the key, so it expires by its lease.
+  }
+}
+
+int Lock::acquire(const AcquireArgs& a) {
+  if (int c = check_open()) return c;
+  if (a.wait_ms < -1 || a.wait_ms > kMaxDurationMs) {
+    return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
+                              std::to_string(kMaxDurationMs) + " ms, got " +
+                              std::to_string(a.wait_ms));
+  }
+  int64_t lease = a.lease_ms == 0 ? default_lease_ms_ : a.lease_ms;
+  if (!valid_lease(lease)) return fail(kInvalid, lease_problem(a.lease_ms));
+  if (a.thread_id < 0) {
+    return fail(kInvalid, "thread_id must be 0 (calling thread) or positive, got " +
+                              std::to_string(a.thread_id));
+  }
+  if (a.cancel != nullptr && a.cancel->cancelled()) {
+    return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
+  }
+  const int64_t tid = resolve_thread(a.thread_id);
+  const std::string owner = client_->owner(tid);
+  const bool watchdog = lease == kLeaseWatchdog;
+  const int64_t lease_ms = watchdog ? client_->config().watchdog_lease_ms : lease;
+  const Clock::time_point deadline = deadline_after(a.wait_ms);
+  const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
+
+  Attempt at = try_acquire(owner, tid, lease_ms, watchdog);
+  if (at.code == kOk) return kOk;
+  bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
+  if (!retry) return at.code;
+  if (a.wait_ms == 0) {
+    if (at.code == kTimedOut) {
+      return fail(kTimedOut, "lock " + printable(name_) + " is held by another owner");
+    }
+    return at.code;
+  }
+
+  std::unique_ptr<Subscriber::Waiter> waiter;
+  try {
+    waiter = client_->subscriber().join(channel_);
+  } catch (const Error& e) {
+    return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
+  }
+  CancelRegistration by_handle, by_token;
+  by_handle.attach(&waits_, waiter.get());
+  if (!by_token.attach(a.cancel, waiter.get())) {
+    return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
+  }
+  // Subscribe first, then try again at once: an unlock published before the subscription took
+  // effect would otherwise be missed.
+  waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
+
+  int64_t backoff_ms = kMinBackoffMs;
+  for (;;) {
+    if (client_->closed()) return check_open();
+    at = try_acquire(owner, tid, lease_ms, watchdog);
+    if (at.code == kOk) {
+      waiter->satisfied();
+      return kOk;
+    }
+    if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
+    Clock::time_point now = Clock::now();
+    if (now >= deadline) {
+      if (at.code != kTimedOut) return at.code;
+      return fail(kTimedOut, "lock " + printable(name_) + " is still held by another owner after " +
+                                 std::to_string(a.wait_ms) + " ms");
+    }
+    std::chrono::milliseconds sleep = poll_cap;
+    if (at.code == kTimedOut) {
+      // Sleep until a wake-up message, bounded by the holder's remaining lease and the poll cap.
+      if (at.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(at.pttl));
+      backoff_ms = kMinBackoffMs;
+    } else {
+      sleep = std::chrono::milliseconds(backoff_ms);
+      backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+    }
+    Clock::time_point until = deadline - now <= sleep ? deadline : now + sleep;
+    if (waiter->wait(until) == Subscriber::Wake::Cancelled) {
+      if (client_->closed()) return check_open();
+      return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
+    }
+  }
+}
+
+int Lock::release(int64_t thread_id) {
+  if (int c = check_open()) return c;
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
+  const std::string owner = client_->owner(resolve_thread(thread_id));
+  Holds& holds = client_->holds();
+  int64_t lease_ms = holds.lease(name_, owner);
+  if (lease_ms <= 0) lease_ms = client_->config().watchdog_lease_ms;
+  const std::string lease = std::to_string(lease_ms);
+  const std::string latch = unlock_latch(name_, random_hex(8));
+  const std::string latch_ttl =
+      std::to_string(std::max<int64_t>(1000, 2 * client_->config().command_timeout_ms));
+  Clock::time_point sent = Clock::now();
+  Reply r;
+  try {
+    // Retrying is safe: the latch makes a second delivery return the first one's result.
+    r = eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
+                    {lease, owner, "1", latch_ttl}, Retry::Once);
+  } catch (const Error& e) {
+    holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
+    return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
+                              " (renewal stopped; the lock expires by its lease)");
+  }
+  if (r.is_error()) return redis_failure("releasing", r);
+  if (r.integer >= 0) {
+    holds.released(name_, owner, r.integer, lease_ms, sent);
+    return kOk;
+  }
+  if (holds.forget(name_, owner)) {
+    return fail(kLost, "lock " + printable(name_) + " was lost before this release: it expired or "
+                       "was deleted" + (r.integer == -2 ? ", and another owner holds it now" : ""));
+  }
+  if (r.integer == -2) {
+    return fail(kNotOwner, "lock " + printable(name_) + " is held by another owner, not by " + owner);
+  }
+  return fail(kNotHeld, "lock " + printable(name_) + " is not locked");
+}
+
+int Lock::extend(int64_t lease_ms, int64_t thread_id) {
+  if (int c = check_open()) return c;
+  if (lease_ms <= 0 || lease_ms > kMaxDurationMs) return fail(kInvalid, lease_problem(lease_ms));
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
+  const std::string owner = client_->owner(resolve_thread(thread_id));
+  Holds& holds = client_->holds();
+  Clock::time_point sent = Clock::now();
+  Reply r;
+  try {
+    r = eval_script(client_->transport(), scripts::extend, {name_},
+                    {std::to_string(lease_ms), owner}, Retry::Once);
+  } catch (const Error& e) {
+    return fail(e.code(), "extending lock " + printable(name_) + ": " + e.message());
+  }
+  if (r.is_error()) return redis_failure("extending", r);
+  if (r.integer == 1) {
+    holds.extended(name_, owner, lease_ms, sent);
+    return kOk;
+  }
+  if (holds.forget(name_, owner)) {
+    return fail(kLost, "lock " + printable(name_) + " was lost before this extend: it expired or "
+                       "was deleted" + (r.integer == -2 ? ", and another owner holds it now" : ""));
+  }
+  if (r.integer == -2) {
+    return fail(kNotOwner, "lock " + printable(name_) + " is held by another owner, not by " + owner);
+  }
+  return fail(kNotHeld, "lock " + printable(name_) + " is not locked");
+}
+
+int Lock::force_unlock(bool* deleted) {
+  if (int c = check_open()) return c;
+  Reply r;
+  try {
+    r = eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
+                    Retry::Once);
+  } catch (const Error& e) {
+    return fail(e.code(), "force-unlocking lock " + printable(name_) + ": " + e.message());
+  }
+  if (r.is_error()) return redis_failure("force-unlocking", r);
+  if (deleted != nullptr) *deleted = r.integer == 1;
+  return kOk;
+}
+
+int Lock::query(int64_t thread_id, LockState* out) {
+  if (int c = check_open()) return c;
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
+  const std::string owner = client_->owner(resolve_thread(thread_id));
+  Reply r;
+  try {
+    r = eval_script(client_->transport(), scripts::status, {name_}, {owner}, Retry::Once);
+  } catch (const Error& e) {
+    return fail(e.code(), "reading lock " + printable(name_) + ": " + e.message());
+  }
+  if (r.is_error()) return redis_failure("reading", r);
+  if (r.type != Reply::Type::Array || r.elements.size() != 5) {
+    return fail(kRedis, "reading lock " + printable(name_) + ": unexpected reply");
+  }
+  out->ttl_ms = r.elements[0].integer;
+  out->locked = out->ttl_ms != -2;
+  out->hold_count = r.elements[1].integer;
+  out->held_by_me = out->hold_count > 0;
+  out->owner_count = r.elements[2].integer;
+  out->owner = r.elements[3].str;
+  out->owner_hold_count = r.elements[4].integer;
+  return kOk;
+}
+
+bool Lock::is_held(int64_t thread_id) const {
+  if (thread_id < 0) return false;
+  return client_->holds().is_held(name_, client_->owner(resolve_thread(thread_id)));
+}
+
+bool Lock::is_lost(int64_t thread_id) const {
+  if (thread_id < 0) return false;
+  return client_->holds().is_lost(name_, client_->owner(resolve_thread(thread_id)));
+}
+
+}  // namespace rlock::core
