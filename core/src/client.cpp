@@ -93,7 +93,10 @@ std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
   auto transport = std::make_unique<PooledTransport>(config);
   transport->warm_up();
-  return std::make_shared<Client>(std::move(config), std::move(transport));
+  auto client = std::make_shared<Client>(std::move(config), std::move(transport));
+  std::weak_ptr<Client> weak = client;
+  client->holds_.set_keep_alive([weak] { return std::shared_ptr<void>(weak.lock()); });
+  return client;
 }
 
 Client::Client(ClientConfig config, std::unique_ptr<Transport> transport)

@@ -232,16 +232,24 @@ void Holds::run() {
       }
     }
     lock.unlock();
-    for (Notice& n : notices) n.listener->notify(n.name, n.thread_id, n.reason);
-    notices.clear();
+    dispatch(&notices);
     for (size_t i = 0; i < batch.size(); i += kRenewBatch) {
-      std::vector<Renewal> part(batch.begin() + static_cast<long>(i),
-                                batch.begin() + static_cast<long>(std::min(batch.size(), i + kRenewBatch)));
-      renew(part, &notices);
+      auto end = batch.begin() + static_cast<long>(std::min(batch.size(), i + kRenewBatch));
+      renew(std::vector<Renewal>(batch.begin() + static_cast<long>(i), end), &notices);
     }
-    for (Notice& n : notices) n.listener->notify(n.name, n.thread_id, n.reason);
+    dispatch(&notices);
     lock.lock();
   }
+}
+
+void Holds::dispatch(std::vector<Notice>* notices) {
+  if (notices->empty()) return;
+  std::shared_ptr<void> keep = keep_alive_ ? keep_alive_() : nullptr;
+  for (Notice& n : *notices) n.listener->notify(n.name, n.thread_id, n.reason);
+  notices->clear();
+  // If a callback dropped the last other reference, the client must be destroyed elsewhere:
+  // its destructor joins this thread.
+  if (keep) std::thread([k = std::move(keep)]() mutable { k.reset(); }).detach();
 }
 
 void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices) {

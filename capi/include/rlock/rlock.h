@@ -148,8 +148,10 @@ RLOCK_API int rlock_client_new(rlock_client **out, const rlock_client_options *o
 /* Shorthand for rlock_client_new with only `url` set. */
 RLOCK_API int rlock_client_new_url(rlock_client **out, const char *url);
 
-/* Stops the watchdog and subscriber, closes connections. Locks still held are not released:
- * their keys expire by lease. Lock handles may outlive the client; their calls then fail. */
+/* Stops the watchdog, wakes waiters of its locks with RLOCK_ECLOSED, releases what the client
+ * still holds (best effort: it stops at the first failed round trip, and the rest expire by
+ * lease) and closes connections. Lock handles may outlive the client; their calls then return
+ * RLOCK_ECLOSED. */
 RLOCK_API void rlock_client_free(rlock_client *client);
 
 /* The client's id (a UUID, the first half of every owner). Borrowed: valid while the client

@@ -80,6 +80,12 @@ class Holds {
   // Stops the watchdog thread; holds are no longer renewed. Idempotent.
   void stop();
 
+  // Returns a reference that keeps the owning client alive while callbacks run: a callback may
+  // drop the user's last reference, and the watchdog thread must not destroy itself.
+  void set_keep_alive(std::function<std::shared_ptr<void>()> keep_alive) {
+    keep_alive_ = std::move(keep_alive);
+  }
+
   static int64_t drift_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
 
  private:
@@ -114,6 +120,7 @@ class Holds {
   void unindex_locked(const Key& key, Hold& h);
   void mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);
   void renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices);
+  void dispatch(std::vector<Notice>* notices);
   void start_locked();
 
   const ClientConfig config_;
@@ -125,6 +132,7 @@ class Holds {
   uint64_t next_generation_ = 1;
   bool stop_ = false;
   std::thread thread_;
+  std::function<std::shared_ptr<void>()> keep_alive_;
 };
 
 }  // namespace rlock::core

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
+# abi, cli), then builds again with ASan/UBSan and runs the unit and integration tests there.
+# Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+jobs=${RLOCK_JOBS:-2}
+
+"$root/scripts/install-deps.sh"
+
+run_suite() {  # build-dir, extra cmake args..., then ctest args after "--"
+  local dir=$1; shift
+  local cmake_args=() ctest_args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ctest_args=("$@")
+  cmake -S "$root" -B "$dir" -G Ninja "${cmake_args[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 "${ctest_args[@]}")
+}
+
+echo "== build and test (RelWithDebInfo)"
+run_suite "$root/build"
+
+if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== build and test with ASan + UBSan"
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
+    -- -L 'unit|integration'
+fi
+echo "== all tests passed"
