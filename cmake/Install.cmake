@@ -23,6 +23,16 @@ install(FILES "${CMAKE_CURRENT_BINARY_DIR}/rlockConfig.cmake"
   "${CMAKE_CURRENT_BINARY_DIR}/rlockConfigVersion.cmake"
   DESTINATION ${RLOCK_CMAKE_DIR})
 
+# rlock.pc finds the prefix from its own location (${pcfiledir} is <prefix>/<libdir>/pkgconfig),
+# so it stays right when the prefix is chosen at install time (cmake --install --prefix, DESTDIR)
+# or the tree is moved, as rlockTargets.cmake does for CMake users.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(RLOCK_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+else()
+  file(RELATIVE_PATH _rlock_pc_up "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+  string(REGEX REPLACE "/$" "" _rlock_pc_up "${_rlock_pc_up}")
+  set(RLOCK_PC_PREFIX "\${pcfiledir}/${_rlock_pc_up}")
+endif()
 join_paths(RLOCK_PC_LIBDIR "\${prefix}" "${CMAKE_INSTALL_LIBDIR}")
 join_paths(RLOCK_PC_INCLUDEDIR "\${prefix}" "${CMAKE_INSTALL_INCLUDEDIR}")
 configure_file(pkgconfig/rlock.pc.in "${CMAKE_CURRENT_BINARY_DIR}/rlock.pc" @ONLY)

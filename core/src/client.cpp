@@ -38,10 +38,10 @@ std::string hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
-void check_duration(const char* field, int64_t value, int64_t min) {
-  if (value < min || value > kMaxDurationMs) {
+void check_duration(const char* field, int64_t value, int64_t min, int64_t max) {
+  if (value < min || value > max) {
     throw Error(kInvalid, std::string(field) + " must be from " + std::to_string(min) + " to " +
-                              std::to_string(kMaxDurationMs) + " ms, got " +
+                              std::to_string(max) + " ms, got " +
                               std::to_string(value));
   }
 }
@@ -79,10 +79,12 @@ void validate_config(ClientConfig* c) {
     throw Error(kInvalid, "unix_socket must be an absolute path of at most 107 bytes");
   }
   if (ep.db < 0) throw Error(kInvalid, "db must not be negative, got " + std::to_string(ep.db));
-  check_duration("connect_timeout_ms", c->connect_timeout_ms, 1);
-  check_duration("command_timeout_ms", c->command_timeout_ms, 1);
-  check_duration("watchdog_lease_ms", c->watchdog_lease_ms, 30);
-  check_duration("poll_cap_ms", c->poll_cap_ms, 1);
+  // Timeouts beyond a day are surely mistakes, and keep clock arithmetic far from overflow.
+  constexpr int64_t kDayMs = 24 * 3600 * 1000;
+  check_duration("connect_timeout_ms", c->connect_timeout_ms, 1, kDayMs);
+  check_duration("command_timeout_ms", c->command_timeout_ms, 1, kDayMs);
+  check_duration("watchdog_lease_ms", c->watchdog_lease_ms, 30, kMaxDurationMs);
+  check_duration("poll_cap_ms", c->poll_cap_ms, 1, kDayMs);
   if (c->pool_size < 1 || c->pool_size > 1024)
     throw Error(kInvalid, "pool_size must be from 1 to 1024, got " + std::to_string(c->pool_size));
   if (c->max_name_len < 1 || c->max_name_len > (size_t{16} << 20))

@@ -7,8 +7,21 @@
 namespace rlock::core {
 namespace {
 
+// The URL with its password replaced by "***", fit for error messages and logs.
+std::string redacted(const std::string& url) {
+  size_t start = url.find("://");
+  if (start == std::string::npos) return url;
+  start += 3;
+  size_t slash = url.find('/', start);
+  size_t at = url.rfind('@', slash == std::string::npos ? std::string::npos : slash);
+  if (at == std::string::npos || at < start) return url;
+  size_t colon = url.find(':', start);
+  size_t secret = colon != std::string::npos && colon < at ? colon + 1 : start;
+  return url.substr(0, secret) + "***" + url.substr(at);
+}
+
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
-  throw Error(kInvalid, "invalid Redis URL " + printable(url, 200) + ": " + why);
+  throw Error(kInvalid, "invalid Redis URL " + printable(redacted(url), 200) + ": " + why);
 }
 
 int hex_value(char c) {
@@ -122,7 +135,7 @@ Endpoint parse_url(const std::string& url) {
     return ep;
   }
   if (scheme == "rediss") {
-    throw Error(kUnsupported, "invalid Redis URL " + printable(url, 200) +
+    throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) +
                                   ": TLS (rediss://) is not supported by this build");
   }
   if (scheme != "redis") bad(url, "unknown scheme '" + scheme + "' (expected redis:// or unix://)");

@@ -79,7 +79,8 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
   }
   timeval tv = to_timeval(command_timeout_ms);
   redisSetTimeout(ctx_, tv);
-  redisEnableKeepAlive(ctx_);
+  // Keep-alive probes are TCP only; on a unix socket hiredis would mark the context failed.
+  if (ep.unix_path.empty()) redisEnableKeepAlive(ctx_);
   try {
     if (ep.has_password) {
       Reply r = ep.username.empty() ? command({"AUTH", ep.password})

@@ -15,6 +15,14 @@ constexpr auto kLostRetention = std::chrono::minutes(10);
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
 
+// `from` plus `add_ms`, saturating: leases may be far longer than the clock can count.
+Holds::Clock::time_point after(Holds::Clock::time_point from, int64_t add_ms) {
+  auto room = std::chrono::duration_cast<std::chrono::milliseconds>(
+      Holds::Clock::time_point::max() - from);
+  if (add_ms >= room.count()) return Holds::Clock::time_point::max();
+  return from + std::chrono::milliseconds(add_ms);
+}
+
 }  // namespace
 
 // ---- LostListener ---------------------------------------------------------------------------
@@ -89,8 +97,8 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
   h.count = count;
   h.lease_ms = lease_ms;
   h.watchdog = h.watchdog || watchdog;
-  h.valid_until = sent + ms(lease_ms - drift_ms(lease_ms));
-  h.next_renew = sent + ms(lease_ms / 3);
+  h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
+  h.next_renew = after(sent, lease_ms / 3);
   h.listener = std::move(listener);
   reindex_locked(it->first, h);
   start_locked();
@@ -111,8 +119,8 @@ void Holds::released(const std::string& name, const std::string& owner, int64_t 
   h.count = left;
   h.lost = false;
   h.lease_ms = lease_ms;
-  h.valid_until = sent + ms(lease_ms - drift_ms(lease_ms));
-  h.next_renew = sent + ms(lease_ms / 3);
+  h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
+  h.next_renew = after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
   wake_.notify_all();
 }
@@ -124,8 +132,8 @@ void Holds::extended(const std::string& name, const std::string& owner, int64_t 
   if (it == holds_.end() || it->second.lost) return;
   Hold& h = it->second;
   h.lease_ms = lease_ms;
-  h.valid_until = sent + ms(lease_ms - drift_ms(lease_ms));
-  h.next_renew = sent + ms(lease_ms / 3);
+  h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
+  h.next_renew = after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
   wake_.notify_all();
 }
@@ -194,9 +202,8 @@ void Holds::stop() {
 
 void Holds::run() {
   const int64_t lease = config_.watchdog_lease_ms;
-  // Renewals due within this window are sent together, so holds taken at different moments
+  // Renewals due within lease/6 are sent together, so holds taken at different moments
   // converge on a few batched script calls per period.
-  const auto window = ms(lease / 6);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     if (index_.empty()) {
@@ -204,12 +211,14 @@ void Holds::run() {
       continue;
     }
     Clock::time_point now = Clock::now();
-    if (index_.begin()->first > now) {
-      wake_.wait_until(lock, index_.begin()->first);
+    const Clock::time_point next = index_.begin()->first;  // a copy: the entry may go away
+    if (next > now) {
+      wake_.wait_until(lock, next);
       continue;
     }
     std::vector<const Key*> due;
-    for (auto it = index_.begin(); it != index_.end() && it->first <= now + window; ++it) {
+    const Clock::time_point horizon = after(now, lease / 6);
+    for (auto it = index_.begin(); it != index_.end() && it->first <= horizon; ++it) {
       due.push_back(it->second);
     }
     std::vector<Notice> notices;
@@ -225,7 +234,7 @@ void Holds::run() {
         }
       } else if (h.valid_until <= now) {
         mark_lost_locked(it->first, h, h.watchdog ? kLostUnreachable : kLostExpired, &notices);
-      } else if (h.watchdog && !h.renewing && h.next_renew <= now + window) {
+      } else if (h.watchdog && !h.renewing && h.next_renew <= horizon) {
         h.renewing = true;
         reindex_locked(it->first, h);
         batch.push_back({it->first, h.generation});
@@ -283,8 +292,8 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
       reindex_locked(it->first, h);
     } else if (reply.elements[i].integer == 1) {
       h.lease_ms = lease;
-      h.valid_until = sent + ms(lease - drift_ms(lease));
-      h.next_renew = sent + ms(lease / 3);
+      h.valid_until = after(sent, lease - drift_ms(lease));
+      h.next_renew = after(sent, lease / 3);
       reindex_locked(it->first, h);
     } else {
       mark_lost_locked(it->first, h, kLostGone, notices);

@@ -204,6 +204,9 @@ int Lock::release(int64_t thread_id) {
   const std::string latch = unlock_latch(name_, random_hex(8));
   const std::string latch_ttl =
       std::to_string(std::max<int64_t>(1000, 2 * client_->config().command_timeout_ms));
+  // A hold already reported lost stays lost: its release still frees the key if it is there,
+  // but reports the loss (the owner's work was not protected to the end).
+  const bool was_lost = holds.is_lost(name_, owner);
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
@@ -216,11 +219,16 @@ int Lock::release(int64_t thread_id) {
                               " (renewal stopped; the lock expires by its lease)");
   }
   if (r.is_error()) return redis_failure("releasing", r);
-  if (r.integer >= 0) {
+  if (r.integer >= 0 && !was_lost) {
     holds.released(name_, owner, r.integer, lease_ms, sent);
     return kOk;
   }
-  if (holds.forget(name_, owner)) {
+  if (r.integer >= 0) {  // was_lost: the key outlived our local validity deadline
+    holds.forget(name_, owner);
+    return fail(kLost, "lock " + printable(name_) + " was lost before this release: its lease ran "
+                       "out or it could not be renewed in time (the key, still present, was released)");
+  }
+  if (holds.forget(name_, owner) || was_lost) {
     return fail(kLost, "lock " + printable(name_) + " was lost before this release: it expired or "
                        "was deleted" + (r.integer == -2 ? ", and another owner holds it now" : ""));
   }
@@ -232,10 +240,18 @@ int Lock::release(int64_t thread_id) {
 
 int Lock::extend(int64_t lease_ms, int64_t thread_id) {
   if (int c = check_open()) return c;
-  if (lease_ms <= 0 || lease_ms > kMaxDurationMs) return fail(kInvalid, lease_problem(lease_ms));
+  if (lease_ms <= 0 || lease_ms > kMaxDurationMs) {
+    return fail(kInvalid, "lease_ms must be from 1 to " + std::to_string(kMaxDurationMs) +
+                              " ms, got " + std::to_string(lease_ms));
+  }
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
   const std::string owner = client_->owner(resolve_thread(thread_id));
   Holds& holds = client_->holds();
+  if (holds.is_lost(name_, owner)) {
+    holds.forget(name_, owner);
+    return fail(kLost, "lock " + printable(name_) + " was lost before this extend: its lease ran "
+                       "out or it could not be renewed in time");
+  }
   Clock::time_point sent = Clock::now();
   Reply r;
   try {

@@ -10,7 +10,24 @@ PooledTransport::PooledTransport(const ClientConfig& config) : config_(config) {
 
 PooledTransport::~PooledTransport() = default;
 
-void PooledTransport::warm_up() { give_back(borrow()); }
+void PooledTransport::warm_up() {
+  // Fail at creation, not at the first lock call, when the server wants a password we lack or
+  // the user may not run scripts (ACL) or EVAL is renamed away.
+  std::unique_ptr<Connection> conn = borrow();
+  const char* refusal = nullptr;
+  Reply reply = conn->command({"PING"});
+  if (reply.is_error()) {
+    refusal = "refused PING";
+  } else {
+    reply = conn->command({"EVAL", "return 1", "0"});
+    if (reply.is_error()) refusal = "refused a no-op script (rlock needs EVAL/EVALSHA)";
+  }
+  give_back(std::move(conn));
+  if (refusal != nullptr) {
+    int code = code_for_redis_error(reply.str);
+    throw Error(code, "Redis at " + config_.endpoint.describe() + " " + refusal + ": " + reply.str);
+  }
+}
 
 std::unique_ptr<Connection> PooledTransport::borrow() {
   std::unique_lock<std::mutex> lock(mutex_);

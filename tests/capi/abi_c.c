@@ -1,0 +1,428 @@
+/* The public header as a C99 program sees it (built with -std=c99 -pedantic-errors -Wall
+ * -Wextra -Werror), and the functions that need no Redis: status texts, version, options
+ * initialisers, NULL handling, the v1 struct layouts and the status code values, which are all
+ * part of the stable ABI (docs/abi.md). Prints every failed check; exits 1 if any failed. */
+#include "rlock/rlock.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                              \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
+      ++failures;                                                                \
+    }                                                                            \
+  } while (0)
+
+#define CHECK_EQ_INT(a, b)                                                               \
+  do {                                                                                   \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                  \
+    if (a_ != b_) {                                                                      \
+      fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, \
+              #a, #b, a_, b_);                                                           \
+      ++failures;                                                                        \
+    }                                                                                    \
+  } while (0)
+
+/* The last error must be `code`, with a non-empty message containing `needle`. */
+static void check_last_error(int code, const char *needle, int line) {
+  const rlock_error_info *e = rlock_last_error();
+  if (e == NULL) {
+    fprintf(stderr, "line %d: rlock_last_error() returned NULL\n", line);
+    ++failures;
+    return;
+  }
+  if (e->code != code) {
+    fprintf(stderr, "line %d: last error code %d, expected %d\n", line, e->code, code);
+    ++failures;
+  }
+  if (e->message == NULL || e->message[0] == '\0') {
+    fprintf(stderr, "line %d: last error message is NULL or empty\n", line);
+    ++failures;
+  } else if (strstr(e->message, needle) == NULL) {
+    fprintf(stderr, "line %d: last error message \"%s\" does not contain \"%s\"\n", line,
+            e->message, needle);
+    ++failures;
+  }
+}
+
+static void lost_cb(rlock_lock *lock, const char *name, size_t name_len, int64_t thread_id,
+                    int reason, void *payload) {
+  (void)lock;
+  (void)name;
+  (void)name_len;
+  (void)thread_id;
+  (void)reason;
+  (void)payload;
+}
+
+static void test_last_error_before_any_failure(void) {
+  const rlock_error_info *e = rlock_last_error();
+  CHECK(e != NULL);
+  if (e != NULL) {
+    CHECK_EQ_INT(e->code, RLOCK_OK);
+    CHECK(e->message != NULL);
+    if (e->message != NULL) CHECK(e->message[0] == '\0');
+  }
+}
+
+static void test_status_codes(void) {
+  /* Append-only values: renumbering any of them breaks every compiled caller. */
+  static const struct {
+    int code;
+    int value;
+  } codes[] = {
+      {RLOCK_OK, 0},           {RLOCK_ERROR, -1},       {RLOCK_ETIMEDOUT, -2},
+      {RLOCK_ENOTHELD, -3},    {RLOCK_ECANCELED, -4},   {RLOCK_ECONN, -5},
+      {RLOCK_EINVAL, -6},      {RLOCK_ENOMEM, -7},      {RLOCK_EVERSION, -8},
+      {RLOCK_EINTERNAL, -9},   {RLOCK_EUSER, -10},      {RLOCK_ELOST, -11},
+      {RLOCK_ENOTOWNER, -12},  {RLOCK_EAUTH, -13},      {RLOCK_ENOPERM, -14},
+      {RLOCK_EUNSUPPORTED, -15}, {RLOCK_EREDIS, -16},   {RLOCK_EOOM, -17},
+      {RLOCK_EBUSY, -18},      {RLOCK_EREADONLY, -19},  {RLOCK_ECLOSED, -20},
+  };
+  const size_t n = sizeof codes / sizeof codes[0];
+  const char *unknown = rlock_strerror(12345);
+  size_t i, j;
+  static const int unknown_codes[] = {1, -21, -1000, INT_MIN, INT_MAX};
+
+  CHECK(unknown != NULL && unknown[0] != '\0');
+  for (i = 0; i < n; ++i) {
+    const char *text = rlock_strerror(codes[i].code);
+    CHECK_EQ_INT(codes[i].code, codes[i].value);
+    CHECK(text != NULL);
+    if (text == NULL) continue;
+    if (text[0] == '\0') {
+      fprintf(stderr, "rlock_strerror(%d) is empty\n", codes[i].code);
+      ++failures;
+    }
+    /* Every known code has its own text, not the fallback. */
+    if (unknown != NULL && strcmp(text, unknown) == 0) {
+      fprintf(stderr, "rlock_strerror(%d) is the unknown-code text \"%s\"\n", codes[i].code, text);
+      ++failures;
+    }
+    for (j = 0; j < i; ++j) {
+      const char *other = rlock_strerror(codes[j].code);
+      if (other != NULL && strcmp(text, other) == 0) {
+        fprintf(stderr, "codes %d and %d share the text \"%s\"\n", codes[i].code, codes[j].code,
+                text);
+        ++failures;
+      }
+    }
+  }
+  for (i = 0; i < sizeof unknown_codes / sizeof unknown_codes[0]; ++i) {
+    const char *text = rlock_strerror(unknown_codes[i]);
+    CHECK(text != NULL && text[0] != '\0');
+  }
+  CHECK_EQ_INT(RLOCK_LOST_GONE, 1);
+  CHECK_EQ_INT(RLOCK_LOST_UNREACHABLE, 2);
+  CHECK_EQ_INT(RLOCK_LOST_EXPIRED, 3);
+}
+
+static void test_limits_and_special_values(void) {
+  CHECK(RLOCK_MAX_DURATION_MS == (int64_t)1 << 53);
+  CHECK(RLOCK_MAX_DURATION_MS == 9007199254740992LL);
+  CHECK(RLOCK_DEFAULT_MAX_NAME_LEN == 65536u);
+  CHECK(RLOCK_HARD_MAX_NAME_LEN == 16u * 1024u * 1024u);
+  CHECK_EQ_INT(RLOCK_WAIT_FOREVER, -1);
+  CHECK_EQ_INT(RLOCK_LEASE_WATCHDOG, -1);
+  CHECK_EQ_INT(RLOCK_THREAD_CURRENT, 0);
+}
+
+static void test_version(void) {
+  unsigned int major = 99, minor = 99, patch = 99;
+  char extra = 0;
+  const char *v = rlock_version_string();
+  CHECK(v != NULL);
+  if (v == NULL) return;
+  CHECK_EQ_INT(rlock_version_number(), RLOCK_VERSION_NUMBER);
+  CHECK(strcmp(v, RLOCK_VERSION_STRING) == 0);
+  CHECK(sscanf(v, "%u.%u.%u%c", &major, &minor, &patch, &extra) == 3);
+  CHECK_EQ_INT(major, RLOCK_VERSION_MAJOR);
+  CHECK_EQ_INT(minor, RLOCK_VERSION_MINOR);
+  CHECK_EQ_INT(patch, RLOCK_VERSION_PATCH);
+  CHECK_EQ_INT(rlock_version_number(), major * 10000u + minor * 100u + patch);
+  CHECK(rlock_version_string() == v); /* static storage */
+}
+
+static void test_initializer_macros(void) {
+  rlock_client_options co = RLOCK_CLIENT_OPTIONS_INIT;
+  rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  rlock_lock_options lo2;
+  rlock_acquire_options ao2;
+
+  CHECK_EQ_INT(co.version, RLOCK_CLIENT_OPTIONS_VERSION);
+  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 1);
+  CHECK(co.url == NULL && co.host == NULL && co.unix_socket == NULL);
+  CHECK(co.username == NULL && co.password == NULL);
+  CHECK(co.port == 0 && co.db == 0 && co.pool_size == 0);
+  CHECK(co.connect_timeout_ms == 0 && co.command_timeout_ms == 0);
+  CHECK(co.watchdog_lease_ms == 0 && co.poll_cap_ms == 0 && co.max_name_len == 0);
+
+  CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
+  CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 1);
+  CHECK_EQ_INT(lo.lease_ms, RLOCK_LEASE_WATCHDOG);
+
+  CHECK_EQ_INT(ao.version, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  CHECK_EQ_INT(RLOCK_ACQUIRE_OPTIONS_VERSION, 1);
+  CHECK_EQ_INT(ao.wait_ms, RLOCK_WAIT_FOREVER);
+  CHECK_EQ_INT(ao.lease_ms, 0);
+  CHECK_EQ_INT(ao.thread_id, RLOCK_THREAD_CURRENT);
+  CHECK(ao.cancel == NULL);
+
+  CHECK_EQ_INT(st.version, RLOCK_LOCK_STATE_VERSION);
+  CHECK_EQ_INT(RLOCK_LOCK_STATE_VERSION, 1);
+  CHECK(st.locked == 0 && st.held_by_me == 0 && st.hold_count == 0 && st.ttl_ms == 0);
+  CHECK(st.owner_count == 0 && st.owner == NULL && st.owner_len == 0 && st.owner_hold_count == 0);
+
+  /* The *_options_init functions agree with the macros. */
+  memset(&lo2, 0x5a, sizeof lo2);
+  CHECK_EQ_INT(rlock_lock_options_init(&lo2, RLOCK_LOCK_OPTIONS_VERSION), RLOCK_OK);
+  CHECK_EQ_INT(lo2.version, lo.version);
+  CHECK_EQ_INT(lo2.lease_ms, lo.lease_ms);
+  memset(&ao2, 0x5a, sizeof ao2);
+  CHECK_EQ_INT(rlock_acquire_options_init(&ao2, RLOCK_ACQUIRE_OPTIONS_VERSION), RLOCK_OK);
+  CHECK_EQ_INT(ao2.version, ao.version);
+  CHECK_EQ_INT(ao2.wait_ms, ao.wait_ms);
+  CHECK_EQ_INT(ao2.lease_ms, ao.lease_ms);
+  CHECK_EQ_INT(ao2.thread_id, ao.thread_id);
+  CHECK(ao2.cancel == ao.cancel);
+}
+
+static void test_client_options_init_defaults(void) {
+  rlock_client_options co;
+  memset(&co, 0x5a, sizeof co);
+  CHECK_EQ_INT(rlock_client_options_init(&co, RLOCK_CLIENT_OPTIONS_VERSION), RLOCK_OK);
+  CHECK_EQ_INT(co.version, RLOCK_CLIENT_OPTIONS_VERSION);
+  CHECK(co.url == NULL && co.unix_socket == NULL && co.username == NULL && co.password == NULL);
+  CHECK(co.host != NULL && strcmp(co.host, "127.0.0.1") == 0);
+  CHECK_EQ_INT(co.port, 6379);
+  CHECK_EQ_INT(co.db, 0);
+  CHECK_EQ_INT(co.connect_timeout_ms, 2000);
+  CHECK_EQ_INT(co.command_timeout_ms, 3000);
+  CHECK_EQ_INT(co.pool_size, 8);
+  CHECK_EQ_INT(co.watchdog_lease_ms, 30000);
+  CHECK_EQ_INT(co.poll_cap_ms, 1000);
+  CHECK(co.max_name_len == RLOCK_DEFAULT_MAX_NAME_LEN);
+}
+
+/* Version 0 and versions newer than the library's are refused, and the struct is not written:
+ * a newer struct may be larger than what this library knows. */
+static void test_options_init_versions(void) {
+  static const unsigned int bad[] = {0u, 2u, 99u, UINT_MAX};
+  size_t i;
+  for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+    rlock_client_options co;
+    rlock_lock_options lo;
+    rlock_acquire_options ao;
+    unsigned char before[sizeof co];
+
+    memset(&co, 0x5a, sizeof co);
+    memcpy(before, &co, sizeof co);
+    CHECK_EQ_INT(rlock_client_options_init(&co, bad[i]), RLOCK_EVERSION);
+    check_last_error(RLOCK_EVERSION, "version", __LINE__);
+    CHECK(memcmp(before, &co, sizeof co) == 0);
+
+    memset(&lo, 0x5a, sizeof lo);
+    memcpy(before, &lo, sizeof lo);
+    CHECK_EQ_INT(rlock_lock_options_init(&lo, bad[i]), RLOCK_EVERSION);
+    check_last_error(RLOCK_EVERSION, "version", __LINE__);
+    CHECK(memcmp(before, &lo, sizeof lo) == 0);
+
+    memset(&ao, 0x5a, sizeof ao);
+    memcpy(before, &ao, sizeof ao);
+    CHECK_EQ_INT(rlock_acquire_options_init(&ao, bad[i]), RLOCK_EVERSION);
+    check_last_error(RLOCK_EVERSION, "version", __LINE__);
+    CHECK(memcmp(before, &ao, sizeof ao) == 0);
+  }
+  CHECK_EQ_INT(rlock_client_options_init(NULL, RLOCK_CLIENT_OPTIONS_VERSION), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "opts", __LINE__);
+  CHECK_EQ_INT(rlock_lock_options_init(NULL, RLOCK_LOCK_OPTIONS_VERSION), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "opts", __LINE__);
+  CHECK_EQ_INT(rlock_acquire_options_init(NULL, RLOCK_ACQUIRE_OPTIONS_VERSION), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "opts", __LINE__);
+}
+
+/* Calls that fail before any connection is made. */
+static void test_no_redis_failures(void) {
+  rlock_client *client = (rlock_client *)&failures; /* a non-NULL sentinel the call must reset */
+  rlock_lock *lock = (rlock_lock *)&failures;
+  rlock_client_options co = RLOCK_CLIENT_OPTIONS_INIT;
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  int deleted = 7;
+
+  co.version = 0;
+  CHECK_EQ_INT(rlock_client_new(&client, &co), RLOCK_EVERSION);
+  check_last_error(RLOCK_EVERSION, "rlock_client_options", __LINE__);
+  CHECK(client == NULL);
+  co.version = RLOCK_CLIENT_OPTIONS_VERSION + 1;
+  client = (rlock_client *)&failures;
+  CHECK_EQ_INT(rlock_client_new(&client, &co), RLOCK_EVERSION);
+  CHECK(client == NULL);
+
+  CHECK_EQ_INT(rlock_client_new(NULL, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "out", __LINE__);
+  client = (rlock_client *)&failures;
+  CHECK_EQ_INT(rlock_client_new_url(&client, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "url", __LINE__);
+  CHECK(client == NULL);
+  client = (rlock_client *)&failures;
+  CHECK_EQ_INT(rlock_client_new_url(&client, "localhost:6379"), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "scheme", __LINE__);
+  CHECK(client == NULL);
+
+  CHECK_EQ_INT(rlock_lock_new(&lock, NULL, "name", NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "client", __LINE__);
+  CHECK(lock == NULL);
+
+  CHECK_EQ_INT(rlock_acquire(NULL, 0), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "lock", __LINE__);
+  CHECK_EQ_INT(rlock_release(NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_extend(NULL, 1000), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_force_unlock(NULL, &deleted), RLOCK_EINVAL);
+  CHECK_EQ_INT(deleted, 7);
+  CHECK_EQ_INT(rlock_cancel(NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_query(NULL, 0, &st), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_lock_set_lost_callback(NULL, lost_cb, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "lock", __LINE__);
+
+  CHECK(rlock_client_id(NULL) == NULL);
+  CHECK_EQ_INT(rlock_is_held(NULL), 0);
+  CHECK_EQ_INT(rlock_is_held_ex(NULL, 42), 0);
+  CHECK_EQ_INT(rlock_is_lost(NULL, 0), 0);
+  CHECK_EQ_INT(rlock_cancel_token_is_cancelled(NULL), 0);
+  CHECK_EQ_INT(rlock_cancel_token_new(NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "out", __LINE__);
+  CHECK_EQ_INT(rlock_cancel_token_cancel(NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "token", __LINE__);
+}
+
+static void test_null_frees(void) {
+  rlock_client_free(NULL);
+  rlock_lock_free(NULL);
+  rlock_cancel_token_free(NULL);
+}
+
+static void test_cancel_token(void) {
+  rlock_cancel_token *token = NULL;
+  CHECK_EQ_INT(rlock_cancel_token_new(&token), RLOCK_OK);
+  CHECK(token != NULL);
+  if (token == NULL) return;
+  CHECK_EQ_INT(rlock_cancel_token_is_cancelled(token), 0);
+  CHECK_EQ_INT(rlock_cancel_token_cancel(token), RLOCK_OK);
+  CHECK_EQ_INT(rlock_cancel_token_is_cancelled(token), 1);
+  CHECK_EQ_INT(rlock_cancel_token_cancel(token), RLOCK_OK); /* idempotent */
+  CHECK_EQ_INT(rlock_cancel_token_is_cancelled(token), 1);
+  rlock_cancel_token_free(token);
+}
+
+static void test_helpers(void) {
+  int64_t tid = rlock_current_thread_id();
+  CHECK(tid > 0);
+  CHECK(rlock_current_thread_id() == tid);
+}
+
+/* The v1 layouts on LP64 targets, spelled out: reordering or resizing a field is an ABI break. */
+static void test_struct_layouts(void) {
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu && INT_MAX == 2147483647
+  CHECK_EQ_INT(offsetof(rlock_error_info, code), 0);
+  CHECK_EQ_INT(offsetof(rlock_error_info, message), 8);
+  CHECK_EQ_INT(sizeof(rlock_error_info), 16);
+
+  CHECK_EQ_INT(offsetof(rlock_client_options, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_client_options, url), 8);
+  CHECK_EQ_INT(offsetof(rlock_client_options, host), 16);
+  CHECK_EQ_INT(offsetof(rlock_client_options, port), 24);
+  CHECK_EQ_INT(offsetof(rlock_client_options, unix_socket), 32);
+  CHECK_EQ_INT(offsetof(rlock_client_options, username), 40);
+  CHECK_EQ_INT(offsetof(rlock_client_options, password), 48);
+  CHECK_EQ_INT(offsetof(rlock_client_options, db), 56);
+  CHECK_EQ_INT(offsetof(rlock_client_options, connect_timeout_ms), 64);
+  CHECK_EQ_INT(offsetof(rlock_client_options, command_timeout_ms), 72);
+  CHECK_EQ_INT(offsetof(rlock_client_options, pool_size), 80);
+  CHECK_EQ_INT(offsetof(rlock_client_options, watchdog_lease_ms), 88);
+  CHECK_EQ_INT(offsetof(rlock_client_options, poll_cap_ms), 96);
+  CHECK_EQ_INT(offsetof(rlock_client_options, max_name_len), 104);
+  CHECK_EQ_INT(sizeof(rlock_client_options), 112);
+
+  CHECK_EQ_INT(offsetof(rlock_lock_options, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_lock_options, lease_ms), 8);
+  CHECK_EQ_INT(sizeof(rlock_lock_options), 16);
+
+  CHECK_EQ_INT(offsetof(rlock_acquire_options, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_acquire_options, wait_ms), 8);
+  CHECK_EQ_INT(offsetof(rlock_acquire_options, lease_ms), 16);
+  CHECK_EQ_INT(offsetof(rlock_acquire_options, thread_id), 24);
+  CHECK_EQ_INT(offsetof(rlock_acquire_options, cancel), 32);
+  CHECK_EQ_INT(sizeof(rlock_acquire_options), 40);
+
+  CHECK_EQ_INT(offsetof(rlock_lock_state, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, locked), 4);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, held_by_me), 8);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, hold_count), 16);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, ttl_ms), 24);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, owner_count), 32);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, owner), 40);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, owner_len), 48);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, owner_hold_count), 56);
+  CHECK_EQ_INT(sizeof(rlock_lock_state), 64);
+#else
+  printf("struct layout checks skipped: not an LP64 target\n");
+#endif
+}
+
+/* Every function of the header resolves from C (a missing export fails the link) and the
+ * callback type matches a C function of the documented signature. */
+static void test_every_function_links(void) {
+  typedef void (*any_fn)(void);
+  rlock_lost_cb cb = lost_cb;
+  const any_fn fns[] = {
+      (any_fn)rlock_last_error,        (any_fn)rlock_strerror,
+      (any_fn)rlock_version_number,    (any_fn)rlock_version_string,
+      (any_fn)rlock_client_options_init, (any_fn)rlock_client_new,
+      (any_fn)rlock_client_new_url,    (any_fn)rlock_client_free,
+      (any_fn)rlock_client_id,         (any_fn)rlock_lock_options_init,
+      (any_fn)rlock_lock_new,          (any_fn)rlock_lock_new_n,
+      (any_fn)rlock_lock_free,         (any_fn)rlock_acquire_options_init,
+      (any_fn)rlock_acquire,           (any_fn)rlock_acquire_ex,
+      (any_fn)rlock_release,           (any_fn)rlock_release_ex,
+      (any_fn)rlock_extend,            (any_fn)rlock_extend_ex,
+      (any_fn)rlock_force_unlock,      (any_fn)rlock_cancel,
+      (any_fn)rlock_is_held,           (any_fn)rlock_is_held_ex,
+      (any_fn)rlock_is_lost,           (any_fn)rlock_query,
+      (any_fn)rlock_lock_set_lost_callback, (any_fn)rlock_cancel_token_new,
+      (any_fn)rlock_cancel_token_cancel, (any_fn)rlock_cancel_token_is_cancelled,
+      (any_fn)rlock_cancel_token_free, (any_fn)rlock_current_thread_id,
+  };
+  size_t i;
+  CHECK(cb != NULL);
+  for (i = 0; i < sizeof fns / sizeof fns[0]; ++i) CHECK(fns[i] != NULL);
+}
+
+int main(void) {
+  test_last_error_before_any_failure(); /* first: nothing has failed on this thread yet */
+  test_status_codes();
+  test_limits_and_special_values();
+  test_version();
+  test_initializer_macros();
+  test_client_options_init_defaults();
+  test_options_init_versions();
+  test_no_redis_failures();
+  test_null_frees();
+  test_cancel_token();
+  test_helpers();
+  test_struct_layouts();
+  test_every_function_links();
+  if (failures != 0) {
+    fprintf(stderr, "%d check(s) failed\n", failures);
+    return 1;
+  }
+  printf("C ABI checks passed (rlock %s)\n", rlock_version_string());
+  return 0;
+}

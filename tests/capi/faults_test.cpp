@@ -1,0 +1,949 @@
+// The bad-input table of the C ABI, against the fixture redis-server: every misuse returns its
+// status code with a message naming the problem, never crashes, and invalid arguments are
+// refused before anything is sent to Redis. Binary and brace-laden names work byte for byte.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "raw_redis.hpp"
+#include "rlock/rlock.h"
+
+namespace {
+
+using rlock_capi_test::FixtureServer;
+using rlock_capi_test::RawRedis;
+using rlock_capi_test::RawReply;
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kMax = RLOCK_MAX_DURATION_MS;
+
+std::string last_message() {
+  const rlock_error_info* e = rlock_last_error();
+  if (e == nullptr) return "<rlock_last_error() is NULL>";
+  return e->message == nullptr ? "<NULL message>" : e->message;
+}
+
+int64_t ms_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// Leaves a last error whose code differs from `code`, so a call that fails without recording
+// an error of its own cannot pass on a stale one.
+void prime_last_error(int code) {
+  if (code == RLOCK_EVERSION) {
+    rlock_lock_options_init(nullptr, RLOCK_LOCK_OPTIONS_VERSION);  // EINVAL
+  } else {
+    rlock_lock_options o;
+    rlock_lock_options_init(&o, 0);  // EVERSION
+  }
+}
+
+bool ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+// `needle` occurs in `text` as a whole word where it starts or ends with a word character, so
+// "out" does not match inside "timeout".
+bool names(const std::string& text, const std::string& needle) {
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    bool left = at == 0 || !ident_char(needle.front()) || !ident_char(text[at - 1]);
+    size_t end = at + needle.size();
+    bool right = end == text.size() || !ident_char(needle.back()) || !ident_char(text[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+void check_failure(int rc, int code, const std::string& needle, const char* expr,
+                   const char* file, int line) {
+  const rlock_error_info* e = rlock_last_error();
+  if (rc != code) {
+    ADD_FAILURE_AT(file, line) << expr << " returned " << rc << " (" << rlock_strerror(rc)
+                               << "), expected " << code << " (" << rlock_strerror(code)
+                               << "); last error: " << last_message();
+    return;
+  }
+  if (e == nullptr) {
+    ADD_FAILURE_AT(file, line) << expr << ": rlock_last_error() returned NULL";
+    return;
+  }
+  if (e->code != code) {
+    ADD_FAILURE_AT(file, line) << expr << ": rlock_last_error()->code is " << e->code
+                               << ", expected " << code;
+  }
+  if (e->message == nullptr || e->message[0] == '\0') {
+    ADD_FAILURE_AT(file, line) << expr << ": rlock_last_error()->message is NULL or empty";
+    return;
+  }
+  if (!needle.empty() && !names(e->message, needle)) {
+    ADD_FAILURE_AT(file, line) << expr << ": the message does not name \"" << needle
+                               << "\": " << e->message;
+  }
+}
+
+// EXPECT_FAIL(call, code, needle): the call returns `code`, and rlock_last_error() has that
+// code and a non-empty message naming `needle`.
+#define EXPECT_FAIL(expr, code, needle)                               \
+  do {                                                                \
+    prime_last_error(code);                                           \
+    int rc_ = (expr);                                                 \
+    check_failure(rc_, (code), (needle), #expr, __FILE__, __LINE__);  \
+  } while (0)
+
+std::string unique(const std::string& what) {
+  static std::atomic<int> counter{0};
+  return "rlock-capi-test:" + what + ":" + std::to_string(::getpid()) + ":" +
+         std::to_string(counter++);
+}
+
+// Redisson's channel for a lock (PROTOCOL.md), computed here independently of the library.
+std::string channel_of(const std::string& name) {
+  return "redisson_lock__channel:" + (name.find('{') != std::string::npos ? name : "{" + name + "}");
+}
+
+// A TCP port on 127.0.0.1 that refuses connections: bound (so nobody else gets it) but not
+// listening.
+class ClosedPort {
+ public:
+  ClosedPort() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof addr;
+    if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+      port_ = ntohs(addr.sin_port);
+    }
+  }
+  ~ClosedPort() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+template <class T>
+T* sentinel() {
+  static char storage[16];
+  return reinterpret_cast<T*>(storage);
+}
+
+class CapiFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    server_ = rlock_capi_test::fixture_server(&why);
+    ASSERT_FALSE(server_.unix_url.empty()) << why;
+    raw_ = std::make_unique<RawRedis>(server_.unix_path);
+    ASSERT_TRUE(raw_->ok()) << "raw connection to " << server_.unix_path << ": " << raw_->error();
+    // TCP: the table is about arguments, not transports; UnixSocketClientRunsCommands covers
+    // the unix socket on its own.
+    ASSERT_EQ(rlock_client_new_url(&client_, server_.tcp_url.c_str()), RLOCK_OK)
+        << last_message();
+  }
+
+  void TearDown() override {
+    for (rlock_lock* l : locks_) rlock_lock_free(l);
+    for (rlock_client* c : clients_) rlock_client_free(c);
+    rlock_client_free(client_);
+    if (raw_ && raw_->ok()) {
+      for (const std::string& n : names_) raw_->cmd({"DEL", n});
+      for (const std::string& u : users_) raw_->cmd({"ACL", "DELUSER", u});
+    }
+  }
+
+  // A lock on `client` (the default client when NULL), freed at the end of the test.
+  rlock_lock* make_lock(const std::string& name, const rlock_lock_options* opts = nullptr,
+                        rlock_client* client = nullptr) {
+    rlock_lock* lock = nullptr;
+    int rc = rlock_lock_new_n(&lock, client ? client : client_, name.data(), name.size(), opts);
+    EXPECT_EQ(rc, RLOCK_OK) << last_message();
+    if (lock != nullptr) locks_.push_back(lock);
+    names_.push_back(name);
+    return lock;
+  }
+
+  rlock_client* make_client(rlock_client_options opts) {
+    rlock_client* c = nullptr;
+    EXPECT_EQ(rlock_client_new(&c, &opts), RLOCK_OK) << last_message();
+    if (c != nullptr) clients_.push_back(c);
+    return c;
+  }
+
+  rlock_client_options server_options() {
+    rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+    o.host = "127.0.0.1";
+    o.port = server_.port;
+    return o;
+  }
+
+  // An ACL user allowed everything except what is listed in `denied` (e.g. "-evalsha").
+  void make_user(const std::string& user, const std::string& password,
+                 const std::vector<std::string>& denied = {}) {
+    std::vector<std::string> args = {"ACL", "SETUSER", user, "reset", "on", ">" + password,
+                                     "~*", "&*", "+@all"};
+    args.insert(args.end(), denied.begin(), denied.end());
+    RawReply r = raw_->cmd(args);
+    ASSERT_EQ(r.type, RawReply::Status) << "ACL SETUSER: " << r.str;
+    users_.push_back(user);
+  }
+
+  long long exists(const std::string& key) { return raw_->cmd({"EXISTS", key}).integer; }
+  long long pttl(const std::string& key) { return raw_->cmd({"PTTL", key}).integer; }
+
+  std::vector<std::string> hgetall(const std::string& key) {
+    std::vector<std::string> out;
+    for (const RawReply& e : raw_->cmd({"HGETALL", key}).elements) out.push_back(e.str);
+    return out;
+  }
+
+  long long subscribers(const std::string& channel) {
+    RawReply r = raw_->cmd({"PUBSUB", "NUMSUB", channel});
+    return r.elements.size() == 2 ? r.elements[1].integer : -1;
+  }
+
+  bool wait_for_subscriber(const std::string& channel, int64_t timeout_ms = 5000) {
+    auto start = Clock::now();
+    while (ms_since(start) < timeout_ms) {
+      if (subscribers(channel) >= 1) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  // The commands of `user` that Redis refused and logged in ACL LOG (object names, one per
+  // refusal).
+  std::vector<std::string> acl_denials(const std::string& user) {
+    std::vector<std::string> out;
+    RawReply log = raw_->cmd({"ACL", "LOG", "1000"});
+    EXPECT_EQ(log.type, RawReply::Array) << log.str;
+    for (const RawReply& entry : log.elements) {
+      std::string who, object;
+      long long count = 1;  // repeats of one refusal are folded into one entry with a count
+      for (size_t i = 0; i + 1 < entry.elements.size(); i += 2) {
+        const std::string& field = entry.elements[i].str;
+        if (field == "username") who = entry.elements[i + 1].str;
+        if (field == "object") object = entry.elements[i + 1].str;
+        if (field == "count") count = entry.elements[i + 1].integer;
+      }
+      if (who == user) out.insert(out.end(), static_cast<size_t>(std::max(count, 1LL)), object);
+    }
+    return out;
+  }
+
+  std::string owner_of_this_thread() {
+    return std::string(rlock_client_id(client_)) + ":" + std::to_string(rlock_current_thread_id());
+  }
+
+  // Acquires, queries and releases `name`, checking the bytes of the key in Redis, and that a
+  // waiter is woken through the lock's channel (polling is made too slow to hide a miss).
+  void exercise_name(const std::string& name);
+
+  FixtureServer server_;
+  std::unique_ptr<RawRedis> raw_;
+  rlock_client* client_ = nullptr;
+  std::vector<rlock_client*> clients_;
+  std::vector<rlock_lock*> locks_;
+  std::vector<std::string> names_;
+  std::vector<std::string> users_;
+};
+
+void CapiFaults::exercise_name(const std::string& name) {
+  SCOPED_TRACE("lock name of " + std::to_string(name.size()) + " bytes");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+  ASSERT_EQ(exists(name), 0);
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_is_held(lock), 1);
+
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  ASSERT_EQ(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_OK) << last_message();
+  EXPECT_EQ(st.locked, 1);
+  EXPECT_EQ(st.held_by_me, 1);
+  EXPECT_EQ(st.hold_count, 1);
+  EXPECT_EQ(st.owner_count, 1);
+  EXPECT_GT(st.ttl_ms, 0);
+  ASSERT_NE(st.owner, nullptr);
+  EXPECT_EQ(std::string(st.owner, st.owner_len), owner_of_this_thread());
+
+  // The key has exactly the name's bytes: a hash with our owner field.
+  EXPECT_EQ(exists(name), 1);
+  EXPECT_EQ(raw_->cmd({"TYPE", name}).str, "hash");
+  EXPECT_EQ(hgetall(name), (std::vector<std::string>{owner_of_this_thread(), "1"}));
+  if (size_t nul = name.find('\0'); nul != std::string::npos) {
+    EXPECT_EQ(exists(name.substr(0, nul)), 0) << "the name was cut at its NUL byte";
+  }
+
+  // Another owner waits; the release must wake it through the channel of this name.
+  rlock_client_options o = server_options();
+  o.poll_cap_ms = 60000;
+  rlock_client* other = make_client(o);
+  ASSERT_NE(other, nullptr);
+  rlock_lock* waiter_lock = make_lock(name, nullptr, other);
+  ASSERT_NE(waiter_lock, nullptr);
+  std::atomic<int> waiter_rc{1};
+  std::thread waiter([&] {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 20000;
+    ao.thread_id = 4242;
+    waiter_rc = rlock_acquire_ex(waiter_lock, &ao);
+  });
+  EXPECT_TRUE(wait_for_subscriber(channel_of(name)))
+      << "nobody subscribed to the expected channel " << channel_of(name).size() << " bytes";
+  auto released = Clock::now();
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+  waiter.join();
+  EXPECT_EQ(waiter_rc.load(), RLOCK_OK);
+  EXPECT_LT(ms_since(released), 5000) << "the waiter was not woken by the release";
+  EXPECT_EQ(hgetall(name),
+            (std::vector<std::string>{std::string(rlock_client_id(other)) + ":4242", "1"}));
+  EXPECT_EQ(rlock_release_ex(waiter_lock, 4242), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(name), 0);
+}
+
+// ---- transports -------------------------------------------------------------------------------
+
+// The fixture's own URL (RLOCK_TEST_REDIS_URL, a unix socket) runs commands, not only connects.
+TEST_F(CapiFaults, UnixSocketClientRunsCommands) {
+  rlock_client* c = nullptr;
+  ASSERT_EQ(rlock_client_new_url(&c, server_.unix_url.c_str()), RLOCK_OK) << last_message();
+  clients_.push_back(c);
+  const std::string name = unique("unix");
+  rlock_lock* lock = make_lock(name, nullptr, c);
+  ASSERT_NE(lock, nullptr);
+  EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(name), 1);
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(name), 0);
+}
+
+// ---- NULL pointers ----------------------------------------------------------------------------
+
+TEST_F(CapiFaults, NullOutPointersAreEinval) {
+  rlock_lock* lock = make_lock(unique("null-out"));
+  ASSERT_NE(lock, nullptr);
+  EXPECT_FAIL(rlock_client_new(nullptr, nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_client_new_url(nullptr, server_.unix_url.c_str()), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_lock_new(nullptr, client_, "x", nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_lock_new_n(nullptr, client_, "x", 1, nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_cancel_token_new(nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_client_options_init(nullptr, RLOCK_CLIENT_OPTIONS_VERSION), RLOCK_EINVAL,
+              "opts");
+  EXPECT_FAIL(rlock_lock_options_init(nullptr, RLOCK_LOCK_OPTIONS_VERSION), RLOCK_EINVAL, "opts");
+  EXPECT_FAIL(rlock_acquire_options_init(nullptr, RLOCK_ACQUIRE_OPTIONS_VERSION), RLOCK_EINVAL,
+              "opts");
+  // out_deleted is optional.
+  EXPECT_EQ(rlock_force_unlock(lock, nullptr), RLOCK_OK) << last_message();
+}
+
+TEST_F(CapiFaults, NullHandlesAreEinvalNamingTheArgument) {
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, nullptr, "x", nullptr), RLOCK_EINVAL, "client");
+  EXPECT_EQ(out, nullptr);
+  out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, client_, nullptr, nullptr), RLOCK_EINVAL, "name");
+  EXPECT_EQ(out, nullptr);
+  out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new_n(&out, client_, nullptr, 3, nullptr), RLOCK_EINVAL, "name");
+  EXPECT_EQ(out, nullptr);
+  out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new_n(&out, nullptr, "abc", 3, nullptr), RLOCK_EINVAL, "client");
+  EXPECT_EQ(out, nullptr);
+
+  rlock_client* client = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&client, nullptr), RLOCK_EINVAL, "url");
+  EXPECT_EQ(client, nullptr);
+
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  int deleted = 7;
+  EXPECT_FAIL(rlock_acquire(nullptr, 0), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_acquire_ex(nullptr, &ao), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_acquire_ex(nullptr, nullptr), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_release(nullptr), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_release_ex(nullptr, 1), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_extend(nullptr, 1000), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_extend_ex(nullptr, 1000, 1), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_force_unlock(nullptr, &deleted), RLOCK_EINVAL, "lock");
+  EXPECT_EQ(deleted, 7);
+  EXPECT_FAIL(rlock_cancel(nullptr), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_query(nullptr, RLOCK_THREAD_CURRENT, &st), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_lock_set_lost_callback(nullptr, nullptr, nullptr), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_cancel_token_cancel(nullptr), RLOCK_EINVAL, "token");
+
+  // The status functions that cannot fail answer "no" for NULL.
+  EXPECT_EQ(rlock_is_held(nullptr), 0);
+  EXPECT_EQ(rlock_is_held_ex(nullptr, 1), 0);
+  EXPECT_EQ(rlock_is_lost(nullptr, 0), 0);
+  EXPECT_EQ(rlock_client_id(nullptr), nullptr);
+  EXPECT_EQ(rlock_cancel_token_is_cancelled(nullptr), 0);
+  rlock_lock_free(nullptr);
+  rlock_client_free(nullptr);
+  rlock_cancel_token_free(nullptr);
+}
+
+// ---- names ------------------------------------------------------------------------------------
+
+TEST_F(CapiFaults, EmptyNameIsEinval) {
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, client_, "", nullptr), RLOCK_EINVAL, "name");
+  EXPECT_EQ(out, nullptr);
+  out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new_n(&out, client_, "abc", 0, nullptr), RLOCK_EINVAL, "name");
+  EXPECT_EQ(out, nullptr);
+}
+
+TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
+  rlock_client_options o = server_options();
+  o.max_name_len = 40;
+  rlock_client* small = make_client(o);
+  ASSERT_NE(small, nullptr);
+  const std::string fits = unique("len") + std::string(40, 'x');
+  const std::string exact = fits.substr(0, 40);
+  const std::string over = fits.substr(0, 41);
+  names_.push_back(exact);
+
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new_n(&out, small, over.data(), over.size(), nullptr), RLOCK_EINVAL,
+              "max_name_len");
+  EXPECT_EQ(out, nullptr);
+  EXPECT_FAIL(rlock_lock_new(&out, small, over.c_str(), nullptr), RLOCK_EINVAL, "max_name_len");
+  EXPECT_NE(std::string(last_message()).find("41"), std::string::npos) << last_message();
+
+  rlock_lock* lock = make_lock(exact, nullptr, small);
+  ASSERT_NE(lock, nullptr);
+  EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(exact), 1);
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+
+  // The default limit, RLOCK_DEFAULT_MAX_NAME_LEN, is inclusive.
+  std::string big = unique("default-limit");
+  big.resize(RLOCK_DEFAULT_MAX_NAME_LEN, 'y');
+  std::string too_big = big + "z";
+  EXPECT_FAIL(rlock_lock_new_n(&out, client_, too_big.data(), too_big.size(), nullptr),
+              RLOCK_EINVAL, "max_name_len");
+  rlock_lock* big_lock = make_lock(big);
+  ASSERT_NE(big_lock, nullptr);
+  EXPECT_EQ(rlock_acquire(big_lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(big), 1);
+  EXPECT_EQ(rlock_release(big_lock), RLOCK_OK) << last_message();
+}
+
+TEST_F(CapiFaults, MaxNameLenAboveTheHardLimitIsEinval) {
+  rlock_client_options o = server_options();
+  o.max_name_len = RLOCK_HARD_MAX_NAME_LEN + 1;
+  rlock_client* c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new(&c, &o), RLOCK_EINVAL, "max_name_len");
+  EXPECT_EQ(c, nullptr);
+  o.max_name_len = RLOCK_HARD_MAX_NAME_LEN;
+  EXPECT_NE(make_client(o), nullptr);
+}
+
+TEST_F(CapiFaults, BinaryNameWithNulBytesAndInvalidUtf8) {
+  exercise_name(unique(std::string("bin\0ary\xff\xfe\xc3\x28", 11)));
+  exercise_name(std::string("\0\x80\xbf", 3) + unique("lead-nul"));
+}
+
+TEST_F(CapiFaults, NamesWithBraces) {
+  exercise_name(unique("a}b{c"));
+  exercise_name("{" + unique("tag") + "}:x");
+  exercise_name(unique("}"));
+}
+
+// ---- durations, thread ids, versions: refused before any I/O ------------------------------------
+
+// The client authenticates as a user who may run EVAL (the creation probe uses it) but not
+// EVALSHA, which every lock command starts with. Any lock command that reached Redis would be
+// refused and recorded in ACL LOG under that user, so an empty log for the user proves the
+// invalid calls were never sent (without MONITOR, and whatever other tests do on the shared
+// server). The last call is the control: a valid acquire, refused and logged.
+TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
+  const std::string user = "rlock-capi-noscript-" + std::to_string(::getpid());
+  const std::string password = "pw-" + std::to_string(::getpid());
+  make_user(user, password,
+            {"-evalsha", "-evalsha_ro", "-fcall", "-fcall_ro", "-script"});
+  rlock_client_options o = server_options();
+  o.username = user.c_str();
+  o.password = password.c_str();
+  o.max_name_len = 64;
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(acl_denials(user).empty());
+
+  rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
+  lo.lease_ms = 5000;
+  const std::string name = unique("no-io");
+  rlock_lock* lock = make_lock(name, &lo, c);
+  ASSERT_NE(lock, nullptr);
+
+  // Lock options: a bad default lease.
+  rlock_lock* out = sentinel<rlock_lock>();
+  for (int64_t bad : {int64_t{-5}, int64_t{-2}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
+    rlock_lock_options bad_lo = RLOCK_LOCK_OPTIONS_INIT;
+    bad_lo.lease_ms = bad;
+    EXPECT_FAIL(rlock_lock_new(&out, c, name.c_str(), &bad_lo), RLOCK_EINVAL, "lease_ms");
+    EXPECT_EQ(out, nullptr);
+  }
+  // Names longer than the client's max_name_len.
+  const std::string long_name(65, 'n');
+  EXPECT_FAIL(rlock_lock_new_n(&out, c, long_name.data(), long_name.size(), nullptr),
+              RLOCK_EINVAL, "max_name_len");
+
+  // Acquire: lease.
+  for (int64_t bad : {int64_t{-5}, int64_t{-2}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 0;
+    ao.lease_ms = bad;
+    EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "lease_ms");
+  }
+  // Acquire: wait.
+  for (int64_t bad : {int64_t{-2}, int64_t{-100}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = bad;
+    EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "wait_ms");
+    EXPECT_FAIL(rlock_acquire(lock, bad), RLOCK_EINVAL, "wait_ms");
+  }
+  // Thread ids.
+  for (int64_t bad : {int64_t{-1}, int64_t{-77}, int64_t{INT64_MIN}}) {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 0;
+    ao.thread_id = bad;
+    EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_release_ex(lock, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_extend_ex(lock, 1000, bad), RLOCK_EINVAL, "thread_id");
+    rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+    EXPECT_FAIL(rlock_query(lock, bad, &st), RLOCK_EINVAL, "thread_id");
+    EXPECT_EQ(rlock_is_held_ex(lock, bad), 0);
+    EXPECT_EQ(rlock_is_lost(lock, bad), 0);
+  }
+  // Extend: 0, negative (-1 means nothing here) and too large leases.
+  for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{-1}, kMax + 1, int64_t{INT64_MAX}}) {
+    EXPECT_FAIL(rlock_extend(lock, bad), RLOCK_EINVAL, "lease_ms");
+    EXPECT_FAIL(rlock_extend_ex(lock, bad, 5), RLOCK_EINVAL, "lease_ms");
+  }
+  // Unknown struct versions.
+  for (unsigned int version : {0u, 2u, 99u}) {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.version = version;
+    ao.wait_ms = 0;
+    EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EVERSION, "rlock_acquire_options");
+    rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+    st.version = version;
+    EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EVERSION, "rlock_lock_state");
+  }
+
+  std::vector<std::string> denied = acl_denials(user);
+  EXPECT_TRUE(denied.empty()) << denied.size() << " command(s) reached Redis, the first: "
+                              << denied.front();
+  EXPECT_EQ(rlock_is_held(lock), 0);
+
+  // Control: a valid acquire does reach Redis, is refused (ENOPERM) and logged.
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_ENOPERM, "");
+  denied = acl_denials(user);
+  ASSERT_FALSE(denied.empty()) << "ACL LOG did not record the refused script: the check above "
+                                  "proves nothing";
+  EXPECT_TRUE(denied.front() == "evalsha" || denied.front() == "eval") << denied.front();
+  EXPECT_EQ(exists(name), 0);
+}
+
+// lease_ms 0 in acquire options means the lock's default lease (documented), not "unlock now".
+TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
+  rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
+  lo.lease_ms = 4000;
+  const std::string name = unique("lease-default");
+  rlock_lock* lock = make_lock(name, &lo);
+  ASSERT_NE(lock, nullptr);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.lease_ms = 0;
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  long long ttl = pttl(name);
+  EXPECT_GT(ttl, 0);
+  EXPECT_LE(ttl, 4000);
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+
+  // A lock option of 0 means the default too: the watchdog lease (30 s by default).
+  rlock_lock_options zero = RLOCK_LOCK_OPTIONS_INIT;
+  zero.lease_ms = 0;
+  const std::string name2 = unique("lease-watchdog");
+  rlock_lock* lock2 = make_lock(name2, &zero);
+  ASSERT_NE(lock2, nullptr);
+  ASSERT_EQ(rlock_acquire(lock2, 0), RLOCK_OK) << last_message();
+  EXPECT_GT(pttl(name2), 20000);
+  EXPECT_EQ(rlock_release(lock2), RLOCK_OK) << last_message();
+}
+
+// RLOCK_MAX_DURATION_MS itself is accepted everywhere ("larger values are EINVAL"), and a hold
+// taken with it is held, not lost at once.
+TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
+  const std::string name = unique("max-duration");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+
+  // Try once first: with a broken connection the endless wait below would retry forever.
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  ASSERT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+
+  // The longest wait on a free lock acquires at once.
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = kMax;
+  ao.lease_ms = 10000;
+  auto start = Clock::now();
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  EXPECT_LT(ms_since(start), 2000);
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+
+  // Long leases up to the longest. The local validity deadline of such a hold is far in the
+  // future; it must not overflow into the past (the hold would be "lost" at once).
+  for (int64_t lease : {int64_t{10000000000000}, int64_t{1000000000000000}, kMax}) {
+    SCOPED_TRACE("lease_ms " + std::to_string(lease));
+    ao.wait_ms = 0;
+    ao.lease_ms = lease;
+    ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+    EXPECT_GT(pttl(name), lease - 3600 * 1000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(rlock_is_held(lock), 1) << "a hold with a long lease is not held locally";
+    EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0)
+        << "a hold with a long lease was declared lost";
+    EXPECT_EQ(rlock_extend(lock, lease), RLOCK_OK) << last_message();
+    EXPECT_EQ(rlock_is_held(lock), 1) << "not held after extending to a long lease";
+    EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+    EXPECT_EQ(exists(name), 0);
+  }
+}
+
+// ---- client construction ----------------------------------------------------------------------
+
+TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
+  struct Case {
+    std::string url;
+    int code;
+    const char* names;
+  };
+  const std::vector<Case> cases = {
+      {"localhost:6379", RLOCK_EINVAL, "scheme"},
+      {"http://127.0.0.1:6379", RLOCK_EINVAL, "scheme"},
+      {"rediss://127.0.0.1:6380", RLOCK_EUNSUPPORTED, "TLS"},
+      {"redis://", RLOCK_EINVAL, "host"},
+      {"redis://:6379", RLOCK_EINVAL, "host"},
+      {"redis://127.0.0.1:0", RLOCK_EINVAL, "port"},
+      {"redis://127.0.0.1:65536", RLOCK_EINVAL, "port"},
+      {"redis://127.0.0.1:", RLOCK_EINVAL, "port"},
+      {"redis://127.0.0.1:abc", RLOCK_EINVAL, "port"},
+      {"redis://127.0.0.1/x", RLOCK_EINVAL, "database"},
+      {"redis://127.0.0.1?db=y", RLOCK_EINVAL, "database"},
+      {"redis://[::1:6379", RLOCK_EINVAL, "IPv6"},
+      {"redis://::1:6379", RLOCK_EINVAL, "IPv6"},
+      {"redis://127.0.0.1?timeout=1", RLOCK_EINVAL, "timeout"},
+      {"redis://:p%zz@127.0.0.1", RLOCK_EINVAL, "password"},
+      {"unix://relative.sock", RLOCK_EINVAL, "absolute"},
+      {"unix:///", RLOCK_EINVAL, "path"},
+      {server_.unix_url + "?db=abc", RLOCK_EINVAL, "database"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.url);
+    rlock_client* client = sentinel<rlock_client>();
+    EXPECT_FAIL(rlock_client_new_url(&client, c.url.c_str()), c.code, c.names);
+    EXPECT_EQ(client, nullptr);
+    EXPECT_NE(last_message().find("URL"), std::string::npos) << last_message();
+    // The same through the options struct.
+    rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+    o.url = c.url.c_str();
+    client = sentinel<rlock_client>();
+    EXPECT_FAIL(rlock_client_new(&client, &o), c.code, c.names);
+    EXPECT_EQ(client, nullptr);
+  }
+  // A database the server does not have is refused by the server, named in the message.
+  rlock_client* client = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&client, (server_.tcp_url + "/99999").c_str()),
+              RLOCK_EINVAL, "database");
+  EXPECT_EQ(client, nullptr);
+}
+
+// Bad option values are refused before connecting: the port refuses connections, so a client
+// that tried would report ECONN instead.
+TEST_F(CapiFaults, InvalidClientOptionsAreEinvalBeforeConnecting) {
+  ClosedPort closed;
+  ASSERT_GT(closed.port(), 0);
+  auto base = [&] {
+    rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+    o.host = "127.0.0.1";
+    o.port = closed.port();
+    return o;
+  };
+  struct Case {
+    const char* field;
+    void (*set)(rlock_client_options*);
+  };
+  const Case cases[] = {
+      {"username", [](rlock_client_options* o) { o->username = "alice"; }},
+      {"pool_size", [](rlock_client_options* o) { o->pool_size = -1; }},
+      {"pool_size", [](rlock_client_options* o) { o->pool_size = 1025; }},
+      {"connect_timeout_ms", [](rlock_client_options* o) { o->connect_timeout_ms = -1; }},
+      {"connect_timeout_ms", [](rlock_client_options* o) { o->connect_timeout_ms = kMax + 1; }},
+      {"command_timeout_ms", [](rlock_client_options* o) { o->command_timeout_ms = INT64_MAX; }},
+      {"command_timeout_ms", [](rlock_client_options* o) { o->command_timeout_ms = -3; }},
+      {"watchdog_lease_ms", [](rlock_client_options* o) { o->watchdog_lease_ms = 29; }},
+      {"watchdog_lease_ms", [](rlock_client_options* o) { o->watchdog_lease_ms = -1; }},
+      {"watchdog_lease_ms", [](rlock_client_options* o) { o->watchdog_lease_ms = kMax + 1; }},
+      {"poll_cap_ms", [](rlock_client_options* o) { o->poll_cap_ms = -1; }},
+      {"poll_cap_ms", [](rlock_client_options* o) { o->poll_cap_ms = INT64_MAX; }},
+      {"db", [](rlock_client_options* o) { o->db = -1; }},
+      {"port", [](rlock_client_options* o) { o->port = 70000; }},
+      {"port", [](rlock_client_options* o) { o->port = -1; }},
+      {"host", [](rlock_client_options* o) { o->host = ""; }},
+      {"unix_socket", [](rlock_client_options* o) { o->unix_socket = "relative.sock"; }},
+      {"db", [](rlock_client_options* o) {
+         o->url = "redis://127.0.0.1:1/2";
+         o->db = 3;
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.field);
+    rlock_client_options o = base();
+    c.set(&o);
+    rlock_client* client = sentinel<rlock_client>();
+    EXPECT_FAIL(rlock_client_new(&client, &o), RLOCK_EINVAL, c.field);
+    EXPECT_EQ(client, nullptr);
+  }
+}
+
+TEST_F(CapiFaults, WrongPasswordIsEauth) {
+  // The fixture's default user has no password: AUTH with one is refused.
+  const std::string hostport = server_.tcp_url.substr(std::string("redis://").size());
+  rlock_client* c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("redis://:wrong-password@" + hostport).c_str()),
+              RLOCK_EAUTH, "");
+  EXPECT_EQ(c, nullptr);
+
+  // An ACL user with a password: a wrong one, an unknown user, then the right one.
+  const std::string user = "rlock-capi-auth-" + std::to_string(::getpid());
+  make_user(user, "right-pw");
+  c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("redis://" + user + ":wrong-pw@" + hostport).c_str()),
+              RLOCK_EAUTH, user);
+  EXPECT_EQ(c, nullptr);
+  c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("redis://nobody-" + user + ":x@" + hostport).c_str()),
+              RLOCK_EAUTH, "");
+  EXPECT_EQ(c, nullptr);
+  rlock_client_options o = server_options();
+  o.username = user.c_str();
+  o.password = "wrong-pw";
+  c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new(&c, &o), RLOCK_EAUTH, user);
+  EXPECT_EQ(c, nullptr);
+  o.password = "right-pw";
+  EXPECT_NE(make_client(o), nullptr);
+}
+
+TEST_F(CapiFaults, UnreachableServerIsEconnQuickly) {
+  ClosedPort closed;
+  ASSERT_GT(closed.port(), 0);
+  const std::string where = "127.0.0.1:" + std::to_string(closed.port());
+  rlock_client* c = sentinel<rlock_client>();
+  auto start = Clock::now();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("redis://" + where).c_str()), RLOCK_ECONN, where);
+  EXPECT_LT(ms_since(start), 1000);
+  EXPECT_EQ(c, nullptr);
+
+  const std::string missing = "/nonexistent-rlock-capi-" + std::to_string(::getpid()) + "/r.sock";
+  c = sentinel<rlock_client>();
+  start = Clock::now();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("unix://" + missing).c_str()), RLOCK_ECONN, missing);
+  EXPECT_LT(ms_since(start), 1000);
+  EXPECT_EQ(c, nullptr);
+}
+
+TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
+  for (unsigned int version : {0u, RLOCK_CLIENT_OPTIONS_VERSION + 1u, 99u}) {
+    SCOPED_TRACE(version);
+    rlock_client_options co = server_options();
+    co.version = version;
+    rlock_client* c = sentinel<rlock_client>();
+    EXPECT_FAIL(rlock_client_new(&c, &co), RLOCK_EVERSION, "rlock_client_options");
+    EXPECT_EQ(c, nullptr);
+
+    rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
+    lo.version = version;
+    rlock_lock* l = sentinel<rlock_lock>();
+    EXPECT_FAIL(rlock_lock_new(&l, client_, "x", &lo), RLOCK_EVERSION, "rlock_lock_options");
+    EXPECT_EQ(l, nullptr);
+  }
+
+  const std::string name = unique("version");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.version = 2;
+  ao.wait_ms = 0;
+  EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EVERSION, "rlock_acquire_options");
+  EXPECT_EQ(exists(name), 0) << "acquired despite the unknown options version";
+
+  // An out struct of an unknown version is not written.
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  st.version = 0;
+  st.locked = 55;
+  st.hold_count = 66;
+  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EVERSION, "rlock_lock_state");
+  EXPECT_EQ(st.locked, 55);
+  EXPECT_EQ(st.hold_count, 66);
+}
+
+// ---- release bookkeeping ----------------------------------------------------------------------
+
+TEST_F(CapiFaults, ReleasingTwiceIsEnotheldAndTouchesNothing) {
+  const std::string name = unique("release-twice");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+
+  EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");  // never acquired
+  EXPECT_EQ(exists(name), 0);
+
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();  // reentrant: 2 holds
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+  EXPECT_EQ(hgetall(name), (std::vector<std::string>{owner_of_this_thread(), "1"}));
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(name), 0);
+  EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");
+  EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");
+  EXPECT_EQ(exists(name), 0) << "a failed release created the key";
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+
+  // Another owner holds it now: a stray release by us leaves its hold untouched.
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.lease_ms = 60000;
+  ao.thread_id = 777;
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  const std::vector<std::string> before = hgetall(name);
+  const long long ttl_before = pttl(name);
+  EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTOWNER, "");
+  EXPECT_FAIL(rlock_release_ex(lock, 778), RLOCK_ENOTOWNER, "");
+  EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ENOTOWNER, "");
+  EXPECT_EQ(hgetall(name), before);
+  const long long ttl_after = pttl(name);
+  EXPECT_LE(ttl_after, ttl_before) << "the other owner's lease was reset";
+  EXPECT_GT(ttl_after, ttl_before - 10000);
+  EXPECT_EQ(rlock_release_ex(lock, 777), RLOCK_OK) << last_message();
+  EXPECT_EQ(exists(name), 0);
+  EXPECT_FAIL(rlock_release_ex(lock, 777), RLOCK_ENOTHELD, "");
+}
+
+// ---- rlock_last_error -------------------------------------------------------------------------
+
+TEST_F(CapiFaults, LastErrorIsNeverNullAndPerThread) {
+  // A thread that has not failed yet sees OK and "".
+  std::thread fresh([] {
+    const rlock_error_info* e = rlock_last_error();
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->code, RLOCK_OK);
+    ASSERT_NE(e->message, nullptr);
+    EXPECT_STREQ(e->message, "");
+  });
+  fresh.join();
+
+  EXPECT_FAIL(rlock_acquire(nullptr, 0), RLOCK_EINVAL, "lock");
+  std::thread other([] {
+    const rlock_error_info* e = rlock_last_error();
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(e->code, RLOCK_OK) << "another thread's failure leaked into this one";
+  });
+  other.join();
+
+  // A successful call does not clear it.
+  EXPECT_FAIL(rlock_release(nullptr), RLOCK_EINVAL, "lock");
+  const std::string message = last_message();
+  rlock_lock_options lo;
+  ASSERT_EQ(rlock_lock_options_init(&lo, RLOCK_LOCK_OPTIONS_VERSION), RLOCK_OK);
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EINVAL);
+  EXPECT_EQ(last_message(), message);
+}
+
+// ---- handles that outlive their client --------------------------------------------------------
+
+TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
+  rlock_client* c2 = nullptr;
+  ASSERT_EQ(rlock_client_new_url(&c2, server_.tcp_url.c_str()), RLOCK_OK) << last_message();
+  const std::string held_name = unique("closed-held");
+  const std::string idle_name = unique("closed-idle");
+  const std::string busy_name = unique("closed-busy");
+  rlock_lock* held = make_lock(held_name, nullptr, c2);
+  rlock_lock* idle = make_lock(idle_name, nullptr, c2);
+  rlock_lock* busy = make_lock(busy_name, nullptr, c2);
+  rlock_lock* waiting = make_lock(busy_name, nullptr, c2);
+  ASSERT_TRUE(held && idle && busy && waiting);
+  ASSERT_EQ(rlock_acquire(held, 0), RLOCK_OK) << last_message();
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.lease_ms = 60000;
+  ao.thread_id = 1;
+  ASSERT_EQ(rlock_acquire_ex(busy, &ao), RLOCK_OK) << last_message();
+
+  // A waiter blocked on the client when it is freed.
+  std::atomic<int> waiter_rc{1};
+  std::thread waiter([&] {
+    rlock_acquire_options wo = RLOCK_ACQUIRE_OPTIONS_INIT;
+    wo.wait_ms = 20000;
+    wo.thread_id = 2;
+    waiter_rc = rlock_acquire_ex(waiting, &wo);
+  });
+  EXPECT_TRUE(wait_for_subscriber(channel_of(busy_name)));
+
+  auto freed = Clock::now();
+  rlock_client_free(c2);  // the lock handles stay alive, freed by TearDown afterwards
+  waiter.join();
+  EXPECT_EQ(waiter_rc.load(), RLOCK_ECLOSED) << rlock_strerror(waiter_rc.load());
+  EXPECT_LT(ms_since(freed), 5000);
+
+  // What the client held was released when it was freed.
+  EXPECT_EQ(exists(held_name), 0);
+  EXPECT_EQ(exists(busy_name), 0);
+
+  for (rlock_lock* lock : {held, idle, busy, waiting}) {
+    rlock_acquire_options a = RLOCK_ACQUIRE_OPTIONS_INIT;
+    a.wait_ms = 0;
+    rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+    int deleted = 0;
+    EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_acquire_ex(lock, &a), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_release(lock), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_release_ex(lock, 1), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_extend_ex(lock, 1000, 1), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_ECLOSED, "closed");
+    EXPECT_EQ(rlock_is_held(lock), 0);
+    EXPECT_EQ(rlock_is_held_ex(lock, 1), 0);
+    // These have no documented result here; they must simply not crash.
+    (void)rlock_cancel(lock);
+    (void)rlock_is_lost(lock, RLOCK_THREAD_CURRENT);
+    (void)rlock_lock_set_lost_callback(lock, nullptr, nullptr);
+  }
+  // TearDown frees the four handles now, after their client.
+}
+
+}  // namespace

@@ -1,0 +1,373 @@
+#include "test_redis.hpp"
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <stdexcept>
+
+namespace rlock_test {
+namespace {
+
+std::string env_or_throw(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') {
+    throw std::runtime_error(std::string("environment variable ") + name +
+                             " is not set (run the test through ctest)");
+  }
+  return v;
+}
+
+timeval to_timeval(int64_t ms) {
+  timeval tv;
+  tv.tv_sec = static_cast<time_t>(ms / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((ms % 1000) * 1000);
+  return tv;
+}
+
+Reply convert(const redisReply* r) {
+  Reply out;
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      out.type = Reply::Type::Integer;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_STRING:
+      out.type = Reply::Type::String;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = Reply::Type::Status;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = Reply::Type::Error;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = Reply::Type::Array;
+      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
+      break;
+    default:
+      out.type = Reply::Type::Nil;
+  }
+  return out;
+}
+
+// Escapes glob characters so a lock name can be used in a SCAN MATCH pattern.
+std::string glob_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+int free_loopback_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int err = errno;
+    close(fd);
+    throw std::runtime_error(std::string("bind: ") + std::strerror(err));
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+std::string test_redis_url() { return env_or_throw("RLOCK_TEST_REDIS_URL"); }
+
+std::string test_redis_tcp_url() {
+  std::string path = env_or_throw("RLOCK_TEST_REDIS_DIR") + "/url";
+  std::ifstream in(path);
+  std::string url;
+  if (!std::getline(in, url) || url.empty()) throw std::runtime_error("cannot read " + path);
+  return url;
+}
+
+std::string unique_name(const std::string& tag) {
+  static std::atomic<unsigned> counter{0};
+  static const unsigned salt = std::random_device{}();
+  return "rlock-test:" + tag + ":" + std::to_string(getpid()) + ":" +
+         std::to_string(counter.fetch_add(1)) + ":" + std::to_string(salt);
+}
+
+std::string lock_channel(const std::string& name) {
+  if (name.find('{') != std::string::npos) return "redisson_lock__channel:" + name;
+  return "redisson_lock__channel:{" + name + "}";
+}
+
+std::string Reply::describe() const {
+  switch (type) {
+    case Type::Nil: return "(nil)";
+    case Type::Integer: return "(integer) " + std::to_string(integer);
+    case Type::String: return "\"" + str + "\"";
+    case Type::Status: return str;
+    case Type::Error: return "(error) " + str;
+    case Type::Array: {
+      std::string out = "[";
+      for (size_t i = 0; i < elements.size(); ++i) {
+        if (i) out += ", ";
+        out += elements[i].describe();
+      }
+      return out + "]";
+    }
+  }
+  return "?";
+}
+
+// ---- RedisConn ------------------------------------------------------------------------------
+
+RedisConn::RedisConn(const std::string& url, int64_t timeout_ms) : where_(url), timeout_ms_(timeout_ms) {
+  std::string user, password;
+  bool has_password = false;
+  auto take_userinfo = [&](const std::string& info) {
+    size_t colon = info.find(':');
+    if (colon == std::string::npos) {
+      password = info;
+    } else {
+      user = info.substr(0, colon);
+      password = info.substr(colon + 1);
+    }
+    has_password = true;
+  };
+  timeval tv = to_timeval(timeout_ms);
+  if (url.compare(0, 7, "unix://") == 0) {
+    std::string rest = url.substr(7);
+    size_t slash = rest.find('/');
+    if (slash == std::string::npos) throw std::runtime_error("bad unix URL " + url);
+    if (slash > 0) take_userinfo(rest.substr(0, slash - 1));  // strip the '@'
+    ctx_ = redisConnectUnixWithTimeout(rest.substr(slash).c_str(), tv);
+  } else if (url.compare(0, 8, "redis://") == 0) {
+    std::string rest = url.substr(8);
+    if (size_t slash = rest.find('/'); slash != std::string::npos) rest = rest.substr(0, slash);
+    if (size_t at = rest.rfind('@'); at != std::string::npos) {
+      take_userinfo(rest.substr(0, at));
+      rest = rest.substr(at + 1);
+    }
+    int port = 6379;
+    if (size_t colon = rest.rfind(':'); colon != std::string::npos) {
+      port = std::atoi(rest.c_str() + colon + 1);
+      rest = rest.substr(0, colon);
+    }
+    ctx_ = redisConnectWithTimeout(rest.c_str(), port, tv);
+  } else {
+    throw std::runtime_error("unsupported URL " + url);
+  }
+  if (ctx_ == nullptr || ctx_->err) {
+    std::string why = ctx_ ? ctx_->errstr : "out of memory";
+    if (ctx_) redisFree(ctx_);
+    ctx_ = nullptr;
+    throw std::runtime_error("cannot connect to " + url + ": " + why);
+  }
+  redisSetTimeout(ctx_, tv);
+  if (has_password) {
+    Reply r = user.empty() ? command({"AUTH", password}) : command({"AUTH", user, password});
+    if (r.is_error()) {
+      redisFree(ctx_);
+      ctx_ = nullptr;
+      throw std::runtime_error("AUTH on " + url + " failed: " + r.str);
+    }
+  }
+}
+
+RedisConn::~RedisConn() {
+  if (ctx_ != nullptr) redisFree(ctx_);
+}
+
+Reply RedisConn::command(const std::vector<std::string>& args) {
+  std::vector<const char*> ptrs;
+  std::vector<size_t> lens;
+  for (const std::string& a : args) {
+    ptrs.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  void* raw = redisCommandArgv(ctx_, static_cast<int>(args.size()), ptrs.data(), lens.data());
+  if (raw == nullptr) {
+    throw std::runtime_error("Redis " + where_ + ": " + (args.empty() ? "" : args[0]) +
+                             " failed: " + ctx_->errstr);
+  }
+  Reply out = convert(static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return out;
+}
+
+long long RedisConn::integer(const std::vector<std::string>& args) {
+  Reply r = command(args);
+  if (r.type != Reply::Type::Integer) {
+    throw std::runtime_error("Redis " + args[0] + ": expected an integer, got " + r.describe());
+  }
+  return r.integer;
+}
+
+Reply RedisConn::ok(const std::vector<std::string>& args) {
+  Reply r = command(args);
+  if (r.is_error()) throw std::runtime_error("Redis " + args[0] + " failed: " + r.str);
+  return r;
+}
+
+bool RedisConn::exists(const std::string& key) { return integer({"EXISTS", key}) == 1; }
+
+long long RedisConn::pttl(const std::string& key) { return integer({"PTTL", key}); }
+
+std::map<std::string, std::string> RedisConn::hgetall(const std::string& key) {
+  Reply r = ok({"HGETALL", key});
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+    out[r.elements[i].str] = r.elements[i + 1].str;
+  }
+  return out;
+}
+
+long long RedisConn::del(const std::string& key) { return integer({"DEL", key}); }
+
+long long RedisConn::numsub(const std::string& channel) {
+  Reply r = ok({"PUBSUB", "NUMSUB", channel});
+  if (r.elements.size() != 2) throw std::runtime_error("PUBSUB NUMSUB: " + r.describe());
+  return r.elements[1].integer;
+}
+
+bool RedisConn::wait_numsub(const std::string& channel, long long count, int64_t timeout_ms) {
+  const int64_t deadline = mono_ms() + timeout_ms;
+  for (;;) {
+    if (numsub(channel) >= count) return true;
+    if (mono_ms() >= deadline) return false;
+    sleep_ms(5);
+  }
+}
+
+void RedisConn::delete_lock_keys(const std::string& name) {
+  del(name);
+  // Unlock latches: "redisson_unlock_latch:{N}:<request id>" (N unchanged if it has a '{').
+  std::string tagged = name.find('{') != std::string::npos ? name : "{" + name + "}";
+  std::string pattern = "redisson_unlock_latch:" + glob_escape(tagged) + ":*";
+  std::string cursor = "0";
+  do {
+    Reply r = ok({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    if (r.elements.size() != 2) throw std::runtime_error("SCAN: " + r.describe());
+    cursor = r.elements[0].str;
+    for (const Reply& key : r.elements[1].elements) del(key.str);
+  } while (cursor != "0");
+}
+
+void RedisConn::subscribe(const std::string& channel) {
+  Reply r = ok({"SUBSCRIBE", channel});
+  if (r.elements.size() != 3 || r.elements[0].str != "subscribe") {
+    throw std::runtime_error("SUBSCRIBE: " + r.describe());
+  }
+}
+
+Reply RedisConn::read_reply() {
+  void* raw = nullptr;
+  if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) {
+    throw std::runtime_error("Redis " + where_ + ": read failed: " + ctx_->errstr);
+  }
+  Reply out = convert(static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  return out;
+}
+
+bool RedisConn::next_message(int64_t timeout_ms, std::string* channel, std::string* payload) {
+  redisSetTimeout(ctx_, to_timeval(timeout_ms));
+  void* raw = nullptr;
+  int rc = redisGetReply(ctx_, &raw);
+  redisSetTimeout(ctx_, to_timeval(timeout_ms_));
+  if (rc != REDIS_OK || raw == nullptr) {
+    if (ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return false;  // a timeout; hiredis leaves the context failed, so this connection is spent
+    }
+    throw std::runtime_error("Redis " + where_ + ": read failed: " + ctx_->errstr);
+  }
+  Reply r = convert(static_cast<redisReply*>(raw));
+  freeReplyObject(raw);
+  if (r.type != Reply::Type::Array || r.elements.size() != 3 || r.elements[0].str != "message") {
+    throw std::runtime_error("unexpected pub/sub reply: " + r.describe());
+  }
+  *channel = r.elements[1].str;
+  *payload = r.elements[2].str;
+  return true;
+}
+
+LockKeys::~LockKeys() {
+  try {
+    RedisConn(url_).delete_lock_keys(name_);
+  } catch (...) {
+    // Cleanup must not throw from a destructor; the keys then expire by their lease.
+  }
+}
+
+// ---- PrivateRedis ---------------------------------------------------------------------------
+
+PrivateRedis::PrivateRedis(const std::vector<std::string>& extra_args) {
+  for (size_t i = 0; i + 1 < extra_args.size(); ++i) {
+    if (extra_args[i] == "--requirepass") password_ = extra_args[i + 1];
+  }
+  const char* env = std::getenv("RLOCK_TEST_REDIS_SERVER");
+  const std::string server = env != nullptr && *env != '\0' ? env : "redis-server";
+  dir_ = make_temp_dir("rlock-redis");
+  socket_ = dir_ + "/redis.sock";
+  std::string last_log;
+  // The port may be taken between choosing and binding it: try a few.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    port_ = free_loopback_port();
+    std::vector<std::string> argv = {server,        "--port",          std::to_string(port_),
+                                     "--bind",      "127.0.0.1",       "--unixsocket",
+                                     socket_,       "--unixsocketperm", "700",
+                                     "--dir",       dir_,              "--save",
+                                     "",            "--appendonly",    "no",
+                                     "--daemonize", "no",              "--logfile",
+                                     dir_ + "/redis.log"};
+    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    process_ = std::make_unique<Process>(argv, false);
+    const int64_t deadline = mono_ms() + 10000;
+    while (process_->running() && mono_ms() < deadline) {
+      try {
+        RedisConn probe(admin_url(), 1000);
+        if (probe.command({"PING"}).str == "PONG") return;
+      } catch (const std::runtime_error&) {
+        // not listening yet
+      }
+      sleep_ms(10);
+    }
+    process_.reset();
+    std::ifstream log(dir_ + "/redis.log");
+    last_log.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
+  }
+  remove_tree(dir_);
+  throw std::runtime_error("could not start " + server + ":\n" + last_log);
+}
+
+PrivateRedis::~PrivateRedis() {
+  if (process_) {
+    process_->kill(SIGTERM);
+    int status;
+    if (!process_->wait(5000, &status)) process_->kill(SIGKILL);
+    process_.reset();  // reaps
+  }
+  remove_tree(dir_);
+}
+
+std::string PrivateRedis::admin_url() const {
+  if (password_.empty()) return unix_url();
+  return "unix://:" + password_ + "@" + socket_;
+}
+
+}  // namespace rlock_test

@@ -1,0 +1,124 @@
+// Redis for tests: where the fixture server is, a raw synchronous connection to look at (and
+// disturb) what the library stores, unique lock names, and private redis-server instances.
+//
+// Failures of the helpers themselves (cannot connect, I/O error, bad reply shape) throw
+// std::runtime_error, which GoogleTest reports as a failed test.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "test_process.hpp"
+
+struct redisContext;
+
+namespace rlock_test {
+
+// The shared fixture server as a unix:// URL (env RLOCK_TEST_REDIS_URL).
+std::string test_redis_url();
+// The same server over TCP, redis://127.0.0.1:PORT (read from $RLOCK_TEST_REDIS_DIR/url).
+std::string test_redis_tcp_url();
+
+// A lock name no other test uses, in this process or another one running in parallel:
+// "rlock-test:<tag>:<pid>:<counter>:<random>".
+std::string unique_name(const std::string& tag);
+
+// The wake-up channel of a lock (protocol: "redisson_lock__channel:{N}", or with N unchanged
+// when N already contains '{').
+std::string lock_channel(const std::string& name);
+
+struct Reply {
+  enum class Type { Nil, Integer, String, Status, Error, Array };
+  Type type = Type::Nil;
+  long long integer = 0;
+  std::string str;
+  std::vector<Reply> elements;
+
+  bool is_error() const { return type == Type::Error; }
+  bool is_nil() const { return type == Type::Nil; }
+  std::string describe() const;
+};
+
+// One blocking connection. URLs: unix:///path or redis://[[user]:password@]host:port.
+class RedisConn {
+ public:
+  explicit RedisConn(const std::string& url, int64_t timeout_ms = 5000);
+  ~RedisConn();
+  RedisConn(const RedisConn&) = delete;
+  RedisConn& operator=(const RedisConn&) = delete;
+
+  // Runs a command with binary-safe arguments. Error replies are returned, not thrown.
+  Reply command(const std::vector<std::string>& args);
+  // Runs a command that must answer with an integer.
+  long long integer(const std::vector<std::string>& args);
+  // Runs a command that must not answer with an error.
+  Reply ok(const std::vector<std::string>& args);
+
+  bool exists(const std::string& key);
+  long long pttl(const std::string& key);
+  std::map<std::string, std::string> hgetall(const std::string& key);
+  long long del(const std::string& key);
+  // Subscriber count of a channel (PUBSUB NUMSUB).
+  long long numsub(const std::string& channel);
+  // Waits until a channel has at least `count` subscribers; false on timeout.
+  bool wait_numsub(const std::string& channel, long long count, int64_t timeout_ms);
+  // Deletes a lock key and the unlock latches the library keeps next to it.
+  void delete_lock_keys(const std::string& name);
+
+  // Turns this connection into a subscriber of `channel` (waits for the confirmation).
+  void subscribe(const std::string& channel);
+  // Waits for the next published message; false on timeout (the connection is then unusable).
+  bool next_message(int64_t timeout_ms, std::string* channel, std::string* payload);
+
+ private:
+  Reply read_reply();
+  redisContext* ctx_ = nullptr;
+  std::string where_;
+  int64_t timeout_ms_;
+};
+
+// Deletes a lock's keys on the fixture server (or `url`) when the scope ends, also when an
+// assertion leaves the test early.
+class LockKeys {
+ public:
+  explicit LockKeys(std::string name, std::string url = test_redis_url())
+      : name_(std::move(name)), url_(std::move(url)) {}
+  ~LockKeys();
+  LockKeys(const LockKeys&) = delete;
+  LockKeys& operator=(const LockKeys&) = delete;
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+// A redis-server of the test's own, on a free loopback port and a unix socket in a private
+// directory, for tests that disturb the server (SCRIPT FLUSH, CLIENT KILL, ACL, requirepass).
+// The binary comes from env RLOCK_TEST_REDIS_SERVER (else "redis-server" in PATH). The
+// destructor stops the server and removes the directory.
+class PrivateRedis {
+ public:
+  // extra_args are appended to the command line, e.g. {"--requirepass", "secret"}.
+  explicit PrivateRedis(const std::vector<std::string>& extra_args = {});
+  ~PrivateRedis();
+  PrivateRedis(const PrivateRedis&) = delete;
+  PrivateRedis& operator=(const PrivateRedis&) = delete;
+
+  int port() const { return port_; }
+  std::string unix_url() const { return "unix://" + socket_; }
+  std::string tcp_url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  // A URL for the admin connection: with `password` when the server requires one.
+  std::string admin_url() const;
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  std::string password_;
+  int port_ = 0;
+  std::unique_ptr<Process> process_;
+};
+
+}  // namespace rlock_test

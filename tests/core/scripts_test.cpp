@@ -1,0 +1,125 @@
+// The embedded Lua scripts: each has a name, a source and the SHA1 EVALSHA needs. A wrong SHA1
+// would not break anything visibly (EVALSHA fails with NOSCRIPT and EVAL is used instead), it
+// would only send every script in full each time, so it is checked here against a SHA1 computed
+// by the test itself.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rlock/core/scripts.hpp"
+
+namespace rlock::core {
+namespace {
+
+// A plain SHA1 (FIPS 180-4), enough for a few kilobytes of test input.
+std::string sha1_hex(std::string_view data) {
+  uint32_t h[5] = {0x67452301u, 0xEFCDAB89u, 0x98BADCFEu, 0x10325476u, 0xC3D2E1F0u};
+  std::vector<uint8_t> msg(data.begin(), data.end());
+  const uint64_t bit_len = static_cast<uint64_t>(data.size()) * 8;
+  msg.push_back(0x80);
+  while (msg.size() % 64 != 56) msg.push_back(0);
+  for (int i = 7; i >= 0; --i) msg.push_back(static_cast<uint8_t>(bit_len >> (i * 8)));
+  auto rotl = [](uint32_t x, int n) { return (x << n) | (x >> (32 - n)); };
+  for (size_t chunk = 0; chunk < msg.size(); chunk += 64) {
+    uint32_t w[80];
+    for (int i = 0; i < 16; ++i) {
+      const uint8_t* p = &msg[chunk + 4 * i];
+      w[i] = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+    }
+    for (int i = 16; i < 80; ++i) w[i] = rotl(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int i = 0; i < 80; ++i) {
+      uint32_t f, k;
+      if (i < 20) {
+        f = (b & c) | (~b & d);
+        k = 0x5A827999u;
+      } else if (i < 40) {
+        f = b ^ c ^ d;
+        k = 0x6ED9EBA1u;
+      } else if (i < 60) {
+        f = (b & c) | (b & d) | (c & d);
+        k = 0x8F1BBCDCu;
+      } else {
+        f = b ^ c ^ d;
+        k = 0xCA62C1D6u;
+      }
+      uint32_t t = rotl(a, 5) + f + e + k + w[i];
+      e = d;
+      d = c;
+      c = rotl(b, 30);
+      b = a;
+      a = t;
+    }
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+  }
+  char out[41];
+  for (int i = 0; i < 5; ++i) std::snprintf(out + 8 * i, 9, "%08x", static_cast<unsigned>(h[i]));
+  return std::string(out, 40);
+}
+
+const std::vector<const Script*>& all_scripts() {
+  static const std::vector<const Script*> all = {
+      &scripts::acquire, &scripts::release,      &scripts::renew,       &scripts::extend,
+      &scripts::force_unlock, &scripts::status, &scripts::undo_acquire,
+  };
+  return all;
+}
+
+TEST(Sha1SelfCheck, KnownVectors) {
+  EXPECT_EQ(sha1_hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  EXPECT_EQ(sha1_hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  EXPECT_EQ(sha1_hex(std::string(1000, 'a')), "291e9a6c66994949b57ba5e650361e98fc36b1ba");
+}
+
+TEST(Scripts, EachHasANameAndASource) {
+  std::set<std::string_view> names;
+  for (const Script* s : all_scripts()) {
+    EXPECT_FALSE(s->name.empty());
+    EXPECT_GT(s->source.size(), 20u) << s->name;
+    EXPECT_NE(s->source.find("redis.call"), std::string_view::npos) << s->name;
+    names.insert(s->name);
+  }
+  EXPECT_EQ(names.size(), all_scripts().size()) << "two scripts share a name";
+  EXPECT_EQ(scripts::acquire.name, "acquire");
+  EXPECT_EQ(scripts::release.name, "release");
+  EXPECT_EQ(scripts::force_unlock.name, "force_unlock");
+  EXPECT_EQ(scripts::undo_acquire.name, "undo_acquire");
+}
+
+TEST(Scripts, Sha1IsFortyLowercaseHexDigits) {
+  for (const Script* s : all_scripts()) {
+    SCOPED_TRACE(std::string(s->name));
+    ASSERT_EQ(s->sha1.size(), 40u) << s->sha1;
+    for (char c : s->sha1) {
+      EXPECT_TRUE((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+          << "not a lowercase hex digit: '" << c << "' in " << s->sha1;
+    }
+  }
+}
+
+TEST(Scripts, Sha1sAreDistinct) {
+  std::set<std::string_view> shas;
+  for (const Script* s : all_scripts()) shas.insert(s->sha1);
+  EXPECT_EQ(shas.size(), all_scripts().size());
+}
+
+// What Redis computes for SCRIPT LOAD / EVAL: the SHA1 of the exact source bytes.
+TEST(Scripts, Sha1MatchesTheEmbeddedSource) {
+  for (const Script* s : all_scripts()) {
+    EXPECT_EQ(s->sha1, sha1_hex(s->source)) << "script " << s->name;
+  }
+}
+
+}  // namespace
+}  // namespace rlock::core

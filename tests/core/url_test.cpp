@@ -1,0 +1,309 @@
+// rlock::core::parse_url: every accepted form and every rejected one, with the message naming
+// the offending part of the URL.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "rlock/core/config.hpp"
+#include "rlock/core/error.hpp"
+
+namespace rlock::core {
+namespace {
+
+// Parses a URL that must be accepted; a rejection fails the test with the library's message.
+Endpoint accepted(const std::string& url) {
+  try {
+    return parse_url(url);
+  } catch (const Error& e) {
+    ADD_FAILURE() << "parse_url(" << printable(url) << ") rejected: " << e.message();
+  }
+  return Endpoint{};
+}
+
+struct Rejection {
+  bool thrown = false;
+  int code = kOk;
+  std::string message;
+};
+
+Rejection rejected(const std::string& url) {
+  Rejection r;
+  try {
+    Endpoint ep = parse_url(url);
+    (void)ep;
+  } catch (const Error& e) {
+    r.thrown = true;
+    r.code = e.code();
+    r.message = e.message();
+  }
+  return r;
+}
+
+// The URL must be rejected with `code`, and the message must contain `names` (the field).
+void expect_rejected(const std::string& url, const std::string& names, int code = kInvalid) {
+  SCOPED_TRACE("url " + printable(url));
+  Rejection r = rejected(url);
+  ASSERT_TRUE(r.thrown) << "accepted, expected a rejection naming \"" << names << "\"";
+  EXPECT_EQ(r.code, code) << r.message;
+  EXPECT_NE(r.message.find("invalid Redis URL"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find(names), std::string::npos)
+      << "message does not name \"" << names << "\": " << r.message;
+}
+
+// ---- accepted -------------------------------------------------------------------------------
+
+TEST(ParseUrl, HostOnlyGetsDefaults) {
+  Endpoint ep = accepted("redis://redis.example.com");
+  EXPECT_EQ(ep.host, "redis.example.com");
+  EXPECT_EQ(ep.port, 6379);
+  EXPECT_EQ(ep.db, 0);
+  EXPECT_TRUE(ep.unix_path.empty());
+  EXPECT_FALSE(ep.has_password);
+  EXPECT_TRUE(ep.username.empty());
+  EXPECT_TRUE(ep.password.empty());
+}
+
+TEST(ParseUrl, Port) {
+  Endpoint ep = accepted("redis://10.1.2.3:6380");
+  EXPECT_EQ(ep.host, "10.1.2.3");
+  EXPECT_EQ(ep.port, 6380);
+  EXPECT_EQ(accepted("redis://h:1").port, 1);
+  EXPECT_EQ(accepted("redis://h:65535").port, 65535);
+}
+
+TEST(ParseUrl, SchemeIsCaseInsensitiveHostIsKept) {
+  Endpoint ep = accepted("REDIS://MyHost:7000");
+  EXPECT_EQ(ep.host, "MyHost");
+  EXPECT_EQ(ep.port, 7000);
+  EXPECT_EQ(accepted("Unix:///tmp/r.sock").unix_path, "/tmp/r.sock");
+}
+
+TEST(ParseUrl, DbInPath) {
+  Endpoint ep = accepted("redis://h:6390/3");
+  EXPECT_EQ(ep.host, "h");
+  EXPECT_EQ(ep.port, 6390);
+  EXPECT_EQ(ep.db, 3);
+  EXPECT_EQ(accepted("redis://h/15").db, 15);
+  EXPECT_EQ(accepted("redis://h/0").db, 0);
+  EXPECT_EQ(accepted("redis://h/").db, 0);  // empty path: default database
+}
+
+TEST(ParseUrl, DbInQuery) {
+  Endpoint ep = accepted("redis://h?db=4");
+  EXPECT_EQ(ep.host, "h");
+  EXPECT_EQ(ep.port, 6379);
+  EXPECT_EQ(ep.db, 4);
+  Endpoint ep2 = accepted("redis://h:6400?db=9");
+  EXPECT_EQ(ep2.port, 6400);
+  EXPECT_EQ(ep2.db, 9);
+}
+
+TEST(ParseUrl, UserAndPassword) {
+  Endpoint ep = accepted("redis://alice:s3cret@h:6381/2");
+  EXPECT_TRUE(ep.has_password);
+  EXPECT_EQ(ep.username, "alice");
+  EXPECT_EQ(ep.password, "s3cret");
+  EXPECT_EQ(ep.host, "h");
+  EXPECT_EQ(ep.port, 6381);
+  EXPECT_EQ(ep.db, 2);
+}
+
+TEST(ParseUrl, PasswordOnlyWithColon) {
+  Endpoint ep = accepted("redis://:pw@h");
+  EXPECT_TRUE(ep.has_password);
+  EXPECT_EQ(ep.username, "");
+  EXPECT_EQ(ep.password, "pw");
+  EXPECT_EQ(ep.host, "h");
+}
+
+TEST(ParseUrl, LoneUserinfoIsThePassword) {
+  Endpoint ep = accepted("redis://secret@h:6390");
+  EXPECT_TRUE(ep.has_password);
+  EXPECT_EQ(ep.username, "");
+  EXPECT_EQ(ep.password, "secret");
+  EXPECT_EQ(ep.host, "h");
+  EXPECT_EQ(ep.port, 6390);
+}
+
+TEST(ParseUrl, PercentEscapesInUserinfo) {
+  Endpoint ep = accepted("redis://us%40er%3a1:p%3Aa%2Fs%25s%40%3f@h");
+  EXPECT_EQ(ep.username, "us@er:1");
+  EXPECT_EQ(ep.password, "p:a/s%s@?");
+  EXPECT_EQ(ep.host, "h");
+  // An escaped NUL is a byte like any other (AUTH is binary-safe).
+  Endpoint nul = accepted("redis://:a%00b@h");
+  EXPECT_EQ(nul.password, std::string("a\0b", 3));
+}
+
+TEST(ParseUrl, AtSignsInPasswordUseTheLastOne) {
+  Endpoint ep = accepted("redis://u:p@ss@h");
+  EXPECT_EQ(ep.username, "u");
+  EXPECT_EQ(ep.password, "p@ss");
+  EXPECT_EQ(ep.host, "h");
+}
+
+TEST(ParseUrl, BracketedIpv6) {
+  Endpoint ep = accepted("redis://[::1]:6379");
+  EXPECT_EQ(ep.host, "::1");
+  EXPECT_EQ(ep.port, 6379);
+  Endpoint ep2 = accepted("redis://u:p@[2001:db8::7]/5");
+  EXPECT_EQ(ep2.host, "2001:db8::7");
+  EXPECT_EQ(ep2.port, 6379);
+  EXPECT_EQ(ep2.db, 5);
+  EXPECT_EQ(ep2.username, "u");
+  EXPECT_EQ(ep2.password, "p");
+  EXPECT_EQ(ep.describe(), "[::1]:6379");
+}
+
+TEST(ParseUrl, UnixSocketWithDb) {
+  Endpoint ep = accepted("unix:///var/run/redis/redis.sock?db=2");
+  EXPECT_EQ(ep.unix_path, "/var/run/redis/redis.sock");
+  EXPECT_EQ(ep.db, 2);
+  EXPECT_FALSE(ep.has_password);
+  EXPECT_EQ(ep.describe(), "unix:/var/run/redis/redis.sock");
+}
+
+TEST(ParseUrl, UnixSocketWithCredentials) {
+  Endpoint ep = accepted("unix://bob:hunter2@/tmp/redis.sock");
+  EXPECT_EQ(ep.unix_path, "/tmp/redis.sock");
+  EXPECT_TRUE(ep.has_password);
+  EXPECT_EQ(ep.username, "bob");
+  EXPECT_EQ(ep.password, "hunter2");
+  Endpoint lone = accepted("unix://only@/tmp/redis.sock");
+  EXPECT_EQ(lone.username, "");
+  EXPECT_EQ(lone.password, "only");
+  EXPECT_EQ(lone.unix_path, "/tmp/redis.sock");
+}
+
+TEST(ParseUrl, UnixSocketPathMayContainAtSign) {
+  Endpoint ep = accepted("unix:///tmp/a@b/redis.sock");
+  EXPECT_EQ(ep.unix_path, "/tmp/a@b/redis.sock");
+  EXPECT_FALSE(ep.has_password);
+}
+
+TEST(ParseUrl, UnixSocketPathPercentDecoded) {
+  EXPECT_EQ(accepted("unix:///tmp/my%20dir/r.sock").unix_path, "/tmp/my dir/r.sock");
+}
+
+TEST(ParseUrl, UnixSocketPathAtTheLengthLimit) {
+  std::string path = "/" + std::string(106, 'p');  // 107 bytes: sun_path holds 107 + NUL
+  EXPECT_EQ(accepted("unix://" + path).unix_path, path);
+}
+
+// ---- rejected -------------------------------------------------------------------------------
+
+TEST(ParseUrlRejects, MissingScheme) {
+  expect_rejected("localhost:6379", "missing scheme");
+  expect_rejected("", "missing scheme");
+  expect_rejected("redis:/h", "missing scheme");
+}
+
+TEST(ParseUrlRejects, UnknownScheme) {
+  expect_rejected("http://h", "scheme 'http'");
+  expect_rejected("tcp://h:6379", "scheme 'tcp'");
+  expect_rejected("://h", "scheme ''");
+}
+
+TEST(ParseUrlRejects, TlsIsUnsupported) {
+  expect_rejected("rediss://h:6380", "rediss://", kUnsupported);
+  expect_rejected("REDISS://h", "TLS", kUnsupported);
+}
+
+TEST(ParseUrlRejects, MissingHost) {
+  expect_rejected("redis://", "missing host");
+  expect_rejected("redis://:6379", "missing host");
+  expect_rejected("redis://user:pw@", "missing host");
+  expect_rejected("redis:///3", "missing host");
+  expect_rejected("redis://?db=1", "missing host");
+}
+
+TEST(ParseUrlRejects, BadPort) {
+  expect_rejected("redis://h:abc", "port");
+  expect_rejected("redis://h:abc", "'abc'");
+  expect_rejected("redis://h:", "empty port");
+  expect_rejected("redis://[::1]:", "empty port");
+  expect_rejected("redis://h:0", "port must be a number from 1 to 65535, got '0'");
+  expect_rejected("redis://h:65536", "port must be a number from 1 to 65535, got '65536'");
+  expect_rejected("redis://h:-1", "port");
+  expect_rejected("redis://h:+80", "port");
+  expect_rejected("redis://h:63 79", "port");
+  expect_rejected("redis://h:99999999999999999999", "port");
+}
+
+TEST(ParseUrlRejects, NonNumericDb) {
+  expect_rejected("redis://h/abc", "database must be a number");
+  expect_rejected("redis://h/abc", "'abc'");
+  expect_rejected("redis://h/-1", "database");
+  expect_rejected("redis://h/1/2", "database");
+  expect_rejected("redis://h?db=x", "database must be a number");
+  expect_rejected("redis://h?db=", "database");
+  expect_rejected("unix:///tmp/r.sock?db=two", "database");
+}
+
+TEST(ParseUrlRejects, UnbalancedBrackets) {
+  expect_rejected("redis://[::1", "unbalanced '['");
+  expect_rejected("redis://[::1:6379", "unbalanced '['");
+  expect_rejected("redis://::1]:6379", "unbalanced ']'");
+  expect_rejected("redis://h]", "unbalanced ']'");
+  expect_rejected("redis://[]:6379", "empty IPv6 host");
+  expect_rejected("redis://[::1]6379", "after IPv6 host");
+}
+
+TEST(ParseUrlRejects, UnbracketedIpv6) {
+  expect_rejected("redis://::1:6379", "IPv6 hosts must be in brackets");
+  expect_rejected("redis://2001:db8::7", "IPv6 hosts must be in brackets");
+}
+
+TEST(ParseUrlRejects, UnknownQueryOption) {
+  expect_rejected("redis://h?timeout=5", "unknown option 'timeout'");
+  expect_rejected("redis://h?db=1&ssl=true", "unknown option 'ssl'");
+  expect_rejected("redis://h?db", "unknown option 'db'");
+  expect_rejected("unix:///tmp/r.sock?password=x", "unknown option 'password'");
+}
+
+TEST(ParseUrlRejects, RelativeOrEmptyUnixPath) {
+  expect_rejected("unix://redis.sock", "must be absolute");
+  expect_rejected("unix://", "must be absolute");
+  expect_rejected("unix://run/redis.sock", "before the socket path");
+  expect_rejected("unix:///", "socket path is empty");
+  expect_rejected("unix://u:p@/", "socket path is empty");
+  expect_rejected("unix:///" + std::string(107, 'p'), "longer than 107 bytes");
+}
+
+TEST(ParseUrlRejects, NulByte) {
+  expect_rejected(std::string("redis://ho\0st", 13), "NUL byte");
+  expect_rejected(std::string("redis://h\0", 10), "NUL byte");
+  // The message shows the URL escaped, not cut at the NUL.
+  Rejection r = rejected(std::string("redis://ho\0st", 13));
+  EXPECT_NE(r.message.find("ho\\x00st"), std::string::npos) << r.message;
+}
+
+TEST(ParseUrlRejects, HostWithWhitespaceOrControlCharacters) {
+  expect_rejected("redis://my host", "whitespace or control");
+  expect_rejected("redis://h\tx:6379", "whitespace or control");
+  expect_rejected("redis://h\x01x", "whitespace or control");
+}
+
+TEST(ParseUrlRejects, BadPercentEscapes) {
+  expect_rejected("redis://:p%zz@h", "bad %-escape in password");
+  expect_rejected("redis://:p%4@h", "bad %-escape in password");
+  expect_rejected("redis://:p%@h", "bad %-escape in password");
+  expect_rejected("redis://u%g1:p@h", "bad %-escape in user name");
+  expect_rejected("unix:///tmp/x%2", "bad %-escape in socket path");
+}
+
+// Rejection messages end up in logs: they must not carry the credentials of the URL.
+TEST(ParseUrlRejects, MessagesDoNotRevealThePassword) {
+  const std::string password = "Pa55w0rdXYZ";
+  for (const std::string& url : {"redis://app:" + password + "@h:notaport",
+                                 "redis://" + password + "@h/notadb",
+                                 "unix://app:" + password + "@/tmp/r.sock?foo=1"}) {
+    Rejection r = rejected(url);
+    ASSERT_TRUE(r.thrown) << url;
+    EXPECT_EQ(r.message.find(password), std::string::npos)
+        << "the password is in the error message: " << r.message;
+  }
+}
+
+}  // namespace
+}  // namespace rlock::core

@@ -1,0 +1,186 @@
+// Worker process for the multi-process integration tests.
+//
+//   rlock_it_worker mutex URL NAME COUNTER_FILE STAMPS_FILE THREADS ITERATIONS
+//     THREADS threads share one client and one lock handle (so they contend as separate
+//     owners). Each runs ITERATIONS critical sections: acquire, read the counter file, sleep
+//     0-200 us, write the counter + 1, release. Every section's CLOCK_MONOTONIC enter and exit
+//     stamps (ns) are written to STAMPS_FILE as "enter exit" lines. Exit 0 when every call
+//     succeeded.
+//
+//   rlock_it_worker hold URL NAME LEASE_MS WATCHDOG_LEASE_MS
+//     Acquires NAME with LEASE_MS (-1 = watchdog; WATCHDOG_LEASE_MS 0 = default), prints
+//     "acquired BEFORE_US AFTER_US OWNER" (monotonic time before and after the acquire call)
+//     and sleeps until killed.
+#include <fcntl.h>
+#include <rlock/rlock.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "test_process.hpp"
+
+namespace {
+
+std::mutex g_err_mutex;
+
+void report(const char* what, int rc) {
+  std::lock_guard<std::mutex> lock(g_err_mutex);
+  std::fprintf(stderr, "worker %d: %s returned %d: %s\n", static_cast<int>(getpid()), what, rc,
+               rlock_last_error()->message);
+}
+
+rlock_client* connect(const char* url, int64_t watchdog_lease_ms, int pool_size) {
+  rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+  opts.url = url;
+  opts.watchdog_lease_ms = watchdog_lease_ms;
+  opts.pool_size = pool_size;
+  rlock_client* client = nullptr;
+  int rc = rlock_client_new(&client, &opts);
+  if (rc != RLOCK_OK) {
+    report("rlock_client_new", rc);
+    std::exit(2);
+  }
+  return client;
+}
+
+// The counter is a fixed-width decimal so a write never leaves stale digits behind.
+bool read_counter(int fd, long long* value) {
+  char buf[32] = {0};
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  if (n <= 0) return false;
+  *value = std::strtoll(buf, nullptr, 10);
+  return true;
+}
+
+bool write_counter(int fd, long long value) {
+  char buf[32];
+  int n = std::snprintf(buf, sizeof buf, "%020lld\n", value);
+  return pwrite(fd, buf, static_cast<size_t>(n), 0) == n;
+}
+
+int run_mutex(char** argv) {
+  const char* url = argv[2];
+  const std::string name = argv[3];
+  const char* counter_path = argv[4];
+  const char* stamps_path = argv[5];
+  const int threads = std::atoi(argv[6]);
+  const int iterations = std::atoi(argv[7]);
+
+  rlock_client* client = connect(url, 0, threads);
+  rlock_lock* lock = nullptr;
+  int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), nullptr);
+  if (rc != RLOCK_OK) {
+    report("rlock_lock_new_n", rc);
+    return 2;
+  }
+
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> stamps(threads);
+  std::vector<int> failed(threads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      int fd = open(counter_path, O_RDWR);
+      if (fd < 0) {
+        std::perror("open counter");
+        failed[t] = 1;
+        return;
+      }
+      std::mt19937 rng(static_cast<unsigned>(getpid() * 131 + t));
+      std::uniform_int_distribution<int> pause_us(0, 200);
+      stamps[t].reserve(iterations);
+      for (int i = 0; i < iterations; ++i) {
+        int r = rlock_acquire(lock, RLOCK_WAIT_FOREVER);
+        if (r != RLOCK_OK) {
+          report("rlock_acquire", r);
+          failed[t] = 1;
+          break;
+        }
+        int64_t enter = rlock_test::mono_ns();
+        long long value = 0;
+        if (!read_counter(fd, &value)) failed[t] = 1;
+        // The read-sleep-write is deliberately not atomic: without mutual exclusion, updates
+        // get lost and sections overlap.
+        usleep(static_cast<useconds_t>(pause_us(rng)));
+        if (!write_counter(fd, value + 1)) failed[t] = 1;
+        int64_t exit = rlock_test::mono_ns();
+        stamps[t].emplace_back(enter, exit);
+        r = rlock_release(lock);
+        if (r != RLOCK_OK) {
+          report("rlock_release", r);
+          failed[t] = 1;
+          break;
+        }
+      }
+      close(fd);
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  rlock_lock_free(lock);
+  rlock_client_free(client);
+
+  FILE* out = std::fopen(stamps_path, "w");
+  if (out == nullptr) {
+    std::perror("open stamps");
+    return 2;
+  }
+  for (const auto& per_thread : stamps) {
+    for (const auto& s : per_thread) {
+      std::fprintf(out, "%" PRId64 " %" PRId64 "\n", s.first, s.second);
+    }
+  }
+  if (std::fclose(out) != 0) return 2;
+  for (int f : failed) {
+    if (f) return 1;
+  }
+  return 0;
+}
+
+int run_hold(char** argv) {
+  const char* url = argv[2];
+  const std::string name = argv[3];
+  const int64_t lease_ms = std::strtoll(argv[4], nullptr, 10);
+  const int64_t watchdog_lease_ms = std::strtoll(argv[5], nullptr, 10);
+
+  rlock_client* client = connect(url, watchdog_lease_ms, 0);
+  rlock_lock* lock = nullptr;
+  int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), nullptr);
+  if (rc != RLOCK_OK) {
+    report("rlock_lock_new_n", rc);
+    return 2;
+  }
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = 10000;
+  opts.lease_ms = lease_ms;
+  int64_t before = rlock_test::mono_us();
+  rc = rlock_acquire_ex(lock, &opts);
+  int64_t after = rlock_test::mono_us();
+  if (rc != RLOCK_OK) {
+    report("rlock_acquire_ex", rc);
+    return 1;
+  }
+  std::printf("acquired %" PRId64 " %" PRId64 " %s:%" PRId64 "\n", before, after,
+              rlock_client_id(client), rlock_current_thread_id());
+  std::fflush(stdout);
+  for (;;) pause();  // until the test kills us
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 8 && std::strcmp(argv[1], "mutex") == 0) return run_mutex(argv);
+  if (argc == 6 && std::strcmp(argv[1], "hold") == 0) return run_hold(argv);
+  std::fprintf(stderr,
+               "usage: %s mutex URL NAME COUNTER_FILE STAMPS_FILE THREADS ITERATIONS\n"
+               "       %s hold URL NAME LEASE_MS WATCHDOG_LEASE_MS\n",
+               argv[0], argv[0]);
+  return 64;
+}
