@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
-# abi, cli), then builds again with ASan/UBSan and runs the unit and integration tests there.
+# abi, cli), then builds again with ASan/UBSan (unit and integration tests) and with TSan
+# (integration tests, which exercise the threads).
 # Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,5 +30,9 @@ if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
     -- -L 'unit|integration'
+  echo "== build and test the threaded parts with TSan"
+  export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
+    -DRLOCK_BUILD_CLI=OFF -- -L integration
 fi
 echo "== all tests passed"
