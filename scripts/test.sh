@@ -16,7 +16,7 @@ run_suite() {  # build-dir, extra cmake args..., then ctest args after "--"
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   ctest_args=("$@")
-  cmake -S "$root" -B "$dir" -G Ninja "${cmake_args[@]}" >/dev/null
+  cmake -S "$root" -B "$dir" -G Ninja -DRLOCK_BUILD_TESTS=ON "${cmake_args[@]}" >/dev/null
   cmake --build "$dir" -j "$jobs"
   (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 "${ctest_args[@]}")
 }

@@ -1,1 +1,585 @@
-int main() { return 0; }
+// rlock: the command-line tool. A distributed flock(1): named locks on Redis, shared by every
+// process and host that uses the same Redis. Uses only the stable C ABI (rlock/rlock.h).
+
+#include <rlock/rlock.h>
+
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char **environ;
+
+namespace {
+
+// sysexits.h values, spelled out so the meaning is next to the number.
+constexpr int kExitNotLocked = 1;
+constexpr int kExitUsage = 64;        // EX_USAGE
+constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
+constexpr int kExitSoftware = 70;     // EX_SOFTWARE
+constexpr int kExitTempFail = 75;     // EX_TEMPFAIL
+constexpr int kExitCannotRun = 126;   // like shells
+constexpr int kExitNotFound = 127;    // like shells
+
+constexpr const char *kDefaultUrl = "redis://127.0.0.1:6379";
+
+const char kUsage[] =
+    "usage: rlock exec [--url URL] [--wait SECONDS] [--lease SECONDS] NAME -- COMMAND [ARGS...]\n"
+    "       rlock status [--url URL] NAME\n"
+    "       rlock unlock --force [--url URL] NAME\n"
+    "       rlock --help | --version\n";
+
+const char kHelp[] =
+    "\n"
+    "A distributed flock(1): named locks on Redis, shared by every process and host that\n"
+    "uses the same Redis (and compatible with Redisson's RLock).\n"
+    "\n"
+    "Commands:\n"
+    "  exec     take the lock NAME, run COMMAND while holding it, release it when COMMAND\n"
+    "           ends, and exit with COMMAND's exit status\n"
+    "  status   show whether NAME is locked, its owner (<client-id>:<thread-id>), hold count\n"
+    "           and remaining TTL\n"
+    "  unlock   delete the lock NAME whoever holds it (--force is required)\n"
+    "\n"
+    "Options (before or after NAME; everything after -- belongs to COMMAND):\n"
+    "  --url URL        redis://[[user]:password@]host[:port][/db] or\n"
+    "                   unix://[[user]:password@]/path/to/socket[?db=N]\n"
+    "                   (default: $RLOCK_URL, then redis://127.0.0.1:6379)\n"
+    "  --wait SECONDS   exec: wait at most this long for the lock; 0 = try once\n"
+    "                   (default: wait forever)\n"
+    "  --lease SECONDS  exec: the lock expires this long after it was taken, even if COMMAND\n"
+    "                   still runs. Default: no fixed lease; a watchdog renews a 30 s lease\n"
+    "                   while COMMAND runs, so if this host dies the lock frees itself\n"
+    "                   within 30 s\n"
+    "  --force          unlock: required, since it breaks whoever holds the lock\n"
+    "  -h, --help       show this help\n"
+    "  --version        show the library version\n"
+    "SECONDS may be fractional (0.5).\n"
+    "\n"
+    "exec and signals:\n"
+    "  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are passed on to\n"
+    "  COMMAND (a terminal's Ctrl-C or Ctrl-\\ already reaches both, so it is not sent twice).\n"
+    "  While rlock is still waiting for the lock, any of them stops the wait and rlock exits\n"
+    "  with 128+signal, holding nothing. Signals ignored when rlock starts stay ignored.\n"
+    "\n"
+    "exec and lost locks:\n"
+    "  If the lock is lost while COMMAND runs (a --lease ran out, Redis could not be reached\n"
+    "  to renew it in time, or someone ran 'rlock unlock --force'), rlock prints a warning\n"
+    "  to stderr as soon as rlock finds out (a renewal every 10 s, or the release at the\n"
+    "  end). COMMAND is not stopped and its exit status is still passed on.\n"
+    "  If the lock cannot be released at the end (Redis unreachable), rlock warns too; the\n"
+    "  lock then expires by its lease.\n"
+    "\n"
+    "Exit status:\n"
+    "  exec     COMMAND's exit status, or 128+N if COMMAND was killed by signal N\n"
+    "  0        status: done. unlock: a lock was deleted\n"
+    "  1        unlock: NAME was not locked\n"
+    "  64       usage error: unknown command or option, bad value, missing NAME or --\n"
+    "  69       Redis unavailable: unreachable, credentials refused, or it refused the request\n"
+    "  70       internal error\n"
+    "  75       exec: the lock was busy and --wait ran out\n"
+    "  126      exec: COMMAND was found but could not be run\n"
+    "  127      exec: COMMAND was not found\n"
+    "  128+N    exec: rlock got signal N while still waiting for the lock\n";
+
+// A bad command line: main prints the message and the usage and exits 64.
+struct UsageError {
+  std::string message;
+};
+
+struct Args {
+  std::string command;  // exec, status, unlock
+  std::string url;
+  bool has_name = false;
+  std::string name;
+  int64_t wait_ms = RLOCK_WAIT_FOREVER;
+  int64_t lease_ms = RLOCK_LEASE_WATCHDOG;
+  bool force = false;
+  bool help = false;
+  std::vector<char *> argv;  // exec: COMMAND [ARGS...]
+};
+
+// Accepts plain decimal seconds only: strtod alone would also take "nan", "inf", "0x10",
+// "-1" and leading blanks.
+int64_t parse_seconds(const std::string &option, const std::string &text, bool allow_zero) {
+  if (text.empty()) throw UsageError{option + " needs a number of seconds, got ''"};
+  if (text[0] == '-') throw UsageError{option + " must not be negative, got '" + text + "'"};
+  size_t digits = 0, dots = 0;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      ++digits;
+    } else if (c == '.') {
+      ++dots;
+    } else {
+      digits = 0;
+      break;
+    }
+  }
+  if (digits == 0 || dots > 1) {
+    throw UsageError{option + " needs a number of seconds (like 5 or 0.5), got '" + text + "'"};
+  }
+  double seconds = std::strtod(text.c_str(), nullptr);
+  double ms = seconds * 1000.0;
+  if (!(ms <= static_cast<double>(RLOCK_MAX_DURATION_MS))) {
+    throw UsageError{option + " is too large: '" + text + "' (at most " +
+                     std::to_string(RLOCK_MAX_DURATION_MS / 1000) + " seconds)"};
+  }
+  int64_t rounded = std::llround(ms);
+  if (rounded == 0 && seconds > 0) rounded = 1;  // a tiny positive value must not become "0"
+  if (rounded == 0 && !allow_zero) {
+    throw UsageError{option + " must be more than 0, got '" + text + "'"};
+  }
+  return rounded;
+}
+
+Args parse_args(int argc, char **argv) {
+  Args args;
+  if (argc < 2) throw UsageError{"missing command (exec, status or unlock)"};
+  args.command = argv[1];
+  if (args.command == "-h" || args.command == "--help" || args.command == "help") {
+    args.help = true;
+    return args;
+  }
+  if (args.command == "--version") return args;
+  if (args.command != "exec" && args.command != "status" && args.command != "unlock") {
+    if (!args.command.empty() && args.command[0] == '-') {
+      throw UsageError{"unknown option '" + args.command + "' (expected a command first)"};
+    }
+    throw UsageError{"unknown command '" + args.command + "'"};
+  }
+  const bool exec = args.command == "exec";
+  bool url_given = false, saw_separator = false;
+
+  int i = 2;
+  for (; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      saw_separator = true;
+      ++i;
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      args.help = true;
+      return args;
+    }
+    if (arg.size() > 1 && arg[0] == '-') {
+      std::string option = arg, value;
+      bool inline_value = false;
+      size_t eq = arg.find('=');
+      if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
+        option = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+        inline_value = true;
+      }
+      bool takes_value = option == "--url" || option == "--wait" || option == "--lease";
+      bool valid = option == "--url" || (exec && (option == "--wait" || option == "--lease")) ||
+                   (args.command == "unlock" && option == "--force");
+      if (!valid) {
+        if (option == "--wait" || option == "--lease" || option == "--force") {
+          throw UsageError{"option " + option + " is not valid for '" + args.command + "'"};
+        }
+        throw UsageError{"unknown option '" + option + "'"};
+      }
+      if (!takes_value) {
+        if (inline_value) throw UsageError{"option " + option + " takes no value"};
+        args.force = true;
+        continue;
+      }
+      if (!inline_value) {
+        if (i + 1 >= argc) throw UsageError{"option " + option + " needs a value"};
+        value = argv[++i];
+      }
+      if (option == "--url") {
+        if (value.empty()) throw UsageError{"option --url needs a value, got ''"};
+        args.url = value;
+        url_given = true;
+      } else if (option == "--wait") {
+        args.wait_ms = parse_seconds("--wait", value, true);
+      } else {
+        args.lease_ms = parse_seconds("--lease", value, false);
+      }
+      continue;
+    }
+    if (args.has_name) {
+      throw UsageError{exec ? "unexpected argument '" + arg + "': missing '--' before the command?"
+                            : "unexpected argument '" + arg + "'"};
+    }
+    args.has_name = true;
+    args.name = arg;
+  }
+
+  if (exec) {
+    if (!saw_separator) {
+      throw UsageError{args.has_name ? "missing '--' before the command" : "missing lock NAME"};
+    }
+    for (; i < argc; ++i) args.argv.push_back(argv[i]);
+    if (args.argv.empty()) throw UsageError{"missing command after '--'"};
+    args.argv.push_back(nullptr);
+  } else if (saw_separator) {
+    // status/unlock: "--" only lets a NAME start with '-'.
+    for (; i < argc; ++i) {
+      if (args.has_name) throw UsageError{std::string("unexpected argument '") + argv[i] + "'"};
+      args.has_name = true;
+      args.name = argv[i];
+    }
+  }
+  if (!args.has_name) throw UsageError{"missing lock NAME"};
+  if (args.name.empty()) throw UsageError{"the lock NAME is empty"};
+  if (args.command == "unlock" && !args.force) {
+    throw UsageError{"unlock needs --force (it deletes the lock whoever holds it)"};
+  }
+
+  if (!url_given) {
+    const char *env = std::getenv("RLOCK_URL");
+    args.url = (env && *env) ? env : kDefaultUrl;
+  }
+  return args;
+}
+
+// ---- Library errors -------------------------------------------------------------------------
+
+int exit_code_for(int rc) {
+  switch (rc) {
+    case RLOCK_EINVAL:  // only user input reaches the library: a bad URL or too long a name
+      return kExitUsage;
+    case RLOCK_ECONN:
+    case RLOCK_EAUTH:
+    case RLOCK_ENOPERM:
+    case RLOCK_EUNSUPPORTED:
+    case RLOCK_EREDIS:
+    case RLOCK_EOOM:
+    case RLOCK_EBUSY:
+    case RLOCK_EREADONLY:
+      return kExitUnavailable;
+    default:
+      return kExitSoftware;
+  }
+}
+
+// Prints the library's message for the failure `rc` of the last call on this thread (it names
+// the lock and the server; the URL is not repeated since it may hold a password) and returns
+// the exit code for it.
+int report(int rc, const char *prefix = "") {
+  const rlock_error_info *info = rlock_last_error();
+  const char *message = (info->code == rc && info->message[0]) ? info->message : rlock_strerror(rc);
+  std::fprintf(stderr, "rlock: %s%s\n", prefix, message);
+  return exit_code_for(rc);
+}
+
+// Owners are "<uuid>:<number>", but they come from Redis: show anything unprintable escaped.
+std::string printable(const char *data, size_t len) {
+  std::string out;
+  for (size_t i = 0; i < len; ++i) {
+    unsigned char c = static_cast<unsigned char>(data[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// Owns a client and a lock handle; frees them in the right order.
+struct Session {
+  rlock_client *client = nullptr;
+  rlock_lock *lock = nullptr;
+  ~Session() {
+    rlock_lock_free(lock);
+    rlock_client_free(client);
+  }
+};
+
+// Connects and makes the lock handle; returns 0 or the exit code after printing the error.
+int open_session(const Args &args, Session &session) {
+  int rc = rlock_client_new_url(&session.client, args.url.c_str());
+  if (rc != RLOCK_OK) return report(rc);
+  rc = rlock_lock_new(&session.lock, session.client, args.name.c_str(), nullptr);
+  if (rc != RLOCK_OK) return report(rc);
+  return 0;
+}
+
+// ---- status / unlock ------------------------------------------------------------------------
+
+int run_status(const Args &args) {
+  Session session;
+  if (int code = open_session(args, session)) return code;
+  rlock_lock_state state = RLOCK_LOCK_STATE_INIT;
+  int rc = rlock_query(session.lock, RLOCK_THREAD_CURRENT, &state);
+  if (rc != RLOCK_OK) return report(rc);
+
+  std::printf("name: %s\n", args.name.c_str());
+  std::printf("locked: %s\n", state.locked ? "yes" : "no");
+  if (state.locked) {
+    if (state.owner) {
+      std::printf("owner: %s\n", printable(state.owner, state.owner_len).c_str());
+      std::printf("hold count: %lld\n", static_cast<long long>(state.owner_hold_count));
+    }
+    if (state.owner_count != 1) {
+      std::printf("owners: %lld\n", static_cast<long long>(state.owner_count));
+    }
+    if (state.ttl_ms >= 0) {
+      std::printf("ttl: %.2f s\n", static_cast<double>(state.ttl_ms) / 1000.0);
+    } else {
+      std::printf("ttl: none (no expiry)\n");
+    }
+  }
+  return std::fflush(stdout) == 0 ? 0 : kExitSoftware;
+}
+
+int run_unlock(const Args &args) {
+  Session session;
+  if (int code = open_session(args, session)) return code;
+  int deleted = 0;
+  int rc = rlock_force_unlock(session.lock, &deleted);
+  if (rc != RLOCK_OK) return report(rc);
+  if (deleted) {
+    std::printf("unlocked: '%s' was locked and has been deleted\n", args.name.c_str());
+    return 0;
+  }
+  std::printf("not locked: '%s' was not locked, nothing deleted\n", args.name.c_str());
+  return kExitNotLocked;
+}
+
+// ---- exec -----------------------------------------------------------------------------------
+
+const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+const char *signal_name(int sig) {
+  switch (sig) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+    case SIGQUIT: return "SIGQUIT";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGUSR2: return "SIGUSR2";
+    default: return "a signal";
+  }
+}
+
+// Shared between the main thread and the signal thread. Leaked on purpose: the signal thread
+// is detached and may still look at it while the process exits.
+struct SignalState {
+  std::mutex mu;
+  pid_t child = 0;          // > 0 while COMMAND runs: signals are forwarded to it
+  bool done = false;        // COMMAND ended (or never will start): signals are dropped
+  int stop_signal = 0;      // a signal that came before COMMAND started
+  rlock_cancel_token *token = nullptr;
+  sigset_t watched;
+};
+
+// Library calls are not async-signal-safe, so signals stay blocked in every thread and this
+// thread takes them with sigwaitinfo, as ordinary events.
+void signal_thread(SignalState *state) {
+  for (;;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&state->watched, &info);
+    if (sig < 0) {
+      if (errno == EINTR) continue;
+      return;  // nothing to wait for
+    }
+    std::lock_guard<std::mutex> guard(state->mu);
+    if (state->child > 0) {
+      // Ctrl-C / Ctrl-\ from the terminal went to the whole foreground process group, which
+      // COMMAND shares with us: it already has it.
+      bool from_tty = info.si_code == SI_KERNEL && (sig == SIGINT || sig == SIGQUIT);
+      if (!from_tty) kill(state->child, sig);
+    } else if (!state->done) {
+      if (!state->stop_signal) state->stop_signal = sig;
+      // The token (unlike rlock_cancel) also stops an acquire that has not started waiting yet.
+      rlock_cancel_token_cancel(state->token);
+    }
+  }
+}
+
+struct LostNotice {
+  std::string name;
+  std::atomic<bool> reported{false};
+};
+
+// Runs on the library's watchdog thread; only prints.
+void on_lost(rlock_lock *, const char *, size_t, int64_t, int reason, void *payload) {
+  auto *notice = static_cast<LostNotice *>(payload);
+  const char *why = reason == RLOCK_LOST_EXPIRED       ? "its --lease ran out"
+                    : reason == RLOCK_LOST_UNREACHABLE ? "Redis could not be reached to renew it"
+                                                       : "it was deleted or taken by another owner";
+  std::fprintf(stderr,
+               "rlock: warning: lost the lock '%s' while the command is still running (%s); "
+               "the command is no longer protected by it\n",
+               notice->name.c_str(), why);
+  notice->reported = true;
+}
+
+int exit_status_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitSoftware;
+}
+
+std::string seconds_text(int64_t ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g s", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+int run_exec(const Args &args) {
+  // Block the forwarded signals before any thread exists, so every thread (ours and the
+  // library's) inherits the mask and only the signal thread receives them. A signal ignored
+  // at start (nohup, background jobs of scripts) stays ignored, for us and for COMMAND.
+  auto *signals = new SignalState;
+  sigemptyset(&signals->watched);
+  for (int sig : kForwarded) {
+    struct sigaction current;
+    if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
+    sigaddset(&signals->watched, sig);
+  }
+  sigset_t original_mask;
+  pthread_sigmask(SIG_BLOCK, &signals->watched, &original_mask);
+  signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would make the child unwaitable
+
+  int rc = rlock_cancel_token_new(&signals->token);
+  if (rc != RLOCK_OK) return report(rc);
+  std::thread(signal_thread, signals).detach();
+
+  // Ends signal handling before the token goes away; returns `code`.
+  auto finish = [signals](int code) {
+    std::lock_guard<std::mutex> guard(signals->mu);
+    signals->child = 0;
+    signals->done = true;
+    return code;
+  };
+
+  LostNotice notice;
+  notice.name = args.name;
+  int code = 0;
+  {
+    Session session;
+    if ((code = open_session(args, session))) return finish(code);
+    rlock_lock_set_lost_callback(session.lock, on_lost, &notice);
+
+    rlock_acquire_options acquire = RLOCK_ACQUIRE_OPTIONS_INIT;
+    acquire.wait_ms = args.wait_ms;
+    acquire.lease_ms = args.lease_ms;
+    acquire.cancel = signals->token;
+    rc = rlock_acquire_ex(session.lock, &acquire);
+    if (rc == RLOCK_ETIMEDOUT) {
+      if (args.wait_ms == 0) {
+        std::fprintf(stderr, "rlock: lock '%s' is held by someone else (--wait 0)\n",
+                     args.name.c_str());
+      } else {
+        std::fprintf(stderr, "rlock: lock '%s' is still held by someone else after --wait %s\n",
+                     args.name.c_str(), seconds_text(args.wait_ms).c_str());
+      }
+      return finish(kExitTempFail);
+    }
+    if (rc == RLOCK_ECANCELED) {
+      int sig = 0;
+      {
+        std::lock_guard<std::mutex> guard(signals->mu);
+        signals->done = true;
+        sig = signals->stop_signal;
+      }
+      if (!sig) return report(rc);
+      std::fprintf(stderr, "rlock: got %s while waiting for lock '%s'; the command was not run\n",
+                   signal_name(sig), args.name.c_str());
+      return 128 + sig;
+    }
+    if (rc != RLOCK_OK) return finish(report(rc));
+
+    pid_t pid = 0;
+    int spawn_error = 0;
+    int stop_signal = 0;
+    {
+      // Holding the mutex while spawning: a signal arriving now waits until the child's pid
+      // is known and is then forwarded; one that came already means "do not start".
+      std::lock_guard<std::mutex> guard(signals->mu);
+      stop_signal = signals->stop_signal;
+      if (!stop_signal) {
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setsigmask(&attr, &original_mask);
+        posix_spawnattr_setsigdefault(&attr, &signals->watched);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        spawn_error = posix_spawnp(&pid, args.argv[0], nullptr, &attr, args.argv.data(), environ);
+        posix_spawnattr_destroy(&attr);
+        if (spawn_error == 0) signals->child = pid;
+      }
+      if (stop_signal || spawn_error) signals->done = true;
+    }
+
+    if (stop_signal) {
+      std::fprintf(stderr, "rlock: got %s before the command started; it was not run\n",
+                   signal_name(stop_signal));
+      code = 128 + stop_signal;
+    } else if (spawn_error) {
+      std::fprintf(stderr, "rlock: %s: %s\n", args.argv[0], std::strerror(spawn_error));
+      code = (spawn_error == ENOENT || spawn_error == ENOTDIR) ? kExitNotFound : kExitCannotRun;
+    } else {
+      // Wait without reaping first, so the signal thread never signals a recycled pid.
+      siginfo_t info;
+      while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 &&
+             errno == EINTR) {
+      }
+      finish(0);
+      int status = 0;
+      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      code = exit_status_of(status);
+    }
+
+    rc = rlock_release(session.lock);
+    if (rc == RLOCK_ELOST) {
+      if (!notice.reported) {
+        std::fprintf(stderr,
+                     "rlock: warning: the lock '%s' was lost before the command ended (it "
+                     "expired or was deleted); the command was not fully protected by it\n",
+                     args.name.c_str());
+      }
+    } else if (rc != RLOCK_OK) {
+      report(rc, "warning: the lock was not released, it will expire by its lease: ");
+    }
+  }  // frees the lock handle (waiting for a running lost callback) and the client
+  finish(0);
+  rlock_cancel_token_free(signals->token);
+  signals->token = nullptr;
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Args args;
+  try {
+    args = parse_args(argc, argv);
+  } catch (const UsageError &error) {
+    std::fprintf(stderr, "rlock: %s\n%sTry 'rlock --help' for more information.\n",
+                 error.message.c_str(), kUsage);
+    return kExitUsage;
+  }
+  if (args.help) {
+    std::printf("%s%s", kUsage, kHelp);
+    return std::fflush(stdout) == 0 ? 0 : kExitSoftware;
+  }
+  if (args.command == "--version") {
+    std::printf("rlock %s\n", rlock_version_string());
+    return std::fflush(stdout) == 0 ? 0 : kExitSoftware;
+  }
+  if (args.command == "status") return run_status(args);
+  if (args.command == "unlock") return run_unlock(args);
+  return run_exec(args);
+}

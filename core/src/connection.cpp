@@ -1,6 +1,7 @@
 #include "rlock/core/connection.hpp"
 
 #include <hiredis/hiredis.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -77,6 +78,9 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
       why = "no answer within " + std::to_string(connect_timeout_ms) + " ms";
     throw Error(kConn, "cannot connect to Redis at " + where_ + ": " + why);
   }
+  // hiredis 0.14 does not set close-on-exec: without it every program that spawns processes
+  // would leak its Redis connections into them.
+  ::fcntl(ctx_->fd, F_SETFD, ::fcntl(ctx_->fd, F_GETFD) | FD_CLOEXEC);
   timeval tv = to_timeval(command_timeout_ms);
   redisSetTimeout(ctx_, tv);
   // Keep-alive probes are TCP only; on a unix socket hiredis would mark the context failed.

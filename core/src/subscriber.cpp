@@ -202,6 +202,15 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
   }
 }
 
+// Sleeps up to `ms`, returning early when stop() or a join/leave pokes the event fd.
+void Subscriber::pause(int64_t ms) {
+  pollfd pfd{event_fd_, POLLIN, 0};
+  ::poll(&pfd, 1, static_cast<int>(ms));
+  uint64_t drained;
+  ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
+  (void)ignored;
+}
+
 void Subscriber::run() {
   std::unique_ptr<Connection> conn;
   int64_t backoff_ms = kMinBackoffMs;
@@ -220,7 +229,6 @@ void Subscriber::run() {
       try {
         conn = std::make_unique<Connection>(config_.endpoint, config_.connect_timeout_ms,
                                             config_.command_timeout_ms);
-        backoff_ms = kMinBackoffMs;
         last_read = Clock::now();
         ping_outstanding = false;
         std::lock_guard<std::mutex> lock(mutex_);
@@ -233,11 +241,7 @@ void Subscriber::run() {
         on_disconnected_locked();
       }
       if (!conn) {
-        pollfd pfd{event_fd_, POLLIN, 0};
-        ::poll(&pfd, 1, static_cast<int>(backoff_ms));
-        uint64_t drained;
-        ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
-        (void)ignored;
+        pause(backoff_ms);
         backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
         continue;
       }
@@ -298,6 +302,7 @@ void Subscriber::run() {
       if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
         std::vector<Reply> replies = conn->read_available();
         last_read = Clock::now();
+        if (!replies.empty()) backoff_ms = kMinBackoffMs;  // the connection works
         bool pong = false;
         std::lock_guard<std::mutex> lock(mutex_);
         for (const Reply& r : replies) handle_reply_locked(r, &pong);
@@ -305,8 +310,14 @@ void Subscriber::run() {
       }
     } catch (const Error&) {
       conn.reset();
-      std::lock_guard<std::mutex> lock(mutex_);
-      on_disconnected_locked();
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        on_disconnected_locked();
+      }
+      // Back off here too: a server that accepts and then fails every command (at its client
+      // limit, say) must not be hammered with reconnects.
+      pause(backoff_ms);
+      backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
     }
   }
 }

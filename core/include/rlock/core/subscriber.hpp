@@ -96,6 +96,7 @@ class Subscriber {
   void on_disconnected_locked();
   void handle_reply_locked(const Reply& reply, bool* pong);
   void notify_thread();
+  void pause(int64_t ms);
 
   const ClientConfig config_;
   std::mutex mutex_;
