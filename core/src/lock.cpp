@@ -228,11 +228,17 @@ int Lock::release(int64_t thread_id) {
     return fail(kLost, "lock " + printable(name_) + " was lost before this release: its lease ran "
                        "out or it could not be renewed in time (the key, still present, was released)");
   }
-  if (holds.forget(name_, owner) || was_lost) {
-    return fail(kLost, "lock " + printable(name_) + " was lost before this release: it expired or "
-                       "was deleted" + (r.integer == -2 ? ", and another owner holds it now" : ""));
+  return not_held(owner, r.integer == -2, was_lost, "release");
+}
+
+int Lock::not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing) {
+  // Held here before (or already reported lost) means lost; otherwise the caller never held it.
+  if (client_->holds().forget(name_, owner) || known_lost) {
+    return fail(kLost, "lock " + printable(name_) + " was lost before this " + doing +
+                           ": it expired or was deleted" +
+                           (other_owner ? ", and another owner holds it now" : ""));
   }
-  if (r.integer == -2) {
+  if (other_owner) {
     return fail(kNotOwner, "lock " + printable(name_) + " is held by another owner, not by " + owner);
   }
   return fail(kNotHeld, "lock " + printable(name_) + " is not locked");
@@ -265,14 +271,7 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
     holds.extended(name_, owner, lease_ms, sent);
     return kOk;
   }
-  if (holds.forget(name_, owner)) {
-    return fail(kLost, "lock " + printable(name_) + " was lost before this extend: it expired or "
-                       "was deleted" + (r.integer == -2 ? ", and another owner holds it now" : ""));
-  }
-  if (r.integer == -2) {
-    return fail(kNotOwner, "lock " + printable(name_) + " is held by another owner, not by " + owner);
-  }
-  return fail(kNotHeld, "lock " + printable(name_) + " is not locked");
+  return not_held(owner, r.integer == -2, false, "extend");
 }
 
 int Lock::force_unlock(bool* deleted) {

@@ -63,6 +63,8 @@ class Lock {
                       bool watchdog);
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
   int check_open() const;
+  // The outcome of a release/extend the server refused because `owner` holds no field.
+  int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int64_t resolve_thread(int64_t thread_id) const;
 
