@@ -13,19 +13,21 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "raw_redis.hpp"
 #include "rlock/rlock.h"
+#include "test_redis.hpp"
 
 namespace {
 
-using rlock_capi_test::FixtureServer;
-using rlock_capi_test::RawRedis;
-using rlock_capi_test::RawReply;
+using rlock_test::lock_channel;
+using rlock_test::RedisConn;
+using rlock_test::Reply;
+using rlock_test::unique_name;
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kMax = RLOCK_MAX_DURATION_MS;
@@ -103,17 +105,6 @@ void check_failure(int rc, int code, const std::string& needle, const char* expr
     check_failure(rc_, (code), (needle), #expr, __FILE__, __LINE__);  \
   } while (0)
 
-std::string unique(const std::string& what) {
-  static std::atomic<int> counter{0};
-  return "rlock-capi-test:" + what + ":" + std::to_string(::getpid()) + ":" +
-         std::to_string(counter++);
-}
-
-// Redisson's channel for a lock (PROTOCOL.md), computed here independently of the library.
-std::string channel_of(const std::string& name) {
-  return "redisson_lock__channel:" + (name.find('{') != std::string::npos ? name : "{" + name + "}");
-}
-
 // A TCP port on 127.0.0.1 that refuses connections: bound (so nobody else gets it) but not
 // listening.
 class ClosedPort {
@@ -149,24 +140,25 @@ T* sentinel() {
 class CapiFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string why;
-    server_ = rlock_capi_test::fixture_server(&why);
-    ASSERT_FALSE(server_.unix_url.empty()) << why;
-    raw_ = std::make_unique<RawRedis>(server_.unix_path);
-    ASSERT_TRUE(raw_->ok()) << "raw connection to " << server_.unix_path << ": " << raw_->error();
+    // The fixture's URLs; a missing one throws, which fails the test here.
+    unix_url_ = rlock_test::test_redis_url();
+    ASSERT_EQ(unix_url_.compare(0, 7, "unix://"), 0)
+        << "RLOCK_TEST_REDIS_URL is not a unix:// URL: " << unix_url_;
+    tcp_url_ = rlock_test::test_redis_tcp_url();
+    tcp_port_ = rlock_test::test_redis_tcp_port();
+    redis_ = std::make_unique<RedisConn>(unix_url_);
     // TCP: the table is about arguments, not transports; UnixSocketClientRunsCommands covers
     // the unix socket on its own.
-    ASSERT_EQ(rlock_client_new_url(&client_, server_.tcp_url.c_str()), RLOCK_OK)
-        << last_message();
+    ASSERT_EQ(rlock_client_new_url(&client_, tcp_url_.c_str()), RLOCK_OK) << last_message();
   }
 
   void TearDown() override {
     for (rlock_lock* l : locks_) rlock_lock_free(l);
     for (rlock_client* c : clients_) rlock_client_free(c);
     rlock_client_free(client_);
-    if (raw_ && raw_->ok()) {
-      for (const std::string& n : names_) raw_->cmd({"DEL", n});
-      for (const std::string& u : users_) raw_->cmd({"ACL", "DELUSER", u});
+    if (redis_) {
+      for (const std::string& n : names_) redis_->delete_lock_keys(n);
+      for (const std::string& u : users_) redis_->command({"ACL", "DELUSER", u});
     }
   }
 
@@ -191,7 +183,7 @@ class CapiFaults : public ::testing::Test {
   rlock_client_options server_options() {
     rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
     o.host = "127.0.0.1";
-    o.port = server_.port;
+    o.port = tcp_port_;
     return o;
   }
 
@@ -201,41 +193,18 @@ class CapiFaults : public ::testing::Test {
     std::vector<std::string> args = {"ACL", "SETUSER", user, "reset", "on", ">" + password,
                                      "~*", "&*", "+@all"};
     args.insert(args.end(), denied.begin(), denied.end());
-    RawReply r = raw_->cmd(args);
-    ASSERT_EQ(r.type, RawReply::Status) << "ACL SETUSER: " << r.str;
+    Reply r = redis_->command(args);
+    ASSERT_TRUE(r.is_status()) << "ACL SETUSER: " << r.describe();
     users_.push_back(user);
-  }
-
-  long long exists(const std::string& key) { return raw_->cmd({"EXISTS", key}).integer; }
-  long long pttl(const std::string& key) { return raw_->cmd({"PTTL", key}).integer; }
-
-  std::vector<std::string> hgetall(const std::string& key) {
-    std::vector<std::string> out;
-    for (const RawReply& e : raw_->cmd({"HGETALL", key}).elements) out.push_back(e.str);
-    return out;
-  }
-
-  long long subscribers(const std::string& channel) {
-    RawReply r = raw_->cmd({"PUBSUB", "NUMSUB", channel});
-    return r.elements.size() == 2 ? r.elements[1].integer : -1;
-  }
-
-  bool wait_for_subscriber(const std::string& channel, int64_t timeout_ms = 5000) {
-    auto start = Clock::now();
-    while (ms_since(start) < timeout_ms) {
-      if (subscribers(channel) >= 1) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
   }
 
   // The commands of `user` that Redis refused and logged in ACL LOG (object names, one per
   // refusal).
   std::vector<std::string> acl_denials(const std::string& user) {
     std::vector<std::string> out;
-    RawReply log = raw_->cmd({"ACL", "LOG", "1000"});
-    EXPECT_EQ(log.type, RawReply::Array) << log.str;
-    for (const RawReply& entry : log.elements) {
+    Reply log = redis_->command({"ACL", "LOG", "1000"});
+    EXPECT_TRUE(log.is_array()) << log.describe();
+    for (const Reply& entry : log.elements) {
       std::string who, object;
       long long count = 1;  // repeats of one refusal are folded into one entry with a count
       for (size_t i = 0; i + 1 < entry.elements.size(); i += 2) {
@@ -257,8 +226,10 @@ class CapiFaults : public ::testing::Test {
   // waiter is woken through the lock's channel (polling is made too slow to hide a miss).
   void exercise_name(const std::string& name);
 
-  FixtureServer server_;
-  std::unique_ptr<RawRedis> raw_;
+  std::string unix_url_;  // the fixture server: unix:///.../redis.sock
+  std::string tcp_url_;   // redis://127.0.0.1:PORT
+  int tcp_port_ = 0;
+  std::unique_ptr<RedisConn> redis_;  // looks at keys byte for byte, manages ACL users
   rlock_client* client_ = nullptr;
   std::vector<rlock_client*> clients_;
   std::vector<rlock_lock*> locks_;
@@ -270,7 +241,7 @@ void CapiFaults::exercise_name(const std::string& name) {
   SCOPED_TRACE("lock name of " + std::to_string(name.size()) + " bytes");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
-  ASSERT_EQ(exists(name), 0);
+  ASSERT_FALSE(redis_->exists(name));
   ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
   EXPECT_EQ(rlock_is_held(lock), 1);
 
@@ -285,11 +256,12 @@ void CapiFaults::exercise_name(const std::string& name) {
   EXPECT_EQ(std::string(st.owner, st.owner_len), owner_of_this_thread());
 
   // The key has exactly the name's bytes: a hash with our owner field.
-  EXPECT_EQ(exists(name), 1);
-  EXPECT_EQ(raw_->cmd({"TYPE", name}).str, "hash");
-  EXPECT_EQ(hgetall(name), (std::vector<std::string>{owner_of_this_thread(), "1"}));
+  EXPECT_TRUE(redis_->exists(name));
+  EXPECT_EQ(redis_->command({"TYPE", name}).str, "hash");
+  EXPECT_EQ(redis_->hgetall(name),
+            (std::map<std::string, std::string>{{owner_of_this_thread(), "1"}}));
   if (size_t nul = name.find('\0'); nul != std::string::npos) {
-    EXPECT_EQ(exists(name.substr(0, nul)), 0) << "the name was cut at its NUL byte";
+    EXPECT_FALSE(redis_->exists(name.substr(0, nul))) << "the name was cut at its NUL byte";
   }
 
   // Another owner waits; the release must wake it through the channel of this name.
@@ -306,17 +278,18 @@ void CapiFaults::exercise_name(const std::string& name) {
     ao.thread_id = 4242;
     waiter_rc = rlock_acquire_ex(waiter_lock, &ao);
   });
-  EXPECT_TRUE(wait_for_subscriber(channel_of(name)))
-      << "nobody subscribed to the expected channel " << channel_of(name).size() << " bytes";
+  EXPECT_TRUE(redis_->wait_numsub(lock_channel(name), 1, 5000))
+      << "nobody subscribed to the expected channel " << lock_channel(name).size() << " bytes";
   auto released = Clock::now();
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
   waiter.join();
   EXPECT_EQ(waiter_rc.load(), RLOCK_OK);
   EXPECT_LT(ms_since(released), 5000) << "the waiter was not woken by the release";
-  EXPECT_EQ(hgetall(name),
-            (std::vector<std::string>{std::string(rlock_client_id(other)) + ":4242", "1"}));
+  EXPECT_EQ(redis_->hgetall(name),
+            (std::map<std::string, std::string>{
+                {std::string(rlock_client_id(other)) + ":4242", "1"}}));
   EXPECT_EQ(rlock_release_ex(waiter_lock, 4242), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(name), 0);
+  EXPECT_FALSE(redis_->exists(name));
 }
 
 // ---- transports -------------------------------------------------------------------------------
@@ -324,24 +297,24 @@ void CapiFaults::exercise_name(const std::string& name) {
 // The fixture's own URL (RLOCK_TEST_REDIS_URL, a unix socket) runs commands, not only connects.
 TEST_F(CapiFaults, UnixSocketClientRunsCommands) {
   rlock_client* c = nullptr;
-  ASSERT_EQ(rlock_client_new_url(&c, server_.unix_url.c_str()), RLOCK_OK) << last_message();
+  ASSERT_EQ(rlock_client_new_url(&c, unix_url_.c_str()), RLOCK_OK) << last_message();
   clients_.push_back(c);
-  const std::string name = unique("unix");
+  const std::string name = unique_name("unix");
   rlock_lock* lock = make_lock(name, nullptr, c);
   ASSERT_NE(lock, nullptr);
   EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(name), 1);
+  EXPECT_TRUE(redis_->exists(name));
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(name), 0);
+  EXPECT_FALSE(redis_->exists(name));
 }
 
 // ---- NULL pointers ----------------------------------------------------------------------------
 
 TEST_F(CapiFaults, NullOutPointersAreEinval) {
-  rlock_lock* lock = make_lock(unique("null-out"));
+  rlock_lock* lock = make_lock(unique_name("null-out"));
   ASSERT_NE(lock, nullptr);
   EXPECT_FAIL(rlock_client_new(nullptr, nullptr), RLOCK_EINVAL, "out");
-  EXPECT_FAIL(rlock_client_new_url(nullptr, server_.unix_url.c_str()), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_client_new_url(nullptr, unix_url_.c_str()), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_lock_new(nullptr, client_, "x", nullptr), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_lock_new_n(nullptr, client_, "x", 1, nullptr), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_cancel_token_new(nullptr), RLOCK_EINVAL, "out");
@@ -418,7 +391,7 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   o.max_name_len = 40;
   rlock_client* small = make_client(o);
   ASSERT_NE(small, nullptr);
-  const std::string fits = unique("len") + std::string(40, 'x');
+  const std::string fits = unique_name("len") + std::string(40, 'x');
   const std::string exact = fits.substr(0, 40);
   const std::string over = fits.substr(0, 41);
   names_.push_back(exact);
@@ -433,11 +406,11 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   rlock_lock* lock = make_lock(exact, nullptr, small);
   ASSERT_NE(lock, nullptr);
   EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(exact), 1);
+  EXPECT_TRUE(redis_->exists(exact));
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
 
   // The default limit, RLOCK_DEFAULT_MAX_NAME_LEN, is inclusive.
-  std::string big = unique("default-limit");
+  std::string big = unique_name("default-limit");
   big.resize(RLOCK_DEFAULT_MAX_NAME_LEN, 'y');
   std::string too_big = big + "z";
   EXPECT_FAIL(rlock_lock_new_n(&out, client_, too_big.data(), too_big.size(), nullptr),
@@ -445,7 +418,7 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   rlock_lock* big_lock = make_lock(big);
   ASSERT_NE(big_lock, nullptr);
   EXPECT_EQ(rlock_acquire(big_lock, 0), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(big), 1);
+  EXPECT_TRUE(redis_->exists(big));
   EXPECT_EQ(rlock_release(big_lock), RLOCK_OK) << last_message();
 }
 
@@ -460,14 +433,14 @@ TEST_F(CapiFaults, MaxNameLenAboveTheHardLimitIsEinval) {
 }
 
 TEST_F(CapiFaults, BinaryNameWithNulBytesAndInvalidUtf8) {
-  exercise_name(unique(std::string("bin\0ary\xff\xfe\xc3\x28", 11)));
-  exercise_name(std::string("\0\x80\xbf", 3) + unique("lead-nul"));
+  exercise_name(unique_name(std::string("bin\0ary\xff\xfe\xc3\x28", 11)));
+  exercise_name(std::string("\0\x80\xbf", 3) + unique_name("lead-nul"));
 }
 
 TEST_F(CapiFaults, NamesWithBraces) {
-  exercise_name(unique("a}b{c"));
-  exercise_name("{" + unique("tag") + "}:x");
-  exercise_name(unique("}"));
+  exercise_name(unique_name("a}b{c"));
+  exercise_name("{" + unique_name("tag") + "}:x");
+  exercise_name(unique_name("}"));
 }
 
 // ---- durations, thread ids, versions: refused before any I/O ------------------------------------
@@ -492,7 +465,7 @@ TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
 
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.lease_ms = 5000;
-  const std::string name = unique("no-io");
+  const std::string name = unique_name("no-io");
   rlock_lock* lock = make_lock(name, &lo, c);
   ASSERT_NE(lock, nullptr);
 
@@ -563,21 +536,21 @@ TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
   ASSERT_FALSE(denied.empty()) << "ACL LOG did not record the refused script: the check above "
                                   "proves nothing";
   EXPECT_TRUE(denied.front() == "evalsha" || denied.front() == "eval") << denied.front();
-  EXPECT_EQ(exists(name), 0);
+  EXPECT_FALSE(redis_->exists(name));
 }
 
 // lease_ms 0 in acquire options means the lock's default lease (documented), not "unlock now".
 TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.lease_ms = 4000;
-  const std::string name = unique("lease-default");
+  const std::string name = unique_name("lease-default");
   rlock_lock* lock = make_lock(name, &lo);
   ASSERT_NE(lock, nullptr);
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
   ao.wait_ms = 0;
   ao.lease_ms = 0;
   ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
-  long long ttl = pttl(name);
+  long long ttl = redis_->pttl(name);
   EXPECT_GT(ttl, 0);
   EXPECT_LE(ttl, 4000);
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
@@ -585,18 +558,18 @@ TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
   // A lock option of 0 means the default too: the watchdog lease (30 s by default).
   rlock_lock_options zero = RLOCK_LOCK_OPTIONS_INIT;
   zero.lease_ms = 0;
-  const std::string name2 = unique("lease-watchdog");
+  const std::string name2 = unique_name("lease-watchdog");
   rlock_lock* lock2 = make_lock(name2, &zero);
   ASSERT_NE(lock2, nullptr);
   ASSERT_EQ(rlock_acquire(lock2, 0), RLOCK_OK) << last_message();
-  EXPECT_GT(pttl(name2), 20000);
+  EXPECT_GT(redis_->pttl(name2), 20000);
   EXPECT_EQ(rlock_release(lock2), RLOCK_OK) << last_message();
 }
 
 // RLOCK_MAX_DURATION_MS itself is accepted everywhere ("larger values are EINVAL"), and a hold
 // taken with it is held, not lost at once.
 TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
-  const std::string name = unique("max-duration");
+  const std::string name = unique_name("max-duration");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
 
@@ -620,7 +593,7 @@ TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
     ao.wait_ms = 0;
     ao.lease_ms = lease;
     ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
-    EXPECT_GT(pttl(name), lease - 3600 * 1000);
+    EXPECT_GT(redis_->pttl(name), lease - 3600 * 1000);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(rlock_is_held(lock), 1) << "a hold with a long lease is not held locally";
     EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0)
@@ -628,7 +601,7 @@ TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
     EXPECT_EQ(rlock_extend(lock, lease), RLOCK_OK) << last_message();
     EXPECT_EQ(rlock_is_held(lock), 1) << "not held after extending to a long lease";
     EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
-    EXPECT_EQ(exists(name), 0);
+    EXPECT_FALSE(redis_->exists(name));
   }
 }
 
@@ -658,7 +631,7 @@ TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
       {"redis://:p%zz@127.0.0.1", RLOCK_EINVAL, "password"},
       {"unix://relative.sock", RLOCK_EINVAL, "absolute"},
       {"unix:///", RLOCK_EINVAL, "path"},
-      {server_.unix_url + "?db=abc", RLOCK_EINVAL, "database"},
+      {unix_url_ + "?db=abc", RLOCK_EINVAL, "database"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.url);
@@ -675,7 +648,7 @@ TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
   }
   // A database the server does not have is refused by the server, named in the message.
   rlock_client* client = sentinel<rlock_client>();
-  EXPECT_FAIL(rlock_client_new_url(&client, (server_.tcp_url + "/99999").c_str()),
+  EXPECT_FAIL(rlock_client_new_url(&client, (tcp_url_ + "/99999").c_str()),
               RLOCK_EINVAL, "database");
   EXPECT_EQ(client, nullptr);
 }
@@ -730,7 +703,7 @@ TEST_F(CapiFaults, InvalidClientOptionsAreEinvalBeforeConnecting) {
 
 TEST_F(CapiFaults, WrongPasswordIsEauth) {
   // The fixture's default user has no password: AUTH with one is refused.
-  const std::string hostport = server_.tcp_url.substr(std::string("redis://").size());
+  const std::string hostport = tcp_url_.substr(std::string("redis://").size());
   rlock_client* c = sentinel<rlock_client>();
   EXPECT_FAIL(rlock_client_new_url(&c, ("redis://:wrong-password@" + hostport).c_str()),
               RLOCK_EAUTH, "");
@@ -791,14 +764,14 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
     EXPECT_EQ(l, nullptr);
   }
 
-  const std::string name = unique("version");
+  const std::string name = unique_name("version");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
   ao.version = 2;
   ao.wait_ms = 0;
   EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EVERSION, "rlock_acquire_options");
-  EXPECT_EQ(exists(name), 0) << "acquired despite the unknown options version";
+  EXPECT_FALSE(redis_->exists(name)) << "acquired despite the unknown options version";
 
   // An out struct of an unknown version is not written.
   rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
@@ -813,22 +786,23 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
 // ---- release bookkeeping ----------------------------------------------------------------------
 
 TEST_F(CapiFaults, ReleasingTwiceIsEnotheldAndTouchesNothing) {
-  const std::string name = unique("release-twice");
+  const std::string name = unique_name("release-twice");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
 
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");  // never acquired
-  EXPECT_EQ(exists(name), 0);
+  EXPECT_FALSE(redis_->exists(name));
 
   ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
   ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();  // reentrant: 2 holds
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
-  EXPECT_EQ(hgetall(name), (std::vector<std::string>{owner_of_this_thread(), "1"}));
+  EXPECT_EQ(redis_->hgetall(name),
+            (std::map<std::string, std::string>{{owner_of_this_thread(), "1"}}));
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(name), 0);
+  EXPECT_FALSE(redis_->exists(name));
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");
-  EXPECT_EQ(exists(name), 0) << "a failed release created the key";
+  EXPECT_FALSE(redis_->exists(name)) << "a failed release created the key";
   EXPECT_EQ(rlock_is_held(lock), 0);
   EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
 
@@ -838,17 +812,17 @@ TEST_F(CapiFaults, ReleasingTwiceIsEnotheldAndTouchesNothing) {
   ao.lease_ms = 60000;
   ao.thread_id = 777;
   ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
-  const std::vector<std::string> before = hgetall(name);
-  const long long ttl_before = pttl(name);
+  const std::map<std::string, std::string> before = redis_->hgetall(name);
+  const long long ttl_before = redis_->pttl(name);
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTOWNER, "");
   EXPECT_FAIL(rlock_release_ex(lock, 778), RLOCK_ENOTOWNER, "");
   EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ENOTOWNER, "");
-  EXPECT_EQ(hgetall(name), before);
-  const long long ttl_after = pttl(name);
+  EXPECT_EQ(redis_->hgetall(name), before);
+  const long long ttl_after = redis_->pttl(name);
   EXPECT_LE(ttl_after, ttl_before) << "the other owner's lease was reset";
   EXPECT_GT(ttl_after, ttl_before - 10000);
   EXPECT_EQ(rlock_release_ex(lock, 777), RLOCK_OK) << last_message();
-  EXPECT_EQ(exists(name), 0);
+  EXPECT_FALSE(redis_->exists(name));
   EXPECT_FAIL(rlock_release_ex(lock, 777), RLOCK_ENOTHELD, "");
 }
 
@@ -886,10 +860,10 @@ TEST_F(CapiFaults, LastErrorIsNeverNullAndPerThread) {
 
 TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
   rlock_client* c2 = nullptr;
-  ASSERT_EQ(rlock_client_new_url(&c2, server_.tcp_url.c_str()), RLOCK_OK) << last_message();
-  const std::string held_name = unique("closed-held");
-  const std::string idle_name = unique("closed-idle");
-  const std::string busy_name = unique("closed-busy");
+  ASSERT_EQ(rlock_client_new_url(&c2, tcp_url_.c_str()), RLOCK_OK) << last_message();
+  const std::string held_name = unique_name("closed-held");
+  const std::string idle_name = unique_name("closed-idle");
+  const std::string busy_name = unique_name("closed-busy");
   rlock_lock* held = make_lock(held_name, nullptr, c2);
   rlock_lock* idle = make_lock(idle_name, nullptr, c2);
   rlock_lock* busy = make_lock(busy_name, nullptr, c2);
@@ -910,7 +884,7 @@ TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
     wo.thread_id = 2;
     waiter_rc = rlock_acquire_ex(waiting, &wo);
   });
-  EXPECT_TRUE(wait_for_subscriber(channel_of(busy_name)));
+  EXPECT_TRUE(redis_->wait_numsub(lock_channel(busy_name), 1, 5000));
 
   auto freed = Clock::now();
   rlock_client_free(c2);  // the lock handles stay alive, freed by TearDown afterwards
@@ -919,8 +893,8 @@ TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
   EXPECT_LT(ms_since(freed), 5000);
 
   // What the client held was released when it was freed.
-  EXPECT_EQ(exists(held_name), 0);
-  EXPECT_EQ(exists(busy_name), 0);
+  EXPECT_FALSE(redis_->exists(held_name));
+  EXPECT_FALSE(redis_->exists(busy_name));
 
   for (rlock_lock* lock : {held, idle, busy, waiting}) {
     rlock_acquire_options a = RLOCK_ACQUIRE_OPTIONS_INIT;

@@ -103,6 +103,19 @@ std::string test_redis_tcp_url() {
   return url;
 }
 
+int test_redis_tcp_port() {
+  std::string path = env_or_throw("RLOCK_TEST_REDIS_DIR") + "/port";
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  char* end = nullptr;
+  long port = std::strtol(line.c_str(), &end, 10);
+  if (line.empty() || *end != '\0' || port <= 0 || port > 65535) {
+    throw std::runtime_error("cannot read a port from " + path + ": \"" + line + "\"");
+  }
+  return static_cast<int>(port);
+}
+
 std::string unique_name(const std::string& tag) {
   static std::atomic<unsigned> counter{0};
   static const unsigned salt = std::random_device{}();

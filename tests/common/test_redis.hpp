@@ -21,6 +21,8 @@ namespace rlock_test {
 std::string test_redis_url();
 // The same server over TCP, redis://127.0.0.1:PORT (read from $RLOCK_TEST_REDIS_DIR/url).
 std::string test_redis_tcp_url();
+// The PORT of that URL, for clients configured by host and port ($RLOCK_TEST_REDIS_DIR/port).
+int test_redis_tcp_port();
 
 // A lock name no other test uses, in this process or another one running in parallel:
 // "rlock-test:<tag>:<pid>:<counter>:<random>".
@@ -39,6 +41,8 @@ struct Reply {
 
   bool is_error() const { return type == Type::Error; }
   bool is_nil() const { return type == Type::Nil; }
+  bool is_status() const { return type == Type::Status; }
+  bool is_array() const { return type == Type::Array; }
   std::string describe() const;
 };
 
