@@ -1,6 +1,7 @@
 // The C ABI over the core. Every entry point is noexcept and goes through guarded().
 #include "rlock/rlock.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -199,6 +200,11 @@ int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
     *opts = rlock_lock_options{};
     opts->version = version;
     opts->lease_ms = RLOCK_LEASE_WATCHDOG;
+    if (version >= 2) {
+      opts->kind = RLOCK_LOCK_REENTRANT;
+      opts->spin_initial_ms = 1;
+      opts->spin_max_ms = 128;
+    }
     return RLOCK_OK;
   });
 }
@@ -210,10 +216,22 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
     *out = nullptr;
     if (client == nullptr) return invalid("client must not be NULL");
     if (name == nullptr) return invalid("name must not be NULL");
-    int64_t lease = RLOCK_LEASE_WATCHDOG;
+    core::LockOptions options;
     if (opts != nullptr) {
       if (int rc = check_version(opts->version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
-      if (opts->lease_ms != 0) lease = opts->lease_ms;
+      if (opts->lease_ms != 0) options.lease_ms = opts->lease_ms;
+      if (opts->version >= 2) {
+        if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_SPIN) {
+          return invalid(("kind " + std::to_string(opts->kind) + " is not an rlock_lock_kind").c_str());
+        }
+        options.kind = static_cast<core::LockKind>(opts->kind);
+        if (opts->spin_initial_ms != 0) options.spin_initial_ms = opts->spin_initial_ms;
+        if (opts->spin_max_ms != 0) {
+          options.spin_max_ms = opts->spin_max_ms;
+        } else {  // only the first backoff given: let the cap follow it
+          options.spin_max_ms = std::max(options.spin_max_ms, options.spin_initial_ms);
+        }
+      }
     }
     if (name_len > client->core->config().max_name_len) {
       return invalid(("lock name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
@@ -221,7 +239,7 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
                          .c_str());
     }
     auto lock = std::make_unique<rlock_lock>();
-    lock->core = std::make_unique<core::Lock>(client->core, std::string(name, name_len), lease);
+    lock->core = std::make_unique<core::Lock>(client->core, std::string(name, name_len), options);
     *out = lock.release();
     return RLOCK_OK;
   });
@@ -250,6 +268,7 @@ int rlock_acquire_options_init(rlock_acquire_options* opts, unsigned int version
     opts->lease_ms = 0;
     opts->thread_id = RLOCK_THREAD_CURRENT;
     opts->cancel = nullptr;
+    if (version >= 2) opts->token = nullptr;
     return RLOCK_OK;
   });
 }
@@ -264,6 +283,7 @@ int rlock_acquire_ex(rlock_lock* lock, const rlock_acquire_options* opts) {
       args.lease_ms = opts->lease_ms;
       args.thread_id = opts->thread_id;
       args.cancel = opts->cancel == nullptr ? nullptr : &opts->cancel->set;
+      if (opts->version >= 2) args.token = opts->token;
     }
     return lock->core->acquire(args);
   });
@@ -353,6 +373,33 @@ int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
     out->owner_len = t_query_owner.size();
     out->owner_hold_count = state.owner_hold_count;
     return RLOCK_OK;
+  });
+}
+
+int rlock_lock_token(const rlock_lock* lock, int64_t thread_id, int64_t* out) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    if (out == nullptr) return invalid("out must not be NULL");
+    return lock->core->token(thread_id, out);
+  });
+}
+
+int rlock_fenced_write(rlock_client* client, const char* key, size_t key_len, const char* value,
+                       size_t value_len, int64_t token, int* out_accepted) {
+  return guarded([&]() -> int {
+    if (client == nullptr) return invalid("client must not be NULL");
+    if (key == nullptr) return invalid("key must not be NULL");
+    if (value == nullptr && value_len > 0) return invalid("value must not be NULL");
+    if (out_accepted == nullptr) return invalid("out_accepted must not be NULL");
+    if (key_len > client->core->config().max_name_len) {
+      return invalid("key is longer than the client's max_name_len");
+    }
+    bool accepted = false;
+    int rc = core::fenced_write(*client->core, std::string(key, key_len),
+                                std::string(value == nullptr ? "" : value, value_len), token,
+                                &accepted);
+    if (rc == RLOCK_OK) *out_accepted = accepted ? 1 : 0;
+    return rc;
   });
 }
 

@@ -83,7 +83,7 @@ void Holds::reindex_locked(const Key& key, Hold& h) {
 
 void Holds::acquired(const std::string& name, const std::string& owner, int64_t thread_id,
                      int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
-                     std::shared_ptr<LostListener> listener) {
+                     std::shared_ptr<LostListener> listener, int64_t token) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = holds_.try_emplace(Key{name, owner});
   Hold& h = it->second;
@@ -92,10 +92,12 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
     h.watchdog = false;
     h.renewing = false;
     h.lost = false;
+    h.token = 0;
   }
   h.thread_id = thread_id;
   h.count = count;
   h.lease_ms = lease_ms;
+  if (token > 0) h.token = token;
   h.watchdog = h.watchdog || watchdog;
   h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
   h.next_renew = after(sent, lease_ms / 3);
@@ -159,6 +161,12 @@ int64_t Holds::lease(const std::string& name, const std::string& owner) const {
   auto it = holds_.find(Key{name, owner});
   if (it == holds_.end()) return 0;
   return it->second.watchdog ? config_.watchdog_lease_ms : it->second.lease_ms;
+}
+
+int64_t Holds::token(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  return it == holds_.end() || it->second.lost ? 0 : it->second.token;
 }
 
 bool Holds::is_held(const std::string& name, const std::string& owner) const {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <random>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
@@ -13,6 +14,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kMinBackoffMs = 20;
+constexpr int64_t kMaxSpinMs = 60000;
 constexpr int64_t kMaxBackoffMs = 1000;
 
 bool valid_lease(int64_t lease) { return lease == kLeaseWatchdog || (lease > 0 && lease <= kMaxDurationMs); }
@@ -41,11 +43,12 @@ bool is_transient(int code, const std::string& message) {
 
 }  // namespace
 
-Lock::Lock(std::shared_ptr<Client> client, std::string name, int64_t default_lease_ms)
+Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options)
     : client_(std::move(client)),
       name_(std::move(name)),
       channel_(lock_channel(name_)),
-      default_lease_ms_(default_lease_ms) {
+      token_counter_(token_counter(name_)),
+      options_(options) {
   if (name_.empty()) throw Error(kInvalid, "lock name must not be empty");
   if (name_.size() > client_->config().max_name_len) {
     throw Error(kInvalid, "lock name is " + std::to_string(name_.size()) +
@@ -53,7 +56,14 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, int64_t default_lea
                               std::to_string(client_->config().max_name_len) +
                               " (client option max_name_len)");
   }
-  if (!valid_lease(default_lease_ms)) throw Error(kInvalid, lease_problem(default_lease_ms));
+  if (!valid_lease(options.lease_ms)) throw Error(kInvalid, lease_problem(options.lease_ms));
+  if (options.spin_initial_ms < 1 || options.spin_initial_ms > kMaxSpinMs ||
+      options.spin_max_ms < options.spin_initial_ms || options.spin_max_ms > kMaxSpinMs) {
+    throw Error(kInvalid, "spin backoff must satisfy 1 <= spin_initial_ms <= spin_max_ms <= " +
+                              std::to_string(kMaxSpinMs) + " ms, got " +
+                              std::to_string(options.spin_initial_ms) + " and " +
+                              std::to_string(options.spin_max_ms));
+  }
 }
 
 Lock::~Lock() { listener_->set(nullptr); }
@@ -77,14 +87,16 @@ int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
 }
 
 Lock::Attempt Lock::try_acquire(const std::string& owner, int64_t thread_id, int64_t lease_ms,
-                                bool watchdog) {
+                                bool watchdog, bool fenced) {
   Holds& holds = client_->holds();
   int64_t before = holds.count(name_, owner);
   std::string lease = std::to_string(lease_ms);
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
-    r = eval_script(client_->transport(), scripts::acquire, {name_}, {lease, owner}, Retry::No);
+    Args keys{name_};
+    if (fenced) keys.push_back(token_counter_);
+    r = eval_script(client_->transport(), scripts::acquire, keys, {lease, owner}, Retry::No);
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
     // does not outlive us until its lease.
@@ -92,12 +104,12 @@ Lock::Attempt Lock::try_acquire(const std::string& owner, int64_t thread_id, int
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
   }
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
-  if (r.type != Reply::Type::Array || r.elements.size() != 2) {
+  if (r.type != Reply::Type::Array || r.elements.size() < 2) {
     return {fail(kRedis, "acquiring lock " + printable(name_) + ": unexpected reply"), 0};
   }
-  if (r.elements[0].integer == 1) {
+  if (r.elements[0].integer == 1 && r.elements.size() == 3) {
     holds.acquired(name_, owner, thread_id, r.elements[1].integer, lease_ms, watchdog, sent,
-                   listener_);
+                   listener_, r.elements[2].integer);
     return {kOk, 0};
   }
   return {kTimedOut, r.elements[1].integer};
@@ -119,7 +131,7 @@ int Lock::acquire(const AcquireArgs& a) {
                               std::to_string(kMaxDurationMs) + " ms, got " +
                               std::to_string(a.wait_ms));
   }
-  int64_t lease = a.lease_ms == 0 ? default_lease_ms_ : a.lease_ms;
+  int64_t lease = a.lease_ms == 0 ? options_.lease_ms : a.lease_ms;
   if (!valid_lease(lease)) return fail(kInvalid, lease_problem(a.lease_ms));
   if (a.thread_id < 0) {
     return fail(kInvalid, "thread_id must be 0 (calling thread) or positive, got " +
@@ -132,11 +144,10 @@ int Lock::acquire(const AcquireArgs& a) {
   const std::string owner = client_->owner(tid);
   const bool watchdog = lease == kLeaseWatchdog;
   const int64_t lease_ms = watchdog ? client_->config().watchdog_lease_ms : lease;
-  const Clock::time_point deadline = deadline_after(a.wait_ms);
-  const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
+  const bool fenced = options_.kind == LockKind::Fenced || a.token != nullptr;
 
-  Attempt at = try_acquire(owner, tid, lease_ms, watchdog);
-  if (at.code == kOk) return kOk;
+  Attempt at = try_acquire(owner, tid, lease_ms, watchdog, fenced);
+  if (at.code == kOk) return acquired(a, owner, fenced);
   bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
   if (!retry) return at.code;
   if (a.wait_ms == 0) {
@@ -145,7 +156,22 @@ int Lock::acquire(const AcquireArgs& a) {
     }
     return at.code;
   }
+  int rc = options_.kind == LockKind::Spin ? wait_spinning(a, owner, tid, lease_ms, watchdog, fenced)
+                                           : wait_subscribed(a, owner, tid, lease_ms, watchdog, fenced);
+  return rc == kOk ? acquired(a, owner, fenced) : rc;
+}
 
+int Lock::acquired(const AcquireArgs& a, const std::string& owner, bool fenced) {
+  if (a.token != nullptr) *a.token = fenced ? client_->holds().token(name_, owner) : 0;
+  return kOk;
+}
+
+// Waits on the lock's channel: woken by unlock messages, and retrying at least every poll cap
+// or when the holder's lease runs out.
+int Lock::wait_subscribed(const AcquireArgs& a, const std::string& owner, int64_t tid,
+                          int64_t lease_ms, bool watchdog, bool fenced) {
+  const Clock::time_point deadline = deadline_after(a.wait_ms);
+  const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
   std::unique_ptr<Subscriber::Waiter> waiter;
   try {
     waiter = client_->subscriber().join(channel_);
@@ -164,18 +190,14 @@ int Lock::acquire(const AcquireArgs& a) {
   int64_t backoff_ms = kMinBackoffMs;
   for (;;) {
     if (client_->closed()) return check_open();
-    at = try_acquire(owner, tid, lease_ms, watchdog);
+    Attempt at = try_acquire(owner, tid, lease_ms, watchdog, fenced);
     if (at.code == kOk) {
       waiter->satisfied();
       return kOk;
     }
     if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
     Clock::time_point now = Clock::now();
-    if (now >= deadline) {
-      if (at.code != kTimedOut) return at.code;
-      return fail(kTimedOut, "lock " + printable(name_) + " is still held by another owner after " +
-                                 std::to_string(a.wait_ms) + " ms");
-    }
+    if (now >= deadline) return give_up(at.code, a.wait_ms);
     std::chrono::milliseconds sleep = poll_cap;
     if (at.code == kTimedOut) {
       // Sleep until a wake-up message, bounded by the holder's remaining lease and the poll cap.
@@ -191,6 +213,44 @@ int Lock::acquire(const AcquireArgs& a) {
       return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
     }
   }
+}
+
+// The spin lock: no pub/sub at all, retries with exponential backoff and jitter. For users
+// with very many locks, where a subscription per waiting lock costs more than the retries.
+int Lock::wait_spinning(const AcquireArgs& a, const std::string& owner, int64_t tid,
+                        int64_t lease_ms, bool watchdog, bool fenced) {
+  const Clock::time_point deadline = deadline_after(a.wait_ms);
+  Sleeper sleeper;
+  CancelRegistration by_handle, by_token;
+  by_handle.attach(&waits_, &sleeper);
+  if (!by_token.attach(a.cancel, &sleeper)) {
+    return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
+  }
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  int64_t backoff_ms = options_.spin_initial_ms;
+  for (;;) {
+    Clock::time_point now = Clock::now();
+    // Half the backoff plus a random part of the other half, so spinners spread out.
+    int64_t sleep_ms = backoff_ms / 2 + static_cast<int64_t>(jitter() % static_cast<uint64_t>(backoff_ms / 2 + 1));
+    Clock::time_point until = deadline - now <= std::chrono::milliseconds(sleep_ms)
+                                  ? deadline
+                                  : now + std::chrono::milliseconds(sleep_ms);
+    if (!sleeper.sleep_until(until)) {
+      return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
+    }
+    backoff_ms = std::min(backoff_ms * 2, options_.spin_max_ms);
+    if (client_->closed()) return check_open();
+    Attempt at = try_acquire(owner, tid, lease_ms, watchdog, fenced);
+    if (at.code == kOk) return kOk;
+    if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
+    if (Clock::now() >= deadline) return give_up(at.code, a.wait_ms);
+  }
+}
+
+int Lock::give_up(int last_code, int64_t wait_ms) {
+  if (last_code != kTimedOut) return last_code;  // its message is already recorded
+  return fail(kTimedOut, "lock " + printable(name_) + " is still held by another owner after " +
+                             std::to_string(wait_ms) + " ms");
 }
 
 int Lock::release(int64_t thread_id) {
@@ -320,6 +380,42 @@ bool Lock::is_held(int64_t thread_id) const {
 bool Lock::is_lost(int64_t thread_id) const {
   if (thread_id < 0) return false;
   return client_->holds().is_lost(name_, client_->owner(resolve_thread(thread_id)));
+}
+
+int Lock::token(int64_t thread_id, int64_t* out) const {
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
+  const std::string owner = client_->owner(resolve_thread(thread_id));
+  int64_t token = client_->holds().token(name_, owner);
+  if (token <= 0 || !client_->holds().is_held(name_, owner)) {
+    return fail(kNotHeld, "lock " + printable(name_) + " is not held by " + owner +
+                              " with a fencing token");
+  }
+  *out = token;
+  return kOk;
+}
+
+int fenced_write(Client& client, const std::string& resource, const std::string& value,
+                 int64_t token, bool* accepted) {
+  if (client.closed()) return fail(kClosed, "fenced write: the client was closed");
+  if (resource.empty()) return fail(kInvalid, "fenced write: resource key must not be empty");
+  if (resource.size() > client.config().max_name_len) {
+    return fail(kInvalid, "fenced write: resource key is longer than max_name_len");
+  }
+  if (token < 0) return fail(kInvalid, "fenced write: token must not be negative");
+  Reply r;
+  try {
+    // Retrying is safe: a second delivery with the same token and value changes nothing.
+    r = eval_script(client.transport(), scripts::fenced_write, {resource, fence_mark(resource)},
+                    {std::to_string(token), value}, Retry::Once);
+  } catch (const Error& e) {
+    return fail(e.code(), "fenced write to " + printable(resource) + ": " + e.message());
+  }
+  if (r.is_error()) {
+    return fail(code_for_redis_error(r.str),
+                "fenced write to " + printable(resource) + ": Redis replied: " + r.str);
+  }
+  *accepted = r.integer == 1;
+  return kOk;
 }
 
 }  // namespace rlock::core

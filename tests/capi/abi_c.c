@@ -166,11 +166,15 @@ static void test_initializer_macros(void) {
   CHECK(co.watchdog_lease_ms == 0 && co.poll_cap_ms == 0 && co.max_name_len == 0);
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 1);
+  CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 2);
+  CHECK_EQ_INT(lo.kind, RLOCK_LOCK_REENTRANT);
+  CHECK_EQ_INT(RLOCK_LOCK_FENCED, 1);
+  CHECK_EQ_INT(RLOCK_LOCK_SPIN, 2);
   CHECK_EQ_INT(lo.lease_ms, RLOCK_LEASE_WATCHDOG);
 
   CHECK_EQ_INT(ao.version, RLOCK_ACQUIRE_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_ACQUIRE_OPTIONS_VERSION, 1);
+  CHECK_EQ_INT(RLOCK_ACQUIRE_OPTIONS_VERSION, 2);
+  CHECK(ao.token == NULL);
   CHECK_EQ_INT(ao.wait_ms, RLOCK_WAIT_FOREVER);
   CHECK_EQ_INT(ao.lease_ms, 0);
   CHECK_EQ_INT(ao.thread_id, RLOCK_THREAD_CURRENT);
@@ -215,7 +219,7 @@ static void test_client_options_init_defaults(void) {
 /* Version 0 and versions newer than the library's are refused, and the struct is not written:
  * a newer struct may be larger than what this library knows. */
 static void test_options_init_versions(void) {
-  static const unsigned int bad[] = {0u, 2u, 99u, UINT_MAX};
+  static const unsigned int bad[] = {0u, 3u, 99u, UINT_MAX}; /* 3: newer than every struct */
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     rlock_client_options co;
@@ -353,14 +357,18 @@ static void test_struct_layouts(void) {
 
   CHECK_EQ_INT(offsetof(rlock_lock_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_lock_options, lease_ms), 8);
-  CHECK_EQ_INT(sizeof(rlock_lock_options), 16);
+  CHECK_EQ_INT(offsetof(rlock_lock_options, kind), 16); /* version 2 */
+  CHECK_EQ_INT(offsetof(rlock_lock_options, spin_initial_ms), 24);
+  CHECK_EQ_INT(offsetof(rlock_lock_options, spin_max_ms), 32);
+  CHECK_EQ_INT(sizeof(rlock_lock_options), 40);
 
   CHECK_EQ_INT(offsetof(rlock_acquire_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_acquire_options, wait_ms), 8);
   CHECK_EQ_INT(offsetof(rlock_acquire_options, lease_ms), 16);
   CHECK_EQ_INT(offsetof(rlock_acquire_options, thread_id), 24);
   CHECK_EQ_INT(offsetof(rlock_acquire_options, cancel), 32);
-  CHECK_EQ_INT(sizeof(rlock_acquire_options), 40);
+  CHECK_EQ_INT(offsetof(rlock_acquire_options, token), 40); /* version 2 */
+  CHECK_EQ_INT(sizeof(rlock_acquire_options), 48);
 
   CHECK_EQ_INT(offsetof(rlock_lock_state, version), 0);
   CHECK_EQ_INT(offsetof(rlock_lock_state, locked), 4);

@@ -515,7 +515,7 @@ TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
     EXPECT_FAIL(rlock_extend_ex(lock, bad, 5), RLOCK_EINVAL, "lease_ms");
   }
   // Unknown struct versions.
-  for (unsigned int version : {0u, 2u, 99u}) {
+  for (unsigned int version : {0u, RLOCK_ACQUIRE_OPTIONS_VERSION + 1u, 99u}) {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.version = version;
     ao.wait_ms = 0;
@@ -758,7 +758,8 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
     EXPECT_EQ(c, nullptr);
 
     rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
-    lo.version = version;
+    // The lock options' own "newer than known" stands in for the client options' one.
+    lo.version = version == RLOCK_CLIENT_OPTIONS_VERSION + 1u ? RLOCK_LOCK_OPTIONS_VERSION + 1u : version;
     rlock_lock* l = sentinel<rlock_lock>();
     EXPECT_FAIL(rlock_lock_new(&l, client_, "x", &lo), RLOCK_EVERSION, "rlock_lock_options");
     EXPECT_EQ(l, nullptr);
@@ -768,7 +769,7 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
-  ao.version = 2;
+  ao.version = RLOCK_ACQUIRE_OPTIONS_VERSION + 1;
   ao.wait_ms = 0;
   EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EVERSION, "rlock_acquire_options");
   EXPECT_FALSE(redis_->exists(name)) << "acquired despite the unknown options version";

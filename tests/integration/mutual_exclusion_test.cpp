@@ -14,11 +14,9 @@ using namespace rlock_test;
 
 namespace {
 
-constexpr int kProcesses = 8;
-constexpr int kThreads = 4;
-constexpr int kIterations = 320;  // 8 * 4 * 320 = 10,240 critical sections
-
-TEST(MutualExclusion, ProcessesAndThreadsNeverOverlapOrLoseUpdates) {
+// Runs `processes` worker processes of `threads` owners each, every owner doing `iterations`
+// critical sections on one lock of `kind`, and checks the counter and the stamps.
+void check_mutual_exclusion(int kind, int kProcesses, int kThreads, int kIterations) {
   const std::string name = unique_name("mutex");
   LockKeys cleanup(name);
   const std::string dir = make_temp_dir("rlock-mutex");
@@ -39,7 +37,7 @@ TEST(MutualExclusion, ProcessesAndThreadsNeverOverlapOrLoseUpdates) {
     workers.push_back(std::make_unique<Process>(std::vector<std::string>{
         RLOCK_IT_WORKER, "mutex", it::server_url(), name, counter,
         dir + "/stamps." + std::to_string(p), std::to_string(kThreads),
-        std::to_string(kIterations)}));
+        std::to_string(kIterations), std::to_string(kind)}));
   }
   for (int p = 0; p < kProcesses; ++p) {
     int status = 0;
@@ -82,8 +80,22 @@ TEST(MutualExclusion, ProcessesAndThreadsNeverOverlapOrLoseUpdates) {
 
   RedisConn redis(test_redis_url());
   EXPECT_FALSE(redis.exists(name)) << "the lock key outlived every holder";
-  std::printf("%zu critical sections in %lld ms\n", sections.size(),
+  std::printf("kind %d: %zu critical sections in %lld ms\n", kind, sections.size(),
               static_cast<long long>(elapsed));
+}
+
+// 8 * 4 * 320 = 10,240 critical sections.
+TEST(MutualExclusion, ProcessesAndThreadsNeverOverlapOrLoseUpdates) {
+  check_mutual_exclusion(RLOCK_LOCK_REENTRANT, 8, 4, 320);
+}
+
+TEST(MutualExclusion, FencedLockNeverOverlapsOrLosesUpdates) {
+  check_mutual_exclusion(RLOCK_LOCK_FENCED, 4, 4, 150);
+}
+
+// Spinners hand over less promptly (no wake-up message), so fewer sections keep it short.
+TEST(MutualExclusion, SpinLockNeverOverlapsOrLosesUpdates) {
+  check_mutual_exclusion(RLOCK_LOCK_SPIN, 4, 4, 150);
 }
 
 }  // namespace

@@ -7,11 +7,21 @@
 //     stamps (ns) are written to STAMPS_FILE as "enter exit" lines. Exit 0 when every call
 //     succeeded.
 //
+//     An optional 8th argument KIND (an rlock_lock_kind number) picks the kind of lock.
+//
+//   rlock_it_worker fenced URL NAME RESOURCE WATCHDOG_LEASE_MS
+//     Acquires NAME as a fenced lock with the watchdog, prints "acquired TOKEN", waits for
+//     SIGUSR1, then writes its pid to RESOURCE with rlock_fenced_write, prints
+//     "write accepted" or "write refused", releases, prints "release RC", and exits 0. The lost-lock
+//     callback prints "lost REASON" whenever it runs.
+//
 //   rlock_it_worker hold URL NAME LEASE_MS WATCHDOG_LEASE_MS
 //     Acquires NAME with LEASE_MS (-1 = watchdog; WATCHDOG_LEASE_MS 0 = default), prints
 //     "acquired BEFORE_US AFTER_US OWNER" (monotonic time before and after the acquire call)
 //     and sleeps until killed.
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <rlock/rlock.h>
 #include <unistd.h>
 
@@ -77,7 +87,9 @@ int run_mutex(char** argv) {
 
   rlock_client* client = connect(url, 0, threads);
   rlock_lock* lock = nullptr;
-  int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), nullptr);
+  rlock_lock_options lock_options = RLOCK_LOCK_OPTIONS_INIT;
+  if (argv[8] != nullptr) lock_options.kind = std::atoi(argv[8]);
+  int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), &lock_options);
   if (rc != RLOCK_OK) {
     report("rlock_lock_new_n", rc);
     return 2;
@@ -144,6 +156,62 @@ int run_mutex(char** argv) {
   return 0;
 }
 
+void print_lost(rlock_lock*, const char*, size_t, int64_t, int reason, void*) {
+  std::printf("lost %d\n", reason);
+  std::fflush(stdout);
+}
+
+int run_fenced(char** argv) {
+  const char* url = argv[2];
+  const std::string name = argv[3];
+  const std::string resource = argv[4];
+  const int64_t watchdog_lease_ms = std::strtoll(argv[5], nullptr, 10);
+
+  // SIGUSR1 is taken with sigwait, so block it before the library starts its threads.
+  sigset_t go;
+  sigemptyset(&go);
+  sigaddset(&go, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &go, nullptr);
+
+  rlock_client* client = connect(url, watchdog_lease_ms, 0);
+  rlock_lock_options lock_options = RLOCK_LOCK_OPTIONS_INIT;
+  lock_options.kind = RLOCK_LOCK_FENCED;
+  rlock_lock* lock = nullptr;
+  int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), &lock_options);
+  if (rc != RLOCK_OK) {
+    report("rlock_lock_new_n", rc);
+    return 2;
+  }
+  rlock_lock_set_lost_callback(lock, print_lost, nullptr);
+  int64_t token = 0;
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = 10000;
+  opts.token = &token;
+  rc = rlock_acquire_ex(lock, &opts);
+  if (rc != RLOCK_OK) {
+    report("rlock_acquire_ex", rc);
+    return 1;
+  }
+  std::printf("acquired %" PRId64 "\n", token);
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&go, &sig);
+  const std::string value = std::to_string(getpid());
+  int accepted = -1;
+  rc = rlock_fenced_write(client, resource.data(), resource.size(), value.data(), value.size(),
+                          token, &accepted);
+  if (rc != RLOCK_OK) {
+    report("rlock_fenced_write", rc);
+    return 1;
+  }
+  std::printf("write %s\n", accepted ? "accepted" : "refused");
+  std::printf("release %d\n", rlock_release(lock));
+  std::fflush(stdout);
+  rlock_lock_free(lock);
+  rlock_client_free(client);
+  return 0;
+}
+
 int run_hold(char** argv) {
   const char* url = argv[2];
   const std::string name = argv[3];
@@ -176,7 +244,8 @@ int run_hold(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 8 && std::strcmp(argv[1], "mutex") == 0) return run_mutex(argv);
+  if ((argc == 8 || argc == 9) && std::strcmp(argv[1], "mutex") == 0) return run_mutex(argv);
+  if (argc == 6 && std::strcmp(argv[1], "fenced") == 0) return run_fenced(argv);
   if (argc == 6 && std::strcmp(argv[1], "hold") == 0) return run_hold(argv);
   std::fprintf(stderr,
                "usage: %s mutex URL NAME COUNTER_FILE STAMPS_FILE THREADS ITERATIONS\n"

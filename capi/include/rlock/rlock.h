@@ -160,13 +160,25 @@ RLOCK_API const char *rlock_client_id(const rlock_client *client);
 
 /* ---- Lock --------------------------------------------------------------------------------- */
 
+/* Lock kinds. All share the Redisson RLock hash layout and every rlock_lock call. */
+typedef enum rlock_lock_kind {
+  RLOCK_LOCK_REENTRANT = 0, /* Redisson RLock: waiters woken by pub/sub */
+  RLOCK_LOCK_FENCED = 1,    /* Redisson RFencedLock: every acquire returns a fencing token */
+  RLOCK_LOCK_SPIN = 2       /* Redisson RSpinLock: no pub/sub, retries with backoff + jitter */
+} rlock_lock_kind;
+
 typedef struct rlock_lock_options {
   unsigned int version;
   int64_t lease_ms;  /* default lease for acquires: RLOCK_LEASE_WATCHDOG (the default) or > 0 */
+  /* version 2 */
+  int kind;                /* an rlock_lock_kind; default RLOCK_LOCK_REENTRANT */
+  int64_t spin_initial_ms; /* spin lock: first backoff, default 1 */
+  int64_t spin_max_ms;     /* spin lock: the backoff doubles up to this, default 128 */
 } rlock_lock_options;
 
-#define RLOCK_LOCK_OPTIONS_VERSION 1
-#define RLOCK_LOCK_OPTIONS_INIT { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG }
+#define RLOCK_LOCK_OPTIONS_VERSION 2
+#define RLOCK_LOCK_OPTIONS_INIT \
+  { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG, RLOCK_LOCK_REENTRANT, 0, 0 }
 
 RLOCK_API int rlock_lock_options_init(rlock_lock_options *opts, unsigned int version);
 
@@ -190,11 +202,15 @@ typedef struct rlock_acquire_options {
   int64_t lease_ms;     /* 0 = the lock's default lease; RLOCK_LEASE_WATCHDOG or > 0 */
   int64_t thread_id;    /* owner thread id; RLOCK_THREAD_CURRENT (0) = calling OS thread */
   rlock_cancel_token *cancel; /* optional; borrowed for the duration of the call */
+  /* version 2 */
+  int64_t *token; /* optional out: the fencing token of this acquire (> 0). On a lock that is
+                     not RLOCK_LOCK_FENCED, asking for it makes the acquire advance the lock's
+                     token sequence too (the one Redisson's RFencedLock uses). */
 } rlock_acquire_options;
 
-#define RLOCK_ACQUIRE_OPTIONS_VERSION 1
+#define RLOCK_ACQUIRE_OPTIONS_VERSION 2
 #define RLOCK_ACQUIRE_OPTIONS_INIT \
-  { RLOCK_ACQUIRE_OPTIONS_VERSION, RLOCK_WAIT_FOREVER, 0, RLOCK_THREAD_CURRENT, NULL }
+  { RLOCK_ACQUIRE_OPTIONS_VERSION, RLOCK_WAIT_FOREVER, 0, RLOCK_THREAD_CURRENT, NULL, NULL }
 
 RLOCK_API int rlock_acquire_options_init(rlock_acquire_options *opts, unsigned int version);
 
@@ -224,6 +240,22 @@ RLOCK_API int rlock_force_unlock(rlock_lock *lock, int *out_deleted);
 /* Wakes every acquire currently waiting on this handle with RLOCK_ECANCELED. Callable from any
  * thread. Acquires that start later are not affected (use a cancel token for that). */
 RLOCK_API int rlock_cancel(rlock_lock *lock);
+
+/* ---- Fencing ------------------------------------------------------------------------------ */
+
+/* Local view, no I/O: the fencing token of the current hold of the calling thread (or
+ * `thread_id`). RLOCK_ENOTHELD if it holds none, or took it without a token. Tokens come from
+ * the counter "redisson_lock_token:{N}", which never expires and only grows. */
+RLOCK_API int rlock_lock_token(const rlock_lock *lock, int64_t thread_id, int64_t *out);
+
+/* A resource kept in Redis that rejects stale lock holders: sets the string key `key` to
+ * `value` only if `token` is at least the highest token seen for `key` (kept in
+ * "rlock_fence:{key}"), atomically. *out_accepted is 1 when written, 0 when refused because a
+ * newer holder already wrote. Resources outside Redis should keep the same rule themselves:
+ * accept a write only if its token is >= the highest one accepted so far. */
+RLOCK_API int rlock_fenced_write(rlock_client *client, const char *key, size_t key_len,
+                                 const char *value, size_t value_len, int64_t token,
+                                 int *out_accepted);
 
 /* ---- Status ------------------------------------------------------------------------------- */
 

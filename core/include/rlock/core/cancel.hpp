@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <mutex>
 #include <vector>
 
@@ -47,6 +48,28 @@ class CancelSet {
   mutable std::mutex mutex_;
   bool cancelled_ = false;
   std::vector<Cancellable*> targets_;
+};
+
+// A sleep that another thread can cut short.
+class Sleeper final : public Cancellable {
+ public:
+  // Returns false when cancelled (before or during the sleep).
+  template <class TimePoint>
+  bool sleep_until(TimePoint until) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_until(lock, until, [&] { return cancelled_; });
+    return !cancelled_;
+  }
+  void cancel() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+    wake_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool cancelled_ = false;
 };
 
 // Keeps a target registered with a set for a scope.

@@ -54,7 +54,7 @@ class Holds {
   // An acquire script sent at `sent` granted this owner `count` holds with `lease_ms`.
   void acquired(const std::string& name, const std::string& owner, int64_t thread_id,
                 int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
-                std::shared_ptr<LostListener> listener);
+                std::shared_ptr<LostListener> listener, int64_t token = 0);
   // A release left `left` holds (0 = unlocked), re-applying `lease_ms`.
   void released(const std::string& name, const std::string& owner, int64_t left,
                 int64_t lease_ms, Clock::time_point sent);
@@ -67,6 +67,8 @@ class Holds {
 
   int64_t count(const std::string& name, const std::string& owner) const;  // 0 if lost
   int64_t lease(const std::string& name, const std::string& owner) const;  // 0 if unknown
+  // The fencing token of the owner's latest acquire; 0 if none (not held, or not fenced).
+  int64_t token(const std::string& name, const std::string& owner) const;
   bool is_held(const std::string& name, const std::string& owner) const;
   bool is_lost(const std::string& name, const std::string& owner) const;
 
@@ -94,6 +96,7 @@ class Holds {
     int64_t thread_id = 0;
     int64_t count = 0;
     int64_t lease_ms = 0;
+    int64_t token = 0;
     bool watchdog = false;
     bool renewing = false;
     bool lost = false;

@@ -22,6 +22,17 @@ struct AcquireArgs {
   int64_t lease_ms = 0;            // 0 = the lock's default, kLeaseWatchdog, or > 0
   int64_t thread_id = 0;           // 0 = calling thread
   CancelSet* cancel = nullptr;     // optional sticky token
+  int64_t* token = nullptr;        // receives the fencing token; on a reentrant lock, asking
+                                   // for it advances the token sequence too
+};
+
+enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2 };
+
+struct LockOptions {
+  int64_t lease_ms = kLeaseWatchdog;  // default lease of acquires
+  LockKind kind = LockKind::Reentrant;
+  int64_t spin_initial_ms = 1;        // spin lock: first backoff, doubled up to spin_max_ms
+  int64_t spin_max_ms = 128;
 };
 
 struct LockState {
@@ -36,8 +47,8 @@ struct LockState {
 
 class Lock {
  public:
-  // Throws Error(kInvalid) for an empty or too long name or a bad default lease.
-  Lock(std::shared_ptr<Client> client, std::string name, int64_t default_lease_ms);
+  // Throws Error(kInvalid) for an empty or too long name or bad options.
+  Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options);
   ~Lock();
 
   int acquire(const AcquireArgs& args);
@@ -47,6 +58,8 @@ class Lock {
   int query(int64_t thread_id, LockState* out);
   bool is_held(int64_t thread_id) const;
   bool is_lost(int64_t thread_id) const;
+  // The fencing token of the owner's current hold (local); kNotHeld when it holds none.
+  int token(int64_t thread_id, int64_t* out) const;
   // Wakes every acquire in progress on this object with kCanceled.
   void cancel_waits() { waits_.cancel_all(false); }
   void set_lost_callback(LostListener::Fn fn) { listener_->set(std::move(fn)); }
@@ -60,7 +73,13 @@ class Lock {
     int64_t pttl;   // when held by another owner
   };
   Attempt try_acquire(const std::string& owner, int64_t thread_id, int64_t lease_ms,
-                      bool watchdog);
+                      bool watchdog, bool fenced);
+  int wait_subscribed(const AcquireArgs& a, const std::string& owner, int64_t tid,
+                      int64_t lease_ms, bool watchdog, bool fenced);
+  int wait_spinning(const AcquireArgs& a, const std::string& owner, int64_t tid,
+                    int64_t lease_ms, bool watchdog, bool fenced);
+  int acquired(const AcquireArgs& a, const std::string& owner, bool fenced);
+  int give_up(int last_code, int64_t wait_ms);
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
   int check_open() const;
   // The outcome of a release/extend the server refused because `owner` holds no field.
@@ -71,9 +90,15 @@ class Lock {
   std::shared_ptr<Client> client_;
   const std::string name_;
   const std::string channel_;
-  const int64_t default_lease_ms_;
+  const std::string token_counter_;
+  const LockOptions options_;
   CancelSet waits_;
   std::shared_ptr<LostListener> listener_ = std::make_shared<LostListener>();
 };
+
+// Writes `value` to the string key `resource` only if `token` is at least the highest fencing
+// token seen for it (kept in "rlock_fence:{resource}"). *accepted tells which happened.
+int fenced_write(Client& client, const std::string& resource, const std::string& value,
+                 int64_t token, bool* accepted);
 
 }  // namespace rlock::core

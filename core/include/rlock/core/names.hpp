@@ -21,6 +21,15 @@ inline std::string lock_channel(const std::string& name) {
   return prefixed_name("redisson_lock__channel", name);
 }
 
+inline std::string token_counter(const std::string& name) {
+  return prefixed_name("redisson_lock_token", name);
+}
+
+// The highest fencing token a resource guarded by rlock_fenced_write has seen.
+inline std::string fence_mark(const std::string& resource) {
+  return prefixed_name("rlock_fence", resource);
+}
+
 inline std::string unlock_latch(const std::string& name, const std::string& request_id) {
   return prefixed_name("redisson_unlock_latch", name) + ":" + request_id;
 }

@@ -19,6 +19,7 @@ struct Script {
 
 namespace scripts {
 extern const Script acquire;
+extern const Script fenced_write;
 extern const Script release;
 extern const Script renew;
 extern const Script extend;
