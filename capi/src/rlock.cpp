@@ -204,6 +204,7 @@ int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
       opts->kind = RLOCK_LOCK_REENTRANT;
       opts->spin_initial_ms = 1;
       opts->spin_max_ms = 128;
+      opts->fair_wait_ms = 300000;
     }
     return RLOCK_OK;
   });
@@ -221,11 +222,12 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
       if (int rc = check_version(opts->version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
       if (opts->lease_ms != 0) options.lease_ms = opts->lease_ms;
       if (opts->version >= 2) {
-        if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_SPIN) {
+        if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_FAIR) {
           return invalid(("kind " + std::to_string(opts->kind) + " is not an rlock_lock_kind").c_str());
         }
         options.kind = static_cast<core::LockKind>(opts->kind);
         if (opts->spin_initial_ms != 0) options.spin_initial_ms = opts->spin_initial_ms;
+        if (opts->fair_wait_ms != 0) options.fair_wait_ms = opts->fair_wait_ms;
         if (opts->spin_max_ms != 0) {
           options.spin_max_ms = opts->spin_max_ms;
         } else {  // only the first backoff given: let the cap follow it

@@ -35,6 +35,14 @@ Clock::time_point deadline_after(int64_t ms) {
   return now + std::chrono::milliseconds(ms);
 }
 
+// Wall-clock milliseconds: the fair lock's queue deadlines are absolute times, as Redisson
+// keeps them, so every client of one lock must agree on the clock (NTP).
+int64_t epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 bool is_transient(int code, const std::string& message) {
   return code == kConn || code == kRedisBusy ||
          message.find("LOADING") != std::string::npos ||
@@ -48,6 +56,8 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
       name_(std::move(name)),
       channel_(lock_channel(name_)),
       token_counter_(token_counter(name_)),
+      queue_(fair_queue(name_)),
+      deadlines_(fair_deadlines(name_)),
       options_(options) {
   if (name_.empty()) throw Error(kInvalid, "lock name must not be empty");
   if (name_.size() > client_->config().max_name_len) {
@@ -63,6 +73,10 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
                               std::to_string(kMaxSpinMs) + " ms, got " +
                               std::to_string(options.spin_initial_ms) + " and " +
                               std::to_string(options.spin_max_ms));
+  }
+  if (options.fair_wait_ms < 1 || options.fair_wait_ms > kMaxDurationMs) {
+    throw Error(kInvalid, "fair_wait_ms must be from 1 to " + std::to_string(kMaxDurationMs) +
+                              " ms, got " + std::to_string(options.fair_wait_ms));
   }
 }
 
@@ -86,21 +100,29 @@ int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
   return fail(code, doing + " lock " + printable(name_) + ": Redis replied: " + reply.str + hint);
 }
 
-Lock::Attempt Lock::try_acquire(const std::string& owner, int64_t thread_id, int64_t lease_ms,
-                                bool watchdog, bool fenced) {
+Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
   Holds& holds = client_->holds();
-  int64_t before = holds.count(name_, owner);
-  std::string lease = std::to_string(lease_ms);
+  int64_t before = holds.count(name_, plan.owner);
+  std::string lease = std::to_string(plan.lease_ms);
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
-    Args keys{name_};
-    if (fenced) keys.push_back(token_counter_);
-    r = eval_script(client_->transport(), scripts::acquire, keys, {lease, owner}, Retry::No);
+    if (fair()) {
+      Args keys{name_, queue_, deadlines_};
+      if (plan.fenced) keys.push_back(token_counter_);
+      r = eval_script(client_->transport(), scripts::fair_acquire, keys,
+                      {lease, plan.owner, std::to_string(plan.fair_allowance_ms),
+                       std::to_string(epoch_ms()), join_queue ? "1" : "0"},
+                      Retry::No);
+    } else {
+      Args keys{name_};
+      if (plan.fenced) keys.push_back(token_counter_);
+      r = eval_script(client_->transport(), scripts::acquire, keys, {lease, plan.owner}, Retry::No);
+    }
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
     // does not outlive us until its lease.
-    if (e.code() == kConn) undo_acquire(owner, before + 1, lease_ms);
+    if (e.code() == kConn) undo_acquire(plan.owner, before + 1, plan.lease_ms);
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
   }
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
@@ -108,8 +130,8 @@ Lock::Attempt Lock::try_acquire(const std::string& owner, int64_t thread_id, int
     return {fail(kRedis, "acquiring lock " + printable(name_) + ": unexpected reply"), 0};
   }
   if (r.elements[0].integer == 1 && r.elements.size() == 3) {
-    holds.acquired(name_, owner, thread_id, r.elements[1].integer, lease_ms, watchdog, sent,
-                   listener_, r.elements[2].integer);
+    holds.acquired(name_, plan.owner, plan.thread_id, r.elements[1].integer, plan.lease_ms,
+                   plan.watchdog, sent, listener_, r.elements[2].integer);
     return {kOk, 0};
   }
   return {kTimedOut, r.elements[1].integer};
@@ -140,14 +162,17 @@ int Lock::acquire(const AcquireArgs& a) {
   if (a.cancel != nullptr && a.cancel->cancelled()) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
-  const int64_t tid = resolve_thread(a.thread_id);
-  const std::string owner = client_->owner(tid);
-  const bool watchdog = lease == kLeaseWatchdog;
-  const int64_t lease_ms = watchdog ? client_->config().watchdog_lease_ms : lease;
-  const bool fenced = options_.kind == LockKind::Fenced || a.token != nullptr;
+  Plan plan;
+  plan.thread_id = resolve_thread(a.thread_id);
+  plan.owner = client_->owner(plan.thread_id);
+  plan.watchdog = lease == kLeaseWatchdog;
+  plan.lease_ms = plan.watchdog ? client_->config().watchdog_lease_ms : lease;
+  plan.fenced = options_.kind == LockKind::Fenced || a.token != nullptr;
+  // Redisson's rule: a bounded wait is also how long a fair waiter's place is kept.
+  plan.fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
 
-  Attempt at = try_acquire(owner, tid, lease_ms, watchdog, fenced);
-  if (at.code == kOk) return acquired(a, owner, fenced);
+  Attempt at = try_acquire(plan, false);
+  if (at.code == kOk) return acquired(a, plan);
   bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
   if (!retry) return at.code;
   if (a.wait_ms == 0) {
@@ -156,25 +181,36 @@ int Lock::acquire(const AcquireArgs& a) {
     }
     return at.code;
   }
-  int rc = options_.kind == LockKind::Spin ? wait_spinning(a, owner, tid, lease_ms, watchdog, fenced)
-                                           : wait_subscribed(a, owner, tid, lease_ms, watchdog, fenced);
-  return rc == kOk ? acquired(a, owner, fenced) : rc;
+  int rc = options_.kind == LockKind::Spin ? wait_spinning(a, plan) : wait_subscribed(a, plan);
+  if (rc == kOk) return acquired(a, plan);
+  if (fair()) leave_queue(plan);
+  return rc;
 }
 
-int Lock::acquired(const AcquireArgs& a, const std::string& owner, bool fenced) {
-  if (a.token != nullptr) *a.token = fenced ? client_->holds().token(name_, owner) : 0;
+int Lock::acquired(const AcquireArgs& a, const Plan& plan) {
+  if (a.token != nullptr) *a.token = plan.fenced ? client_->holds().token(name_, plan.owner) : 0;
   return kOk;
+}
+
+// A fair waiter that gives up leaves the queue, so the ones behind need not wait out its place.
+void Lock::leave_queue(const Plan& plan) {
+  try {
+    eval_script(client_->transport(), scripts::fair_leave, {name_, queue_, deadlines_, channel_},
+                {plan.owner, std::to_string(plan.fair_allowance_ms)}, Retry::Once);
+  } catch (const Error&) {
+    // Unreachable: our entry is dropped when its deadline passes.
+  }
 }
 
 // Waits on the lock's channel: woken by unlock messages, and retrying at least every poll cap
 // or when the holder's lease runs out.
-int Lock::wait_subscribed(const AcquireArgs& a, const std::string& owner, int64_t tid,
-                          int64_t lease_ms, bool watchdog, bool fenced) {
+int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan) {
   const Clock::time_point deadline = deadline_after(a.wait_ms);
   const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
   std::unique_ptr<Subscriber::Waiter> waiter;
   try {
-    waiter = client_->subscriber().join(channel_);
+    // A fair waiter is woken alone, on a channel of its own.
+    waiter = client_->subscriber().join(fair() ? channel_ + ":" + plan.owner : channel_);
   } catch (const Error& e) {
     return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
   }
@@ -190,7 +226,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const std::string& owner, int64_
   int64_t backoff_ms = kMinBackoffMs;
   for (;;) {
     if (client_->closed()) return check_open();
-    Attempt at = try_acquire(owner, tid, lease_ms, watchdog, fenced);
+    Attempt at = try_acquire(plan, true);
     if (at.code == kOk) {
       waiter->satisfied();
       return kOk;
@@ -217,8 +253,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const std::string& owner, int64_
 
 // The spin lock: no pub/sub at all, retries with exponential backoff and jitter. For users
 // with very many locks, where a subscription per waiting lock costs more than the retries.
-int Lock::wait_spinning(const AcquireArgs& a, const std::string& owner, int64_t tid,
-                        int64_t lease_ms, bool watchdog, bool fenced) {
+int Lock::wait_spinning(const AcquireArgs& a, const Plan& plan) {
   const Clock::time_point deadline = deadline_after(a.wait_ms);
   Sleeper sleeper;
   CancelRegistration by_handle, by_token;
@@ -240,7 +275,7 @@ int Lock::wait_spinning(const AcquireArgs& a, const std::string& owner, int64_t 
     }
     backoff_ms = std::min(backoff_ms * 2, options_.spin_max_ms);
     if (client_->closed()) return check_open();
-    Attempt at = try_acquire(owner, tid, lease_ms, watchdog, fenced);
+    Attempt at = try_acquire(plan, true);
     if (at.code == kOk) return kOk;
     if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
     if (Clock::now() >= deadline) return give_up(at.code, a.wait_ms);
@@ -271,8 +306,11 @@ int Lock::release(int64_t thread_id) {
   Reply r;
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.
-    r = eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
-                    {lease, owner, "1", latch_ttl}, Retry::Once);
+    r = fair() ? eval_script(client_->transport(), scripts::fair_release,
+                             {name_, queue_, deadlines_, channel_, latch},
+                             {lease, owner, "1", latch_ttl, std::to_string(epoch_ms())}, Retry::Once)
+               : eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
+                             {lease, owner, "1", latch_ttl}, Retry::Once);
   } catch (const Error& e) {
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
@@ -338,8 +376,11 @@ int Lock::force_unlock(bool* deleted) {
   if (int c = check_open()) return c;
   Reply r;
   try {
-    r = eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
-                    Retry::Once);
+    r = fair() ? eval_script(client_->transport(), scripts::fair_force_unlock,
+                             {name_, queue_, deadlines_, channel_}, {std::to_string(epoch_ms())},
+                             Retry::Once)
+               : eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
+                             Retry::Once);
   } catch (const Error& e) {
     return fail(e.code(), "force-unlocking lock " + printable(name_) + ": " + e.message());
   }

@@ -170,6 +170,7 @@ static void test_initializer_macros(void) {
   CHECK_EQ_INT(lo.kind, RLOCK_LOCK_REENTRANT);
   CHECK_EQ_INT(RLOCK_LOCK_FENCED, 1);
   CHECK_EQ_INT(RLOCK_LOCK_SPIN, 2);
+  CHECK_EQ_INT(RLOCK_LOCK_FAIR, 3);
   CHECK_EQ_INT(lo.lease_ms, RLOCK_LEASE_WATCHDOG);
 
   CHECK_EQ_INT(ao.version, RLOCK_ACQUIRE_OPTIONS_VERSION);
@@ -360,7 +361,8 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_lock_options, kind), 16); /* version 2 */
   CHECK_EQ_INT(offsetof(rlock_lock_options, spin_initial_ms), 24);
   CHECK_EQ_INT(offsetof(rlock_lock_options, spin_max_ms), 32);
-  CHECK_EQ_INT(sizeof(rlock_lock_options), 40);
+  CHECK_EQ_INT(offsetof(rlock_lock_options, fair_wait_ms), 40);
+  CHECK_EQ_INT(sizeof(rlock_lock_options), 48);
 
   CHECK_EQ_INT(offsetof(rlock_acquire_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_acquire_options, wait_ms), 8);

@@ -164,7 +164,8 @@ RLOCK_API const char *rlock_client_id(const rlock_client *client);
 typedef enum rlock_lock_kind {
   RLOCK_LOCK_REENTRANT = 0, /* Redisson RLock: waiters woken by pub/sub */
   RLOCK_LOCK_FENCED = 1,    /* Redisson RFencedLock: every acquire returns a fencing token */
-  RLOCK_LOCK_SPIN = 2       /* Redisson RSpinLock: no pub/sub, retries with backoff + jitter */
+  RLOCK_LOCK_SPIN = 2,      /* Redisson RSpinLock: no pub/sub, retries with backoff + jitter */
+  RLOCK_LOCK_FAIR = 3       /* Redisson RFairLock: first come, first served across processes */
 } rlock_lock_kind;
 
 typedef struct rlock_lock_options {
@@ -174,11 +175,14 @@ typedef struct rlock_lock_options {
   int kind;                /* an rlock_lock_kind; default RLOCK_LOCK_REENTRANT */
   int64_t spin_initial_ms; /* spin lock: first backoff, default 1 */
   int64_t spin_max_ms;     /* spin lock: the backoff doubles up to this, default 128 */
+  int64_t fair_wait_ms;    /* fair lock: how long a queued waiter keeps its place without
+                              coming back (so a dead waiter stalls the queue at most this long),
+                              when the acquire's own wait is unbounded; default 300000 */
 } rlock_lock_options;
 
 #define RLOCK_LOCK_OPTIONS_VERSION 2
 #define RLOCK_LOCK_OPTIONS_INIT \
-  { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG, RLOCK_LOCK_REENTRANT, 0, 0 }
+  { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG, RLOCK_LOCK_REENTRANT, 0, 0, 0 }
 
 RLOCK_API int rlock_lock_options_init(rlock_lock_options *opts, unsigned int version);
 

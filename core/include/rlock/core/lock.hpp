@@ -26,13 +26,14 @@ struct AcquireArgs {
                                    // for it advances the token sequence too
 };
 
-enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2 };
+enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2, Fair = 3 };
 
 struct LockOptions {
   int64_t lease_ms = kLeaseWatchdog;  // default lease of acquires
   LockKind kind = LockKind::Reentrant;
   int64_t spin_initial_ms = 1;        // spin lock: first backoff, doubled up to spin_max_ms
   int64_t spin_max_ms = 128;
+  int64_t fair_wait_ms = 300000;      // fair lock: a queued waiter's allowance (Redisson's default)
 };
 
 struct LockState {
@@ -72,13 +73,21 @@ class Lock {
     int code;       // kOk = acquired, kTimedOut = held by another owner, else an error
     int64_t pttl;   // when held by another owner
   };
-  Attempt try_acquire(const std::string& owner, int64_t thread_id, int64_t lease_ms,
-                      bool watchdog, bool fenced);
-  int wait_subscribed(const AcquireArgs& a, const std::string& owner, int64_t tid,
-                      int64_t lease_ms, bool watchdog, bool fenced);
-  int wait_spinning(const AcquireArgs& a, const std::string& owner, int64_t tid,
-                    int64_t lease_ms, bool watchdog, bool fenced);
-  int acquired(const AcquireArgs& a, const std::string& owner, bool fenced);
+  // What one acquire call asks for, worked out once.
+  struct Plan {
+    std::string owner;
+    int64_t thread_id;
+    int64_t lease_ms;
+    bool watchdog;
+    bool fenced;
+    int64_t fair_allowance_ms;  // fair lock: how long our place in the queue is kept
+  };
+  Attempt try_acquire(const Plan& plan, bool join_queue);
+  int wait_subscribed(const AcquireArgs& a, const Plan& plan);
+  int wait_spinning(const AcquireArgs& a, const Plan& plan);
+  int acquired(const AcquireArgs& a, const Plan& plan);
+  void leave_queue(const Plan& plan);
+  bool fair() const { return options_.kind == LockKind::Fair; }
   int give_up(int last_code, int64_t wait_ms);
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
   int check_open() const;
@@ -91,6 +100,8 @@ class Lock {
   const std::string name_;
   const std::string channel_;
   const std::string token_counter_;
+  const std::string queue_;      // fair lock only
+  const std::string deadlines_;  // fair lock only
   const LockOptions options_;
   CancelSet waits_;
   std::shared_ptr<LostListener> listener_ = std::make_shared<LostListener>();

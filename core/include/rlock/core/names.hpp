@@ -21,6 +21,14 @@ inline std::string lock_channel(const std::string& name) {
   return prefixed_name("redisson_lock__channel", name);
 }
 
+inline std::string fair_queue(const std::string& name) {
+  return prefixed_name("redisson_lock_queue", name);
+}
+
+inline std::string fair_deadlines(const std::string& name) {
+  return prefixed_name("redisson_lock_timeout", name);
+}
+
 inline std::string token_counter(const std::string& name) {
   return prefixed_name("redisson_lock_token", name);
 }

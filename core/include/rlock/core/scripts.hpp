@@ -20,6 +20,10 @@ struct Script {
 namespace scripts {
 extern const Script acquire;
 extern const Script fenced_write;
+extern const Script fair_acquire;
+extern const Script fair_release;
+extern const Script fair_leave;
+extern const Script fair_force_unlock;
 extern const Script release;
 extern const Script renew;
 extern const Script extend;
