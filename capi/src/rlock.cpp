@@ -37,7 +37,8 @@ static_assert(int{RLOCK_OK} == int{core::kOk} && int{RLOCK_ERROR} == int{core::k
                   int{RLOCK_ENOPERM} == int{core::kNoPerm} && int{RLOCK_EUNSUPPORTED} == int{core::kUnsupported} &&
                   int{RLOCK_EREDIS} == int{core::kRedis} && int{RLOCK_EOOM} == int{core::kRedisOom} &&
                   int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
-                  int{RLOCK_ECLOSED} == int{core::kClosed},
+                  int{RLOCK_ECLOSED} == int{core::kClosed} &&
+                  int{RLOCK_EDEADLK} == int{core::kDeadlock},
               "C status codes and core codes must agree");
 static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} && int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
                   int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
@@ -93,6 +94,7 @@ const char* rlock_strerror(int code) {
     case RLOCK_EBUSY: return "Redis is busy";
     case RLOCK_EREADONLY: return "Redis server is read-only";
     case RLOCK_ECLOSED: return "the client was closed";
+    case RLOCK_EDEADLK: return "would deadlock: upgrading a read lock to a write lock";
     default: return "unknown error code";
   }
 }
@@ -222,7 +224,7 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
       if (int rc = check_version(opts->version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
       if (opts->lease_ms != 0) options.lease_ms = opts->lease_ms;
       if (opts->version >= 2) {
-        if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_FAIR) {
+        if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_WRITE) {
           return invalid(("kind " + std::to_string(opts->kind) + " is not an rlock_lock_kind").c_str());
         }
         options.kind = static_cast<core::LockKind>(opts->kind);
@@ -374,6 +376,10 @@ int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
     out->owner = t_query_owner.empty() ? nullptr : t_query_owner.c_str();
     out->owner_len = t_query_owner.size();
     out->owner_hold_count = state.owner_hold_count;
+    if (out->version >= 2) {
+      out->mode = state.mode == "read" ? RLOCK_MODE_READ : state.mode == "write" ? RLOCK_MODE_WRITE
+                                                                                : RLOCK_MODE_NONE;
+    }
     return RLOCK_OK;
   });
 }

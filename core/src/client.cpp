@@ -116,6 +116,8 @@ void Client::close() {
   subscriber_.stop();
   // Best effort: free what we still hold so others need not wait for the leases.
   for (const Holds::Active& hold : holds_.active()) {
+    // Read-write holds expire by lease: the plain release script does not fit their layout.
+    if (hold.layout != HoldLayout::Plain) continue;
     std::string channel = lock_channel(hold.name);
     std::string latch = unlock_latch(hold.name, random_hex(8));
     std::string lease = std::to_string(std::max<int64_t>(1, holds_.lease(hold.name, hold.owner)));

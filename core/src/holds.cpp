@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
 #include "rlock/core/transport.hpp"
 
@@ -83,7 +84,8 @@ void Holds::reindex_locked(const Key& key, Hold& h) {
 
 void Holds::acquired(const std::string& name, const std::string& owner, int64_t thread_id,
                      int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
-                     std::shared_ptr<LostListener> listener, int64_t token) {
+                     std::shared_ptr<LostListener> listener, int64_t token,
+                     HoldLayout layout) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = holds_.try_emplace(Key{name, owner});
   Hold& h = it->second;
@@ -95,6 +97,7 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
     h.token = 0;
   }
   h.thread_id = thread_id;
+  h.layout = layout;
   h.count = count;
   h.lease_ms = lease_ms;
   if (token > 0) h.token = token;
@@ -187,7 +190,7 @@ std::vector<Holds::Active> Holds::active() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Active> out;
   for (const auto& [key, h] : holds_) {
-    if (!h.lost && h.count > 0) out.push_back({key.first, key.second, h.count});
+    if (!h.lost && h.count > 0) out.push_back({key.first, key.second, h.count, h.layout});
   }
   return out;
 }
@@ -245,14 +248,19 @@ void Holds::run() {
       } else if (h.watchdog && !h.renewing && h.next_renew <= horizon) {
         h.renewing = true;
         reindex_locked(it->first, h);
-        batch.push_back({it->first, h.generation});
+        batch.push_back({it->first, h.generation, h.layout == HoldLayout::Read});
       }
     }
     lock.unlock();
     dispatch(&notices);
-    for (size_t i = 0; i < batch.size(); i += kRenewBatch) {
-      auto end = batch.begin() + static_cast<long>(std::min(batch.size(), i + kRenewBatch));
-      renew(std::vector<Renewal>(batch.begin() + static_cast<long>(i), end), &notices);
+    // Read holds renew their per-hold lease keys too, with a script of their own.
+    std::vector<Renewal> plain, read;
+    for (Renewal& r : batch) (r.read ? read : plain).push_back(std::move(r));
+    for (const std::vector<Renewal>* group : {&plain, &read}) {
+      for (size_t i = 0; i < group->size(); i += kRenewBatch) {
+        auto end = group->begin() + static_cast<long>(std::min(group->size(), i + kRenewBatch));
+        renew(std::vector<Renewal>(group->begin() + static_cast<long>(i), end), &notices);
+      }
     }
     dispatch(&notices);
     lock.lock();
@@ -272,16 +280,24 @@ void Holds::dispatch(std::vector<Notice>* notices) {
 void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices) {
   const int64_t lease = config_.watchdog_lease_ms;
   std::string lease_text = std::to_string(lease);
+  const bool read = batch.front().read;
+  std::vector<std::string> prefixes;  // keeps the read lease prefixes alive for `keys`
+  prefixes.reserve(batch.size());
   Args keys, argv{lease_text};
   for (const Renewal& r : batch) {
     keys.push_back(r.key.first);
+    if (read) {
+      prefixes.push_back(read_lease_prefix(r.key.first, r.key.second));
+      keys.push_back(prefixes.back());
+    }
     argv.push_back(r.key.second);
   }
   Clock::time_point sent = Clock::now();
   Reply reply;
   bool ok = false;
   try {
-    reply = eval_script(transport_, scripts::renew, keys, argv, Retry::Once);
+    reply = eval_script(transport_, read ? scripts::rw_read_renew : scripts::renew, keys, argv,
+                        Retry::Once);
     ok = reply.type == Reply::Type::Array && reply.elements.size() == batch.size();
   } catch (const Error&) {
     ok = false;

@@ -54,7 +54,9 @@ bool is_transient(int code, const std::string& message) {
 Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options)
     : client_(std::move(client)),
       name_(std::move(name)),
-      channel_(lock_channel(name_)),
+      channel_(options.kind == LockKind::Read || options.kind == LockKind::Write
+                   ? rw_channel(name_)
+                   : lock_channel(name_)),
       token_counter_(token_counter(name_)),
       queue_(fair_queue(name_)),
       deadlines_(fair_deadlines(name_)),
@@ -91,6 +93,11 @@ int64_t Lock::resolve_thread(int64_t thread_id) const {
   return thread_id == 0 ? current_thread_id() : thread_id;
 }
 
+std::string Lock::owner_field(int64_t thread_id) const {
+  std::string owner = client_->owner(resolve_thread(thread_id));
+  return writes() ? owner + ":write" : owner;
+}
+
 int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
   int code = code_for_redis_error(reply.str);
   std::string hint;
@@ -107,7 +114,14 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
-    if (fair()) {
+    if (reads()) {
+      const std::string prefix = read_lease_prefix(name_, plan.base_owner);
+      r = eval_script(client_->transport(), scripts::rw_read_acquire, {name_, prefix},
+                      {lease, plan.base_owner, plan.base_owner + ":write"}, Retry::No);
+    } else if (writes()) {
+      r = eval_script(client_->transport(), scripts::rw_write_acquire, {name_},
+                      {lease, plan.owner, plan.base_owner}, Retry::No);
+    } else if (fair()) {
       Args keys{name_, queue_, deadlines_};
       if (plan.fenced) keys.push_back(token_counter_);
       r = eval_script(client_->transport(), scripts::fair_acquire, keys,
@@ -122,7 +136,8 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
     // does not outlive us until its lease.
-    if (e.code() == kConn) undo_acquire(plan.owner, before + 1, plan.lease_ms);
+    // (Not for read-write locks: their layout differs; their key expires by the lease.)
+    if (e.code() == kConn && !read_write()) undo_acquire(plan.owner, before + 1, plan.lease_ms);
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
   }
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
@@ -130,9 +145,16 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
     return {fail(kRedis, "acquiring lock " + printable(name_) + ": unexpected reply"), 0};
   }
   if (r.elements[0].integer == 1 && r.elements.size() == 3) {
+    HoldLayout layout = reads() ? HoldLayout::Read : writes() ? HoldLayout::Write : HoldLayout::Plain;
     holds.acquired(name_, plan.owner, plan.thread_id, r.elements[1].integer, plan.lease_ms,
-                   plan.watchdog, sent, listener_, r.elements[2].integer);
+                   plan.watchdog, sent, listener_, r.elements[2].integer, layout);
     return {kOk, 0};
+  }
+  if (r.elements[0].integer == -1) {
+    return {fail(kDeadlock, "lock " + printable(name_) + ": " + plan.base_owner +
+                                " holds the read lock and asked for the write lock; upgrading "
+                                "is not supported (release the read lock first)"),
+            0};
   }
   return {kTimedOut, r.elements[1].integer};
 }
@@ -164,10 +186,15 @@ int Lock::acquire(const AcquireArgs& a) {
   }
   Plan plan;
   plan.thread_id = resolve_thread(a.thread_id);
-  plan.owner = client_->owner(plan.thread_id);
+  plan.base_owner = client_->owner(plan.thread_id);
+  plan.owner = writes() ? plan.base_owner + ":write" : plan.base_owner;
   plan.watchdog = lease == kLeaseWatchdog;
   plan.lease_ms = plan.watchdog ? client_->config().watchdog_lease_ms : lease;
   plan.fenced = options_.kind == LockKind::Fenced || a.token != nullptr;
+  if (plan.fenced && read_write()) {
+    return fail(kInvalid, "lock " + printable(name_) +
+                              ": fencing tokens are not available for read-write locks");
+  }
   // Redisson's rule: a bounded wait is also how long a fair waiter's place is kept.
   plan.fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
 
@@ -291,7 +318,7 @@ int Lock::give_up(int last_code, int64_t wait_ms) {
 int Lock::release(int64_t thread_id) {
   if (int c = check_open()) return c;
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
-  const std::string owner = client_->owner(resolve_thread(thread_id));
+  const std::string owner = owner_field(thread_id);
   Holds& holds = client_->holds();
   int64_t lease_ms = holds.lease(name_, owner);
   if (lease_ms <= 0) lease_ms = client_->config().watchdog_lease_ms;
@@ -306,11 +333,20 @@ int Lock::release(int64_t thread_id) {
   Reply r;
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.
+    if (reads()) {
+      r = eval_script(client_->transport(), scripts::rw_read_release,
+                      {name_, channel_, read_lease_prefix(name_, owner), hash_tagged(name_), latch},
+                      {owner, latch_ttl}, Retry::Once);
+    } else if (writes()) {
+      r = eval_script(client_->transport(), scripts::rw_write_release, {name_, channel_, latch},
+                      {lease, owner, latch_ttl}, Retry::Once);
+    } else {
     r = fair() ? eval_script(client_->transport(), scripts::fair_release,
                              {name_, queue_, deadlines_, channel_, latch},
                              {lease, owner, "1", latch_ttl, std::to_string(epoch_ms())}, Retry::Once)
                : eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
                              {lease, owner, "1", latch_ttl}, Retry::Once);
+    }
   } catch (const Error& e) {
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
@@ -349,7 +385,7 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
                               " ms, got " + std::to_string(lease_ms));
   }
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
-  const std::string owner = client_->owner(resolve_thread(thread_id));
+  const std::string owner = owner_field(thread_id);
   Holds& holds = client_->holds();
   if (holds.is_lost(name_, owner)) {
     holds.forget(name_, owner);
@@ -359,8 +395,18 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
-    r = eval_script(client_->transport(), scripts::extend, {name_},
-                    {std::to_string(lease_ms), owner}, Retry::Once);
+    if (reads()) {
+      // The read renewal script with one owner: 1 renewed, else not held (read as -1).
+      r = eval_script(client_->transport(), scripts::rw_read_renew,
+                      {name_, read_lease_prefix(name_, owner)}, {std::to_string(lease_ms), owner},
+                      Retry::Once);
+      if (r.type == Reply::Type::Array && r.elements.size() == 1) {
+        r = Reply::of_int(r.elements[0].integer == 1 ? 1 : -1);
+      }
+    } else {
+      r = eval_script(client_->transport(), scripts::extend, {name_},
+                      {std::to_string(lease_ms), owner}, Retry::Once);
+    }
   } catch (const Error& e) {
     return fail(e.code(), "extending lock " + printable(name_) + ": " + e.message());
   }
@@ -376,7 +422,9 @@ int Lock::force_unlock(bool* deleted) {
   if (int c = check_open()) return c;
   Reply r;
   try {
-    r = fair() ? eval_script(client_->transport(), scripts::fair_force_unlock,
+    r = read_write() ? eval_script(client_->transport(), scripts::rw_force_unlock,
+                                   {name_, channel_}, {reads() ? "read" : "write"}, Retry::Once)
+      : fair() ? eval_script(client_->transport(), scripts::fair_force_unlock,
                              {name_, queue_, deadlines_, channel_}, {std::to_string(epoch_ms())},
                              Retry::Once)
                : eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
@@ -392,7 +440,7 @@ int Lock::force_unlock(bool* deleted) {
 int Lock::query(int64_t thread_id, LockState* out) {
   if (int c = check_open()) return c;
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
-  const std::string owner = client_->owner(resolve_thread(thread_id));
+  const std::string owner = owner_field(thread_id);
   Reply r;
   try {
     r = eval_script(client_->transport(), scripts::status, {name_}, {owner}, Retry::Once);
@@ -400,7 +448,7 @@ int Lock::query(int64_t thread_id, LockState* out) {
     return fail(e.code(), "reading lock " + printable(name_) + ": " + e.message());
   }
   if (r.is_error()) return redis_failure("reading", r);
-  if (r.type != Reply::Type::Array || r.elements.size() != 5) {
+  if (r.type != Reply::Type::Array || r.elements.size() != 6) {
     return fail(kRedis, "reading lock " + printable(name_) + ": unexpected reply");
   }
   out->ttl_ms = r.elements[0].integer;
@@ -410,22 +458,23 @@ int Lock::query(int64_t thread_id, LockState* out) {
   out->owner_count = r.elements[2].integer;
   out->owner = r.elements[3].str;
   out->owner_hold_count = r.elements[4].integer;
+  out->mode = r.elements[5].str;
   return kOk;
 }
 
 bool Lock::is_held(int64_t thread_id) const {
   if (thread_id < 0) return false;
-  return client_->holds().is_held(name_, client_->owner(resolve_thread(thread_id)));
+  return client_->holds().is_held(name_, owner_field(thread_id));
 }
 
 bool Lock::is_lost(int64_t thread_id) const {
   if (thread_id < 0) return false;
-  return client_->holds().is_lost(name_, client_->owner(resolve_thread(thread_id)));
+  return client_->holds().is_lost(name_, owner_field(thread_id));
 }
 
 int Lock::token(int64_t thread_id, int64_t* out) const {
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
-  const std::string owner = client_->owner(resolve_thread(thread_id));
+  const std::string owner = owner_field(thread_id);
   int64_t token = client_->holds().token(name_, owner);
   if (token <= 0 || !client_->holds().is_held(name_, owner)) {
     return fail(kNotHeld, "lock " + printable(name_) + " is not held by " + owner +

@@ -84,11 +84,12 @@ static void test_status_codes(void) {
       {RLOCK_ENOTOWNER, -12},  {RLOCK_EAUTH, -13},      {RLOCK_ENOPERM, -14},
       {RLOCK_EUNSUPPORTED, -15}, {RLOCK_EREDIS, -16},   {RLOCK_EOOM, -17},
       {RLOCK_EBUSY, -18},      {RLOCK_EREADONLY, -19},  {RLOCK_ECLOSED, -20},
+      {RLOCK_EDEADLK, -21},
   };
   const size_t n = sizeof codes / sizeof codes[0];
   const char *unknown = rlock_strerror(12345);
   size_t i, j;
-  static const int unknown_codes[] = {1, -21, -1000, INT_MIN, INT_MAX};
+  static const int unknown_codes[] = {1, -22, -1000, INT_MIN, INT_MAX};
 
   CHECK(unknown != NULL && unknown[0] != '\0');
   for (i = 0; i < n; ++i) {
@@ -182,7 +183,10 @@ static void test_initializer_macros(void) {
   CHECK(ao.cancel == NULL);
 
   CHECK_EQ_INT(st.version, RLOCK_LOCK_STATE_VERSION);
-  CHECK_EQ_INT(RLOCK_LOCK_STATE_VERSION, 1);
+  CHECK_EQ_INT(RLOCK_LOCK_STATE_VERSION, 2);
+  CHECK_EQ_INT(RLOCK_LOCK_READ, 4);
+  CHECK_EQ_INT(RLOCK_LOCK_WRITE, 5);
+  CHECK_EQ_INT(RLOCK_EDEADLK, -21);
   CHECK(st.locked == 0 && st.held_by_me == 0 && st.hold_count == 0 && st.ttl_ms == 0);
   CHECK(st.owner_count == 0 && st.owner == NULL && st.owner_len == 0 && st.owner_hold_count == 0);
 
@@ -381,7 +385,8 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_lock_state, owner), 40);
   CHECK_EQ_INT(offsetof(rlock_lock_state, owner_len), 48);
   CHECK_EQ_INT(offsetof(rlock_lock_state, owner_hold_count), 56);
-  CHECK_EQ_INT(sizeof(rlock_lock_state), 64);
+  CHECK_EQ_INT(offsetof(rlock_lock_state, mode), 64); /* version 2 */
+  CHECK_EQ_INT(sizeof(rlock_lock_state), 72);
 #else
   printf("struct layout checks skipped: not an LP64 target\n");
 #endif

@@ -15,6 +15,12 @@
 //     "write accepted" or "write refused", releases, prints "release RC", and exits 0. The lost-lock
 //     callback prints "lost REASON" whenever it runs.
 //
+//   rlock_it_worker rw URL NAME STAMPS_FILE THREADS ITERATIONS
+//     THREADS owners share one client, a read handle and a write handle on NAME. Each does
+//     ITERATIONS sections, a quarter of them (at random) under the write lock and the rest under
+//     the read lock, holding for 0-1000 us. Writes "R|W enter exit" lines (monotonic ns) to
+//     STAMPS_FILE. Exit 0 when every call succeeded.
+//
 //   rlock_it_worker hold URL NAME LEASE_MS WATCHDOG_LEASE_MS
 //     Acquires NAME with LEASE_MS (-1 = watchdog; WATCHDOG_LEASE_MS 0 = default), prints
 //     "acquired BEFORE_US AFTER_US OWNER" (monotonic time before and after the acquire call)
@@ -25,6 +31,7 @@
 #include <rlock/rlock.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -156,6 +163,73 @@ int run_mutex(char** argv) {
   return 0;
 }
 
+int run_rw(char** argv) {
+  const char* url = argv[2];
+  const std::string name = argv[3];
+  const char* stamps_path = argv[4];
+  const int threads = std::atoi(argv[5]);
+  const int iterations = std::atoi(argv[6]);
+  rlock_client* client = connect(url, 0, threads);
+  rlock_lock* halves[2] = {nullptr, nullptr};  // [0] read, [1] write
+  for (int w = 0; w < 2; ++w) {
+    rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+    opts.kind = w ? RLOCK_LOCK_WRITE : RLOCK_LOCK_READ;
+    int rc = rlock_lock_new_n(&halves[w], client, name.data(), name.size(), &opts);
+    if (rc != RLOCK_OK) {
+      report("rlock_lock_new_n", rc);
+      return 2;
+    }
+  }
+  struct Stamp {
+    bool write;
+    int64_t enter, exit;
+  };
+  std::vector<std::vector<Stamp>> stamps(threads);
+  std::vector<int> failed(threads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(getpid() * 977 + t));
+      for (int i = 0; i < iterations; ++i) {
+        const bool write = rng() % 4 == 0;
+        rlock_lock* lock = halves[write ? 1 : 0];
+        int rc = rlock_acquire(lock, 30000);
+        if (rc != RLOCK_OK) {
+          report("rlock_acquire", rc);
+          failed[t] = 1;
+          return;
+        }
+        Stamp s{write, rlock_test::mono_ns(), 0};
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % 1000));
+        s.exit = rlock_test::mono_ns();
+        stamps[t].push_back(s);
+        rc = rlock_release(lock);
+        if (rc != RLOCK_OK) {
+          report("rlock_release", rc);
+          failed[t] = 1;
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  rlock_lock_free(halves[0]);
+  rlock_lock_free(halves[1]);
+  rlock_client_free(client);
+  FILE* out = std::fopen(stamps_path, "w");
+  if (out == nullptr) return 2;
+  for (const auto& per_thread : stamps) {
+    for (const Stamp& s : per_thread) {
+      std::fprintf(out, "%c %" PRId64 " %" PRId64 "\n", s.write ? 'W' : 'R', s.enter, s.exit);
+    }
+  }
+  if (std::fclose(out) != 0) return 2;
+  for (int f : failed) {
+    if (f) return 1;
+  }
+  return 0;
+}
+
 void print_lost(rlock_lock*, const char*, size_t, int64_t, int reason, void*) {
   std::printf("lost %d\n", reason);
   std::fflush(stdout);
@@ -246,6 +320,7 @@ int run_hold(char** argv) {
 int main(int argc, char** argv) {
   if ((argc == 8 || argc == 9) && std::strcmp(argv[1], "mutex") == 0) return run_mutex(argv);
   if (argc == 6 && std::strcmp(argv[1], "fenced") == 0) return run_fenced(argv);
+  if (argc == 7 && std::strcmp(argv[1], "rw") == 0) return run_rw(argv);
   if (argc == 6 && std::strcmp(argv[1], "hold") == 0) return run_hold(argv);
   std::fprintf(stderr,
                "usage: %s mutex URL NAME COUNTER_FILE STAMPS_FILE THREADS ITERATIONS\n"

@@ -78,7 +78,8 @@ typedef enum rlock_error_code {
   RLOCK_EOOM = -17,        /* Redis refused a write: maxmemory reached */
   RLOCK_EBUSY = -18,       /* Redis is busy running a long script */
   RLOCK_EREADONLY = -19,   /* the server is a read-only replica */
-  RLOCK_ECLOSED = -20      /* the client behind this handle was freed */
+  RLOCK_ECLOSED = -20,     /* the client behind this handle was freed */
+  RLOCK_EDEADLK = -21      /* would wait for itself: a read holder asked for the write lock */
 } rlock_error_code;
 
 typedef struct rlock_error_info {
@@ -165,7 +166,12 @@ typedef enum rlock_lock_kind {
   RLOCK_LOCK_REENTRANT = 0, /* Redisson RLock: waiters woken by pub/sub */
   RLOCK_LOCK_FENCED = 1,    /* Redisson RFencedLock: every acquire returns a fencing token */
   RLOCK_LOCK_SPIN = 2,      /* Redisson RSpinLock: no pub/sub, retries with backoff + jitter */
-  RLOCK_LOCK_FAIR = 3       /* Redisson RFairLock: first come, first served across processes */
+  RLOCK_LOCK_FAIR = 3,      /* Redisson RFairLock: first come, first served across processes */
+  /* The two halves of one read-write lock (Redisson RReadWriteLock): make one handle of each
+   * kind on the same name. Readers share; a writer excludes everyone else; a writer may also
+   * take the read lock (downgrade); a reader asking for the write lock gets RLOCK_EDEADLK. */
+  RLOCK_LOCK_READ = 4,
+  RLOCK_LOCK_WRITE = 5
 } rlock_lock_kind;
 
 typedef struct rlock_lock_options {
@@ -275,18 +281,26 @@ RLOCK_API int rlock_is_lost(const rlock_lock *lock, int64_t thread_id);
 typedef struct rlock_lock_state {
   unsigned int version;  /* set by the caller: RLOCK_LOCK_STATE_VERSION */
   int locked;            /* the lock key exists */
-  int held_by_me;        /* the asked-for owner holds it (server view) */
+  int held_by_me;        /* the asked-for owner holds it (server view; for a read or write
+                            handle: holds that half) */
   int64_t hold_count;    /* the asked-for owner's hold count (server view) */
   int64_t ttl_ms;        /* remaining TTL; -1 = locked without expiry; -2 = not locked */
   int64_t owner_count;   /* number of owner fields */
-  const char *owner;     /* the first owner field ("<client-id>:<thread-id>"), NULL if none.
+  const char *owner;     /* the first owner field ("<client-id>:<thread-id>", with ":write" for
+                            the writer of a read-write lock), NULL if none.
                             Borrowed: valid until the next rlock_query on this thread */
   size_t owner_len;
   int64_t owner_hold_count;
+  /* version 2 */
+  int mode;              /* read-write locks: RLOCK_MODE_READ or RLOCK_MODE_WRITE; else 0 */
 } rlock_lock_state;
 
-#define RLOCK_LOCK_STATE_VERSION 1
-#define RLOCK_LOCK_STATE_INIT { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0 }
+#define RLOCK_MODE_NONE 0
+#define RLOCK_MODE_READ 1
+#define RLOCK_MODE_WRITE 2
+
+#define RLOCK_LOCK_STATE_VERSION 2
+#define RLOCK_LOCK_STATE_INIT { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0, 0 }
 
 /* Reads the server-side state of the lock in one round trip, from the point of view of
  * `thread_id` (RLOCK_THREAD_CURRENT for the calling thread). `out->version` must be set. */

@@ -29,6 +29,7 @@ enum Code : int {
   kRedisBusy = -18,
   kReadOnly = -19,
   kClosed = -20,
+  kDeadlock = -21,
 };
 
 // Thrown inside the core for failures that carry a code and a message. Expected outcomes of

@@ -28,6 +28,9 @@ class Transport;
 
 enum LostReason : int { kLostGone = 1, kLostUnreachable = 2, kLostExpired = 3 };
 
+// How a hold sits in Redis, which decides how it is renewed and released at shutdown.
+enum class HoldLayout { Plain, Read, Write };
+
 // The lost-lock callback of one lock handle.
 class LostListener {
  public:
@@ -54,7 +57,8 @@ class Holds {
   // An acquire script sent at `sent` granted this owner `count` holds with `lease_ms`.
   void acquired(const std::string& name, const std::string& owner, int64_t thread_id,
                 int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
-                std::shared_ptr<LostListener> listener, int64_t token = 0);
+                std::shared_ptr<LostListener> listener, int64_t token = 0,
+                HoldLayout layout = HoldLayout::Plain);
   // A release left `left` holds (0 = unlocked), re-applying `lease_ms`.
   void released(const std::string& name, const std::string& owner, int64_t left,
                 int64_t lease_ms, Clock::time_point sent);
@@ -76,6 +80,7 @@ class Holds {
     std::string name;
     std::string owner;
     int64_t count;
+    HoldLayout layout;
   };
   std::vector<Active> active() const;
 
@@ -97,6 +102,7 @@ class Holds {
     int64_t count = 0;
     int64_t lease_ms = 0;
     int64_t token = 0;
+    HoldLayout layout = HoldLayout::Plain;
     bool watchdog = false;
     bool renewing = false;
     bool lost = false;
@@ -116,6 +122,7 @@ class Holds {
   struct Renewal {
     Key key;
     uint64_t generation;
+    bool read;
   };
 
   void run();

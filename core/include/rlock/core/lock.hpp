@@ -26,7 +26,9 @@ struct AcquireArgs {
                                    // for it advances the token sequence too
 };
 
-enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2, Fair = 3 };
+// Read and Write are the two halves of one read-write lock: handles of both kinds on one name
+// share the hash (field 'mode', readers "<owner>", the writer "<owner>:write").
+enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2, Fair = 3, Read = 4, Write = 5 };
 
 struct LockOptions {
   int64_t lease_ms = kLeaseWatchdog;  // default lease of acquires
@@ -44,6 +46,7 @@ struct LockState {
   int64_t owner_count = 0;
   std::string owner;  // first owner field, empty if none
   int64_t owner_hold_count = 0;
+  std::string mode;  // read-write lock: "read" or "write"; else empty
 };
 
 class Lock {
@@ -75,7 +78,8 @@ class Lock {
   };
   // What one acquire call asks for, worked out once.
   struct Plan {
-    std::string owner;
+    std::string owner;       // the hash field: "<client-id>:<thread-id>", plus ":write" for a writer
+    std::string base_owner;  // "<client-id>:<thread-id>"
     int64_t thread_id;
     int64_t lease_ms;
     bool watchdog;
@@ -88,6 +92,11 @@ class Lock {
   int acquired(const AcquireArgs& a, const Plan& plan);
   void leave_queue(const Plan& plan);
   bool fair() const { return options_.kind == LockKind::Fair; }
+  bool reads() const { return options_.kind == LockKind::Read; }
+  bool writes() const { return options_.kind == LockKind::Write; }
+  bool read_write() const { return reads() || writes(); }
+  // The hash field of the owner with this thread id.
+  std::string owner_field(int64_t thread_id) const;
   int give_up(int last_code, int64_t wait_ms);
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
   int check_open() const;

@@ -38,6 +38,15 @@ inline std::string fence_mark(const std::string& resource) {
   return prefixed_name("rlock_fence", resource);
 }
 
+inline std::string rw_channel(const std::string& name) {
+  return prefixed_name("redisson_rwlock", name);
+}
+
+// Read hold k of `owner` has its own lease key "<this>:k" (Redisson: "{N}:<owner>:rwlock_timeout").
+inline std::string read_lease_prefix(const std::string& name, const std::string& owner) {
+  return hash_tagged(name) + ":" + owner + ":rwlock_timeout";
+}
+
 inline std::string unlock_latch(const std::string& name, const std::string& request_id) {
   return prefixed_name("redisson_unlock_latch", name) + ":" + request_id;
 }
