@@ -11,6 +11,7 @@
 #include "rlock/core/config.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
+#include "rlock/core/lock_group.hpp"
 
 using rlock::capi::guarded;
 namespace core = rlock::core;
@@ -20,7 +21,11 @@ struct rlock_client {
 };
 
 struct rlock_lock {
-  std::unique_ptr<core::Lock> core;
+  std::shared_ptr<core::Lock> core;  // shared with the groups it is a member of
+};
+
+struct rlock_multi {
+  std::unique_ptr<core::LockGroup> core;
 };
 
 struct rlock_cancel_token {
@@ -243,7 +248,7 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
                          .c_str());
     }
     auto lock = std::make_unique<rlock_lock>();
-    lock->core = std::make_unique<core::Lock>(client->core, std::string(name, name_len), options);
+    lock->core = std::make_shared<core::Lock>(client->core, std::string(name, name_len), options);
     *out = lock.release();
     return RLOCK_OK;
   });
@@ -422,6 +427,95 @@ int rlock_lock_set_lost_callback(rlock_lock* lock, rlock_lost_cb cb, void* paylo
             cb(lock, name.c_str(), name.size(), thread_id, reason, payload);
           });
     }
+    return RLOCK_OK;
+  });
+}
+
+// ---- Multi-lock and RedLock -----------------------------------------------------------------
+
+namespace {
+
+int new_group(rlock_multi** out, rlock_lock* const* members, size_t count,
+              core::LockGroup::Policy policy) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    *out = nullptr;
+    if (members == nullptr) return invalid("members must not be NULL");
+    if (count == 0) return invalid("a lock group needs at least one member (count is 0)");
+    std::vector<std::shared_ptr<core::Lock>> locks;
+    locks.reserve(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (members[i] == nullptr) {
+        return invalid(("members[" + std::to_string(i) + "] must not be NULL").c_str());
+      }
+      locks.push_back(members[i]->core);
+    }
+    auto group = std::make_unique<rlock_multi>();
+    group->core = std::make_unique<core::LockGroup>(std::move(locks), policy);
+    *out = group.release();
+    return RLOCK_OK;
+  });
+}
+
+}  // namespace
+
+int rlock_multi_lock_new(rlock_multi** out, rlock_lock* const* members, size_t count) {
+  return new_group(out, members, count, core::LockGroup::Policy::All);
+}
+
+int rlock_redlock_new(rlock_multi** out, rlock_lock* const* members, size_t count) {
+  return new_group(out, members, count, core::LockGroup::Policy::Majority);
+}
+
+void rlock_multi_free(rlock_multi* group) {
+  if (group == nullptr) return;
+  guarded([&]() -> int {
+    delete group;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_multi_acquire(rlock_multi* group, const rlock_acquire_options* opts,
+                        int64_t* out_validity_ms) {
+  return guarded([&]() -> int {
+    if (group == nullptr) return invalid("group must not be NULL");
+    rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+    if (opts != nullptr) {
+      if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+      o.wait_ms = opts->wait_ms;
+      o.lease_ms = opts->lease_ms;
+      o.thread_id = opts->thread_id;
+      o.cancel = opts->cancel;
+      if (opts->version >= 2 && opts->token != nullptr) {
+        return invalid("fencing tokens are not available for lock groups (opts->token)");
+      }
+    }
+    return group->core->acquire(o.wait_ms, o.lease_ms, o.thread_id,
+                                o.cancel == nullptr ? nullptr : &o.cancel->set, out_validity_ms);
+  });
+}
+
+int rlock_multi_release(rlock_multi* group, int64_t thread_id) {
+  return guarded([&]() -> int {
+    if (group == nullptr) return invalid("group must not be NULL");
+    return group->core->release(thread_id);
+  });
+}
+
+int rlock_multi_is_held(const rlock_multi* group, int64_t thread_id) {
+  if (group == nullptr) return 0;
+  int held = 0;
+  guarded([&]() -> int {
+    held = group->core->is_held(thread_id) ? 1 : 0;
+    return RLOCK_OK;
+  });
+  return held;
+}
+
+int rlock_multi_cancel(rlock_multi* group) {
+  return guarded([&]() -> int {
+    if (group == nullptr) return invalid("group must not be NULL");
+    group->core->cancel_waits();
     return RLOCK_OK;
   });
 }

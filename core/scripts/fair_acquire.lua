@@ -52,7 +52,17 @@ local hint = -1
 if pttl > 0 then
   hint = pttl
 end
-if ARGV[5] ~= '1' or redis.call('zscore', KEYS[3], ARGV[2]) then
+if ARGV[5] ~= '1' then
+  return {0, hint}
+end
+local queued = redis.call('zscore', KEYS[3], ARGV[2])
+if queued then
+  -- A waiter that comes back is alive: push its deadline back (never forward), so only a
+  -- waiter that stopped coming back is ever dropped as stale.
+  local refreshed = now + math.max(pttl, 0) + allowance
+  if refreshed > tonumber(queued) then
+    redis.call('zadd', KEYS[3], refreshed, ARGV[2])
+  end
   return {0, hint}
 end
 -- Join the tail, with a deadline one allowance after the waiter ahead (or the holder's lease).

@@ -137,7 +137,9 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
     // The request may have been applied with its reply lost: take it back if so, so the key
     // does not outlive us until its lease.
     // (Not for read-write locks: their layout differs; their key expires by the lease.)
-    if (e.code() == kConn && !read_write()) undo_acquire(plan.owner, before + 1, plan.lease_ms);
+    if (e.code() == kConn && !read_write() && plan.undo_lost_reply) {
+      undo_acquire(plan.owner, before + 1, plan.lease_ms);
+    }
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
   }
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
@@ -191,6 +193,7 @@ int Lock::acquire(const AcquireArgs& a) {
   plan.watchdog = lease == kLeaseWatchdog;
   plan.lease_ms = plan.watchdog ? client_->config().watchdog_lease_ms : lease;
   plan.fenced = options_.kind == LockKind::Fenced || a.token != nullptr;
+  plan.undo_lost_reply = a.undo_lost_reply;
   if (plan.fenced && read_write()) {
     return fail(kInvalid, "lock " + printable(name_) +
                               ": fencing tokens are not available for read-write locks");
@@ -265,6 +268,10 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan) {
     if (at.code == kTimedOut) {
       // Sleep until a wake-up message, bounded by the holder's remaining lease and the poll cap.
       if (at.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(at.pttl));
+      // A fair waiter keeps its place by coming back well within its allowance.
+      if (fair()) {
+        sleep = std::min(sleep, std::chrono::milliseconds(std::max<int64_t>(1, plan.fair_allowance_ms / 2)));
+      }
       backoff_ms = kMinBackoffMs;
     } else {
       sleep = std::chrono::milliseconds(backoff_ms);

@@ -128,6 +128,16 @@ std::string lock_channel(const std::string& name) {
   return "redisson_lock__channel:{" + name + "}";
 }
 
+std::string fair_queue_key(const std::string& name) {
+  if (name.find('{') != std::string::npos) return "redisson_lock_queue:" + name;
+  return "redisson_lock_queue:{" + name + "}";
+}
+
+std::string fair_timeout_key(const std::string& name) {
+  if (name.find('{') != std::string::npos) return "redisson_lock_timeout:" + name;
+  return "redisson_lock_timeout:{" + name + "}";
+}
+
 std::string Reply::describe() const {
   switch (type) {
     case Type::Nil: return "(nil)";
@@ -269,6 +279,8 @@ bool RedisConn::wait_numsub(const std::string& channel, long long count, int64_t
 
 void RedisConn::delete_lock_keys(const std::string& name) {
   del(name);
+  del(fair_queue_key(name));
+  del(fair_timeout_key(name));
   // Unlock latches: "redisson_unlock_latch:{N}:<request id>" (N unchanged if it has a '{').
   std::string tagged = name.find('{') != std::string::npos ? name : "{" + name + "}";
   std::string pattern = "redisson_unlock_latch:" + glob_escape(tagged) + ":*";
@@ -285,6 +297,13 @@ void RedisConn::subscribe(const std::string& channel) {
   Reply r = ok({"SUBSCRIBE", channel});
   if (r.elements.size() != 3 || r.elements[0].str != "subscribe") {
     throw std::runtime_error("SUBSCRIBE: " + r.describe());
+  }
+}
+
+void RedisConn::psubscribe(const std::string& pattern) {
+  Reply r = ok({"PSUBSCRIBE", pattern});
+  if (r.elements.size() != 3 || r.elements[0].str != "psubscribe") {
+    throw std::runtime_error("PSUBSCRIBE: " + r.describe());
   }
 }
 
@@ -311,6 +330,11 @@ bool RedisConn::next_message(int64_t timeout_ms, std::string* channel, std::stri
   }
   Reply r = convert(static_cast<redisReply*>(raw));
   freeReplyObject(raw);
+  if (r.type == Reply::Type::Array && r.elements.size() == 4 && r.elements[0].str == "pmessage") {
+    *channel = r.elements[2].str;  // [1] is the pattern it matched
+    *payload = r.elements[3].str;
+    return true;
+  }
   if (r.type != Reply::Type::Array || r.elements.size() != 3 || r.elements[0].str != "message") {
     throw std::runtime_error("unexpected pub/sub reply: " + r.describe());
   }

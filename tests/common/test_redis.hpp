@@ -32,6 +32,11 @@ std::string unique_name(const std::string& tag);
 // when N already contains '{').
 std::string lock_channel(const std::string& name);
 
+// A fair lock's queue of waiting owners ("redisson_lock_queue:{N}") and their deadlines, a sorted
+// set of owner -> wall-clock ms ("redisson_lock_timeout:{N}"); N unchanged if it has a '{'.
+std::string fair_queue_key(const std::string& name);
+std::string fair_timeout_key(const std::string& name);
+
 struct Reply {
   enum class Type { Nil, Integer, String, Status, Error, Array };
   Type type = Type::Nil;
@@ -69,12 +74,16 @@ class RedisConn {
   long long numsub(const std::string& channel);
   // Waits until a channel has at least `count` subscribers; false on timeout.
   bool wait_numsub(const std::string& channel, long long count, int64_t timeout_ms);
-  // Deletes a lock key and the unlock latches the library keeps next to it.
+  // Deletes a lock key, the unlock latches the library keeps next to it, and a fair lock's
+  // queue and deadlines (which have no expiry of their own).
   void delete_lock_keys(const std::string& name);
 
   // Turns this connection into a subscriber of `channel` (waits for the confirmation).
   void subscribe(const std::string& channel);
-  // Waits for the next published message; false on timeout (the connection is then unusable).
+  // The same for a glob pattern of channels (PSUBSCRIBE).
+  void psubscribe(const std::string& pattern);
+  // Waits for the next published message (of a channel or a pattern subscription: `channel` is
+  // the channel it was published on); false on timeout (the connection is then unusable).
   bool next_message(int64_t timeout_ms, std::string* channel, std::string* payload);
 
  private:

@@ -80,6 +80,9 @@ void check_mutual_exclusion(int kind, int kProcesses, int kThreads, int kIterati
 
   RedisConn redis(test_redis_url());
   EXPECT_FALSE(redis.exists(name)) << "the lock key outlived every holder";
+  // Only the fair kind has these; every waiter of it left its queue by acquiring.
+  EXPECT_FALSE(redis.exists(fair_queue_key(name))) << "a fair waiter was left in the queue";
+  EXPECT_FALSE(redis.exists(fair_timeout_key(name))) << "a fair waiter's deadline was left behind";
   std::printf("kind %d: %zu critical sections in %lld ms\n", kind, sections.size(),
               static_cast<long long>(elapsed));
 }
@@ -91,6 +94,11 @@ TEST(MutualExclusion, ProcessesAndThreadsNeverOverlapOrLoseUpdates) {
 
 TEST(MutualExclusion, FencedLockNeverOverlapsOrLosesUpdates) {
   check_mutual_exclusion(RLOCK_LOCK_FENCED, 4, 4, 150);
+}
+
+// Every handover goes to the queue head, woken on its own channel.
+TEST(MutualExclusion, FairLockNeverOverlapsOrLosesUpdates) {
+  check_mutual_exclusion(RLOCK_LOCK_FAIR, 4, 4, 100);
 }
 
 // Spinners hand over less promptly (no wake-up message), so fewer sections keep it short.

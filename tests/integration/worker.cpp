@@ -21,6 +21,15 @@
 //     the read lock, holding for 0-1000 us. Writes "R|W enter exit" lines (monotonic ns) to
 //     STAMPS_FILE. Exit 0 when every call succeeded.
 //
+//   rlock_it_worker fair URL NAME FAIR_WAIT_MS WAIT_MS HOLD_MS THREADS [POLL_CAP_MS]
+//     One client (poll_cap_ms POLL_CAP_MS, default the library's) and one RLOCK_LOCK_FAIR handle
+//     on NAME with fair_wait_ms FAIR_WAIT_MS (0 = default). Prints "ready CLIENT_ID" once
+//     SIGUSR1 is blocked, then starts owner T = 1..THREADS (thread id T, each on a thread of its
+//     own) one per SIGUSR1 received, so the test decides the order they queue in. Each owner
+//     prints "start T", acquires with WAIT_MS (-1 = forever), prints "acquired T MONO_US" (or
+//     "failed T RC"), holds for HOLD_MS, prints "releasing T MONO_US", releases and prints
+//     "released T RC". Exit 0 when every owner acquired and released.
+//
 //   rlock_it_worker hold URL NAME LEASE_MS WATCHDOG_LEASE_MS
 //     Acquires NAME with LEASE_MS (-1 = watchdog; WATCHDOG_LEASE_MS 0 = default), prints
 //     "acquired BEFORE_US AFTER_US OWNER" (monotonic time before and after the acquire call)
@@ -33,6 +42,7 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -286,6 +296,94 @@ int run_fenced(char** argv) {
   return 0;
 }
 
+std::mutex g_out_mutex;
+
+// One whole line on stdout at a time, flushed at once (the test reads them as they come).
+void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void say(const char* format, ...) {
+  std::lock_guard<std::mutex> lock(g_out_mutex);
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+  std::fflush(stdout);
+}
+
+int run_fair(int argc, char** argv) {
+  const char* url = argv[2];
+  const std::string name = argv[3];
+  const int64_t fair_wait_ms = std::strtoll(argv[4], nullptr, 10);
+  const int64_t wait_ms = std::strtoll(argv[5], nullptr, 10);
+  const int64_t hold_ms = std::strtoll(argv[6], nullptr, 10);
+  const int threads = std::atoi(argv[7]);
+  const int64_t poll_cap_ms = argc > 8 ? std::strtoll(argv[8], nullptr, 10) : 0;
+
+  // SIGUSR1 is taken with sigwait, so block it before the library starts its threads.
+  sigset_t go;
+  sigemptyset(&go);
+  sigaddset(&go, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &go, nullptr);
+
+  rlock_client_options client_options = RLOCK_CLIENT_OPTIONS_INIT;
+  client_options.url = url;
+  client_options.poll_cap_ms = poll_cap_ms;
+  client_options.pool_size = threads + 1;
+  rlock_client* client = nullptr;
+  int rc = rlock_client_new(&client, &client_options);
+  if (rc != RLOCK_OK) {
+    report("rlock_client_new", rc);
+    return 2;
+  }
+  rlock_lock_options lock_options = RLOCK_LOCK_OPTIONS_INIT;
+  lock_options.kind = RLOCK_LOCK_FAIR;
+  lock_options.fair_wait_ms = fair_wait_ms;
+  rlock_lock* lock = nullptr;
+  rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), &lock_options);
+  if (rc != RLOCK_OK) {
+    report("rlock_lock_new_n", rc);
+    return 2;
+  }
+  say("ready %s\n", rlock_client_id(client));
+
+  std::vector<int> failed(threads, 0);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    int sig = 0;
+    sigwait(&go, &sig);
+    pool.emplace_back([&, t] {
+      const int64_t tid = t + 1;
+      say("start %" PRId64 "\n", tid);
+      rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+      opts.wait_ms = wait_ms;
+      opts.thread_id = tid;
+      int r = rlock_acquire_ex(lock, &opts);
+      const int64_t acquired_us = rlock_test::mono_us();
+      if (r != RLOCK_OK) {
+        report("rlock_acquire_ex", r);
+        say("failed %" PRId64 " %d\n", tid, r);
+        failed[t] = 1;
+        return;
+      }
+      say("acquired %" PRId64 " %" PRId64 "\n", tid, acquired_us);
+      if (hold_ms > 0) rlock_test::sleep_ms(hold_ms);
+      say("releasing %" PRId64 " %" PRId64 "\n", tid, rlock_test::mono_us());
+      r = rlock_release_ex(lock, tid);
+      if (r != RLOCK_OK) {
+        report("rlock_release_ex", r);
+        failed[t] = 1;
+      }
+      say("released %" PRId64 " %d\n", tid, r);
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  rlock_lock_free(lock);
+  rlock_client_free(client);
+  for (int f : failed) {
+    if (f) return 1;
+  }
+  return 0;
+}
+
 int run_hold(char** argv) {
   const char* url = argv[2];
   const std::string name = argv[3];
@@ -322,9 +420,11 @@ int main(int argc, char** argv) {
   if (argc == 6 && std::strcmp(argv[1], "fenced") == 0) return run_fenced(argv);
   if (argc == 7 && std::strcmp(argv[1], "rw") == 0) return run_rw(argv);
   if (argc == 6 && std::strcmp(argv[1], "hold") == 0) return run_hold(argv);
+  if ((argc == 8 || argc == 9) && std::strcmp(argv[1], "fair") == 0) return run_fair(argc, argv);
   std::fprintf(stderr,
                "usage: %s mutex URL NAME COUNTER_FILE STAMPS_FILE THREADS ITERATIONS\n"
-               "       %s hold URL NAME LEASE_MS WATCHDOG_LEASE_MS\n",
-               argv[0], argv[0]);
+               "       %s hold URL NAME LEASE_MS WATCHDOG_LEASE_MS\n"
+               "       %s fair URL NAME FAIR_WAIT_MS WAIT_MS HOLD_MS THREADS [POLL_CAP_MS]\n",
+               argv[0], argv[0], argv[0]);
   return 64;
 }

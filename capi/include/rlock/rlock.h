@@ -333,6 +333,37 @@ RLOCK_API int rlock_cancel_token_is_cancelled(const rlock_cancel_token *token);
 /* Frees the token. It must not be in use by an acquire in progress. NULL is a no-op. */
 RLOCK_API void rlock_cancel_token_free(rlock_cancel_token *token);
 
+/* ---- Multi-lock and RedLock --------------------------------------------------------------- */
+
+/* Several locks taken as one. A multi-lock holds only when every member is held; a RedLock
+ * holds when a majority (count/2 + 1) of members, each on its own independent Redis server (its
+ * own client), granted it within the lease. Members may live on different clients. Each
+ * attempt tries every member at once and never waits while holding some, so callers locking
+ * the same members in opposite orders cannot deadlock; an attempt that falls short releases
+ * every member before retrying or returning, so a failed call leaves nothing held. A member's
+ * client's command_timeout_ms bounds how long a slow server can delay an attempt.
+ * Thread-safe; ownership is per owner as for rlock_lock. The group keeps its members alive:
+ * they may be freed before the group. */
+typedef struct rlock_multi rlock_multi;
+
+RLOCK_API int rlock_multi_lock_new(rlock_multi **out, rlock_lock *const *members, size_t count);
+RLOCK_API int rlock_redlock_new(rlock_multi **out, rlock_lock *const *members, size_t count);
+RLOCK_API void rlock_multi_free(rlock_multi *group);
+
+/* Acquires the group with opts' wait_ms, lease_ms (0 = the watchdog), thread_id and cancel
+ * (NULL opts = RLOCK_ACQUIRE_OPTIONS_INIT; opts->token must be NULL). *out_validity_ms
+ * (optional) receives how long the group is sure to be held: the shortest member lease minus
+ * the time spent acquiring and a clock-drift allowance. */
+RLOCK_API int rlock_multi_acquire(rlock_multi *group, const rlock_acquire_options *opts,
+                                  int64_t *out_validity_ms);
+/* Releases every member of the calling thread (or `thread_id`). For a RedLock, members that are
+ * down or were never granted are skipped: it succeeds when a majority was released. */
+RLOCK_API int rlock_multi_release(rlock_multi *group, int64_t thread_id);
+/* Local view, no I/O: 1 if the owner holds the group (every member, or a majority). */
+RLOCK_API int rlock_multi_is_held(const rlock_multi *group, int64_t thread_id);
+/* Wakes every acquire waiting on this group with RLOCK_ECANCELED. Any thread. */
+RLOCK_API int rlock_multi_cancel(rlock_multi *group);
+
 /* ---- Helpers ------------------------------------------------------------------------------ */
 
 /* The calling OS thread's id, the default owner thread id. */

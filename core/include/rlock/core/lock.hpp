@@ -24,6 +24,8 @@ struct AcquireArgs {
   CancelSet* cancel = nullptr;     // optional sticky token
   int64_t* token = nullptr;        // receives the fencing token; on a reentrant lock, asking
                                    // for it advances the token sequence too
+  bool undo_lost_reply = true;     // take back an acquire whose reply was lost (a lock group
+                                   // releases every member itself instead)
 };
 
 // Read and Write are the two halves of one read-write lock: handles of both kinds on one name
@@ -85,6 +87,7 @@ class Lock {
     bool watchdog;
     bool fenced;
     int64_t fair_allowance_ms;  // fair lock: how long our place in the queue is kept
+    bool undo_lost_reply;
   };
   Attempt try_acquire(const Plan& plan, bool join_queue);
   int wait_subscribed(const AcquireArgs& a, const Plan& plan);

@@ -1,0 +1,182 @@
+#include "rlock/core/lock_group.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "rlock/core/error.hpp"
+#include "rlock/core/holds.hpp"
+
+namespace rlock::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kFirstBackoffMs = 5;
+constexpr int64_t kMaxBackoffMs = 200;
+
+struct Outcome {
+  int code;
+  std::string message;
+};
+
+// Runs `attempt(i)` for every member at once and collects each result with the message the
+// member recorded on the thread it ran on.
+template <class F>
+std::vector<Outcome> in_parallel(size_t count, F attempt) {
+  std::vector<std::future<Outcome>> running;
+  running.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    running.push_back(std::async(std::launch::async, [&attempt, i] {
+      int code = attempt(i);
+      return Outcome{code, code == kOk ? std::string() : last_error_message()};
+    }));
+  }
+  std::vector<Outcome> out;
+  out.reserve(count);
+  for (auto& r : running) out.push_back(r.get());
+  return out;
+}
+
+bool retryable(int code) { return code == kTimedOut || code == kConn || code == kRedisBusy; }
+
+}  // namespace
+
+LockGroup::LockGroup(std::vector<std::shared_ptr<Lock>> members, Policy policy)
+    : members_(std::move(members)), policy_(policy) {
+  if (members_.empty()) throw Error(kInvalid, "a lock group needs at least one member");
+  std::set<std::pair<const Client*, std::string>> seen;
+  for (const auto& m : members_) {
+    if (!m) throw Error(kInvalid, "a lock group member is NULL");
+    if (!seen.insert({&m->client(), m->name()}).second) {
+      throw Error(kInvalid, "lock " + printable(m->name()) +
+                                " is in the group twice (same client and name)");
+    }
+  }
+  quorum_ = policy == Policy::All ? members_.size() : members_.size() / 2 + 1;
+}
+
+void LockGroup::release_all(int64_t thread_id) {
+  in_parallel(members_.size(), [&](size_t i) { return members_[i]->release(thread_id); });
+}
+
+int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, CancelSet* cancel,
+                       int64_t* validity_ms) {
+  if (wait_ms < -1 || wait_ms > kMaxDurationMs) {
+    return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
+                              std::to_string(kMaxDurationMs) + " ms, got " + std::to_string(wait_ms));
+  }
+  if (lease_ms == 0) lease_ms = kLeaseWatchdog;
+  if (lease_ms < -1 || lease_ms > kMaxDurationMs) {
+    return fail(kInvalid, "lease_ms must be -1 (watchdog) or from 1 to " +
+                              std::to_string(kMaxDurationMs) + " ms, got " + std::to_string(lease_ms));
+  }
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
+  if (cancel != nullptr && cancel->cancelled()) return fail(kCanceled, "lock group: cancelled");
+  // Members run on other threads: they must all act for the caller's owner.
+  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
+  int64_t lease_applied = lease_ms;
+  if (lease_ms == kLeaseWatchdog) {
+    lease_applied = kMaxDurationMs;
+    for (const auto& m : members_) {
+      lease_applied = std::min(lease_applied, m->client().config().watchdog_lease_ms);
+    }
+  }
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point deadline =
+      wait_ms < 0 ? Clock::time_point::max() : start + std::chrono::milliseconds(wait_ms);
+
+  Sleeper sleeper;
+  CancelRegistration by_group, by_token;
+  by_group.attach(&waits_, &sleeper);
+  if (!by_token.attach(cancel, &sleeper)) return fail(kCanceled, "lock group: cancelled");
+  thread_local std::minstd_rand jitter(std::random_device{}());
+  int64_t backoff_ms = kFirstBackoffMs;
+
+  for (;;) {
+    const Clock::time_point round_start = Clock::now();
+    AcquireArgs args;
+    args.wait_ms = 0;
+    args.lease_ms = lease_ms;
+    args.thread_id = tid;
+    args.undo_lost_reply = false;  // a failed round releases every member below
+    std::vector<Outcome> results =
+        in_parallel(members_.size(), [&](size_t i) { return members_[i]->acquire(args); });
+    size_t granted = 0;
+    const Outcome* worst = nullptr;  // the failure to report if the round falls short
+    for (const Outcome& r : results) {
+      if (r.code == kOk) {
+        ++granted;
+      } else if (worst == nullptr || (worst->code == kTimedOut && r.code != kTimedOut)) {
+        worst = &r;
+      }
+    }
+    const int64_t spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              Clock::now() - round_start).count();
+    const int64_t validity = lease_applied - spent - Holds::drift_ms(lease_applied);
+    if (granted >= quorum_ && validity > 0) {
+      if (validity_ms != nullptr) *validity_ms = validity;
+      return kOk;
+    }
+    release_all(tid);  // all of them: a member whose reply was lost may hold it anyway
+
+    std::string why = granted >= quorum_
+                          ? "acquiring took " + std::to_string(spent) + " ms, longer than the lease"
+                          : std::to_string(granted) + " of " + std::to_string(members_.size()) +
+                                " members granted, " + std::to_string(quorum_) + " needed" +
+                                (worst != nullptr ? "; " + worst->message : "");
+    if (worst != nullptr && !retryable(worst->code) && policy_ == Policy::All) {
+      return fail(worst->code, "lock group: " + why);
+    }
+    const Clock::time_point now = Clock::now();
+    if (wait_ms == 0 || now >= deadline) {
+      int code = worst == nullptr || worst->code == kTimedOut ? kTimedOut : worst->code;
+      if (!retryable(code) && policy_ == Policy::Majority) code = kTimedOut;
+      return fail(code, "lock group not acquired: " + why);
+    }
+    // Back off with jitter so competing callers do not collide round after round.
+    int64_t sleep_ms = backoff_ms / 2 +
+                       static_cast<int64_t>(jitter() % static_cast<uint64_t>(backoff_ms / 2 + 1));
+    backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+    Clock::time_point until = deadline - now <= std::chrono::milliseconds(sleep_ms)
+                                  ? deadline
+                                  : now + std::chrono::milliseconds(sleep_ms);
+    if (!sleeper.sleep_until(until)) return fail(kCanceled, "lock group: cancelled");
+  }
+}
+
+int LockGroup::release(int64_t thread_id) {
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
+  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
+  std::vector<Outcome> results =
+      in_parallel(members_.size(), [&](size_t i) { return members_[i]->release(tid); });
+  size_t released = 0;
+  const Outcome* first_failure = nullptr;
+  for (const Outcome& r : results) {
+    if (r.code == kOk) {
+      ++released;
+    } else if (first_failure == nullptr) {
+      first_failure = &r;
+    }
+  }
+  // A RedLock member that was down, or never granted, fails its release: that is expected.
+  if (released >= quorum_) return kOk;
+  if (first_failure == nullptr) return kOk;
+  return fail(first_failure->code, "lock group release: " + std::to_string(released) + " of " +
+                                       std::to_string(members_.size()) + " members released; " +
+                                       first_failure->message);
+}
+
+bool LockGroup::is_held(int64_t thread_id) const {
+  if (thread_id < 0) return false;
+  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
+  size_t held = 0;
+  for (const auto& m : members_) held += m->is_held(tid) ? 1 : 0;
+  return held >= quorum_;
+}
+
+}  // namespace rlock::core

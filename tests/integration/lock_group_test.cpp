@@ -1,0 +1,258 @@
+// Multi-lock (all members or none) and RedLock (a majority of independent servers).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "it_support.hpp"
+
+using namespace rlock_test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct GroupFree {
+  void operator()(rlock_multi* g) const { rlock_multi_free(g); }
+};
+using Group = std::unique_ptr<rlock_multi, GroupFree>;
+
+Group make_group(const std::vector<rlock_lock*>& members, bool redlock) {
+  rlock_multi* g = nullptr;
+  int rc = redlock ? rlock_redlock_new(&g, members.data(), members.size())
+                   : rlock_multi_lock_new(&g, members.data(), members.size());
+  if (rc != RLOCK_OK) throw std::runtime_error("group: " + it::last_error());
+  return Group(g);
+}
+
+int group_acquire(rlock_multi* g, int64_t wait_ms, int64_t lease_ms = 0, int64_t thread_id = 0,
+                  int64_t* validity = nullptr) {
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  return rlock_multi_acquire(g, &opts, validity);
+}
+
+// FAULTS.md E7: all-or-nothing.
+TEST(MultiLock, AllOrNothingLeavesNoPartialHolds) {
+  RedisConn redis(test_redis_url());
+  const std::string a = unique_name("multi-a"), b = unique_name("multi-b"), c = unique_name("multi-c");
+  LockKeys ka(a), kb(b), kc(c);
+  it::Client mine = it::make_client(), other = it::make_client();
+  it::Lock la = it::make_lock(mine.get(), a), lb = it::make_lock(mine.get(), b),
+           lc = it::make_lock(mine.get(), c), held = it::make_lock(other.get(), b);
+  Group g = make_group({la.get(), lb.get(), lc.get()}, false);
+
+  ASSERT_EQ(rlock_acquire(held.get(), 0), RLOCK_OK);
+  EXPECT_EQ(group_acquire(g.get(), 0), RLOCK_ETIMEDOUT);
+  EXPECT_FALSE(redis.exists(a)) << "partial hold left on a";
+  EXPECT_FALSE(redis.exists(c)) << "partial hold left on c";
+  EXPECT_EQ(rlock_multi_is_held(g.get(), RLOCK_THREAD_CURRENT), 0);
+  auto start = Clock::now();
+  EXPECT_EQ(group_acquire(g.get(), 300), RLOCK_ETIMEDOUT);
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(290));
+  EXPECT_FALSE(redis.exists(a));
+  EXPECT_FALSE(redis.exists(c));
+
+  // Freed in the meantime: the group gets every member.
+  const int64_t holder = rlock_current_thread_id();  // the other client's owner is this thread
+  std::thread freer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_EQ(rlock_release_ex(held.get(), holder), RLOCK_OK) << it::last_error();
+  });
+  EXPECT_EQ(group_acquire(g.get(), 5000), RLOCK_OK) << it::last_error();
+  freer.join();
+  EXPECT_EQ(rlock_multi_is_held(g.get(), RLOCK_THREAD_CURRENT), 1);
+  EXPECT_TRUE(redis.exists(a) && redis.exists(b) && redis.exists(c));
+  EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_FALSE(redis.exists(a) || redis.exists(b) || redis.exists(c));
+}
+
+// FAULTS.md E7: callers locking the same members in opposite orders never deadlock, and
+// still exclude each other.
+TEST(MultiLock, OppositeOrdersFinishAndExclude) {
+  const std::string a = unique_name("multi-x"), b = unique_name("multi-y");
+  LockKeys ka(a), kb(b);
+  it::Client c1 = it::make_client(), c2 = it::make_client();
+  it::Lock a1 = it::make_lock(c1.get(), a), b1 = it::make_lock(c1.get(), b);
+  it::Lock a2 = it::make_lock(c2.get(), a), b2 = it::make_lock(c2.get(), b);
+  Group forward = make_group({a1.get(), b1.get()}, false);
+  Group backward = make_group({b2.get(), a2.get()}, false);
+  std::atomic<int> inside{0}, overlaps{0}, failures{0};
+  constexpr int kRounds = 150;
+  auto run = [&](rlock_multi* g) {
+    for (int i = 0; i < kRounds; ++i) {
+      if (group_acquire(g, 20000) != RLOCK_OK) {
+        ++failures;
+        continue;
+      }
+      if (inside.fetch_add(1) != 0) ++overlaps;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      inside.fetch_sub(1);
+      if (rlock_multi_release(g, RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
+    }
+  };
+  auto start = Clock::now();
+  std::thread t1(run, forward.get()), t2(run, backward.get());
+  t1.join();
+  t2.join();
+  EXPECT_EQ(failures.load(), 0) << it::last_error();
+  EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));
+}
+
+TEST(MultiLock, BadInput) {
+  it::Client c = it::make_client();
+  it::Lock l = it::make_lock(c.get(), unique_name("multi-bad"));
+  rlock_multi* g = nullptr;
+  rlock_lock* twice[2] = {l.get(), l.get()};
+  EXPECT_EQ(rlock_multi_lock_new(&g, twice, 2), RLOCK_EINVAL);
+  EXPECT_NE(it::last_error().find("twice"), std::string::npos);
+  EXPECT_EQ(rlock_multi_lock_new(&g, twice, 0), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_multi_lock_new(&g, nullptr, 1), RLOCK_EINVAL);
+  rlock_lock* with_null[2] = {l.get(), nullptr};
+  EXPECT_EQ(rlock_redlock_new(&g, with_null, 2), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_multi_lock_new(nullptr, twice, 1), RLOCK_EINVAL);
+  EXPECT_EQ(g, nullptr);
+  Group one = make_group({l.get()}, false);
+  EXPECT_EQ(group_acquire(one.get(), -2), RLOCK_EINVAL);
+  EXPECT_EQ(group_acquire(one.get(), 0, -5), RLOCK_EINVAL);
+  int64_t token = 0;
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.token = &token;
+  EXPECT_EQ(rlock_multi_acquire(one.get(), &opts, nullptr), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_multi_acquire(nullptr, nullptr, nullptr), RLOCK_EINVAL);
+  rlock_multi_free(nullptr);
+}
+
+// Five independent servers, one client (and lock handle) per server.
+class RedLockTest : public ::testing::Test {
+ protected:
+  static constexpr int kServers = 5;
+  void SetUp() override {
+    name_ = unique_name("redlock");
+    for (int i = 0; i < kServers; ++i) {
+      servers_.push_back(std::make_unique<PrivateRedis>());
+      admins_.push_back(std::make_unique<RedisConn>(servers_.back()->unix_url()));
+      rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+      const std::string url = servers_.back()->tcp_url();
+      opts.url = url.c_str();
+      opts.command_timeout_ms = 50;  // the per-server timeout
+      opts.connect_timeout_ms = 50;
+      rlock_client* c = nullptr;
+      ASSERT_EQ(rlock_client_new(&c, &opts), RLOCK_OK) << it::last_error();
+      clients_.emplace_back(c);
+      locks_.push_back(it::make_lock(c, name_));
+    }
+  }
+  std::vector<rlock_lock*> members() {
+    std::vector<rlock_lock*> m;
+    for (auto& l : locks_) m.push_back(l.get());
+    return m;
+  }
+  int keys_left() {
+    int n = 0;
+    for (size_t i = 0; i < servers_.size(); ++i) {
+      if (servers_[i] && admins_[i]->exists(name_)) ++n;
+    }
+    return n;
+  }
+  void stop_server(int i) {
+    admins_[i].reset();
+    servers_[i].reset();
+  }
+  std::string name_;
+  std::vector<std::unique_ptr<PrivateRedis>> servers_;
+  std::vector<std::unique_ptr<RedisConn>> admins_;
+  std::vector<it::Client> clients_;
+  std::vector<it::Lock> locks_;
+};
+
+// FAULTS.md E1: one server down still acquires, with a validity inside the lease.
+TEST_F(RedLockTest, OneServerDownStillAcquires) {
+  Group g = make_group(members(), true);
+  stop_server(4);
+  int successes = 0;
+  for (int i = 0; i < 100; ++i) {
+    int64_t validity = -1;
+    if (group_acquire(g.get(), 0, 10000, 0, &validity) == RLOCK_OK) {
+      ++successes;
+      EXPECT_GT(validity, 0);
+      EXPECT_LE(validity, 10000 - 100 - 2);  // lease minus the drift allowance
+      EXPECT_EQ(keys_left(), 4);
+      EXPECT_EQ(rlock_multi_is_held(g.get(), RLOCK_THREAD_CURRENT), 1);
+      EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK) << it::last_error();
+      EXPECT_EQ(keys_left(), 0);
+    }
+  }
+  EXPECT_EQ(successes, 100) << it::last_error();
+}
+
+// FAULTS.md E3: three down never acquires and leaves no key on the two that answer.
+TEST_F(RedLockTest, ThreeServersDownNeverAcquiresAndLeavesNothing) {
+  Group g = make_group(members(), true);
+  stop_server(0);
+  stop_server(2);
+  stop_server(4);
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_NE(group_acquire(g.get(), 0, 10000), RLOCK_OK);
+    EXPECT_EQ(keys_left(), 0) << "partial locks left on reachable servers";
+  }
+  auto start = Clock::now();
+  EXPECT_NE(group_acquire(g.get(), 400, 10000), RLOCK_OK);
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(3000));
+  EXPECT_EQ(keys_left(), 0);
+}
+
+// FAULTS.md E2: a server that stops answering delays an attempt by about the per-server
+// timeout (50 ms here), not by its own slowness.
+TEST_F(RedLockTest, SlowServerIsBoundedByThePerServerTimeout) {
+  Group g = make_group(members(), true);
+  admins_[3]->ok({"CLIENT", "PAUSE", "4000", "ALL"});
+  std::vector<int64_t> took_ms;
+  for (int i = 0; i < 10; ++i) {
+    auto start = Clock::now();
+    int64_t validity = -1;
+    int rc = group_acquire(g.get(), 0, 10000, 0, &validity);
+    took_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    EXPECT_EQ(rc, RLOCK_OK) << it::last_error();
+    EXPECT_GT(validity, 0);
+    EXPECT_LE(validity, 10000 - 102);
+    rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT);
+  }
+  std::sort(took_ms.begin(), took_ms.end());
+  // 50 ms timeout plus scheduling on a loaded 2-core machine; far below the 4 s pause.
+  EXPECT_LT(took_ms.back(), 1000) << "slowest attempt";
+  std::printf("RedLock acquire with a paused server: median %lld ms, max %lld ms\n",
+              static_cast<long long>(took_ms[took_ms.size() / 2]),
+              static_cast<long long>(took_ms.back()));
+  admins_[3]->ok({"CLIENT", "UNPAUSE"});
+}
+
+TEST_F(RedLockTest, ContendingRedLocksExcludeEachOther) {
+  Group first = make_group(members(), true);
+  // A second set of clients on the same servers: a competing process.
+  std::vector<it::Client> others;
+  std::vector<it::Lock> other_locks;
+  std::vector<rlock_lock*> other_members;
+  for (auto& s : servers_) {
+    others.push_back(it::make_client(s->tcp_url()));
+    other_locks.push_back(it::make_lock(others.back().get(), name_));
+    other_members.push_back(other_locks.back().get());
+  }
+  Group second = make_group(other_members, true);
+  ASSERT_EQ(group_acquire(first.get(), 0, 10000), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(group_acquire(second.get(), 0, 10000), RLOCK_ETIMEDOUT);
+  EXPECT_EQ(keys_left(), 5) << "the failed attempt must not remove the holder's keys";
+  EXPECT_EQ(rlock_multi_release(first.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_EQ(group_acquire(second.get(), 1000, 10000), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_multi_release(second.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_EQ(keys_left(), 0);
+}
+
+}  // namespace
