@@ -84,6 +84,7 @@ TEST(MultiLock, OppositeOrdersFinishAndExclude) {
   Group forward = make_group({a1.get(), b1.get()}, false);
   Group backward = make_group({b2.get(), a2.get()}, false);
   std::atomic<int> inside{0}, overlaps{0}, failures{0};
+  volatile int counter = 0;  // lost-update counter: read, sleep, write, only under the group
   constexpr int kRounds = 150;
   auto run = [&](rlock_multi* g) {
     for (int i = 0; i < kRounds; ++i) {
@@ -92,7 +93,9 @@ TEST(MultiLock, OppositeOrdersFinishAndExclude) {
         continue;
       }
       if (inside.fetch_add(1) != 0) ++overlaps;
+      int seen = counter;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
+      counter = seen + 1;
       inside.fetch_sub(1);
       if (rlock_multi_release(g, RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
     }
@@ -103,6 +106,7 @@ TEST(MultiLock, OppositeOrdersFinishAndExclude) {
   t2.join();
   EXPECT_EQ(failures.load(), 0) << it::last_error();
   EXPECT_EQ(overlaps.load(), 0);
+  EXPECT_EQ(counter, 2 * kRounds) << "lost updates";
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));
 }
 
@@ -252,6 +256,45 @@ TEST_F(RedLockTest, ContendingRedLocksExcludeEachOther) {
   EXPECT_EQ(rlock_multi_release(first.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(group_acquire(second.get(), 1000, 10000), RLOCK_OK) << it::last_error();
   EXPECT_EQ(rlock_multi_release(second.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_EQ(keys_left(), 0);
+}
+
+// Three competitors, each with its own five clients (as three processes would be), take the
+// RedLock in turn; a non-atomic counter loses no update.
+TEST_F(RedLockTest, CompetitorsLoseNoUpdate) {
+  constexpr int kCompetitors = 3, kRounds = 40;
+  std::vector<std::vector<it::Client>> clients(kCompetitors);
+  std::vector<std::vector<it::Lock>> locks(kCompetitors);
+  std::vector<Group> groups;
+  for (int c = 0; c < kCompetitors; ++c) {
+    std::vector<rlock_lock*> members;
+    for (auto& s : servers_) {
+      clients[c].push_back(it::make_client(s->tcp_url()));
+      locks[c].push_back(it::make_lock(clients[c].back().get(), name_));
+      members.push_back(locks[c].back().get());
+    }
+    groups.push_back(make_group(members, true));
+  }
+  volatile int counter = 0;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kCompetitors; ++c) {
+    threads.emplace_back([&, c] {
+      for (int i = 0; i < kRounds; ++i) {
+        if (group_acquire(groups[c].get(), 20000, 10000) != RLOCK_OK) {
+          ++failures;
+          continue;
+        }
+        int seen = counter;
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+        counter = seen + 1;
+        if (rlock_multi_release(groups[c].get(), RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0) << it::last_error();
+  EXPECT_EQ(counter, kCompetitors * kRounds - failures.load()) << "lost updates";
   EXPECT_EQ(keys_left(), 0);
 }
 
