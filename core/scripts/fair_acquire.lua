@@ -11,18 +11,7 @@ end
 if not allowance or allowance <= 0 or not now then
   return redis.error_reply('ERR rlock: invalid fair acquire arguments')
 end
--- Waiters whose deadline passed without coming back are gone: drop them from the head.
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) <= now then
-    redis.call('zrem', KEYS[3], head)
-    redis.call('lpop', KEYS[2])
-  else
-    break
-  end
-end
+-- @include fair_prune.lua
 local function granted(count)
   local token = 0
   if KEYS[4] then

@@ -5,17 +5,7 @@ local now = tonumber(ARGV[1])
 if not now then
   return redis.error_reply('ERR rlock: invalid force unlock arguments')
 end
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) <= now then
-    redis.call('zrem', KEYS[3], head)
-    redis.call('lpop', KEYS[2])
-  else
-    break
-  end
-end
+-- @include fair_prune.lua
 if redis.call('del', KEYS[1]) == 1 then
   local head = redis.call('lindex', KEYS[2], 0)
   if head then

@@ -15,17 +15,7 @@ if not lease or lease <= 0 or not count or count <= 0 or not latch_ttl or latch_
     not now then
   return redis.error_reply('ERR rlock: invalid release arguments')
 end
-while true do
-  local head = redis.call('lindex', KEYS[2], 0)
-  if not head then break end
-  local deadline = redis.call('zscore', KEYS[3], head)
-  if deadline and tonumber(deadline) <= now then
-    redis.call('zrem', KEYS[3], head)
-    redis.call('lpop', KEYS[2])
-  else
-    break
-  end
-end
+-- @include fair_prune.lua
 local function wake_head()
   local head = redis.call('lindex', KEYS[2], 0)
   if head then
