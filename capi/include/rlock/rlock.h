@@ -192,8 +192,8 @@ typedef struct rlock_lock_options {
 
 RLOCK_API int rlock_lock_options_init(rlock_lock_options *opts, unsigned int version);
 
-/* A reentrant lock (Redisson RLock layout) named by a NUL-terminated string. Does no I/O.
- * Owned: free with rlock_lock_free. */
+/* A lock of opts->kind (default: the reentrant lock, Redisson's RLock layout) named by a
+ * NUL-terminated string. Does no I/O. Owned: free with rlock_lock_free. */
 RLOCK_API int rlock_lock_new(rlock_lock **out, rlock_client *client, const char *name,
                              const rlock_lock_options *opts);
 
