@@ -122,7 +122,7 @@ void Client::close() {
     std::string latch = unlock_latch(hold.name, random_hex(8));
     std::string lease = std::to_string(std::max<int64_t>(1, holds_.lease(hold.name, hold.owner)));
     std::string count = std::to_string(hold.count);
-    std::string latch_ttl = std::to_string(config_.command_timeout_ms * 2);
+    std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(config_));
     try {
       eval_script(*transport_, scripts::release, {hold.name, channel, latch},
                   {lease, hold.owner, count, latch_ttl}, Retry::No);

@@ -5,6 +5,7 @@
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
+#include "rlock/core/timing.hpp"
 #include "rlock/core/transport.hpp"
 
 namespace rlock::core {
@@ -16,13 +17,6 @@ constexpr auto kLostRetention = std::chrono::minutes(10);
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
 
-// `from` plus `add_ms`, saturating: leases may be far longer than the clock can count.
-Holds::Clock::time_point after(Holds::Clock::time_point from, int64_t add_ms) {
-  auto room = std::chrono::duration_cast<std::chrono::milliseconds>(
-      Holds::Clock::time_point::max() - from);
-  if (add_ms >= room.count()) return Holds::Clock::time_point::max();
-  return from + std::chrono::milliseconds(add_ms);
-}
 
 }  // namespace
 
@@ -102,8 +96,8 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
   h.lease_ms = lease_ms;
   if (token > 0) h.token = token;
   h.watchdog = h.watchdog || watchdog;
-  h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
-  h.next_renew = after(sent, lease_ms / 3);
+  h.valid_until = saturating_after(sent, lease_ms - drift_ms(lease_ms));
+  h.next_renew = saturating_after(sent, lease_ms / 3);
   h.listener = std::move(listener);
   reindex_locked(it->first, h);
   start_locked();
@@ -124,8 +118,8 @@ void Holds::released(const std::string& name, const std::string& owner, int64_t 
   h.count = left;
   h.lost = false;
   h.lease_ms = lease_ms;
-  h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
-  h.next_renew = after(sent, lease_ms / 3);
+  h.valid_until = saturating_after(sent, lease_ms - drift_ms(lease_ms));
+  h.next_renew = saturating_after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
   wake_.notify_all();
 }
@@ -137,8 +131,8 @@ void Holds::extended(const std::string& name, const std::string& owner, int64_t 
   if (it == holds_.end() || it->second.lost) return;
   Hold& h = it->second;
   h.lease_ms = lease_ms;
-  h.valid_until = after(sent, lease_ms - drift_ms(lease_ms));
-  h.next_renew = after(sent, lease_ms / 3);
+  h.valid_until = saturating_after(sent, lease_ms - drift_ms(lease_ms));
+  h.next_renew = saturating_after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
   wake_.notify_all();
 }
@@ -228,7 +222,7 @@ void Holds::run() {
       continue;
     }
     std::vector<const Key*> due;
-    const Clock::time_point horizon = after(now, lease / 6);
+    const Clock::time_point horizon = saturating_after(now, lease / 6);
     for (auto it = index_.begin(); it != index_.end() && it->first <= horizon; ++it) {
       due.push_back(it->second);
     }
@@ -316,8 +310,8 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
       reindex_locked(it->first, h);
     } else if (reply.elements[i].integer == 1) {
       h.lease_ms = lease;
-      h.valid_until = after(sent, lease - drift_ms(lease));
-      h.next_renew = after(sent, lease / 3);
+      h.valid_until = saturating_after(sent, lease - drift_ms(lease));
+      h.next_renew = saturating_after(sent, lease / 3);
       reindex_locked(it->first, h);
     } else {
       mark_lost_locked(it->first, h, kLostGone, notices);

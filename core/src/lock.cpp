@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
+#include "rlock/core/timing.hpp"
 
 namespace rlock::core {
 namespace {
@@ -25,16 +25,6 @@ std::string lease_problem(int64_t lease) {
          (lease == 0 || lease < -1 ? " (a lease <= 0 would unlock at once)" : "");
 }
 
-// A deadline `ms` from now, saturating instead of overflowing.
-Clock::time_point deadline_after(int64_t ms) {
-  auto now = Clock::now();
-  auto room = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::time_point::max() - now);
-  if (ms < 0 || ms >= room.count()) {
-    return Clock::time_point::max();
-  }
-  return now + std::chrono::milliseconds(ms);
-}
-
 // Wall-clock milliseconds: the fair lock's queue deadlines are absolute times, as Redisson
 // keeps them, so every client of one lock must agree on the clock (NTP).
 int64_t epoch_ms() {
@@ -50,6 +40,18 @@ bool is_transient(int code, const std::string& message) {
 }
 
 }  // namespace
+
+int check_wait(int64_t wait_ms) {
+  if (wait_ms < -1 || wait_ms > kMaxDurationMs) {
+    return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
+                              std::to_string(kMaxDurationMs) + " ms, got " + std::to_string(wait_ms));
+  }
+  return kOk;
+}
+
+int check_lease(int64_t lease_ms) {
+  return valid_lease(lease_ms) ? kOk : fail(kInvalid, lease_problem(lease_ms));
+}
 
 Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options)
     : client_(std::move(client)),
@@ -172,11 +174,7 @@ void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_
 
 int Lock::acquire(const AcquireArgs& a) {
   if (int c = check_open()) return c;
-  if (a.wait_ms < -1 || a.wait_ms > kMaxDurationMs) {
-    return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
-                              std::to_string(kMaxDurationMs) + " ms, got " +
-                              std::to_string(a.wait_ms));
-  }
+  if (int rc = check_wait(a.wait_ms)) return rc;
   int64_t lease = a.lease_ms == 0 ? options_.lease_ms : a.lease_ms;
   if (!valid_lease(lease)) return fail(kInvalid, lease_problem(a.lease_ms));
   if (a.thread_id < 0) {
@@ -277,8 +275,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan) {
       sleep = std::chrono::milliseconds(backoff_ms);
       backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
     }
-    Clock::time_point until = deadline - now <= sleep ? deadline : now + sleep;
-    if (waiter->wait(until) == Subscriber::Wake::Cancelled) {
+    if (waiter->wait(wake_time(now, sleep, deadline)) == Subscriber::Wake::Cancelled) {
       if (client_->closed()) return check_open();
       return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
     }
@@ -295,16 +292,9 @@ int Lock::wait_spinning(const AcquireArgs& a, const Plan& plan) {
   if (!by_token.attach(a.cancel, &sleeper)) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
-  thread_local std::minstd_rand jitter(std::random_device{}());
   int64_t backoff_ms = options_.spin_initial_ms;
   for (;;) {
-    Clock::time_point now = Clock::now();
-    // Half the backoff plus a random part of the other half, so spinners spread out.
-    int64_t sleep_ms = backoff_ms / 2 + static_cast<int64_t>(jitter() % static_cast<uint64_t>(backoff_ms / 2 + 1));
-    Clock::time_point until = deadline - now <= std::chrono::milliseconds(sleep_ms)
-                                  ? deadline
-                                  : now + std::chrono::milliseconds(sleep_ms);
-    if (!sleeper.sleep_until(until)) {
+    if (!sleeper.sleep_until(wake_time(Clock::now(), jittered(backoff_ms), deadline))) {
       return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
     }
     backoff_ms = std::min(backoff_ms * 2, options_.spin_max_ms);
@@ -331,8 +321,7 @@ int Lock::release(int64_t thread_id) {
   if (lease_ms <= 0) lease_ms = client_->config().watchdog_lease_ms;
   const std::string lease = std::to_string(lease_ms);
   const std::string latch = unlock_latch(name_, random_hex(8));
-  const std::string latch_ttl =
-      std::to_string(std::max<int64_t>(1000, 2 * client_->config().command_timeout_ms));
+  const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
   // A hold already reported lost stays lost: its release still frees the key if it is there,
   // but reports the loss (the owner's work was not protected to the end).
   const bool was_lost = holds.is_lost(name_, owner);

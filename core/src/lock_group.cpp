@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
-#include <random>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/holds.hpp"
+#include "rlock/core/timing.hpp"
 
 namespace rlock::core {
 namespace {
@@ -66,15 +66,9 @@ void LockGroup::release_all(int64_t thread_id) {
 
 int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, CancelSet* cancel,
                        int64_t* validity_ms) {
-  if (wait_ms < -1 || wait_ms > kMaxDurationMs) {
-    return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
-                              std::to_string(kMaxDurationMs) + " ms, got " + std::to_string(wait_ms));
-  }
+  if (int rc = check_wait(wait_ms)) return rc;
   if (lease_ms == 0) lease_ms = kLeaseWatchdog;
-  if (lease_ms < -1 || lease_ms > kMaxDurationMs) {
-    return fail(kInvalid, "lease_ms must be -1 (watchdog) or from 1 to " +
-                              std::to_string(kMaxDurationMs) + " ms, got " + std::to_string(lease_ms));
-  }
+  if (int rc = check_lease(lease_ms)) return rc;
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
   if (cancel != nullptr && cancel->cancelled()) return fail(kCanceled, "lock group: cancelled");
   // Members run on other threads: they must all act for the caller's owner.
@@ -86,15 +80,12 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
       lease_applied = std::min(lease_applied, m->client().config().watchdog_lease_ms);
     }
   }
-  const Clock::time_point start = Clock::now();
-  const Clock::time_point deadline =
-      wait_ms < 0 ? Clock::time_point::max() : start + std::chrono::milliseconds(wait_ms);
+  const Clock::time_point deadline = deadline_after(wait_ms);
 
   Sleeper sleeper;
   CancelRegistration by_group, by_token;
   by_group.attach(&waits_, &sleeper);
   if (!by_token.attach(cancel, &sleeper)) return fail(kCanceled, "lock group: cancelled");
-  thread_local std::minstd_rand jitter(std::random_device{}());
   int64_t backoff_ms = kFirstBackoffMs;
 
   for (;;) {
@@ -139,12 +130,8 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
       return fail(code, "lock group not acquired: " + why);
     }
     // Back off with jitter so competing callers do not collide round after round.
-    int64_t sleep_ms = backoff_ms / 2 +
-                       static_cast<int64_t>(jitter() % static_cast<uint64_t>(backoff_ms / 2 + 1));
+    Clock::time_point until = wake_time(now, jittered(backoff_ms), deadline);
     backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
-    Clock::time_point until = deadline - now <= std::chrono::milliseconds(sleep_ms)
-                                  ? deadline
-                                  : now + std::chrono::milliseconds(sleep_ms);
     if (!sleeper.sleep_until(until)) return fail(kCanceled, "lock group: cancelled");
   }
 }

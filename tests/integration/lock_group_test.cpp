@@ -110,6 +110,24 @@ TEST(MultiLock, OppositeOrdersFinishAndExclude) {
   EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));
 }
 
+// The longest accepted wait must wait (until cancelled), not overflow into an instant timeout.
+TEST(MultiLock, LongestWaitIsNotCutShort) {
+  const std::string name = unique_name("multi-long");
+  LockKeys cleanup(name);
+  it::Client mine = it::make_client(), other = it::make_client();
+  it::Lock lock = it::make_lock(mine.get(), name), held = it::make_lock(other.get(), name);
+  Group g = make_group({lock.get()}, false);
+  ASSERT_EQ(rlock_acquire(held.get(), 0), RLOCK_OK);
+  int rc = -100;
+  std::thread waiter([&] { rc = group_acquire(g.get(), RLOCK_MAX_DURATION_MS); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(rc, -100) << "the wait ended early with " << rc;
+  EXPECT_EQ(rlock_multi_cancel(g.get()), RLOCK_OK);
+  waiter.join();
+  EXPECT_EQ(rc, RLOCK_ECANCELED);
+  EXPECT_EQ(rlock_release(held.get()), RLOCK_OK);
+}
+
 TEST(MultiLock, BadInput) {
   it::Client c = it::make_client();
   it::Lock l = it::make_lock(c.get(), unique_name("multi-bad"));

@@ -35,4 +35,10 @@ struct ClientConfig {
 
 constexpr int64_t kMaxDurationMs = int64_t{1} << 53;
 
+// How long an unlock latch (the result of one release request) is kept: long enough for that
+// request's retry to find it.
+inline int64_t unlock_latch_ttl_ms(const ClientConfig& config) {
+  return config.command_timeout_ms * 2 > 1000 ? config.command_timeout_ms * 2 : 1000;
+}
+
 }  // namespace rlock::core

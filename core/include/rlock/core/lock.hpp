@@ -17,6 +17,10 @@ namespace rlock::core {
 constexpr int64_t kWaitForever = -1;
 constexpr int64_t kLeaseWatchdog = -1;
 
+// Argument checks shared by every acquire: kOk, or kInvalid with a message naming the value.
+int check_wait(int64_t wait_ms);
+int check_lease(int64_t lease_ms);  // kLeaseWatchdog or 1..kMaxDurationMs
+
 struct AcquireArgs {
   int64_t wait_ms = kWaitForever;  // 0 = try once
   int64_t lease_ms = 0;            // 0 = the lock's default, kLeaseWatchdog, or > 0
