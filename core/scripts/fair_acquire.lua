@@ -46,10 +46,11 @@ if ARGV[5] ~= '1' then
 end
 local queued = redis.call('zscore', KEYS[3], ARGV[2])
 if queued then
-  -- A waiter that comes back is alive: push its deadline back (never forward), so only a
-  -- waiter that stopped coming back is ever dropped as stale.
+  -- A waiter that comes back is alive: when its deadline is near, push it back (never
+  -- forward), so only a waiter that stopped coming back is ever dropped as stale. Waiters come
+  -- back at least every quarter allowance, so one visit always falls in the last half.
   local refreshed = now + math.max(pttl, 0) + allowance
-  if refreshed > tonumber(queued) then
+  if tonumber(queued) - now < allowance / 2 and refreshed > tonumber(queued) then
     redis.call('zadd', KEYS[3], refreshed, ARGV[2])
   end
   return {0, hint}

@@ -266,9 +266,10 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan) {
     if (at.code == kTimedOut) {
       // Sleep until a wake-up message, bounded by the holder's remaining lease and the poll cap.
       if (at.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(at.pttl));
-      // A fair waiter keeps its place by coming back well within its allowance.
+      // A fair waiter keeps its place by coming back at least every quarter allowance (the
+      // script refreshes its deadline in the last half).
       if (fair()) {
-        sleep = std::min(sleep, std::chrono::milliseconds(std::max<int64_t>(1, plan.fair_allowance_ms / 2)));
+        sleep = std::min(sleep, std::chrono::milliseconds(std::max<int64_t>(1, plan.fair_allowance_ms / 4)));
       }
       backoff_ms = kMinBackoffMs;
     } else {
