@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
-# abi, cli), then builds again with ASan/UBSan (unit and integration tests) and with TSan
-# (integration tests, which exercise the threads).
+# abi, cli) and the Python suite against the installed wheel, then builds again with ASan/UBSan
+# (unit and integration tests) and with TSan (integration tests, which exercise the threads).
 # Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -23,6 +23,9 @@ run_suite() {  # build-dir, extra cmake args..., then ctest args after "--"
 
 echo "== build and test (RelWithDebInfo)"
 run_suite "$root/build"
+
+echo "== Python: build the wheel, install it in a venv, run pytest against the installation"
+"$root/scripts/test-python.sh"
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== build and test with ASan + UBSan"

@@ -1,0 +1,614 @@
+"""The blocking API: Client, Lock, ReadWriteLock, MultiLock, RedLock.
+
+Owners: a lock is held by an owner, "<client id>:<thread id>" on Redis. Here the owner is the
+calling OS thread (``threading.get_native_id()``), so a lock acquired in one thread must be
+released in the same thread, and re-acquiring in the holding thread nests (reentrant).
+"""
+
+from __future__ import annotations
+
+import atexit
+import enum
+import math
+import os
+import threading
+import weakref
+from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+
+from . import _native
+from ._errors import InvalidArgumentError, LockError, LockTimeoutError
+
+__all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReason"]
+
+Name = Union[str, bytes]
+_T = TypeVar("_T")
+
+_DEFAULT_URL = "redis://127.0.0.1:6379"
+_MAX_SECONDS = _native.MAX_DURATION_MS / 1000.0
+_CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT
+
+
+class LostReason(enum.IntEnum):
+    """Why a held lock was lost (the argument of an ``on_lost`` callback)."""
+
+    GONE = 1
+    """Renewal found the key deleted or held by someone else."""
+    UNREACHABLE = 2
+    """Redis could not be reached before the lease ran out."""
+    EXPIRED = 3
+    """An explicit lease ran out while the lock was still held."""
+
+
+# ---- argument checks ------------------------------------------------------------------------
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
+    value = float(value)
+    if math.isnan(value):
+        raise InvalidArgumentError(f"{what} must be a number of seconds, not NaN")
+    return value
+
+
+def _duration_ms(value: Any, what: str) -> int:
+    """A positive duration in seconds as whole milliseconds (rounded up, at least 1)."""
+    seconds = _number(value, what)
+    if seconds <= 0:
+        raise InvalidArgumentError(f"{what} must be positive, got {value!r}")
+    if seconds > _MAX_SECONDS:
+        raise InvalidArgumentError(f"{what} is too large: {value!r} (at most {_MAX_SECONDS:.0f} s)")
+    return max(1, math.ceil(seconds * 1000.0))
+
+
+def _lease_ms(lease: Optional[float]) -> int:
+    """0 means the lock's default lease (the watchdog unless the lock was made with one)."""
+    return 0 if lease is None else _duration_ms(lease, "lease")
+
+
+def _wait_ms(blocking: bool, timeout: float) -> int:
+    """threading.Lock.acquire's rules for blocking and timeout, in C terms."""
+    if not isinstance(blocking, (bool, int)):
+        raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
+    seconds = _number(timeout, "timeout")
+    if not blocking:
+        if seconds != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        return 0
+    if seconds == -1:
+        return _native.WAIT_FOREVER
+    if seconds < 0:
+        raise ValueError("timeout value must be a non-negative number")
+    if seconds > _MAX_SECONDS:
+        raise OverflowError("timeout value is too large")
+    return math.ceil(seconds * 1000.0)
+
+
+def _name_bytes(name: Any) -> bytes:
+    if isinstance(name, str):
+        return name.encode("utf-8")
+    if isinstance(name, (bytes, bytearray, memoryview)):
+        return bytes(name)
+    raise TypeError(f"a lock name must be str or bytes, not {type(name).__name__}")
+
+
+# ---- waiting that Ctrl-C can interrupt ------------------------------------------------------
+
+
+def _acquired(result: Any) -> bool:
+    """Acquire attempts return False or None when the wait ran out."""
+    return result is not None and result is not False
+
+
+def _acquire_interruptibly(
+    attempt: Callable[[int, int, Any], _T], undo: Callable[[int], None], wait_ms: int
+) -> _T:
+    """Runs attempt(wait_ms, thread_id, cancel_token) so that a signal handler (Ctrl-C) can
+    interrupt the wait.
+
+    Python runs signal handlers only in the main thread, between bytecodes, so a wait inside C
+    would hold off KeyboardInterrupt until it ends. In the main thread the wait runs on a
+    helper thread on behalf of the main thread's owner id, while the main thread waits on an
+    Event, which signals do interrupt. On interrupt the wait is cancelled, and if it got the
+    lock anyway, undo() releases it before the exception goes on: nothing is left locked.
+    Other threads wait in C directly (with the GIL released)."""
+    if wait_ms == 0 or threading.current_thread() is not threading.main_thread():
+        return attempt(wait_ms, _CALLING_THREAD, None)
+    got = attempt(0, _CALLING_THREAD, None)  # the uncontended case needs no helper
+    if _acquired(got):
+        return got
+    owner = _native.current_thread_id()
+    cancel = _native.CancelToken()
+    outcome: list = []
+    done = threading.Event()
+
+    def wait() -> None:
+        try:
+            outcome.append((True, attempt(wait_ms, owner, cancel)))
+        except BaseException as exc:  # handed to the main thread below
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=wait, name="rlock-acquire", daemon=True).start()
+    try:
+        done.wait()
+    except BaseException:
+        cancel.cancel()
+        while not done.is_set():
+            try:
+                done.wait()
+            except BaseException:  # a second Ctrl-C: still finish the clean-up
+                pass
+        ok, value = outcome[0]
+        if ok and _acquired(value):
+            try:
+                undo(owner)
+            except LockError:
+                pass
+        raise
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+# ---- client ---------------------------------------------------------------------------------
+
+_live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    # No lost-lock callback may enter Python once the interpreter starts finalizing.
+    _native._shutdown()
+    # Release what is still held (best effort) rather than leave it until the lease runs out.
+    for client in list(_live_clients):
+        try:
+            client.close()
+        except Exception:
+            pass
+
+
+atexit.register(_at_exit)
+
+
+class Client:
+    """A connection pool to one Redis server, shared by every lock made from it. Thread-safe.
+
+    ``url`` is ``redis://[[user]:password@]host[:port][/db]`` or
+    ``unix://[[user]:password@]/path/to/socket[?db=N]``; it defaults to ``$RLOCK_URL``, then
+    ``redis://127.0.0.1:6379``. Creating a client connects once, so a wrong address or password
+    fails here (``ConnectionError``, ``AuthenticationError``).
+
+    Durations are seconds: ``connect_timeout`` and ``command_timeout`` bound every connect and
+    round trip; ``watchdog_lease`` is the lease a lock acquired without one gets, renewed every
+    third of it while held; ``poll_cap`` is the longest a waiter sleeps without trying again.
+
+    ``close()`` (or leaving ``with``) releases what the client's locks still hold and closes
+    connections. A client is not usable in a child process after ``fork()``: make a new one.
+    """
+
+    def __init__(
+        self,
+        url: Optional[str] = None,
+        *,
+        connect_timeout: float = 2.0,
+        command_timeout: float = 3.0,
+        pool_size: int = 8,
+        watchdog_lease: float = 30.0,
+        poll_cap: float = 1.0,
+        max_name_len: Optional[int] = None,
+    ) -> None:
+        if url is None:
+            url = os.environ.get("RLOCK_URL") or _DEFAULT_URL
+        if not isinstance(url, str):
+            raise TypeError(f"url must be a str, not {type(url).__name__}")
+        if isinstance(pool_size, bool) or not isinstance(pool_size, int):
+            raise TypeError(f"pool_size must be an int, not {type(pool_size).__name__}")
+        if pool_size < 1 or pool_size > 1024:
+            raise InvalidArgumentError(f"pool_size must be between 1 and 1024, got {pool_size}")
+        if max_name_len is None:
+            max_name_len = _native.DEFAULT_MAX_NAME_LEN
+        elif isinstance(max_name_len, bool) or not isinstance(max_name_len, int):
+            raise TypeError(f"max_name_len must be an int, not {type(max_name_len).__name__}")
+        elif not 1 <= max_name_len <= _native.HARD_MAX_NAME_LEN:
+            raise InvalidArgumentError(
+                f"max_name_len must be between 1 and {_native.HARD_MAX_NAME_LEN}, got {max_name_len}"
+            )
+        self._pid = os.getpid()
+        self._native = _native.Client(
+            url,
+            connect_timeout_ms=_duration_ms(connect_timeout, "connect_timeout"),
+            command_timeout_ms=_duration_ms(command_timeout, "command_timeout"),
+            pool_size=pool_size,
+            watchdog_lease_ms=_duration_ms(watchdog_lease, "watchdog_lease"),
+            poll_cap_ms=_duration_ms(poll_cap, "poll_cap"),
+            max_name_len=max_name_len,
+        )
+        _live_clients.add(self)
+
+    # -- lifetime
+
+    def close(self) -> None:
+        """Releases what this client's locks still hold (best effort; the rest expire by their
+        lease), wakes their waiters with ``ClientClosedError`` and closes connections.
+        Idempotent."""
+        if os.getpid() != self._pid:
+            return  # the parent's client; the parent closes it
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<rlock.Client id={self.id} {state}>"
+
+    @property
+    def id(self) -> str:
+        """The client's id (a UUID): the first half of every owner field it writes."""
+        return self._native.id
+
+    def _checked(self) -> "_native.Client":
+        if os.getpid() != self._pid:
+            raise LockError(
+                f"this rlock.Client was created in process {self._pid} and cannot be used after "
+                "fork(); create a new Client in the child process"
+            )
+        return self._native
+
+    # -- locks
+
+    def lock(self, name: Name, *, lease: Optional[float] = None,
+             blocking_timeout: Optional[float] = None) -> "Lock":
+        """A reentrant lock (Redisson ``RLock`` layout), woken by pub/sub.
+
+        ``lease`` (seconds) is the default lease of its acquires; None means the watchdog:
+        the lock is held until released, renewed while this process lives. ``blocking_timeout``
+        bounds how long ``with lock:`` waits before raising ``LockTimeoutError`` (None: no
+        bound). Makes no network call."""
+        return Lock._make(self, name, _native.KIND_REENTRANT, lease, blocking_timeout)
+
+    def fenced_lock(self, name: Name, *, lease: Optional[float] = None,
+                    blocking_timeout: Optional[float] = None) -> "Lock":
+        """A reentrant lock whose every acquire gets a fencing token (``lock.token``), strictly
+        increasing across holders (Redisson ``RFencedLock``)."""
+        return Lock._make(self, name, _native.KIND_FENCED, lease, blocking_timeout)
+
+    def spin_lock(self, name: Name, *, lease: Optional[float] = None,
+                  blocking_timeout: Optional[float] = None, initial_backoff: float = 0.001,
+                  max_backoff: float = 0.128) -> "Lock":
+        """A reentrant lock that waits by retrying with jittered exponential backoff from
+        ``initial_backoff`` to ``max_backoff`` seconds instead of subscribing (Redisson
+        ``RSpinLock``)."""
+        return Lock._make(self, name, _native.KIND_SPIN, lease, blocking_timeout,
+                          spin_initial_ms=_duration_ms(initial_backoff, "initial_backoff"),
+                          spin_max_ms=_duration_ms(max_backoff, "max_backoff"))
+
+    def fair_lock(self, name: Name, *, lease: Optional[float] = None,
+                  blocking_timeout: Optional[float] = None,
+                  waiter_timeout: float = 300.0) -> "Lock":
+        """A reentrant lock served first come, first served across processes (Redisson
+        ``RFairLock``). A waiter that stops coming back (its process died) keeps its place in
+        the queue for at most ``waiter_timeout`` seconds."""
+        return Lock._make(self, name, _native.KIND_FAIR, lease, blocking_timeout,
+                          fair_wait_ms=_duration_ms(waiter_timeout, "waiter_timeout"))
+
+    def read_write_lock(self, name: Name, *, lease: Optional[float] = None,
+                        blocking_timeout: Optional[float] = None) -> "ReadWriteLock":
+        """A lock with a shared read half and an exclusive write half (Redisson
+        ``RReadWriteLock``)."""
+        return ReadWriteLock(self, name, lease, blocking_timeout)
+
+    def fenced_write(self, key: Name, value: Union[str, bytes], token: int) -> bool:
+        """Sets the string ``key`` to ``value`` only if ``token`` is at least the highest token
+        seen for ``key``, atomically: a holder whose lock was taken over (by a newer token)
+        cannot overwrite the newer holder's write. Returns False when refused."""
+        if isinstance(token, bool) or not isinstance(token, int):
+            raise TypeError(f"token must be an int, not {type(token).__name__}")
+        if isinstance(value, str):
+            value = value.encode("utf-8")
+        elif not isinstance(value, (bytes, bytearray, memoryview)):
+            raise TypeError(f"value must be str or bytes, not {type(value).__name__}")
+        if not 0 < token < 2**63:
+            raise InvalidArgumentError(f"token must be a positive 64-bit integer, got {token}")
+        return _native.fenced_write(self._checked(), _name_bytes(key), bytes(value), token)
+
+
+# ---- locks ----------------------------------------------------------------------------------
+
+
+class Lock:
+    """A named lock on Redis, made by ``Client.lock()`` and its siblings.
+
+    Used like ``threading.RLock``: ``with lock: ...``, or ``acquire()`` / ``release()``.
+    Ownership is per thread: the thread that acquired must release, and may acquire again
+    (each acquire needs one release). A Lock object may be shared by threads; each contends as
+    its own owner. Dropping the object without releasing stops its lease renewal, so the lock
+    frees itself within the lease.
+    """
+
+    __slots__ = ("_client", "_native", "_name", "_kind", "_lease", "_blocking_timeout",
+                 "__weakref__")
+
+    _KIND_NAMES = {
+        _native.KIND_REENTRANT: "Lock",
+        _native.KIND_FENCED: "FencedLock",
+        _native.KIND_SPIN: "SpinLock",
+        _native.KIND_FAIR: "FairLock",
+        _native.KIND_READ: "ReadLock",
+        _native.KIND_WRITE: "WriteLock",
+    }
+
+    def __init__(self) -> None:
+        raise TypeError("locks are made by a Client: client.lock(name), client.fair_lock(name), ...")
+
+    @classmethod
+    def _make(cls, client: Client, name: Name, kind: int, lease: Optional[float],
+              blocking_timeout: Optional[float], *, spin_initial_ms: int = 0,
+              spin_max_ms: int = 0, fair_wait_ms: int = 0) -> "Lock":
+        if not isinstance(client, Client):
+            raise TypeError(f"client must be an rlock.Client, not {type(client).__name__}")
+        raw_name = _name_bytes(name)
+        lease_ms = _native.LEASE_WATCHDOG if lease is None else _duration_ms(lease, "lease")
+        if blocking_timeout is not None:
+            _wait_ms(True, blocking_timeout)  # checks it now rather than at the first `with`
+        self = object.__new__(cls)
+        self._client = client  # keeps the client open while its locks live
+        self._name = name
+        self._kind = kind
+        self._lease = lease
+        self._blocking_timeout = blocking_timeout
+        self._native = _native.Lock(client._checked(), raw_name, kind, lease_ms,
+                                    spin_initial_ms, spin_max_ms, fair_wait_ms)
+        return self
+
+    # -- properties
+
+    @property
+    def name(self) -> Name:
+        return self._name
+
+    @property
+    def client(self) -> Client:
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"<rlock.{self._KIND_NAMES.get(self._kind, 'Lock')} {self._name!r}>"
+
+    def _checked(self) -> "_native.Lock":
+        self._client._checked()
+        return self._native
+
+    # -- acquire and release
+
+    def acquire(self, blocking: bool = True, timeout: float = -1,
+                lease: Optional[float] = None) -> bool:
+        """Acquires the lock for the calling thread, like ``threading.Lock.acquire``.
+
+        Blocks until acquired when ``blocking`` (for at most ``timeout`` seconds unless it is
+        -1), or tries once. Returns True when acquired, False when the time ran out. ``lease``
+        (seconds) overrides the lock's default lease for this hold. The GIL is released while
+        waiting; Ctrl-C interrupts the wait and leaves nothing locked."""
+        wait_ms = _wait_ms(blocking, timeout)
+        lease_ms = _lease_ms(lease)
+        native = self._checked()
+        want_token = self._kind == _native.KIND_FENCED
+
+        def attempt(wait: int, owner: int, cancel: Any) -> bool:
+            return native.acquire(wait, lease_ms, owner, cancel, want_token)
+
+        return _acquire_interruptibly(attempt, native.release, wait_ms)
+
+    def release(self) -> None:
+        """Releases one hold of the calling thread; at the last one the lock is free and the
+        next waiter is woken. Raises ``NotHeldError`` if this thread does not hold it (the lock
+        is then untouched) and ``LockLostError`` if it held it but the lock expired or was
+        taken in the meantime."""
+        self._checked().release(_CALLING_THREAD)
+
+    def extend(self, lease: float) -> None:
+        """Sets the remaining lease of the calling thread's hold to ``lease`` seconds. Same
+        errors as ``release()``."""
+        lease_ms = _duration_ms(lease, "lease")
+        self._checked().extend(lease_ms, _CALLING_THREAD)
+
+    def __enter__(self) -> "Lock":
+        if self._blocking_timeout is None:
+            self.acquire()
+        elif not self.acquire(timeout=self._blocking_timeout):
+            raise LockTimeoutError(
+                f"lock {self._name!r} was not acquired within {self._blocking_timeout} s")
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.release()
+
+    async def __aenter__(self) -> None:
+        raise TypeError("a blocking rlock.Lock does not support 'async with': "
+                        "make the lock from an rlock.asyncio.Client")
+
+    async def __aexit__(self, *exc_info: Any) -> None:  # pragma: no cover - never entered
+        return None
+
+    def cancel(self) -> None:
+        """Wakes every acquire now waiting on this Lock object, in any thread; they raise
+        ``AcquireCancelledError``."""
+        self._checked().cancel()
+
+    def force_unlock(self) -> bool:
+        """Deletes the lock whoever holds it and wakes a waiter. Returns True if it was
+        locked. The holder finds out at its next renewal or release (``LockLostError``)."""
+        return self._checked().force_unlock()
+
+    # -- state
+
+    def held(self) -> bool:
+        """True if the calling thread holds the lock (local view, no network call; becomes
+        False once the watchdog finds the lock lost)."""
+        return self._checked().is_held(_CALLING_THREAD)
+
+    def lost(self) -> bool:
+        """True if the calling thread held the lock and it was found lost, until it releases
+        or acquires again (local view)."""
+        return self._checked().is_lost(_CALLING_THREAD)
+
+    def locked(self) -> bool:
+        """True if anyone holds the lock (asks Redis)."""
+        return self._checked().query(_CALLING_THREAD)[0]
+
+    def hold_count(self) -> int:
+        """How many times the calling thread holds the lock (asks Redis; 0 if not held)."""
+        return self._checked().query(_CALLING_THREAD)[2]
+
+    def remaining_ttl(self) -> Optional[float]:
+        """Seconds until the lock expires (asks Redis): None if it is not locked,
+        ``math.inf`` if it is locked without expiry."""
+        ttl_ms = self._checked().query(_CALLING_THREAD)[3]
+        if ttl_ms == -2:
+            return None
+        if ttl_ms == -1:
+            return math.inf
+        return ttl_ms / 1000.0
+
+    @property
+    def token(self) -> Optional[int]:
+        """The fencing token of the calling thread's hold of a fenced lock (local view), or None
+        when it holds none. Pass it to the resource you protect (``Client.fenced_write``)."""
+        return self._checked().token(_CALLING_THREAD)
+
+    def on_lost(self, callback: Optional[Callable[["Lock", LostReason], Any]]) -> None:
+        """Calls ``callback(lock, reason)`` when a hold acquired through this Lock object is
+        found lost (its key expired, was deleted or taken, or Redis stayed unreachable past the
+        lease). It runs on the client's watchdog thread and should return quickly; exceptions
+        it raises are reported through ``sys.unraisablehook``. None removes it. The callback
+        should not keep a strong reference to the lock (that would keep it from being
+        garbage-collected)."""
+        native = self._checked()
+        if callback is None:
+            native.set_lost_callback(None)
+            return
+        if not callable(callback):
+            raise TypeError(f"callback must be callable, not {type(callback).__name__}")
+        lock_ref = weakref.ref(self)
+
+        def dispatch(name: bytes, thread_id: int, reason: int) -> None:
+            lock = lock_ref()
+            if lock is not None:
+                callback(lock, LostReason(reason))
+
+        native.set_lost_callback(dispatch)
+
+    def close(self) -> None:
+        """Frees the native handle now (no network call: a hold left expires by its lease).
+        The Lock is unusable afterwards. Garbage collection does the same."""
+        self._native.close()
+
+
+class ReadWriteLock:
+    """A read-write lock: ``read_lock()`` is shared between readers, ``write_lock()`` excludes
+    readers and other writers. The writer may also take the read lock (downgrade: release the
+    write lock afterwards and keep reading); a reader asking for the write lock gets
+    ``DeadlockError`` at once rather than waiting for itself."""
+
+    __slots__ = ("_read", "_write", "_name")
+
+    def __init__(self, client: Client, name: Name, lease: Optional[float] = None,
+                 blocking_timeout: Optional[float] = None) -> None:
+        self._name = name
+        self._read = Lock._make(client, name, _native.KIND_READ, lease, blocking_timeout)
+        self._write = Lock._make(client, name, _native.KIND_WRITE, lease, blocking_timeout)
+
+    @property
+    def name(self) -> Name:
+        return self._name
+
+    def read_lock(self) -> Lock:
+        return self._read
+
+    def write_lock(self) -> Lock:
+        return self._write
+
+    def __repr__(self) -> str:
+        return f"<rlock.ReadWriteLock {self._name!r}>"
+
+
+class MultiLock:
+    """Several locks taken as one: held only when every member is held. Each attempt asks
+    every member at once and never waits while holding some, so two callers locking the same
+    members in opposite orders cannot deadlock; an attempt that falls short releases what it
+    got. Members may come from different clients."""
+
+    _redlock = False
+
+    def __init__(self, locks: Iterable[Lock]) -> None:
+        members = list(locks)
+        if not members:
+            raise InvalidArgumentError(f"{type(self).__name__} needs at least one lock")
+        for member in members:
+            if not isinstance(member, Lock):
+                raise TypeError(f"members must be rlock locks, not {type(member).__name__}")
+        self._locks: Sequence[Lock] = tuple(members)  # keeps members and their clients alive
+        self._native = _native.Multi([m._checked() for m in members], self._redlock)
+        self.validity: Optional[float] = None
+        """After a successful acquire: the seconds the group was sure to be held for at that
+        moment (shortest member lease minus the time spent and a clock-drift allowance)."""
+
+    @property
+    def locks(self) -> Sequence[Lock]:
+        return self._locks
+
+    def acquire(self, blocking: bool = True, timeout: float = -1,
+                lease: Optional[float] = None) -> bool:
+        """Like ``Lock.acquire``; sets ``validity`` when it returns True."""
+        wait_ms = _wait_ms(blocking, timeout)
+        lease_ms = _lease_ms(lease)
+        native = self._native
+        for member in self._locks:
+            member._client._checked()
+
+        def attempt(wait: int, owner: int, cancel: Any) -> Optional[int]:
+            return native.acquire(wait, lease_ms, owner, cancel)
+
+        validity_ms = _acquire_interruptibly(attempt, native.release, wait_ms)
+        if validity_ms is None:
+            return False
+        self.validity = validity_ms / 1000.0
+        return True
+
+    def release(self) -> None:
+        """Releases every member held by the calling thread."""
+        self._native.release(_CALLING_THREAD)
+
+    def held(self) -> bool:
+        """True if the calling thread holds the group (local view)."""
+        return self._native.is_held(_CALLING_THREAD)
+
+    def cancel(self) -> None:
+        """Wakes every acquire waiting on this group (``AcquireCancelledError``)."""
+        self._native.cancel()
+
+    def __enter__(self) -> "MultiLock":
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<rlock.{type(self).__name__} of {len(self._locks)} locks>"
+
+
+class RedLock(MultiLock):
+    """The RedLock algorithm: each member on its own independent Redis server (its own client);
+    held when a majority (n/2 + 1) granted it within the lease. Release skips members that are
+    down, and succeeds when a majority was released."""
+
+    _redlock = True

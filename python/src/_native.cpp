@@ -1,0 +1,573 @@
+// rlock._native: a thin pybind11 layer over the C ABI. Policy (seconds, owners, asyncio,
+// Ctrl-C) lives in the pure-Python package; this file maps handles, codes and callbacks.
+//
+// Rules kept here:
+// - The GIL is released for every call that can do I/O or wait.
+// - The error message is read from rlock_last_error() in the same native call that failed,
+//   before control goes back to Python (the message is thread-local).
+// - No Python exception or C++ exception leaves the lost-lock trampoline.
+// - A handle created before fork() is never freed in the child: its threads and mutexes did not
+//   survive the fork, so freeing could hang. The child leaks it instead.
+#include <pybind11/pybind11.h>
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "rlock/rlock.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// ---- Errors --------------------------------------------------------------------------------
+
+struct NativeError {
+  int code;
+  std::string message;
+};
+
+[[noreturn]] void throw_code(int rc) {
+  const rlock_error_info* info = rlock_last_error();
+  std::string message;
+  if (info != nullptr && info->code == rc && info->message != nullptr && info->message[0] != '\0') {
+    message = info->message;
+  } else {
+    message = rlock_strerror(rc);
+  }
+  throw NativeError{rc, std::move(message)};
+}
+
+void check(int rc) {
+  if (rc != RLOCK_OK) throw_code(rc);
+}
+
+// code -> exception class, set once by rlock/_errors.py. Kept alive for the life of the process
+// (never decref'd at exit, when the interpreter may be gone).
+PyObject* g_error_classes = nullptr;  // dict
+PyObject* g_error_default = nullptr;  // class
+
+void raise_native(const NativeError& e) {
+  PyObject* cls = nullptr;
+  if (g_error_classes != nullptr) {
+    py::int_ key(e.code);
+    cls = PyDict_GetItemWithError(g_error_classes, key.ptr());  // borrowed
+    if (cls == nullptr && PyErr_Occurred()) return;
+  }
+  if (cls == nullptr) cls = g_error_default != nullptr ? g_error_default : PyExc_RuntimeError;
+  py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(e.message));
+  exc.attr("code") = e.code;
+  PyErr_SetObject(cls, exc.ptr());
+}
+
+// ---- Shutdown handshake with lost-lock callbacks -------------------------------------------
+
+// Callbacks run on the client's watchdog thread and need the GIL. Once the interpreter starts
+// finalizing, a thread that asks for the GIL is terminated in the middle of C++ frames, so at
+// exit Python calls _shutdown(): no new callback enters Python, and running ones are awaited.
+std::atomic<bool> g_shutdown{false};
+std::mutex g_inflight_mu;
+std::condition_variable g_inflight_cv;
+int g_inflight = 0;
+
+const pid_t g_module_pid = getpid();
+
+bool forked_since(pid_t pid) { return getpid() != pid; }
+
+// ---- The GIL -------------------------------------------------------------------------------
+
+// Runs fn() with the GIL released. The GIL is taken back in plain code, not in a destructor:
+// when the interpreter is finalizing, taking the GIL ends a non-main thread with pthread_exit,
+// and that forced unwind aborts the process if it meets a noexcept frame such as a destructor
+// (a daemon thread woken from a wait at exit). Through plain frames it unwinds cleanly.
+template <class F>
+auto without_gil(F&& fn) -> decltype(fn()) {
+  using Result = decltype(fn());
+  PyThreadState* state = PyEval_SaveThread();
+  std::exception_ptr error;
+  if constexpr (std::is_void_v<Result>) {
+    try {
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (error) std::rethrow_exception(error);
+  } else {
+    std::optional<Result> result;
+    try {
+      result.emplace(fn());
+    } catch (...) {
+      error = std::current_exception();
+    }
+    PyEval_RestoreThread(state);
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
+  }
+}
+
+// The same, also from code that may run without the GIL (destructors at exit).
+template <class F>
+void maybe_without_gil(F&& fn) {
+  if (PyGILState_Check()) {
+    without_gil(std::forward<F>(fn));
+  } else {
+    fn();
+  }
+}
+
+// ---- Handles ---------------------------------------------------------------------------------
+
+// Takes mu exclusively for closing a handle. Calls in flight hold it shared, and a blocking
+// acquire may hold it for long, so wake_waiters() (a cancel) runs until the lock is ours; a
+// call that slipped in after one cancel is woken by the next.
+template <class WakeWaiters>
+std::unique_lock<std::shared_mutex> exclusive(std::shared_mutex& mu, WakeWaiters wake_waiters) {
+  for (;;) {
+    {
+      std::shared_lock<std::shared_mutex> shared(mu);
+      wake_waiters();
+    }
+    std::unique_lock<std::shared_mutex> guard(mu, std::try_to_lock);
+    if (guard.owns_lock()) return guard;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+class NativeClient {
+ public:
+  NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
+               int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms,
+               uint64_t max_name_len) {
+    rlock_client_options opts;
+    check(rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION));
+    opts.url = url.c_str();
+    opts.connect_timeout_ms = connect_timeout_ms;
+    opts.command_timeout_ms = command_timeout_ms;
+    opts.pool_size = pool_size;
+    opts.watchdog_lease_ms = watchdog_lease_ms;
+    opts.poll_cap_ms = poll_cap_ms;
+    opts.max_name_len = static_cast<size_t>(max_name_len);
+    rlock_client* client = nullptr;
+    check(without_gil([&] { return rlock_client_new(&client, &opts); }));
+    client_ = client;
+    id_ = rlock_client_id(client);
+  }
+
+  ~NativeClient() { close(); }
+
+  void close() {
+    rlock_client* client;
+    {
+      std::unique_lock<std::shared_mutex> guard(mu_);
+      client = std::exchange(client_, nullptr);
+    }
+    if (client == nullptr) return;
+    if (forked_since(pid_)) return;  // see the file comment
+    maybe_without_gil([client] { rlock_client_free(client); });  // releases holds: round trips
+  }
+
+  bool closed() {
+    std::shared_lock<std::shared_mutex> guard(mu_);
+    return client_ == nullptr;
+  }
+
+  const std::string& id() const { return id_; }
+
+  // Runs fn(client) with the client kept open for the duration.
+  template <class F>
+  auto with_client(F&& fn) {
+    std::shared_lock<std::shared_mutex> guard(mu_);
+    if (client_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the client is closed"};
+    return fn(client_);
+  }
+
+ private:
+  std::shared_mutex mu_;
+  rlock_client* client_ = nullptr;
+  std::string id_;
+  pid_t pid_ = getpid();
+};
+
+class CancelToken {
+ public:
+  CancelToken() { check(rlock_cancel_token_new(&token_)); }
+  ~CancelToken() {
+    if (!forked_since(pid_)) rlock_cancel_token_free(token_);
+  }
+  void cancel() { check(rlock_cancel_token_cancel(token_)); }
+  bool cancelled() const { return rlock_cancel_token_is_cancelled(token_) == 1; }
+  rlock_cancel_token* get() const { return token_; }
+
+ private:
+  rlock_cancel_token* token_ = nullptr;
+  pid_t pid_ = getpid();
+};
+
+rlock_cancel_token* token_of(const py::object& cancel) {
+  if (cancel.is_none()) return nullptr;
+  return cancel.cast<CancelToken&>().get();
+}
+
+class NativeLock {
+ public:
+  NativeLock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
+             int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms) {
+    rlock_lock_options opts;
+    check(rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION));
+    opts.kind = kind;
+    opts.lease_ms = lease_ms;
+    opts.spin_initial_ms = spin_initial_ms;
+    opts.spin_max_ms = spin_max_ms;
+    opts.fair_wait_ms = fair_wait_ms;
+    std::string_view view = name;
+    rlock_lock* lock = nullptr;
+    int rc = client.with_client([&](rlock_client* c) {
+      return rlock_lock_new_n(&lock, c, view.data(), view.size(), &opts);
+    });
+    check(rc);
+    lock_ = lock;
+  }
+
+  ~NativeLock() { close(); }
+
+  // Frees the handle (no network call: a hold left expires by its lease).
+  void close() {
+    // rlock_lock_free waits for a lost-lock callback running on the watchdog thread, which may
+    // need the GIL: hence the GIL is released here.
+    maybe_without_gil([this] {
+      std::unique_lock<std::shared_mutex> guard = exclusive(mu_, [this] {
+        if (lock_ != nullptr) rlock_cancel(lock_);  // wakes our waiters so they let go
+      });
+      rlock_lock* lock = std::exchange(lock_, nullptr);
+      if (lock != nullptr && !forked_since(pid_)) rlock_lock_free(lock);
+    });
+  }
+
+  // Runs fn(lock) with the GIL released and the handle kept alive.
+  template <class F>
+  auto call(F&& fn) {
+    return without_gil([&] {
+      std::shared_lock<std::shared_mutex> guard(mu_);
+      if (lock_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the lock handle is closed"};
+      return fn(lock_);
+    });
+  }
+
+  // True when acquired, False when the wait ran out (RLOCK_ETIMEDOUT); raises otherwise.
+  bool acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, const py::object& cancel,
+               bool want_token) {
+    rlock_cancel_token* token = token_of(cancel);
+    int rc = call([&](rlock_lock* lock) {
+      rlock_acquire_options opts;
+      int r = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+      if (r != RLOCK_OK) return r;
+      int64_t fencing_token = 0;
+      opts.wait_ms = wait_ms;
+      opts.lease_ms = lease_ms;
+      opts.thread_id = thread_id;
+      opts.cancel = token;
+      opts.token = want_token ? &fencing_token : nullptr;
+      return rlock_acquire_ex(lock, &opts);
+    });
+    if (rc == RLOCK_ETIMEDOUT) return false;
+    check(rc);
+    return true;
+  }
+
+  void release(int64_t thread_id) {
+    check(call([&](rlock_lock* lock) { return rlock_release_ex(lock, thread_id); }));
+  }
+
+  void extend(int64_t lease_ms, int64_t thread_id) {
+    check(call([&](rlock_lock* lock) { return rlock_extend_ex(lock, lease_ms, thread_id); }));
+  }
+
+  bool force_unlock() {
+    int deleted = 0;
+    check(call([&](rlock_lock* lock) { return rlock_force_unlock(lock, &deleted); }));
+    return deleted == 1;
+  }
+
+  void cancel() {
+    check(call([&](rlock_lock* lock) { return rlock_cancel(lock); }));
+  }
+
+  bool is_held(int64_t thread_id) {
+    return call([&](rlock_lock* lock) { return rlock_is_held_ex(lock, thread_id); }) == 1;
+  }
+
+  bool is_lost(int64_t thread_id) {
+    return call([&](rlock_lock* lock) { return rlock_is_lost(lock, thread_id); }) == 1;
+  }
+
+  py::object token(int64_t thread_id) {
+    int64_t value = 0;
+    int rc = call([&](rlock_lock* lock) { return rlock_lock_token(lock, thread_id, &value); });
+    if (rc == RLOCK_ENOTHELD) return py::none();
+    check(rc);
+    return py::int_(value);
+  }
+
+  // (locked, held_by_me, hold_count, ttl_ms, owner_count, owner, owner_hold_count, mode)
+  py::tuple query(int64_t thread_id) {
+    rlock_lock_state state;
+    std::string owner;
+    bool has_owner = false;
+    int rc = call([&](rlock_lock* lock) {
+      state.version = RLOCK_LOCK_STATE_VERSION;
+      int r = rlock_query(lock, thread_id, &state);
+      if (r == RLOCK_OK && state.owner != nullptr) {  // borrowed: copy before returning
+        owner.assign(state.owner, state.owner_len);
+        has_owner = true;
+      }
+      return r;
+    });
+    check(rc);
+    py::object owner_obj = has_owner ? py::object(py::bytes(owner)) : py::object(py::none());
+    return py::make_tuple(state.locked == 1, state.held_by_me == 1, state.hold_count,
+                          state.ttl_ms, state.owner_count, owner_obj, state.owner_hold_count,
+                          state.mode);
+  }
+
+  // fn(name: bytes, thread_id: int, reason: int) on the watchdog thread, or None to clear.
+  void set_lost_callback(py::object fn) {
+    if (!registered_ && !fn.is_none()) {
+      check(call([&](rlock_lock* lock) {
+        return rlock_lock_set_lost_callback(lock, &NativeLock::lost_trampoline, this);
+      }));
+      registered_ = true;
+    }
+    callback_ = std::move(fn);  // read under the GIL by the trampoline
+  }
+
+  rlock_lock* raw() {
+    std::shared_lock<std::shared_mutex> guard(mu_);
+    if (lock_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the lock handle is closed"};
+    return lock_;
+  }
+
+ private:
+  static void lost_trampoline(rlock_lock*, const char* name, size_t name_len, int64_t thread_id,
+                              int reason, void* payload) noexcept {
+    {
+      std::lock_guard<std::mutex> guard(g_inflight_mu);
+      if (g_shutdown.load()) return;
+      ++g_inflight;
+    }
+    try {
+      py::gil_scoped_acquire gil;
+      auto* self = static_cast<NativeLock*>(payload);
+      py::object fn = self->callback_;
+      if (!fn.is_none()) {
+        try {
+          fn(py::bytes(name, name_len), thread_id, reason);
+        } catch (py::error_already_set& e) {
+          e.discard_as_unraisable("rlock lost-lock callback");
+        }
+      }
+    } catch (...) {
+      // Nothing may unwind into the C library.
+    }
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    if (--g_inflight == 0) g_inflight_cv.notify_all();
+  }
+
+  std::shared_mutex mu_;
+  rlock_lock* lock_ = nullptr;
+  py::object callback_ = py::none();
+  bool registered_ = false;
+  pid_t pid_ = getpid();
+};
+
+class NativeMulti {
+ public:
+  NativeMulti(const py::list& members, bool redlock) {
+    std::vector<rlock_lock*> raw;
+    for (auto item : members) raw.push_back(item.cast<NativeLock&>().raw());
+    rlock_multi* group = nullptr;
+    int rc = redlock ? rlock_redlock_new(&group, raw.data(), raw.size())
+                     : rlock_multi_lock_new(&group, raw.data(), raw.size());
+    check(rc);
+    group_ = group;
+  }
+
+  ~NativeMulti() { close(); }
+
+  void close() {
+    maybe_without_gil([this] {
+      std::unique_lock<std::shared_mutex> guard = exclusive(mu_, [this] {
+        if (group_ != nullptr) rlock_multi_cancel(group_);
+      });
+      rlock_multi* group = std::exchange(group_, nullptr);
+      if (group != nullptr && !forked_since(pid_)) rlock_multi_free(group);
+    });
+  }
+
+  template <class F>
+  auto call(F&& fn) {
+    return without_gil([&] {
+      std::shared_lock<std::shared_mutex> guard(mu_);
+      if (group_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the lock group is closed"};
+      return fn(group_);
+    });
+  }
+
+  // The validity in ms when acquired, None when the wait ran out.
+  py::object acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
+                     const py::object& cancel) {
+    rlock_cancel_token* token = token_of(cancel);
+    int64_t validity = 0;
+    int rc = call([&](rlock_multi* group) {
+      rlock_acquire_options opts;
+      int r = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+      if (r != RLOCK_OK) return r;
+      opts.wait_ms = wait_ms;
+      opts.lease_ms = lease_ms;
+      opts.thread_id = thread_id;
+      opts.cancel = token;
+      return rlock_multi_acquire(group, &opts, &validity);
+    });
+    if (rc == RLOCK_ETIMEDOUT) return py::none();
+    check(rc);
+    return py::int_(validity);
+  }
+
+  void release(int64_t thread_id) {
+    check(call([&](rlock_multi* group) { return rlock_multi_release(group, thread_id); }));
+  }
+
+  bool is_held(int64_t thread_id) {
+    return call([&](rlock_multi* group) { return rlock_multi_is_held(group, thread_id); }) == 1;
+  }
+
+  void cancel() {
+    check(call([&](rlock_multi* group) { return rlock_multi_cancel(group); }));
+  }
+
+ private:
+  std::shared_mutex mu_;
+  rlock_multi* group_ = nullptr;
+  pid_t pid_ = getpid();
+};
+
+bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& value,
+                  int64_t token) {
+  std::string_view k = key;
+  std::string_view v = value;
+  int accepted = 0;
+  check(without_gil([&] {
+    return client.with_client([&](rlock_client* c) {
+      return rlock_fenced_write(c, k.data(), k.size(), v.data(), v.size(), token, &accepted);
+    });
+  }));
+  return accepted == 1;
+}
+
+void set_error_classes(const py::dict& classes, const py::object& fallback) {
+  if (g_error_classes != nullptr) return;  // once per process
+  g_error_classes = classes.inc_ref().ptr();
+  g_error_default = fallback.inc_ref().ptr();
+}
+
+// Called from an atexit handler: after it returns no lost-lock callback runs Python code.
+void shutdown() {
+  without_gil([] {  // a running callback may be waiting for the GIL
+    std::unique_lock<std::mutex> guard(g_inflight_mu);
+    g_shutdown.store(true);
+    g_inflight_cv.wait(guard, [] { return g_inflight == 0; });
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "rlock's native layer over the C ABI. Use the rlock package, not this module.";
+
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const NativeError& e) {
+      raise_native(e);
+    }
+  });
+
+  m.attr("WAIT_FOREVER") = RLOCK_WAIT_FOREVER;
+  m.attr("LEASE_WATCHDOG") = RLOCK_LEASE_WATCHDOG;
+  m.attr("MAX_DURATION_MS") = RLOCK_MAX_DURATION_MS;
+  m.attr("HARD_MAX_NAME_LEN") = static_cast<uint64_t>(RLOCK_HARD_MAX_NAME_LEN);
+  m.attr("DEFAULT_MAX_NAME_LEN") = static_cast<uint64_t>(RLOCK_DEFAULT_MAX_NAME_LEN);
+  m.attr("KIND_REENTRANT") = static_cast<int>(RLOCK_LOCK_REENTRANT);
+  m.attr("KIND_FENCED") = static_cast<int>(RLOCK_LOCK_FENCED);
+  m.attr("KIND_SPIN") = static_cast<int>(RLOCK_LOCK_SPIN);
+  m.attr("KIND_FAIR") = static_cast<int>(RLOCK_LOCK_FAIR);
+  m.attr("KIND_READ") = static_cast<int>(RLOCK_LOCK_READ);
+  m.attr("KIND_WRITE") = static_cast<int>(RLOCK_LOCK_WRITE);
+  m.attr("MODULE_PID") = static_cast<long>(g_module_pid);
+
+  py::dict codes;
+  for (int code = RLOCK_OK; code >= RLOCK_EDEADLK; --code) codes[py::int_(code)] = rlock_strerror(code);
+  m.attr("CODES") = codes;
+
+  m.def("version", [] { return std::string(rlock_version_string()); });
+  m.def("version_number", [] { return rlock_version_number(); });
+  m.def("current_thread_id", [] { return rlock_current_thread_id(); });
+  m.def("strerror", [](int code) { return std::string(rlock_strerror(code)); });
+  m.def("_set_error_classes", &set_error_classes);
+  m.def("_shutdown", &shutdown);
+  m.def("fenced_write", &fenced_write, py::arg("client"), py::arg("key"), py::arg("value"),
+        py::arg("token"));
+
+  py::class_<NativeClient>(m, "Client")
+      .def(py::init<const std::string&, int64_t, int64_t, int, int64_t, int64_t, uint64_t>(),
+           py::arg("url"), py::arg("connect_timeout_ms"), py::arg("command_timeout_ms"),
+           py::arg("pool_size"), py::arg("watchdog_lease_ms"), py::arg("poll_cap_ms"),
+           py::arg("max_name_len"))
+      .def_property_readonly("id", &NativeClient::id)
+      .def_property_readonly("closed", &NativeClient::closed)
+      .def("close", &NativeClient::close);
+
+  py::class_<CancelToken>(m, "CancelToken")
+      .def(py::init<>())
+      .def("cancel", &CancelToken::cancel)
+      .def_property_readonly("cancelled", &CancelToken::cancelled);
+
+  py::class_<NativeLock>(m, "Lock")
+      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
+           py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
+           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
+      .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"))
+      .def("release", &NativeLock::release, py::arg("thread_id"))
+      .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
+      .def("force_unlock", &NativeLock::force_unlock)
+      .def("cancel", &NativeLock::cancel)
+      .def("is_held", &NativeLock::is_held, py::arg("thread_id"))
+      .def("is_lost", &NativeLock::is_lost, py::arg("thread_id"))
+      .def("token", &NativeLock::token, py::arg("thread_id"))
+      .def("query", &NativeLock::query, py::arg("thread_id"))
+      .def("set_lost_callback", &NativeLock::set_lost_callback, py::arg("fn"))
+      .def("close", &NativeLock::close);
+
+  py::class_<NativeMulti>(m, "Multi")
+      .def(py::init<const py::list&, bool>(), py::arg("members"), py::arg("redlock"))
+      .def("acquire", &NativeMulti::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"))
+      .def("release", &NativeMulti::release, py::arg("thread_id"))
+      .def("is_held", &NativeMulti::is_held, py::arg("thread_id"))
+      .def("cancel", &NativeMulti::cancel)
+      .def("close", &NativeMulti::close);
+}

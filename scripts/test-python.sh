@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the rlock wheel, makes it a manylinux wheel with auditwheel, installs it into a venv
+# of its own and runs the pytest suite against that installation (not the source tree).
+# Usage: scripts/test-python.sh [pytest args...]
+#   RLOCK_CLI: the rlock command for the cross-language test (default build/capi/cli/rlock)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+python=${PYTHON:-python3}
+venv=$root/build/venv
+dist=$root/build/dist
+wheelhouse=$root/build/wheelhouse
+
+if ! "$python" -c 'import venv, ensurepip' 2>/dev/null; then
+  "$root/scripts/install-deps.sh" python3-venv python3-dev
+fi
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
+"$venv/bin/python" -m pip install -q -r tests/python/requirements.txt
+
+rm -rf "$dist" "$wheelhouse"
+echo "-- building the wheel"
+"$venv/bin/python" -m pip wheel -q --no-deps -w "$dist" "$root"
+PATH="$venv/bin:$PATH" "$venv/bin/python" -m auditwheel repair -w "$wheelhouse" "$dist"/rlock-*.whl \
+  2>&1 | grep -E "Fixed-up wheel|Error|error" || true
+wheel=$(ls "$wheelhouse"/rlock-*manylinux*.whl)
+echo "-- installing $(basename "$wheel")"
+"$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
+
+export RLOCK_TEST_WHEEL=$wheel
+export RLOCK_CLI=${RLOCK_CLI:-$root/build/capi/cli/rlock}
+export RLOCK_REQUIRE_CLI=${RLOCK_REQUIRE_CLI:-1}
+"$venv/bin/python" -m pytest -p no:cacheprovider "$@"

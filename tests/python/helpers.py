@@ -1,0 +1,49 @@
+"""Helpers shared by the Python tests."""
+
+from __future__ import annotations
+
+import time
+
+import rlock
+
+
+def owner_field(client: rlock.Client, thread_id: int) -> bytes:
+    return f"{client.id}:{thread_id}".encode()
+
+
+def wait_until(predicate, timeout: float = 5.0, interval: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
+
+
+class Holder:
+    """Holds a lock on a thread of its own until release() (which then returns once the lock
+    was released), so any thread or task can end the hold."""
+
+    def __init__(self, lock: "rlock.Lock") -> None:
+        import threading
+
+        self._lock = lock
+        self._acquired = threading.Event()
+        self._release = threading.Event()
+        self._released = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        if not self._acquired.wait(10):
+            raise RuntimeError("the holder did not get the lock")
+
+    def _run(self) -> None:
+        self._lock.acquire()
+        self._acquired.set()
+        self._release.wait()
+        self._lock.release()
+        self._released.set()
+
+    def release(self) -> None:
+        self._release.set()
+        if not self._released.wait(10):
+            raise RuntimeError("the holder did not release the lock")

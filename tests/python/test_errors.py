@@ -1,0 +1,222 @@
+"""Bad input and failures raise the documented exceptions, with the C library's messages, and
+leave nothing locked."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+
+import rlock
+
+
+def test_exception_hierarchy():
+    assert issubclass(rlock.ConnectionError, rlock.LockError)
+    assert issubclass(rlock.ConnectionError, ConnectionError)
+    assert rlock.RedisConnectionError is rlock.ConnectionError
+    assert issubclass(rlock.AuthenticationError, rlock.ConnectionError)
+    assert issubclass(rlock.LockTimeoutError, TimeoutError)
+    assert issubclass(rlock.NotHeldError, RuntimeError)
+    assert issubclass(rlock.InvalidArgumentError, ValueError)
+    for cls in (rlock.NotHeldError, rlock.LockLostError, rlock.AcquireCancelledError,
+                rlock.DeadlockError, rlock.NoPermissionError, rlock.RedisError,
+                rlock.ClientClosedError, rlock.LockTimeoutError):
+        assert issubclass(cls, rlock.LockError)
+    assert not issubclass(rlock.LockLostError, rlock.NotHeldError)
+
+
+def test_connection_refused(redis_url):
+    with pytest.raises(rlock.ConnectionError) as info:
+        rlock.Client("redis://127.0.0.1:1", connect_timeout=0.5)
+    assert isinstance(info.value, ConnectionError)
+    assert info.value.code == -5
+    assert "127.0.0.1:1" in str(info.value)
+
+
+def test_url_defaults_to_environment(monkeypatch, redis_url):
+    monkeypatch.setenv("RLOCK_URL", redis_url)
+    with rlock.Client() as c:
+        assert not c.closed
+    monkeypatch.setenv("RLOCK_URL", "redis://127.0.0.1:1")
+    with pytest.raises(rlock.ConnectionError, match="127.0.0.1:1"):
+        rlock.Client(connect_timeout=0.5)
+
+
+@pytest.mark.parametrize("url, words", [
+    ("http://localhost", "scheme"),
+    ("redis://127.0.0.1:99999", "port"),
+    ("", "url"),
+])
+def test_bad_urls(url, words):
+    with pytest.raises(rlock.InvalidArgumentError) as info:
+        rlock.Client(url)
+    assert words in str(info.value).lower()
+    assert isinstance(info.value, ValueError)
+
+
+def test_password_is_not_echoed(private_redis, make_redis):
+    r = make_redis(private_redis.url)
+    r.config_set("requirepass", "s3cret-pw")
+    url = f"redis://:wrong-pw@127.0.0.1:{private_redis.port}"
+    with pytest.raises(rlock.AuthenticationError) as info:
+        rlock.Client(url)
+    assert "wrong-pw" not in str(info.value)
+    with rlock.Client(f"redis://:s3cret-pw@127.0.0.1:{private_redis.port}") as c:
+        with c.lock("x") as lock:
+            assert lock.held()
+
+
+def test_acl_user_without_scripting(private_redis, make_redis):
+    r = make_redis(private_redis.url)
+    r.acl_setuser("noscript", enabled=True, passwords=["+pw"], keys=["*"], channels=["*"],
+                  commands=["+@all", "-eval", "-evalsha"])
+    with pytest.raises(rlock.NoPermissionError) as info:
+        rlock.Client(f"redis://noscript:pw@127.0.0.1:{private_redis.port}")
+    assert isinstance(info.value, PermissionError)
+
+
+@pytest.mark.parametrize("kwargs, exc", [
+    ({"connect_timeout": 0}, rlock.InvalidArgumentError),
+    ({"command_timeout": -1}, rlock.InvalidArgumentError),
+    ({"watchdog_lease": math.nan}, rlock.InvalidArgumentError),
+    ({"watchdog_lease": "30"}, TypeError),
+    ({"pool_size": 0}, rlock.InvalidArgumentError),
+    ({"pool_size": 2.5}, TypeError),
+    ({"max_name_len": 0}, rlock.InvalidArgumentError),
+])
+def test_bad_client_options(redis_url, kwargs, exc):
+    with pytest.raises(exc):
+        rlock.Client(redis_url, **kwargs)
+
+
+def test_bad_lock_arguments(client, name, r):
+    with pytest.raises(TypeError, match="str or bytes"):
+        client.lock(42)
+    with pytest.raises(rlock.InvalidArgumentError, match="lease"):
+        client.lock(name, lease=0)
+    with pytest.raises(rlock.InvalidArgumentError, match="lease"):
+        client.lock(name, lease=-1)
+    with pytest.raises(rlock.InvalidArgumentError):
+        client.lock(name, lease=math.inf)
+    with pytest.raises(ValueError):
+        client.lock(name, blocking_timeout=-5)
+    lock = client.lock(name)
+    with pytest.raises(rlock.InvalidArgumentError, match="lease"):
+        lock.acquire(lease=0)
+    with pytest.raises(rlock.InvalidArgumentError, match="lease"):
+        lock.extend(-1)
+    with pytest.raises(TypeError):
+        lock.acquire(lease="5")
+    with pytest.raises(TypeError):
+        rlock.Lock()
+    with pytest.raises(rlock.InvalidArgumentError, match="waiter_timeout"):
+        client.fair_lock(name, waiter_timeout=0)
+    with pytest.raises(rlock.InvalidArgumentError, match="backoff"):
+        client.spin_lock(name, initial_backoff=-1)
+    assert r.exists(name) == 0  # nothing reached Redis
+
+
+def test_empty_and_too_long_names(client, make_client, redis_url):
+    with pytest.raises(rlock.InvalidArgumentError) as info:
+        client.lock("")
+    assert "name" in str(info.value)
+    small = make_client(max_name_len=16)
+    small.lock("x" * 16)
+    with pytest.raises(rlock.InvalidArgumentError, match="name"):
+        small.lock("x" * 17)
+
+
+def test_double_release_and_release_without_acquire(client, name, r):
+    lock = client.lock(name)
+    with pytest.raises(rlock.NotHeldError) as info:
+        lock.release()
+    assert info.value.code == -3
+    assert name in str(info.value)
+    lock.acquire()
+    lock.release()
+    with pytest.raises(rlock.NotHeldError):
+        lock.release()
+    assert r.exists(name) == 0
+
+
+def test_release_of_another_owners_lock_leaves_it(client, make_client, name, r):
+    make_client().lock(name).acquire()
+    before = r.hgetall(name)
+    lock = client.lock(name)
+    with pytest.raises(rlock.NotHeldError, match="another owner"):
+        lock.release()
+    with pytest.raises(rlock.NotHeldError):
+        lock.extend(5)
+    assert r.hgetall(name) == before
+
+
+def test_wrong_type_key(client, name, r):
+    r.set(name, "not a hash")
+    lock = client.lock(name)
+    with pytest.raises(rlock.RedisError) as info:
+        lock.acquire(blocking=False)
+    assert "WRONGTYPE" in str(info.value) or "wrong" in str(info.value).lower()
+    assert r.get(name) == b"not a hash"
+
+
+def test_redis_down_while_using_a_lock(private_redis, name):
+    c = rlock.Client(private_redis.url, connect_timeout=0.5, command_timeout=0.5)
+    try:
+        lock = c.lock(name)
+        private_redis.stop()
+        with pytest.raises(rlock.ConnectionError):
+            lock.acquire(blocking=False)
+        with pytest.raises(rlock.ConnectionError):
+            lock.locked()
+    finally:
+        c.close()
+
+
+def test_closed_client(redis_url, name):
+    c = rlock.Client(redis_url)
+    lock = c.lock(name)
+    c.close()
+    c.close()  # idempotent
+    with pytest.raises(rlock.ClientClosedError):
+        lock.acquire()
+    with pytest.raises(rlock.ClientClosedError):
+        c.lock(name)
+
+
+def test_close_wakes_waiter_with_client_closed(redis_url, make_client, name):
+    make_client().lock(name).acquire()
+    c = rlock.Client(redis_url)
+    lock = c.lock(name)
+    outcome = {}
+
+    def wait():
+        try:
+            lock.acquire()
+        except rlock.LockError as exc:
+            outcome["error"] = exc
+
+    t = threading.Thread(target=wait)
+    t.start()
+    import time
+    time.sleep(0.2)
+    c.close()
+    t.join(timeout=5)
+    assert not t.is_alive()
+    assert isinstance(outcome.get("error"), rlock.ClientClosedError)
+
+
+def test_multi_lock_bad_members(client, name):
+    with pytest.raises(rlock.InvalidArgumentError):
+        rlock.MultiLock([])
+    with pytest.raises(TypeError):
+        rlock.MultiLock([client.lock(name), "not a lock"])
+
+
+def test_fenced_write_bad_arguments(client, name):
+    with pytest.raises(rlock.InvalidArgumentError):
+        client.fenced_write(name, "v", 0)
+    with pytest.raises(TypeError):
+        client.fenced_write(name, "v", "1")
+    with pytest.raises(TypeError):
+        client.fenced_write(name, 3.5, 1)

@@ -1,0 +1,49 @@
+"""Interpreter exit with rlock threads still waiting: no abort, nothing left locked."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CHILD = textwrap.dedent("""
+    import sys, threading, time
+    import rlock
+    url, name = sys.argv[1], sys.argv[2]
+    holder = rlock.Client(url)
+    holder.lock(name).acquire()          # never released by hand: the exit handler does it
+    waiters = rlock.Client(url)
+    lock = waiters.lock(name)
+
+    def wait():
+        try:
+            lock.acquire()               # woken at exit (the lock is freed, or the client closed)
+        except rlock.LockError:
+            pass
+
+    for _ in range(16):
+        threading.Thread(target=wait, daemon=True).start()
+    time.sleep(0.2)
+    print("exiting", flush=True)
+""")
+
+
+@pytest.mark.timeout(120)
+def test_exit_with_daemon_threads_waiting(redis_url, name, r):
+    """Daemon threads woken from a wait while the interpreter exits used to abort the process
+    now and then ("terminate called without an active exception": the thread was ended by
+    pthread_exit inside a noexcept destructor). Several runs, three at a time."""
+    failures = []
+    for batch in range(6):
+        procs = [subprocess.Popen([sys.executable, "-c", CHILD, redis_url, f"{name}:{batch}:{i}"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for i in range(3)]
+        for proc in procs:
+            out, err = proc.communicate(timeout=30)
+            if proc.returncode != 0 or "exiting" not in out or err.strip():
+                failures.append((proc.returncode, err.strip()[-300:]))
+    assert failures == []
+    leftovers = [k for k in r.scan_iter(match=f"{name}:*")]
+    assert leftovers == []  # every holder released at exit, no waiter left holding

@@ -1,0 +1,82 @@
+"""The package under test is the installed wheel, and the wheel is self-contained."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import rlock
+import rlock._native
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_imported_from_the_installation_not_the_source_tree():
+    package_dir = Path(rlock.__file__).resolve().parent
+    assert REPO / "python" not in package_dir.parents and package_dir != REPO / "python" / "rlock"
+    assert "site-packages" in package_dir.parts
+
+
+def test_version_matches_the_header():
+    header = (REPO / "capi" / "include" / "rlock" / "version.h").read_text()
+    parts = [re.search(rf"#define RLOCK_VERSION_{p} (\d+)", header).group(1)
+             for p in ("MAJOR", "MINOR", "PATCH")]
+    assert rlock.__version__ == ".".join(parts)
+    from importlib.metadata import version
+    assert version("rlock") == rlock.__version__
+
+
+def test_typing_files_are_installed():
+    package_dir = Path(rlock.__file__).parent
+    assert (package_dir / "py.typed").exists()
+    assert (package_dir / "_native.pyi").exists()
+
+
+def test_every_public_name_is_documented():
+    for name in rlock.__all__:
+        obj = getattr(rlock, name)
+        if callable(obj) and name != "__version__":
+            assert obj.__doc__, f"rlock.{name} has no docstring"
+    for method in ("acquire", "release", "extend", "held", "locked", "hold_count",
+                   "remaining_ttl", "force_unlock", "on_lost"):
+        assert getattr(rlock.Lock, method).__doc__
+
+
+def _elf_needed(path: Path) -> list:
+    out = subprocess.run(["readelf", "-dW", str(path)], check=True, capture_output=True,
+                         text=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def _elf_exports(path: Path) -> list:
+    out = subprocess.run(["nm", "-D", "--defined-only", str(path)], check=True,
+                         capture_output=True, text=True).stdout
+    return [line.split()[-1] for line in out.splitlines() if line.strip()]
+
+
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils not installed")
+def test_extension_needs_only_the_c_library():
+    ext = Path(rlock._native.__file__)
+    needed = _elf_needed(ext)
+    allowed = re.compile(r"^(libc|libm|libpthread|libdl|librt|ld-linux-x86-64)\.so\.\d+$")
+    assert needed and all(allowed.match(lib) for lib in needed), needed
+    assert _elf_exports(ext) == ["PyInit__native"]
+
+
+def test_wheel_is_manylinux():
+    wheel = os.environ.get("RLOCK_TEST_WHEEL")
+    if not wheel:
+        pytest.skip("RLOCK_TEST_WHEEL (the built wheel) is not set")
+    assert re.search(r"manylinux_\d+_\d+_x86_64", Path(wheel).name), wheel
+    out = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], check=True,
+                         capture_output=True, text=True).stdout
+    text = " ".join(out.split())
+    assert "is consistent with the following platform tag" in text, out
+    assert "manylinux" in text
+    assert "external versioned symbols" not in text or "libstdc++" not in text
