@@ -13,7 +13,7 @@ import math
 import os
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Optional, Sequence, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from . import _native
 from ._errors import InvalidArgumentError, LockError, LockTimeoutError
@@ -45,10 +45,10 @@ class LostReason(enum.IntEnum):
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
-    value = float(value)
-    if math.isnan(value):
+    seconds = float(value)
+    if math.isnan(seconds):
         raise InvalidArgumentError(f"{what} must be a number of seconds, not NaN")
-    return value
+    return seconds
 
 
 def _duration_ms(value: Any, what: str) -> int:
@@ -119,7 +119,7 @@ def _acquire_interruptibly(
         return got
     owner = _native.current_thread_id()
     cancel = _native.CancelToken()
-    outcome: list = []
+    outcome: List[Tuple[bool, Any]] = []
     done = threading.Event()
 
     def wait() -> None:
@@ -150,7 +150,8 @@ def _acquire_interruptibly(
     ok, value = outcome[0]
     if not ok:
         raise value
-    return value
+    result: _T = value
+    return result
 
 
 # ---- client ---------------------------------------------------------------------------------
@@ -335,8 +336,14 @@ class Lock:
     frees itself within the lease.
     """
 
-    __slots__ = ("_client", "_native", "_name", "_kind", "_lease", "_blocking_timeout",
+    __slots__ = ("_client", "_handle", "_name", "_kind", "_lease", "_blocking_timeout",
                  "__weakref__")
+    _client: Client
+    _handle: _native.Lock
+    _name: Name
+    _kind: int
+    _lease: Optional[float]
+    _blocking_timeout: Optional[float]
 
     _KIND_NAMES = {
         _native.KIND_REENTRANT: "Lock",
@@ -366,7 +373,7 @@ class Lock:
         self._kind = kind
         self._lease = lease
         self._blocking_timeout = blocking_timeout
-        self._native = _native.Lock(client._checked(), raw_name, kind, lease_ms,
+        self._handle = _native.Lock(client._checked(), raw_name, kind, lease_ms,
                                     spin_initial_ms, spin_max_ms, fair_wait_ms)
         return self
 
@@ -383,9 +390,9 @@ class Lock:
     def __repr__(self) -> str:
         return f"<rlock.{self._KIND_NAMES.get(self._kind, 'Lock')} {self._name!r}>"
 
-    def _checked(self) -> "_native.Lock":
+    def _checked(self) -> _native.Lock:
         self._client._checked()
-        return self._native
+        return self._handle
 
     # -- acquire and release
 
@@ -509,7 +516,7 @@ class Lock:
     def close(self) -> None:
         """Frees the native handle now (no network call: a hold left expires by its lease).
         The Lock is unusable afterwards. Garbage collection does the same."""
-        self._native.close()
+        self._handle.close()
 
 
 class ReadWriteLock:

@@ -6,22 +6,6 @@ import builtins
 
 from . import _native
 
-__all__ = [
-    "LockError",
-    "LockTimeoutError",
-    "NotHeldError",
-    "LockLostError",
-    "AcquireCancelledError",
-    "DeadlockError",
-    "ConnectionError",
-    "RedisConnectionError",
-    "AuthenticationError",
-    "NoPermissionError",
-    "RedisError",
-    "InvalidArgumentError",
-    "ClientClosedError",
-]
-
 
 class LockError(Exception):
     """Base class of every rlock error.

@@ -147,6 +147,49 @@ std::unique_lock<std::shared_mutex> exclusive(std::shared_mutex& mu, WakeWaiters
   }
 }
 
+// An rlock handle shared by Python threads: calls hold it shared (with the GIL released), and
+// close() frees it once no call is in flight, waking a blocking acquire first with Cancel.
+template <class T, int (*Cancel)(T*), void (*Free)(T*)>
+class Handle {
+ public:
+  Handle(T* raw, const char* closed_message) : raw_(raw), closed_message_(closed_message) {}
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { close(); }
+
+  void close() {
+    maybe_without_gil([this] {
+      std::unique_lock<std::shared_mutex> guard = exclusive(mu_, [this] {
+        if (raw_ != nullptr) Cancel(raw_);
+      });
+      T* raw = std::exchange(raw_, nullptr);
+      if (raw != nullptr && !forked_since(pid_)) Free(raw);
+    });
+  }
+
+  // Runs fn(raw) with the GIL released and the handle kept open.
+  template <class F>
+  auto call(F&& fn) {
+    return without_gil([&] {
+      std::shared_lock<std::shared_mutex> guard(mu_);
+      if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
+      return fn(raw_);
+    });
+  }
+
+  T* raw() {
+    std::shared_lock<std::shared_mutex> guard(mu_);
+    if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
+    return raw_;
+  }
+
+ private:
+  std::shared_mutex mu_;
+  T* raw_;
+  const char* closed_message_;
+  pid_t pid_ = getpid();
+};
+
 class NativeClient {
  public:
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
@@ -222,49 +265,39 @@ rlock_cancel_token* token_of(const py::object& cancel) {
   return cancel.cast<CancelToken&>().get();
 }
 
+rlock_lock* new_lock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
+                     int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms) {
+  rlock_lock_options opts;
+  check(rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION));
+  opts.kind = kind;
+  opts.lease_ms = lease_ms;
+  opts.spin_initial_ms = spin_initial_ms;
+  opts.spin_max_ms = spin_max_ms;
+  opts.fair_wait_ms = fair_wait_ms;
+  std::string_view view = name;
+  rlock_lock* lock = nullptr;
+  check(client.with_client([&](rlock_client* c) {
+    return rlock_lock_new_n(&lock, c, view.data(), view.size(), &opts);
+  }));
+  return lock;
+}
+
 class NativeLock {
  public:
   NativeLock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
-             int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms) {
-    rlock_lock_options opts;
-    check(rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION));
-    opts.kind = kind;
-    opts.lease_ms = lease_ms;
-    opts.spin_initial_ms = spin_initial_ms;
-    opts.spin_max_ms = spin_max_ms;
-    opts.fair_wait_ms = fair_wait_ms;
-    std::string_view view = name;
-    rlock_lock* lock = nullptr;
-    int rc = client.with_client([&](rlock_client* c) {
-      return rlock_lock_new_n(&lock, c, view.data(), view.size(), &opts);
-    });
-    check(rc);
-    lock_ = lock;
-  }
+             int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms)
+      : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms,
+                         fair_wait_ms),
+                "the lock handle is closed") {}
 
-  ~NativeLock() { close(); }
+  // Frees the handle (no network call: a hold left expires by its lease). rlock_lock_free
+  // waits for a lost-lock callback running on the watchdog thread, which may need the GIL:
+  // Handle::close releases it.
+  void close() { handle_.close(); }
 
-  // Frees the handle (no network call: a hold left expires by its lease).
-  void close() {
-    // rlock_lock_free waits for a lost-lock callback running on the watchdog thread, which may
-    // need the GIL: hence the GIL is released here.
-    maybe_without_gil([this] {
-      std::unique_lock<std::shared_mutex> guard = exclusive(mu_, [this] {
-        if (lock_ != nullptr) rlock_cancel(lock_);  // wakes our waiters so they let go
-      });
-      rlock_lock* lock = std::exchange(lock_, nullptr);
-      if (lock != nullptr && !forked_since(pid_)) rlock_lock_free(lock);
-    });
-  }
-
-  // Runs fn(lock) with the GIL released and the handle kept alive.
   template <class F>
   auto call(F&& fn) {
-    return without_gil([&] {
-      std::shared_lock<std::shared_mutex> guard(mu_);
-      if (lock_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the lock handle is closed"};
-      return fn(lock_);
-    });
+    return handle_.call(std::forward<F>(fn));
   }
 
   // True when acquired, False when the wait ran out (RLOCK_ETIMEDOUT); raises otherwise.
@@ -354,11 +387,7 @@ class NativeLock {
     callback_ = std::move(fn);  // read under the GIL by the trampoline
   }
 
-  rlock_lock* raw() {
-    std::shared_lock<std::shared_mutex> guard(mu_);
-    if (lock_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the lock handle is closed"};
-    return lock_;
-  }
+  rlock_lock* raw() { return handle_.raw(); }
 
  private:
   static void lost_trampoline(rlock_lock*, const char* name, size_t name_len, int64_t thread_id,
@@ -386,44 +415,32 @@ class NativeLock {
     if (--g_inflight == 0) g_inflight_cv.notify_all();
   }
 
-  std::shared_mutex mu_;
-  rlock_lock* lock_ = nullptr;
+  // Declared before handle_ so that it outlives it: freeing the handle waits for a running
+  // callback, which reads callback_.
   py::object callback_ = py::none();
   bool registered_ = false;
-  pid_t pid_ = getpid();
+  Handle<rlock_lock, rlock_cancel, rlock_lock_free> handle_;
 };
+
+rlock_multi* new_group(const py::list& members, bool redlock) {
+  std::vector<rlock_lock*> raw;
+  for (auto item : members) raw.push_back(item.cast<NativeLock&>().raw());
+  rlock_multi* group = nullptr;
+  check(redlock ? rlock_redlock_new(&group, raw.data(), raw.size())
+                : rlock_multi_lock_new(&group, raw.data(), raw.size()));
+  return group;
+}
 
 class NativeMulti {
  public:
-  NativeMulti(const py::list& members, bool redlock) {
-    std::vector<rlock_lock*> raw;
-    for (auto item : members) raw.push_back(item.cast<NativeLock&>().raw());
-    rlock_multi* group = nullptr;
-    int rc = redlock ? rlock_redlock_new(&group, raw.data(), raw.size())
-                     : rlock_multi_lock_new(&group, raw.data(), raw.size());
-    check(rc);
-    group_ = group;
-  }
+  NativeMulti(const py::list& members, bool redlock)
+      : handle_(new_group(members, redlock), "the lock group is closed") {}
 
-  ~NativeMulti() { close(); }
-
-  void close() {
-    maybe_without_gil([this] {
-      std::unique_lock<std::shared_mutex> guard = exclusive(mu_, [this] {
-        if (group_ != nullptr) rlock_multi_cancel(group_);
-      });
-      rlock_multi* group = std::exchange(group_, nullptr);
-      if (group != nullptr && !forked_since(pid_)) rlock_multi_free(group);
-    });
-  }
+  void close() { handle_.close(); }
 
   template <class F>
   auto call(F&& fn) {
-    return without_gil([&] {
-      std::shared_lock<std::shared_mutex> guard(mu_);
-      if (group_ == nullptr) throw NativeError{RLOCK_ECLOSED, "the lock group is closed"};
-      return fn(group_);
-    });
+    return handle_.call(std::forward<F>(fn));
   }
 
   // The validity in ms when acquired, None when the wait ran out.
@@ -459,9 +476,7 @@ class NativeMulti {
   }
 
  private:
-  std::shared_mutex mu_;
-  rlock_multi* group_ = nullptr;
-  pid_t pid_ = getpid();
+  Handle<rlock_multi, rlock_multi_cancel, rlock_multi_free> handle_;
 };
 
 bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& value,
