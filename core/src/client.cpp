@@ -65,8 +65,9 @@ std::string random_hex(size_t bytes) {
 }
 
 int64_t current_thread_id() {
-  thread_local const int64_t id = static_cast<int64_t>(::syscall(SYS_gettid));
-  return id;
+  // Not cached in a thread_local: the value would survive fork(), and the child's thread would
+  // act as the parent's (whose id Linux may then give to another thread of the child).
+  return static_cast<int64_t>(::syscall(SYS_gettid));
 }
 
 void validate_config(ClientConfig* c) {

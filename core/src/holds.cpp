@@ -89,6 +89,10 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
     h.renewing = false;
     h.lost = false;
     h.token = 0;
+    h.handles.clear();
+  }
+  if (std::find(h.handles.begin(), h.handles.end(), listener) == h.handles.end()) {
+    h.handles.push_back(listener);
   }
   h.thread_id = thread_id;
   h.layout = layout;
@@ -135,6 +139,23 @@ void Holds::extended(const std::string& name, const std::string& owner, int64_t 
   h.next_renew = saturating_after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
   wake_.notify_all();
+}
+
+void Holds::abandon(const LostListener* handle) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = holds_.begin(); it != holds_.end();) {
+    Hold& h = it->second;
+    h.handles.erase(std::remove_if(h.handles.begin(), h.handles.end(),
+                                   [handle](const auto& l) { return l.get() == handle; }),
+                    h.handles.end());
+    if (h.handles.empty()) {
+      unindex_locked(it->first, h);
+      it = holds_.erase(it);
+      continue;
+    }
+    if (h.listener.get() == handle) h.listener = h.handles.back();
+    ++it;
+  }
 }
 
 bool Holds::forget(const std::string& name, const std::string& owner) {

@@ -84,7 +84,10 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
   }
 }
 
-Lock::~Lock() { listener_->set(nullptr); }
+Lock::~Lock() {
+  client_->holds().abandon(listener_.get());  // renewal stops; held locks expire by lease
+  listener_->set(nullptr);
+}
 
 int Lock::check_open() const {
   if (client_->closed()) return fail(kClosed, "lock " + printable(name_) + ": the client was closed");

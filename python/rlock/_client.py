@@ -13,7 +13,7 @@ import math
 import os
 import threading
 import weakref
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar, Union
 
 from . import _native
 from ._errors import InvalidArgumentError, LockError, LockTimeoutError
@@ -92,7 +92,7 @@ def _name_bytes(name: Any) -> bytes:
     raise TypeError(f"a lock name must be str or bytes, not {type(name).__name__}")
 
 
-# ---- waiting that Ctrl-C can interrupt ------------------------------------------------------
+# ---- acquiring --------------------------------------------------------------------------------
 
 
 def _acquired(result: Any) -> bool:
@@ -100,58 +100,25 @@ def _acquired(result: Any) -> bool:
     return result is not None and result is not False
 
 
-def _acquire_interruptibly(
-    attempt: Callable[[int, int, Any], _T], undo: Callable[[int], None], wait_ms: int
-) -> _T:
-    """Runs attempt(wait_ms, thread_id, cancel_token) so that a signal handler (Ctrl-C) can
-    interrupt the wait.
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
-    Python runs signal handlers only in the main thread, between bytecodes, so a wait inside C
-    would hold off KeyboardInterrupt until it ends. In the main thread the wait runs on a
-    helper thread on behalf of the main thread's owner id, while the main thread waits on an
-    Event, which signals do interrupt. On interrupt the wait is cancelled, and if it got the
-    lock anyway, undo() releases it before the exception goes on: nothing is left locked.
-    Other threads wait in C directly (with the GIL released)."""
-    if wait_ms == 0 or threading.current_thread() is not threading.main_thread():
-        return attempt(wait_ms, _CALLING_THREAD, None)
-    got = attempt(0, _CALLING_THREAD, None)  # the uncontended case needs no helper
-    if _acquired(got):
-        return got
-    owner = _native.current_thread_id()
-    cancel = _native.CancelToken()
-    outcome: List[Tuple[bool, Any]] = []
-    done = threading.Event()
 
-    def wait() -> None:
-        try:
-            outcome.append((True, attempt(wait_ms, owner, cancel)))
-        except BaseException as exc:  # handed to the main thread below
-            outcome.append((False, exc))
-        finally:
-            done.set()
+def _acquire(attempt: Callable[[bool, List[Any]], _T], undo: Callable[[], None]) -> _T:
+    """Runs attempt(interruptible, receipt), a native acquire.
 
-    threading.Thread(target=wait, name="rlock-acquire", daemon=True).start()
+    In the main thread the native call waits on a helper thread and runs signal handlers
+    meanwhile, so Ctrl-C interrupts it; if the lock was granted at that moment it is released
+    there. The native call also appends to `receipt` on success before returning, so an
+    interrupt that lands right after it returns (Python checks for signals after each call)
+    is seen here, and undo() gives the lock back before the exception goes on."""
+    receipt: List[Any] = []
     try:
-        done.wait()
+        return attempt(_in_main_thread(), receipt)
     except BaseException:
-        cancel.cancel()
-        while not done.is_set():
-            try:
-                done.wait()
-            except BaseException:  # a second Ctrl-C: still finish the clean-up
-                pass
-        ok, value = outcome[0]
-        if ok and _acquired(value):
-            try:
-                undo(owner)
-            except LockError:
-                pass
+        if receipt:
+            undo()
         raise
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    result: _T = value
-    return result
 
 
 # ---- client ---------------------------------------------------------------------------------
@@ -409,10 +376,11 @@ class Lock:
         native = self._checked()
         want_token = self._kind == _native.KIND_FENCED
 
-        def attempt(wait: int, owner: int, cancel: Any) -> bool:
-            return native.acquire(wait, lease_ms, owner, cancel, want_token)
+        def attempt(interruptible: bool, receipt: List[Any]) -> bool:
+            return native.acquire(wait_ms, lease_ms, _CALLING_THREAD, None, want_token,
+                                  interruptible, receipt)
 
-        return _acquire_interruptibly(attempt, native.release, wait_ms)
+        return _acquire(attempt, lambda: native.release(_CALLING_THREAD))
 
     def release(self) -> None:
         """Releases one hold of the calling thread; at the last one the lock is free and the
@@ -581,10 +549,11 @@ class MultiLock:
         for member in self._locks:
             member._client._checked()
 
-        def attempt(wait: int, owner: int, cancel: Any) -> Optional[int]:
-            return native.acquire(wait, lease_ms, owner, cancel)
+        def attempt(interruptible: bool, receipt: List[Any]) -> Optional[int]:
+            return native.acquire(wait_ms, lease_ms, _CALLING_THREAD, None, interruptible,
+                                  receipt)
 
-        validity_ms = _acquire_interruptibly(attempt, native.release, wait_ms)
+        validity_ms = _acquire(attempt, lambda: native.release(_CALLING_THREAD))
         if validity_ms is None:
             return False
         self.validity = validity_ms / 1000.0

@@ -129,6 +129,83 @@ void maybe_without_gil(F&& fn) {
   }
 }
 
+// ---- Waiting that Ctrl-C can interrupt ---------------------------------------------------------
+
+// A native call's status and, on failure, its message, read on the thread that made the call
+// (messages are thread-local).
+struct Outcome {
+  int rc = RLOCK_OK;
+  std::string message;
+};
+
+Outcome outcome_of(int rc) {
+  Outcome out{rc, {}};
+  if (rc != RLOCK_OK) {
+    const rlock_error_info* info = rlock_last_error();
+    out.message = (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
+  }
+  return out;
+}
+
+// Python runs signal handlers (KeyboardInterrupt) only in the main thread, between bytecodes,
+// so a wait inside C would hold off Ctrl-C until it ends. Here the wait runs on a helper thread
+// for `owner` while the calling thread checks for signals every 50 ms. When a handler raises,
+// the wait is cancelled, a lock granted at that very moment is released with undo(owner), and
+// the handler's exception goes on: the caller either gets the lock or an exception, never a
+// lock it does not know about.
+template <class Attempt, class Undo>
+Outcome wait_interruptibly(int64_t owner, Attempt&& attempt, Undo&& undo) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    Outcome outcome;
+  };
+  rlock_cancel_token* raw_token = nullptr;
+  check(rlock_cancel_token_new(&raw_token));
+  std::unique_ptr<rlock_cancel_token, void (*)(rlock_cancel_token*)> token(raw_token,
+                                                                           rlock_cancel_token_free);
+  Shared shared;
+  std::thread worker([&] {
+    Outcome outcome = outcome_of(attempt(owner, raw_token));
+    std::lock_guard<std::mutex> guard(shared.mu);
+    shared.outcome = std::move(outcome);
+    shared.done = true;
+    shared.cv.notify_all();
+  });
+  struct Joiner {  // the worker uses this frame: it is always joined before the frame goes
+    std::thread& t;
+    ~Joiner() {
+      if (t.joinable()) t.join();
+    }
+  } joiner{worker};
+  for (;;) {
+    const bool done = without_gil([&] {
+      std::unique_lock<std::mutex> guard(shared.mu);
+      return shared.cv.wait_for(guard, std::chrono::milliseconds(50), [&] { return shared.done; });
+    });
+    if (done) break;
+    if (PyErr_CheckSignals() != 0) {  // a handler raised; its exception is pending
+      rlock_cancel_token_cancel(raw_token);
+      without_gil([&] {
+        worker.join();
+        if (shared.outcome.rc == RLOCK_OK) undo(owner);
+      });
+      throw py::error_already_set();
+    }
+  }
+  without_gil([&] { worker.join(); });
+  return shared.outcome;
+}
+
+[[noreturn]] void throw_outcome(const Outcome& outcome) {
+  throw NativeError{outcome.rc, outcome.message};
+}
+
+void record(const py::object& receipt, py::object value) {
+  if (!receipt.is_none()) receipt.attr("append")(std::move(value));
+}
+
 // ---- Handles ---------------------------------------------------------------------------------
 
 // Takes mu exclusively for closing a handle. Calls in flight hold it shared, and a blocking
@@ -181,6 +258,14 @@ class Handle {
     std::shared_lock<std::shared_mutex> guard(mu_);
     if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
     return raw_;
+  }
+
+  // Keeps the handle open while the guard lives, for code that needs the GIL meanwhile. Taken
+  // without the GIL: close() may hold mu_ while it waits for a callback that needs the GIL.
+  std::pair<std::shared_lock<std::shared_mutex>, T*> open() {
+    auto guard = without_gil([this] { return std::shared_lock<std::shared_mutex>(mu_); });
+    if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
+    return {std::move(guard), raw_};
   }
 
  private:
@@ -300,24 +385,44 @@ class NativeLock {
     return handle_.call(std::forward<F>(fn));
   }
 
-  // True when acquired, False when the wait ran out (RLOCK_ETIMEDOUT); raises otherwise.
+  // True when acquired, False when the wait ran out (RLOCK_ETIMEDOUT); raises otherwise. When
+  // acquired, True is also appended to `receipt` (a list, or None) before returning, so a caller
+  // interrupted right after this returns can still tell that it holds the lock.
+  // `interruptible` (main thread only): signal handlers run while waiting (Ctrl-C).
   bool acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, const py::object& cancel,
-               bool want_token) {
-    rlock_cancel_token* token = token_of(cancel);
-    int rc = call([&](rlock_lock* lock) {
+               bool want_token, bool interruptible, const py::object& receipt) {
+    auto attempt = [=](rlock_lock* lock, int64_t wait, int64_t owner, rlock_cancel_token* token) {
       rlock_acquire_options opts;
       int r = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
       if (r != RLOCK_OK) return r;
       int64_t fencing_token = 0;
-      opts.wait_ms = wait_ms;
+      opts.wait_ms = wait;
       opts.lease_ms = lease_ms;
-      opts.thread_id = thread_id;
+      opts.thread_id = owner;
       opts.cancel = token;
       opts.token = want_token ? &fencing_token : nullptr;
       return rlock_acquire_ex(lock, &opts);
-    });
-    if (rc == RLOCK_ETIMEDOUT) return false;
-    check(rc);
+    };
+    rlock_cancel_token* token = token_of(cancel);
+    if (!interruptible || wait_ms == 0 || token != nullptr) {
+      int rc = call([&](rlock_lock* lock) { return attempt(lock, wait_ms, thread_id, token); });
+      if (rc == RLOCK_ETIMEDOUT) return false;
+      check(rc);
+    } else {
+      auto [guard, lock] = handle_.open();
+      int rc = without_gil([&, lock = lock] { return attempt(lock, 0, thread_id, nullptr); });
+      if (rc == RLOCK_ETIMEDOUT) {  // busy: wait, on a helper thread
+        const int64_t owner = thread_id != 0 ? thread_id : rlock_current_thread_id();
+        Outcome outcome = wait_interruptibly(
+            owner, [&, lock = lock](int64_t o, rlock_cancel_token* t) { return attempt(lock, wait_ms, o, t); },
+            [lock = lock](int64_t o) { rlock_release_ex(lock, o); });
+        if (outcome.rc == RLOCK_ETIMEDOUT) return false;
+        if (outcome.rc != RLOCK_OK) throw_outcome(outcome);
+      } else {
+        check(rc);
+      }
+    }
+    record(receipt, py::bool_(true));
     return true;
   }
 
@@ -443,24 +548,44 @@ class NativeMulti {
     return handle_.call(std::forward<F>(fn));
   }
 
-  // The validity in ms when acquired, None when the wait ran out.
+  // The validity in ms when acquired (also appended to `receipt`), None when the wait ran out.
+  // `interruptible` as for NativeLock::acquire.
   py::object acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
-                     const py::object& cancel) {
-    rlock_cancel_token* token = token_of(cancel);
+                     const py::object& cancel, bool interruptible, const py::object& receipt) {
     int64_t validity = 0;
-    int rc = call([&](rlock_multi* group) {
+    auto attempt = [&validity, lease_ms](rlock_multi* group, int64_t wait, int64_t owner,
+                                         rlock_cancel_token* token) {
       rlock_acquire_options opts;
       int r = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
       if (r != RLOCK_OK) return r;
-      opts.wait_ms = wait_ms;
+      opts.wait_ms = wait;
       opts.lease_ms = lease_ms;
-      opts.thread_id = thread_id;
+      opts.thread_id = owner;
       opts.cancel = token;
       return rlock_multi_acquire(group, &opts, &validity);
-    });
-    if (rc == RLOCK_ETIMEDOUT) return py::none();
-    check(rc);
-    return py::int_(validity);
+    };
+    rlock_cancel_token* token = token_of(cancel);
+    if (!interruptible || wait_ms == 0 || token != nullptr) {
+      int rc = call([&](rlock_multi* group) { return attempt(group, wait_ms, thread_id, token); });
+      if (rc == RLOCK_ETIMEDOUT) return py::none();
+      check(rc);
+    } else {
+      auto [guard, group] = handle_.open();
+      int rc = without_gil([&, group = group] { return attempt(group, 0, thread_id, nullptr); });
+      if (rc == RLOCK_ETIMEDOUT) {
+        const int64_t owner = thread_id != 0 ? thread_id : rlock_current_thread_id();
+        Outcome outcome = wait_interruptibly(
+            owner, [&, group = group](int64_t o, rlock_cancel_token* t) { return attempt(group, wait_ms, o, t); },
+            [group = group](int64_t o) { rlock_multi_release(group, o); });
+        if (outcome.rc == RLOCK_ETIMEDOUT) return py::none();
+        if (outcome.rc != RLOCK_OK) throw_outcome(outcome);
+      } else {
+        check(rc);
+      }
+    }
+    py::int_ result(validity);
+    record(receipt, result);
+    return std::move(result);
   }
 
   void release(int64_t thread_id) {
@@ -565,7 +690,8 @@ PYBIND11_MODULE(_native, m) {
            py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
            py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
       .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"))
+           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"),
+           py::arg("interruptible") = false, py::arg("receipt") = py::none())
       .def("release", &NativeLock::release, py::arg("thread_id"))
       .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
       .def("force_unlock", &NativeLock::force_unlock)
@@ -580,7 +706,8 @@ PYBIND11_MODULE(_native, m) {
   py::class_<NativeMulti>(m, "Multi")
       .def(py::init<const py::list&, bool>(), py::arg("members"), py::arg("redlock"))
       .def("acquire", &NativeMulti::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"))
+           py::arg("thread_id"), py::arg("cancel"), py::arg("interruptible") = false,
+           py::arg("receipt") = py::none())
       .def("release", &NativeMulti::release, py::arg("thread_id"))
       .def("is_held", &NativeMulti::is_held, py::arg("thread_id"))
       .def("cancel", &NativeMulti::cancel)

@@ -206,6 +206,38 @@ TEST(Watchdog, KeepsLockPastItsLeaseAndStopsAfterRelease) {
   EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 0);
 }
 
+// FAULTS A5 (iii): a handle freed while held is no longer renewed, so the lock expires by its
+// lease. A hold also taken through another live handle of the same owner keeps being renewed
+// until that handle goes too.
+TEST(Watchdog, StopsRenewingHoldsOfAFreedHandle) {
+  const std::string name = unique_name("freed");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client(it::ClientSettings{1000, 0, 0});
+  it::Lock first = it::make_lock(client.get(), name);
+  it::Lock second = it::make_lock(client.get(), name);
+  ASSERT_EQ(rlock_acquire(first.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_acquire(second.get(), 0), RLOCK_OK) << it::last_error();  // re-entry
+
+  first.reset();
+  const int64_t kept_until = mono_ms() + 2000;  // two leases: still renewed for `second`
+  while (mono_ms() < kept_until) {
+    ASSERT_GT(redis.pttl(name), 0) << "renewal stopped while a handle that took it lives";
+    sleep_ms(100);
+  }
+
+  second.reset();
+  const int64_t freed_at = mono_ms();
+  long long last = redis.pttl(name);
+  while (redis.exists(name)) {
+    const long long ttl = redis.pttl(name);
+    ASSERT_LE(ttl, last) << "renewed after every handle that took it was freed";
+    last = ttl;
+    ASSERT_LT(mono_ms() - freed_at, 1000 + 300) << "the key outlived its lease";
+    sleep_ms(20);
+  }
+}
+
 // ---- Lost-lock callback ---------------------------------------------------------------------
 
 TEST(LostCallback, FiresOnceWhenKeyIsDeletedBehindTheHolder) {

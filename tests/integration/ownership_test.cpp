@@ -2,6 +2,10 @@
 // holds, binary names, force unlock and client shutdown.
 #include <gtest/gtest.h>
 
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <map>
 #include <string>
@@ -201,6 +205,23 @@ TEST(SharedHandles, ExplicitThreadIdIsItsOwnOwner) {
 }
 
 // ---- Names ----------------------------------------------------------------------------------
+
+// A forked child's thread is its own owner: the id is the child thread's, not the parent's
+// (which Linux may later give to another thread of the child).
+TEST(SharedHandles, ThreadIdAfterForkIsTheChildsOwn) {
+  const int64_t parent_id = rlock_current_thread_id();
+  ASSERT_EQ(parent_id, static_cast<int64_t>(::syscall(SYS_gettid)));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const int64_t id = rlock_current_thread_id();
+    _exit(id == static_cast<int64_t>(::syscall(SYS_gettid)) && id != parent_id ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child used the parent's thread id";
+}
 
 TEST(Names, NulBytesRoundTripIntoHashAndChannel) {
   const std::string name = unique_name("bin") + std::string("\0mid\xff\x01" "end", 9);

@@ -13,7 +13,8 @@ CHILD = textwrap.dedent("""
     import rlock
     url, name = sys.argv[1], sys.argv[2]
     holder = rlock.Client(url)
-    holder.lock(name).acquire()          # never released by hand: the exit handler does it
+    held = holder.lock(name)
+    held.acquire()                       # never released by hand: the exit handler does it
     waiters = rlock.Client(url)
     lock = waiters.lock(name)
 

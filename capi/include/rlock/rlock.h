@@ -202,8 +202,9 @@ RLOCK_API int rlock_lock_new_n(rlock_lock **out, rlock_client *client, const cha
                                size_t name_len, const rlock_lock_options *opts);
 
 /* Frees the handle without any network call: a lock still held expires by its lease (its
- * watchdog renewal stops). Waits for a lost-lock callback of this handle running on another
- * thread to return. */
+ * watchdog renewal stops, unless the same owner also acquired it through another live handle
+ * of the client). Waits for a lost-lock callback of this handle running on another thread to
+ * return. */
 RLOCK_API void rlock_lock_free(rlock_lock *lock);
 
 typedef struct rlock_acquire_options {

@@ -65,6 +65,10 @@ class Holds {
   // An extend reset the lease.
   void extended(const std::string& name, const std::string& owner, int64_t lease_ms,
                 Clock::time_point sent);
+  // A lock handle is gone: holds acquired only through it are forgotten (no network call), so
+  // the watchdog stops renewing them and they expire by their lease. Holds also acquired
+  // through a live handle stay.
+  void abandon(const LostListener* handle);
   // The server says the owner does not hold the lock: drop it. Returns true if it was held
   // (or known lost) here, i.e. the owner lost it.
   bool forget(const std::string& name, const std::string& owner);
@@ -111,7 +115,8 @@ class Holds {
     Clock::time_point next_renew;
     Clock::time_point due;  // position in index_
     bool indexed = false;
-    std::shared_ptr<LostListener> listener;
+    std::shared_ptr<LostListener> listener;  // told of a loss: the latest acquiring handle's
+    std::vector<std::shared_ptr<LostListener>> handles;  // every handle that acquired it
   };
   struct Notice {
     std::shared_ptr<LostListener> listener;
