@@ -84,6 +84,13 @@ def _wait_ms(blocking: bool, timeout: float) -> int:
     return math.ceil(seconds * 1000.0)
 
 
+def _ttl_seconds(ttl_ms: int) -> Optional[float]:
+    """A remaining TTL from Redis (-2: no key, -1: no expiry) in the API's terms."""
+    if ttl_ms == -2:
+        return None
+    return math.inf if ttl_ms == -1 else ttl_ms / 1000.0
+
+
 def _name_bytes(name: Any) -> bytes:
     if isinstance(name, str):
         return name.encode("utf-8")
@@ -93,11 +100,6 @@ def _name_bytes(name: Any) -> bytes:
 
 
 # ---- acquiring --------------------------------------------------------------------------------
-
-
-def _acquired(result: Any) -> bool:
-    """Acquire attempts return False or None when the wait ran out."""
-    return result is not None and result is not False
 
 
 def _in_main_thread() -> bool:
@@ -446,12 +448,7 @@ class Lock:
     def remaining_ttl(self) -> Optional[float]:
         """Seconds until the lock expires (asks Redis): None if it is not locked,
         ``math.inf`` if it is locked without expiry."""
-        ttl_ms = self._checked().query(_CALLING_THREAD)[3]
-        if ttl_ms == -2:
-            return None
-        if ttl_ms == -1:
-            return math.inf
-        return ttl_ms / 1000.0
+        return _ttl_seconds(self._checked().query(_CALLING_THREAD)[3])
 
     @property
     def token(self) -> Optional[int]:

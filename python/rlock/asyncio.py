@@ -12,13 +12,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import itertools
-import math
 import threading
 import weakref
 from typing import Any, Callable, Optional, TypeVar
 
 from . import _client, _native
-from ._client import LostReason, Name, _duration_ms, _lease_ms, _wait_ms
+from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
 from ._errors import LockError, LockTimeoutError
 
 __all__ = ["Client", "Lock", "ReadWriteLock"]
@@ -103,7 +102,7 @@ async def _acquire_off_loop(attempt: Callable[[Any], _T], undo: Callable[[], Non
         try:
             loop.call_soon_threadsafe(deliver, result, exc)
         except RuntimeError:  # the loop is closed: nobody is left to use the lock
-            if exc is None and _client._acquired(result):
+            if exc is None and result:
                 try:
                     undo()
                 except LockError:
@@ -118,8 +117,7 @@ async def _acquire_off_loop(attempt: Callable[[Any], _T], undo: Callable[[], Non
     except asyncio.CancelledError:
         cancel.cancel()
         await _until_done(fut)
-        if fut.done() and not fut.cancelled() and fut.exception() is None \
-                and _client._acquired(fut.result()):
+        if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result():
             release = loop.run_in_executor(_pool(), undo)
             await _until_done(release)
         raise
@@ -272,10 +270,7 @@ class Lock:
     async def remaining_ttl(self) -> Optional[float]:
         """Seconds until the lock expires: None if not locked, ``math.inf`` without expiry."""
         state = await _off_loop(self._lock._checked().query, _task_owner())
-        ttl_ms = state[3]
-        if ttl_ms == -2:
-            return None
-        return math.inf if ttl_ms == -1 else ttl_ms / 1000.0
+        return _ttl_seconds(state[3])
 
     async def force_unlock(self) -> bool:
         """Deletes the lock whoever holds it; True if it was locked."""

@@ -40,19 +40,28 @@ struct NativeError {
   std::string message;
 };
 
-[[noreturn]] void throw_code(int rc) {
-  const rlock_error_info* info = rlock_last_error();
+// A native call's status and, on failure, its message, read on the thread that made the call
+// (messages are thread-local).
+struct Outcome {
+  int rc = RLOCK_OK;
   std::string message;
-  if (info != nullptr && info->code == rc && info->message != nullptr && info->message[0] != '\0') {
-    message = info->message;
-  } else {
-    message = rlock_strerror(rc);
+};
+
+Outcome outcome_of(int rc) {
+  Outcome out{rc, {}};
+  if (rc != RLOCK_OK) {
+    const rlock_error_info* info = rlock_last_error();
+    out.message = (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
   }
-  throw NativeError{rc, std::move(message)};
+  return out;
+}
+
+[[noreturn]] void throw_outcome(Outcome outcome) {
+  throw NativeError{outcome.rc, std::move(outcome.message)};
 }
 
 void check(int rc) {
-  if (rc != RLOCK_OK) throw_code(rc);
+  if (rc != RLOCK_OK) throw_outcome(outcome_of(rc));
 }
 
 // code -> exception class, set once by rlock/_errors.py. Kept alive for the life of the process
@@ -82,8 +91,6 @@ std::atomic<bool> g_shutdown{false};
 std::mutex g_inflight_mu;
 std::condition_variable g_inflight_cv;
 int g_inflight = 0;
-
-const pid_t g_module_pid = getpid();
 
 bool forked_since(pid_t pid) { return getpid() != pid; }
 
@@ -130,22 +137,6 @@ void maybe_without_gil(F&& fn) {
 }
 
 // ---- Waiting that Ctrl-C can interrupt ---------------------------------------------------------
-
-// A native call's status and, on failure, its message, read on the thread that made the call
-// (messages are thread-local).
-struct Outcome {
-  int rc = RLOCK_OK;
-  std::string message;
-};
-
-Outcome outcome_of(int rc) {
-  Outcome out{rc, {}};
-  if (rc != RLOCK_OK) {
-    const rlock_error_info* info = rlock_last_error();
-    out.message = (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
-  }
-  return out;
-}
 
 // Python runs signal handlers (KeyboardInterrupt) only in the main thread, between bytecodes,
 // so a wait inside C would hold off Ctrl-C until it ends. Here the wait runs on a helper thread
@@ -196,10 +187,6 @@ Outcome wait_interruptibly(int64_t owner, Attempt&& attempt, Undo&& undo) {
   }
   without_gil([&] { worker.join(); });
   return shared.outcome;
-}
-
-[[noreturn]] void throw_outcome(const Outcome& outcome) {
-  throw NativeError{outcome.rc, outcome.message};
 }
 
 void record(const py::object& receipt, py::object value) {
@@ -260,12 +247,37 @@ class Handle {
     return raw_;
   }
 
-  // Keeps the handle open while the guard lives, for code that needs the GIL meanwhile. Taken
-  // without the GIL: close() may hold mu_ while it waits for a callback that needs the GIL.
-  std::pair<std::shared_lock<std::shared_mutex>, T*> open() {
-    auto guard = without_gil([this] { return std::shared_lock<std::shared_mutex>(mu_); });
+  // One acquire through attempt(raw, wait_ms, owner, cancel_token) -> status. True when
+  // acquired, false when the wait ran out; raises otherwise. `interruptible` (main thread
+  // only): a busy lock is waited for by wait_interruptibly, so signal handlers (Ctrl-C) run
+  // meanwhile, and undo(raw, owner) gives back a lock granted just as one raises.
+  template <class Attempt, class Undo>
+  bool acquire(int64_t wait_ms, int64_t thread_id, rlock_cancel_token* token, bool interruptible,
+               Attempt attempt, Undo undo) {
+    if (!interruptible || wait_ms == 0 || token != nullptr) {
+      int rc = call([&](T* raw) { return attempt(raw, wait_ms, thread_id, token); });
+      if (rc == RLOCK_ETIMEDOUT) return false;
+      check(rc);
+      return true;
+    }
+    // Kept open with the GIL held meanwhile; taken without it, as close() may hold mu_ while it
+    // waits for a callback that needs the GIL.
+    std::shared_lock<std::shared_mutex> guard =
+        without_gil([this] { return std::shared_lock<std::shared_mutex>(mu_); });
     if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
-    return {std::move(guard), raw_};
+    T* raw = raw_;
+    int rc = without_gil([&] { return attempt(raw, 0, thread_id, nullptr); });
+    if (rc != RLOCK_ETIMEDOUT) {  // uncontended: no helper thread
+      check(rc);
+      return true;
+    }
+    const int64_t owner = thread_id != 0 ? thread_id : rlock_current_thread_id();
+    Outcome outcome = wait_interruptibly(
+        owner, [&](int64_t o, rlock_cancel_token* t) { return attempt(raw, wait_ms, o, t); },
+        [&](int64_t o) { undo(raw, o); });
+    if (outcome.rc == RLOCK_ETIMEDOUT) return false;
+    if (outcome.rc != RLOCK_OK) throw_outcome(std::move(outcome));
+    return true;
   }
 
  private:
@@ -337,7 +349,6 @@ class CancelToken {
     if (!forked_since(pid_)) rlock_cancel_token_free(token_);
   }
   void cancel() { check(rlock_cancel_token_cancel(token_)); }
-  bool cancelled() const { return rlock_cancel_token_is_cancelled(token_) == 1; }
   rlock_cancel_token* get() const { return token_; }
 
  private:
@@ -403,24 +414,9 @@ class NativeLock {
       opts.token = want_token ? &fencing_token : nullptr;
       return rlock_acquire_ex(lock, &opts);
     };
-    rlock_cancel_token* token = token_of(cancel);
-    if (!interruptible || wait_ms == 0 || token != nullptr) {
-      int rc = call([&](rlock_lock* lock) { return attempt(lock, wait_ms, thread_id, token); });
-      if (rc == RLOCK_ETIMEDOUT) return false;
-      check(rc);
-    } else {
-      auto [guard, lock] = handle_.open();
-      int rc = without_gil([&, lock = lock] { return attempt(lock, 0, thread_id, nullptr); });
-      if (rc == RLOCK_ETIMEDOUT) {  // busy: wait, on a helper thread
-        const int64_t owner = thread_id != 0 ? thread_id : rlock_current_thread_id();
-        Outcome outcome = wait_interruptibly(
-            owner, [&, lock = lock](int64_t o, rlock_cancel_token* t) { return attempt(lock, wait_ms, o, t); },
-            [lock = lock](int64_t o) { rlock_release_ex(lock, o); });
-        if (outcome.rc == RLOCK_ETIMEDOUT) return false;
-        if (outcome.rc != RLOCK_OK) throw_outcome(outcome);
-      } else {
-        check(rc);
-      }
+    if (!handle_.acquire(wait_ms, thread_id, token_of(cancel), interruptible, attempt,
+                         [](rlock_lock* lock, int64_t owner) { rlock_release_ex(lock, owner); })) {
+      return false;
     }
     record(receipt, py::bool_(true));
     return true;
@@ -564,24 +560,9 @@ class NativeMulti {
       opts.cancel = token;
       return rlock_multi_acquire(group, &opts, &validity);
     };
-    rlock_cancel_token* token = token_of(cancel);
-    if (!interruptible || wait_ms == 0 || token != nullptr) {
-      int rc = call([&](rlock_multi* group) { return attempt(group, wait_ms, thread_id, token); });
-      if (rc == RLOCK_ETIMEDOUT) return py::none();
-      check(rc);
-    } else {
-      auto [guard, group] = handle_.open();
-      int rc = without_gil([&, group = group] { return attempt(group, 0, thread_id, nullptr); });
-      if (rc == RLOCK_ETIMEDOUT) {
-        const int64_t owner = thread_id != 0 ? thread_id : rlock_current_thread_id();
-        Outcome outcome = wait_interruptibly(
-            owner, [&, group = group](int64_t o, rlock_cancel_token* t) { return attempt(group, wait_ms, o, t); },
-            [group = group](int64_t o) { rlock_multi_release(group, o); });
-        if (outcome.rc == RLOCK_ETIMEDOUT) return py::none();
-        if (outcome.rc != RLOCK_OK) throw_outcome(outcome);
-      } else {
-        check(rc);
-      }
+    if (!handle_.acquire(wait_ms, thread_id, token_of(cancel), interruptible, attempt,
+                         [](rlock_multi* group, int64_t owner) { rlock_multi_release(group, owner); })) {
+      return py::none();
     }
     py::int_ result(validity);
     record(receipt, result);
@@ -656,16 +637,9 @@ PYBIND11_MODULE(_native, m) {
   m.attr("KIND_FAIR") = static_cast<int>(RLOCK_LOCK_FAIR);
   m.attr("KIND_READ") = static_cast<int>(RLOCK_LOCK_READ);
   m.attr("KIND_WRITE") = static_cast<int>(RLOCK_LOCK_WRITE);
-  m.attr("MODULE_PID") = static_cast<long>(g_module_pid);
-
-  py::dict codes;
-  for (int code = RLOCK_OK; code >= RLOCK_EDEADLK; --code) codes[py::int_(code)] = rlock_strerror(code);
-  m.attr("CODES") = codes;
 
   m.def("version", [] { return std::string(rlock_version_string()); });
-  m.def("version_number", [] { return rlock_version_number(); });
   m.def("current_thread_id", [] { return rlock_current_thread_id(); });
-  m.def("strerror", [](int code) { return std::string(rlock_strerror(code)); });
   m.def("_set_error_classes", &set_error_classes);
   m.def("_shutdown", &shutdown);
   m.def("fenced_write", &fenced_write, py::arg("client"), py::arg("key"), py::arg("value"),
@@ -682,8 +656,7 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<CancelToken>(m, "CancelToken")
       .def(py::init<>())
-      .def("cancel", &CancelToken::cancel)
-      .def_property_readonly("cancelled", &CancelToken::cancelled);
+      .def("cancel", &CancelToken::cancel);
 
   py::class_<NativeLock>(m, "Lock")
       .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
