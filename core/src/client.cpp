@@ -115,6 +115,7 @@ void Client::close() {
   if (closed_.exchange(true)) return;
   holds_.stop();
   subscriber_.stop();
+  std::unique_lock<std::shared_mutex> no_acquire_in_flight(acquire_gate_);
   // Best effort: free what we still hold so others need not wait for the leases.
   for (const Holds::Active& hold : holds_.active()) {
     // Read-write holds expire by lease: the plain release script does not fit their layout.

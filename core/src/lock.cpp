@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <shared_mutex>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
@@ -113,6 +114,8 @@ int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
 }
 
 Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
+  std::shared_lock<std::shared_mutex> in_flight(client_->acquire_gate());
+  if (client_->closed()) return {check_open(), 0};
   Holds& holds = client_->holds();
   int64_t before = holds.count(name_, plan.owner);
   std::string lease = std::to_string(plan.lease_ms);

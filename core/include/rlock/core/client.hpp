@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 
 #include "rlock/core/config.hpp"
@@ -38,6 +39,10 @@ class Client {
   void close();
   bool closed() const { return closed_.load(); }
 
+  // Held shared by each acquire round trip; close() takes it exclusively before releasing, so a
+  // grant that lands while the client closes is recorded first and released with the rest.
+  std::shared_mutex& acquire_gate() { return acquire_gate_; }
+
  private:
   const ClientConfig config_;
   const std::string id_;
@@ -45,6 +50,7 @@ class Client {
   Subscriber subscriber_;
   Holds holds_;
   std::atomic<bool> closed_{false};
+  std::shared_mutex acquire_gate_;
 };
 
 // A random version-4 UUID, lower-case with dashes.
