@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
-# abi, cli) and the Python suite against the installed wheel, then builds again with ASan/UBSan
-# (unit and integration tests) and with TSan (integration tests, which exercise the threads).
+# abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
+# (with the cross-language test: CLI, Python, Go and Java processes on the same locks), then
+# builds again with ASan/UBSan (unit and integration tests) and with TSan (integration tests,
+# which exercise the threads).
 # Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 jobs=${RLOCK_JOBS:-2}
 
-"$root/scripts/install-deps.sh"
+"$root/scripts/install-deps.sh" swig default-jdk-headless maven
+if ! command -v go >/dev/null; then
+  echo "Go 1.22 or newer is needed for the Go binding (https://go.dev/dl); 'go' is not on PATH" >&2
+  exit 1
+fi
 
 run_suite() {  # build-dir, extra cmake args..., then ctest args after "--"
   local dir=$1; shift
@@ -21,10 +27,15 @@ run_suite() {  # build-dir, extra cmake args..., then ctest args after "--"
   (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 "${ctest_args[@]}")
 }
 
-echo "== build and test (RelWithDebInfo)"
-run_suite "$root/build"
+echo "== build and test (RelWithDebInfo), with the Go and Java bindings"
+run_suite "$root/build" -DRLOCK_BUILD_GO=ON -DRLOCK_BUILD_JAVA=ON
 
 echo "== Python: build the wheel, install it in a venv, run pytest against the installation"
+# The Go and Java workers of the cross-language test were built by the CTest pass above.
+export RLOCK_GO_WORKER=$root/build/bindings/go/rlock-contend
+java_out=$root/build/bindings/java/maven
+export RLOCK_JAVA_WORKER="java -cp $(ls "$java_out"/rlock-*.jar | head -n1):$java_out/test-classes io.rlock.CrossLanguageWorker"
+export RLOCK_REQUIRE_CROSSLANG=1
 "$root/scripts/test-python.sh"
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then

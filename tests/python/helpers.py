@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
+from pathlib import Path
+
+import pytest
 
 import rlock
+
+_REPO = Path(__file__).resolve().parents[2]
 
 
 def owner_field(client: rlock.Client, thread_id: int) -> bytes:
@@ -47,3 +54,19 @@ class Holder:
         self._release.set()
         if not self._released.wait(10):
             raise RuntimeError("the holder did not release the lock")
+
+
+def rlock_cli() -> str:
+    """The rlock command ($RLOCK_CLI, else the build tree's); skips the test when it or
+    redis-cli is missing, or fails it when RLOCK_REQUIRE_CLI=1."""
+    path = os.environ.get("RLOCK_CLI") or str(_REPO / "build" / "capi" / "cli" / "rlock")
+    problem = None
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        problem = f"the rlock CLI was not found at {path} (set RLOCK_CLI)"
+    elif shutil.which("redis-cli") is None:
+        problem = "redis-cli is not installed"
+    if problem is not None:
+        if os.environ.get("RLOCK_REQUIRE_CLI") == "1":
+            pytest.fail(problem + " and RLOCK_REQUIRE_CLI=1")
+        pytest.skip(problem)
+    return path

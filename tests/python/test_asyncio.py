@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
-import redis
 
 import rlock
 import rlock.asyncio

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
-import os
 import queue
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,16 +16,14 @@ import textwrap
 import threading
 import time
 import weakref
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple, Union
 
 import pytest
 import redis
 
 import rlock
-from helpers import owner_field, wait_until
+from helpers import owner_field, rlock_cli, wait_until
 
-_REPO = Path(__file__).resolve().parents[2]
 _OWNER_RE = re.compile(rb"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9]+$")
 
 # On Python 3.12+ fork() in a process with threads (the rlock clients of other tests) warns.
@@ -438,20 +434,6 @@ def test_forked_child_exit_leaves_the_parents_lock_alone(redis_url, name, r, chi
 # ---- 3. Python and the rlock CLI on one lock ----------------------------------------------------
 
 
-def _rlock_cli() -> str:
-    path = os.environ.get("RLOCK_CLI") or str(_REPO / "build" / "capi" / "cli" / "rlock")
-    problem = None
-    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        problem = f"the rlock CLI was not found at {path} (set RLOCK_CLI)"
-    elif shutil.which("redis-cli") is None:
-        problem = "redis-cli is not installed"
-    if problem is not None:
-        if os.environ.get("RLOCK_REQUIRE_CLI") == "1":
-            pytest.fail(problem + " and RLOCK_REQUIRE_CLI=1")
-        pytest.skip(problem)
-    return path
-
-
 # $1 cli, $2 url, $3 name, $4 iterations, $5 the critical section (run by sh with url, name).
 _CLI_LOOP = r'''
 cli=$1 url=$2 name=$3 iters=$4 body=$5
@@ -480,7 +462,7 @@ def test_python_and_cli_exclude_each_other(client, redis_url, name, r):
     """3 `rlock exec` loops (redis-cli read-modify-writes), 2 Python threads and a Python
     process contend on one lock: no lost update, no overlap, both sides got the lock, and their
     turns interleaved."""
-    cli = _rlock_cli()
+    cli = rlock_cli()
     cli_loops, cli_iters = 3, 8
     py_threads, py_iters = 2, 15
     r.set(f"{name}:counter", 0)

@@ -1,0 +1,162 @@
+package rlock
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"os"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// DefaultURL is used when NewClient gets an empty URL and $RLOCK_URL is not set.
+const DefaultURL = "redis://127.0.0.1:6379"
+
+// Client is a connection pool to one Redis deployment, shared by every lock made from it. It
+// is safe for concurrent use.
+type Client struct {
+	mu  sync.RWMutex // held shared while the C client is used, exclusively to free it
+	ptr *C.rlock_client
+	id  string
+}
+
+// Option configures NewClient.
+type Option func(*clientConfig)
+
+type clientConfig struct {
+	err                                      error
+	connectMS, commandMS, watchdogMS, pollMS int64
+	poolSize                                 int
+	maxNameLen                               uint64
+}
+
+// positiveMS records an error for a duration that is not positive; 0 (the C default) is
+// never passed for an option the caller set.
+func (c *clientConfig) positiveMS(option string, d time.Duration) int64 {
+	if d <= 0 && c.err == nil {
+		c.err = invalid("%s: the duration must be positive, got %v", option, d)
+	}
+	return durationMS(d)
+}
+
+// WithConnectTimeout bounds each connection attempt (default 2s).
+func WithConnectTimeout(d time.Duration) Option {
+	return func(c *clientConfig) { c.connectMS = c.positiveMS("WithConnectTimeout", d) }
+}
+
+// WithCommandTimeout bounds every round trip to Redis (default 3s).
+func WithCommandTimeout(d time.Duration) Option {
+	return func(c *clientConfig) { c.commandMS = c.positiveMS("WithCommandTimeout", d) }
+}
+
+// WithPoolSize sets the number of command connections (default 8).
+func WithPoolSize(n int) Option {
+	return func(c *clientConfig) {
+		if n <= 0 && c.err == nil {
+			c.err = invalid("WithPoolSize: the pool size must be positive, got %d", n)
+		}
+		c.poolSize = n
+	}
+}
+
+// WithWatchdogLease sets the lease of locks held without an explicit one (default 30s). The
+// client's watchdog renews it every third of that while the lock is held, so a process that
+// dies leaves the lock for at most this long.
+func WithWatchdogLease(d time.Duration) Option {
+	return func(c *clientConfig) { c.watchdogMS = c.positiveMS("WithWatchdogLease", d) }
+}
+
+// WithPollCap sets the longest a waiter sleeps before trying again without being woken
+// (default 1s).
+func WithPollCap(d time.Duration) Option {
+	return func(c *clientConfig) { c.pollMS = c.positiveMS("WithPollCap", d) }
+}
+
+// WithMaxNameLen sets the longest lock name accepted, in bytes (default 65536, at most
+// 16 MiB): names multiply into several keys and channels, so they are kept bounded.
+func WithMaxNameLen(n int) Option {
+	return func(c *clientConfig) {
+		if n <= 0 && c.err == nil {
+			c.err = invalid("WithMaxNameLen: the length must be positive, got %d", n)
+		}
+		c.maxNameLen = uint64(max(n, 0))
+	}
+}
+
+// NewClient connects to Redis once to check the address and credentials. url is
+// redis://[[user]:password@]host[:port][/db] or unix://[[user]:password@]/path[?db=N]; when
+// empty, $RLOCK_URL is used, then DefaultURL.
+//
+// It fails with ErrVersion if the loaded rlock library does not match the headers this package
+// was compiled with, ErrConnection or ErrAuth if Redis cannot be used, ErrInvalidArgument for a
+// bad URL or option.
+func NewClient(url string, opts ...Option) (*Client, error) {
+	if err := checkLoadedVersion(); err != nil {
+		return nil, err
+	}
+	var cfg clientConfig
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("NewClient: nil Option")
+		}
+		opt(&cfg)
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if url == "" {
+		url = os.Getenv("RLOCK_URL")
+	}
+	if url == "" {
+		url = DefaultURL
+	}
+	curl := C.CString(url)
+	defer C.free(unsafe.Pointer(curl))
+	var ptr *C.rlock_client
+	err := check(C.rlock_go_client_new(&ptr, curl, C.int64_t(cfg.connectMS),
+		C.int64_t(cfg.commandMS), C.int(cfg.poolSize), C.int64_t(cfg.watchdogMS),
+		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen)))
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{ptr: ptr, id: C.GoString(C.rlock_client_id(ptr))}
+	// Reached only when no Lock refers to the client any more (each Lock keeps its client),
+	// so rlock_client_free has no hold left to release: it just stops threads and disconnects.
+	runtime.SetFinalizer(c, func(c *Client) { c.Close() })
+	return c, nil
+}
+
+// ID returns the client's id (a UUID), the first half of every owner it writes to Redis.
+func (c *Client) ID() string {
+	return c.id
+}
+
+// Close releases what the client's locks still hold (best effort; read-write locks and
+// whatever it fails to release expire by their lease), wakes every goroutine waiting for one of its locks with ErrClosed and disconnects.
+// Locks made from it return ErrClosed afterwards. Idempotent, and safe while other goroutines
+// use the client or its locks.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	ptr := c.ptr
+	c.ptr = nil
+	c.mu.Unlock()
+	if ptr != nil {
+		runtime.SetFinalizer(c, nil)
+		C.rlock_client_free(ptr)
+	}
+	return nil
+}
+
+// use runs fn with the C client, which stays valid until fn returns.
+func (c *Client) use(fn func(ptr *C.rlock_client) error) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.ptr == nil {
+		return newError(CodeClosed, "the client is closed")
+	}
+	return fn(c.ptr)
+}

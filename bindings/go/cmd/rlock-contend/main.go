@@ -1,0 +1,109 @@
+// Command rlock-contend is the Go worker of the cross-language contention test:
+//
+//	rlock-contend URL DIR ITERATIONS NAME [NAME...]
+//
+// For i in 0..ITERATIONS-1 it takes the reentrant lock NAMES[i % len(NAMES)] (waiting without
+// bound, watchdog lease), creates DIR/NAME.inside exclusively (exit 3 with "overlap on NAME"
+// if it exists: another owner is inside), adds one to the decimal counter in DIR/NAME.count,
+// removes DIR/NAME.inside and releases the lock. Any other error: message on stderr, exit 1.
+// At the end it prints "ok ITERATIONS".
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	rlock "github.com/rlock/rlock/bindings/go"
+)
+
+func main() {
+	if len(os.Args) < 5 {
+		fmt.Fprintln(os.Stderr, "usage: rlock-contend URL DIR ITERATIONS NAME [NAME...]")
+		os.Exit(2)
+	}
+	iterations, err := strconv.Atoi(os.Args[3])
+	if err != nil || iterations < 0 {
+		fmt.Fprintf(os.Stderr, "ITERATIONS must be a non-negative integer, got %q\n", os.Args[3])
+		os.Exit(2)
+	}
+	overlap, err := run(os.Args[1], os.Args[2], iterations, os.Args[4:])
+	if overlap != "" {
+		fmt.Fprintf(os.Stderr, "overlap on %s\n", overlap)
+		os.Exit(3)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("ok %d\n", iterations)
+}
+
+// run returns the name of a lock found with another owner inside, or an error.
+func run(url, dir string, iterations int, names []string) (string, error) {
+	client, err := rlock.NewClient(url)
+	if err != nil {
+		return "", err
+	}
+	defer client.Close()
+	locks := make(map[string]*rlock.Lock)
+	for _, name := range names {
+		if locks[name] == nil {
+			if locks[name], err = client.Lock(name); err != nil {
+				return "", err
+			}
+		}
+	}
+	ctx := context.Background()
+	for i := 0; i < iterations; i++ {
+		name := names[i%len(names)]
+		if err := locks[name].Lock(ctx); err != nil {
+			return "", err
+		}
+		overlap, err := critical(dir, name)
+		if overlap {
+			return name, nil // the deferred Close releases the lock
+		}
+		if err != nil {
+			locks[name].Unlock()
+			return "", err
+		}
+		if err := locks[name].Unlock(); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// critical is the work done under the lock; it reports true if another owner was inside.
+func critical(dir, name string) (bool, error) {
+	inside := filepath.Join(dir, name+".inside")
+	marker, err := os.OpenFile(inside, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	marker.Close()
+	counter := filepath.Join(dir, name+".count")
+	data, err := os.ReadFile(counter)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, err
+	}
+	count := 0
+	if text := strings.TrimSpace(string(data)); text != "" {
+		if count, err = strconv.Atoi(text); err != nil {
+			return false, fmt.Errorf("%s: %w", counter, err)
+		}
+	}
+	if err := os.WriteFile(counter, []byte(strconv.Itoa(count+1)), 0o644); err != nil {
+		return false, err
+	}
+	return false, os.Remove(inside)
+}

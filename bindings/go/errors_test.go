@@ -1,0 +1,228 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSentinelTable(t *testing.T) {
+	cases := []struct {
+		code Code
+		is   []error
+		not  []error
+	}{
+		{CodeTimedOut, []error{ErrNotObtained}, []error{ErrNotHeld}},
+		{CodeNotHeld, []error{ErrNotHeld}, []error{ErrNotOwner}},
+		{CodeNotOwner, []error{ErrNotOwner, ErrNotHeld}, []error{ErrLockLost}},
+		{CodeLost, []error{ErrLockLost}, []error{ErrNotHeld}},
+		{CodeBusy, []error{ErrBusy, ErrRedis}, []error{ErrConnection}},
+		{CodeClosed, []error{ErrClosed}, nil},
+		{CodeDeadlock, []error{ErrDeadlock}, nil},
+		{CodeError, nil, []error{ErrRedis, ErrInternal}},
+	}
+	for _, tc := range cases {
+		err := fmt.Errorf("wrapped: %w", &Error{Code: tc.code, Message: "m"})
+		for _, s := range tc.is {
+			if !errors.Is(err, s) {
+				t.Errorf("%v should match %v", tc.code, s)
+			}
+		}
+		for _, s := range tc.not {
+			if errors.Is(err, s) {
+				t.Errorf("%v should not match %v", tc.code, s)
+			}
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != tc.code {
+			t.Errorf("errors.As lost the code %v", tc.code)
+		}
+	}
+	if CodeDeadlock.String() != "RLOCK_EDEADLK" || Code(-99).String() != "rlock code -99" {
+		t.Errorf("Code.String: %q %q", CodeDeadlock, Code(-99))
+	}
+}
+
+func TestErrorsFromTheLibrary(t *testing.T) {
+	_, err := NewClient("http://nowhere")
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	_, err = NewClient(fmt.Sprintf("redis://127.0.0.1:%d", port), WithConnectTimeout(time.Second))
+	wantCode(t, err, CodeConnection, ErrConnection)
+
+	if !strings.HasPrefix(redis.URL, "redis://") {
+		t.Log("the server is on a unix socket: skipping the AUTH check")
+		return
+	}
+	_, err = NewClient("redis://nobody:wrong@" + strings.TrimPrefix(redis.URL, "redis://"))
+	if !errors.Is(err, ErrAuth) {
+		t.Fatalf("wrong credentials: %v", err)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	c := newClient(t)
+	_, err := c.Lock("")
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = c.Lock(strings.Repeat("x", 70000))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = c.Lock("n", WithLease(-time.Second))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = c.Lock("n", nil)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = c.Lock("n", WithSpinBackoff(time.Millisecond, time.Second))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = c.SpinLock("n", WithSpinBackoff(time.Second, time.Millisecond))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	small := newClient(t, WithMaxNameLen(8))
+	_, err = small.Lock("123456789")
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	if _, err := small.Lock("12345678"); err != nil {
+		t.Fatalf("a name at the limit: %v", err)
+	}
+	_, err = NewClient(redis.URL, WithMaxNameLen(64<<20))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = NewClient(redis.URL, WithPoolSize(0))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = NewClient(redis.URL, WithCommandTimeout(-1))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = NewClient(redis.URL, nil)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	_, err = l.TryLock(bg, -time.Second, 0)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = l.TryLock(bg, 0, -time.Second)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	var nilCtx context.Context
+	wantCode(t, l.Lock(nilCtx), CodeInvalid, ErrInvalidArgument)
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, l.Extend(0), CodeInvalid, ErrInvalidArgument)
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, name) {
+		t.Fatal("bad input left a lock behind")
+	}
+
+	_, err = NewMultiLock()
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = NewRedLock(l, nil)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+
+	closed := mustLock(t, c.Lock, uniqueName(t))
+	closed.Close()
+	wantCode(t, closed.Lock(bg), CodeClosed, ErrClosed)
+	_, err = closed.TryLock(bg, 0, 0)
+	wantCode(t, err, CodeClosed, ErrClosed)
+	wantCode(t, closed.Unlock(), CodeClosed, ErrClosed)
+	_, err = closed.State(bg)
+	wantCode(t, err, CodeClosed, ErrClosed)
+	_, err = closed.ForceUnlock(bg)
+	wantCode(t, err, CodeClosed, ErrClosed)
+	wantCode(t, closed.OnLost(func(LostReason) {}), CodeClosed, ErrClosed)
+	_, err = NewMultiLock(l, closed)
+	wantCode(t, err, CodeClosed, ErrClosed)
+	if err := closed.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestNameWithNUL(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t) + "\x00tail"
+	l := mustLock(t, c.Lock, name)
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, name) {
+		t.Fatal("the key is not the full binary name")
+	}
+	l.Unlock()
+}
+
+func TestVersionCheck(t *testing.T) {
+	if err := checkLoadedVersion(); err != nil {
+		t.Fatalf("the loaded library: %v", err)
+	}
+	if HeaderVersion/100 != 1 || !strings.HasPrefix(Version(), "0.1.") {
+		t.Fatalf("HeaderVersion %d, Version %q", HeaderVersion, Version())
+	}
+	for _, tc := range []struct {
+		header, loaded uint
+		ok             bool
+	}{
+		{100, 100, true},
+		{100, 107, true},    // newer patch
+		{100, 300, true},    // newer minor
+		{105, 100, true},    // older patch
+		{200, 100, false},   // older minor
+		{100, 10100, false}, // other major
+		{10100, 100, false},
+	} {
+		err := checkVersion(tc.header, tc.loaded)
+		if (err == nil) != tc.ok {
+			t.Errorf("checkVersion(%d, %d) = %v, want ok=%v", tc.header, tc.loaded, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrVersion) {
+			t.Errorf("checkVersion error %v is not ErrVersion", err)
+		}
+	}
+}
+
+// A dropped value's finalizer frees the handle only: the key is not deleted, but it is no
+// longer renewed, so it expires. While renewed the TTL stays above 2/3 of the 4s lease; a
+// release would delete the key at that level, an expiry only after the TTL ran down.
+func TestFinalizerOnlyFrees(t *testing.T) {
+	c := newClient(t, WithWatchdogLease(4*time.Second))
+	name := uniqueName(t)
+	func() {
+		l, err := c.Lock(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Lock(bg); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	for range 3 {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond)
+	}
+	lastTTL := int64(-2)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		ttl, err := redis.PTTL(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl == -2 {
+			break
+		}
+		lastTTL = ttl
+		if time.Now().After(deadline) {
+			t.Fatal("the dropped lock is still renewed: the finalizer did not free it")
+		}
+		runtime.GC()
+		time.Sleep(25 * time.Millisecond)
+	}
+	if lastTTL == -2 {
+		t.Fatal("the key was gone right after GC: the finalizer released it")
+	}
+	if lastTTL > 2500 {
+		t.Fatalf("the key disappeared with %d ms left: deleted, not expired", lastTTL)
+	}
+}

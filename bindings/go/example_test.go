@@ -1,0 +1,64 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	rlock "github.com/rlock/rlock/bindings/go"
+)
+
+func Example() {
+	client, err := rlock.NewClient("") // $RLOCK_URL, else redis://127.0.0.1:6379
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+
+	lock, err := client.Lock("stock:42")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+
+	ok, err := lock.TryLock(context.Background(), 5*time.Second, 0)
+	switch {
+	case err != nil:
+		fmt.Println(err)
+	case !ok:
+		fmt.Println("busy, try later")
+	default:
+		defer lock.Unlock()
+		// ... the critical section ...
+	}
+}
+
+func ExampleLock_Lock() {
+	client, err := rlock.NewClient("")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	lock, err := client.Lock("nightly-report")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := lock.Lock(ctx); errors.Is(err, rlock.ErrNotObtained) {
+		fmt.Println("someone else is making the report")
+		return
+	} else if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer lock.Unlock()
+	// ... the critical section ...
+}

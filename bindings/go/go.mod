@@ -1,0 +1,3 @@
+module github.com/rlock/rlock/bindings/go
+
+go 1.22

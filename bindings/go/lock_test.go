@@ -1,0 +1,680 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// exclusionCheck is a critical section that detects overlap and lost updates. The counter is
+// read, the goroutine yields, and the counter is written back: without mutual exclusion
+// updates get lost. Atomics keep the race detector quiet, since the happens-before edges go
+// through Redis, where it cannot see them.
+type exclusionCheck struct {
+	inside  atomic.Int32
+	counter atomic.Int64
+	overlap atomic.Bool
+}
+
+func (x *exclusionCheck) critical() {
+	if x.inside.Add(1) != 1 {
+		x.overlap.Store(true)
+	}
+	v := x.counter.Load()
+	time.Sleep(time.Millisecond)
+	x.counter.Store(v + 1)
+	x.inside.Add(-1)
+}
+
+func TestMutualExclusionAcrossGoroutines(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	const workers, rounds = 6, 15
+	var x exclusionCheck
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		l := mustLock(t, c.Lock, name) // each goroutine its own value: its own owner
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				if err := l.Lock(bg); err != nil {
+					errs <- err
+					return
+				}
+				x.critical()
+				if err := l.Unlock(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if x.overlap.Load() {
+		t.Fatal("two goroutines were inside at once")
+	}
+	if got := x.counter.Load(); got != workers*rounds {
+		t.Fatalf("counter = %d, want %d (lost updates)", got, workers*rounds)
+	}
+	if exists(t, name) {
+		t.Fatal("the lock key is left after every Unlock")
+	}
+}
+
+func TestGoroutinesSharingOneValueExclude(t *testing.T) {
+	c := newClient(t)
+	l := mustLock(t, c.Lock, uniqueName(t))
+	const workers, rounds = 5, 10
+	var x exclusionCheck
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				if err := l.Lock(bg); err != nil {
+					failures.Add(1)
+					return
+				}
+				x.critical()
+				if err := l.Unlock(); err != nil {
+					failures.Add(1)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failures.Load() != 0 {
+		t.Fatalf("%d goroutines failed", failures.Load())
+	}
+	if x.overlap.Load() || x.counter.Load() != workers*rounds {
+		t.Fatalf("overlap=%v counter=%d, want no overlap and %d", x.overlap.Load(), x.counter.Load(), workers*rounds)
+	}
+}
+
+func TestUnlockFromAnotherGoroutine(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, result(l.Unlock), 5*time.Second, "Unlock"); err != nil {
+		t.Fatalf("Unlock from another goroutine: %v", err)
+	}
+	if exists(t, name) {
+		t.Fatal("key left after Unlock")
+	}
+}
+
+func TestCancelWakesWaiterAndLeavesNothing(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	holder := mustLock(t, c.Lock, name)
+	waiter := mustLock(t, c.Lock, name)
+	if err := holder.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	done := result(func() error { return waiter.Lock(ctx) })
+	time.Sleep(300 * time.Millisecond) // let it block inside C
+	cancel()
+	err := within(t, done, 2*time.Second, "a cancelled Lock")
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCanceled) {
+		t.Fatalf("want context.Canceled and ErrCanceled, got %v", err)
+	}
+	if waiter.Held() {
+		t.Fatal("the cancelled waiter thinks it holds the lock")
+	}
+	if err := holder.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if exists(t, name) {
+		t.Fatal("the cancelled acquire left a lock behind")
+	}
+	// The value is still usable after a cancelled acquire.
+	if ok, err := waiter.TryLock(bg, 0, 0); !ok || err != nil {
+		t.Fatalf("TryLock after cancel: %v %v", ok, err)
+	}
+	waiter.Unlock()
+}
+
+func TestAlreadyCancelledContext(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := l.Lock(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock on a cancelled context: %v", err)
+	}
+	if exists(t, name) {
+		t.Fatal("lock taken with a cancelled context")
+	}
+}
+
+func TestContextDeadline(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	holder := mustLock(t, c.Lock, name)
+	waiter := mustLock(t, c.Lock, name)
+	if err := holder.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+	defer cancel()
+	err := within(t, result(func() error { return waiter.Lock(ctx) }), 5*time.Second, "Lock with a deadline")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want context.DeadlineExceeded, got %v", err)
+	}
+	wantCode(t, err, CodeTimedOut, ErrNotObtained)
+	// TryLock with a longer wait than the context allows: the context wins, with an error.
+	ctx2, cancel2 := context.WithTimeout(bg, 200*time.Millisecond)
+	defer cancel2()
+	ok, err := waiter.TryLock(ctx2, time.Minute, 0)
+	if ok || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("TryLock bounded by the context: %v %v", ok, err)
+	}
+	holder.Unlock()
+}
+
+func TestTryLock(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	a := mustLock(t, c.Lock, name)
+	b := mustLock(t, c.Lock, name)
+	if ok, err := a.TryLock(bg, 0, 0); !ok || err != nil {
+		t.Fatalf("TryLock on a free lock: %v %v", ok, err)
+	}
+	if ok, err := b.TryLock(bg, 0, 0); ok || err != nil {
+		t.Fatalf("try-once on a held lock: want false, nil; got %v %v", ok, err)
+	}
+	if ok, err := b.TryLock(bg, 200*time.Millisecond, 0); ok || err != nil {
+		t.Fatalf("TryLock with a wait on a held lock: want false, nil; got %v %v", ok, err)
+	}
+	if ok, err := a.TryLock(bg, 100*time.Millisecond, 0); ok || err != nil {
+		t.Fatalf("TryLock through the value that holds it: want false, nil; got %v %v", ok, err)
+	}
+	// A waiter gets it when the holder releases during its wait.
+	done := make(chan bool, 1)
+	go func() {
+		ok, _ := b.TryLock(bg, 10*time.Second, 0)
+		done <- ok
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if err := a.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("the waiter did not get the released lock")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter was not woken by the release")
+	}
+	// An explicit lease shows as the key's TTL.
+	if err := b.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := a.TryLock(bg, 0, 20*time.Second); !ok || err != nil {
+		t.Fatalf("TryLock with a lease: %v %v", ok, err)
+	}
+	ttl, err := redis.PTTL(name)
+	if err != nil || ttl <= 10000 || ttl > 20000 {
+		t.Fatalf("PTTL after a 20s lease: %d %v", ttl, err)
+	}
+	a.Unlock()
+}
+
+func TestUnlockNotHeld(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	a := mustLock(t, c.Lock, name)
+	b := mustLock(t, c.Lock, name)
+	wantCode(t, a.Unlock(), CodeNotHeld, ErrNotHeld)
+	wantCode(t, a.Extend(time.Second), CodeNotHeld, ErrNotHeld)
+
+	if err := a.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.State(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another value: not its hold, and the holder's key is untouched.
+	wantCode(t, b.Unlock(), CodeNotHeld, ErrNotHeld)
+	after, err := a.State(bg)
+	if err != nil || !after.HeldByMe || after.Owner != st.Owner || after.HoldCount != 1 {
+		t.Fatalf("the holder's state changed: before %+v, after %+v (%v)", st, after, err)
+	}
+	if err := a.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, a.Unlock(), CodeNotHeld, ErrNotHeld)
+
+	// No network call: a value that holds nothing answers even after its client is closed.
+	c2 := newClient(t)
+	d := mustLock(t, c2.Lock, name)
+	c2.Close()
+	wantCode(t, d.Unlock(), CodeNotHeld, ErrNotHeld)
+}
+
+func TestUnlockAfterTakeover(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	a := mustLock(t, c.Lock, name)
+	b := mustLock(t, c.Lock, name)
+	if err := a.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if deleted, err := b.ForceUnlock(bg); !deleted || err != nil {
+		t.Fatalf("ForceUnlock: %v %v", deleted, err)
+	}
+	if err := b.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, a.Unlock(), CodeLost, ErrLockLost)
+	if !b.Held() {
+		t.Fatal("the new holder lost its hold")
+	}
+	st, err := b.State(bg)
+	if err != nil || !st.HeldByMe {
+		t.Fatalf("the new holder's key was touched: %+v %v", st, err)
+	}
+	b.Unlock()
+}
+
+func TestExtend(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name, WithLease(2*time.Second))
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.State(bg)
+	if err != nil || st.TTL <= 30*time.Second {
+		t.Fatalf("TTL after Extend(60s): %+v %v", st, err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLostNotification(t *testing.T) {
+	c := newClient(t, WithWatchdogLease(1500*time.Millisecond))
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	reasons := make(chan LostReason, 4)
+	if err := l.OnLost(func(r LostReason) { reasons <- r }); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redis.Do("DEL", name); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-reasons:
+		if r != LostGone {
+			t.Fatalf("reason %v, want %v", r, LostGone)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no lost notification")
+	}
+	select {
+	case r := <-reasons:
+		t.Fatalf("a second notification: %v", r)
+	case <-time.After(time.Second):
+	}
+	if !l.Lost() || l.Held() {
+		t.Fatalf("Lost()=%v Held()=%v after the loss", l.Lost(), l.Held())
+	}
+	wantCode(t, l.Unlock(), CodeLost, ErrLockLost)
+
+	// An explicit lease that runs out while held.
+	if ok, err := l.TryLock(bg, 0, 300*time.Millisecond); !ok || err != nil {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	select {
+	case r := <-reasons:
+		if r != LostExpired {
+			t.Fatalf("reason %v, want %v", r, LostExpired)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification for an expired lease")
+	}
+	wantCode(t, l.Unlock(), CodeLost, ErrLockLost)
+	if err := l.OnLost(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFencedTokensIncrease(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	a := mustLock(t, c.FencedLock, name)
+	b := mustLock(t, c.FencedLock, name)
+	last := int64(0)
+	for i := range 6 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		if err := l.Lock(bg); err != nil {
+			t.Fatal(err)
+		}
+		token, err := l.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token <= last {
+			t.Fatalf("token %d after %d: not strictly increasing", token, last)
+		}
+		last = token
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := a.Token(); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Token without a hold: %v", err)
+	}
+	plain := mustLock(t, c.Lock, uniqueName(t))
+	plain.Lock(bg)
+	if _, err := plain.Token(); !errors.Is(err, ErrNotHeld) {
+		t.Fatalf("Token of a plain lock: %v", err)
+	}
+	plain.Unlock()
+}
+
+func TestSpinLock(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	a := mustLock(t, c.SpinLock, name, WithSpinBackoff(time.Millisecond, 20*time.Millisecond))
+	b := mustLock(t, c.SpinLock, name)
+	if err := a.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	got := result(func() error { return b.Lock(bg) })
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case err := <-got:
+		t.Fatalf("the spin waiter got a held lock: %v", err)
+	default:
+	}
+	a.Unlock()
+	if err := within(t, got, 5*time.Second, "the spin waiter"); err != nil {
+		t.Fatal(err)
+	}
+	b.Unlock()
+}
+
+func TestFairLockOrder(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	holder := mustLock(t, c.FairLock, name, WithFairWaiterTimeout(time.Minute))
+	if err := holder.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	queue := "redisson_lock_queue:{" + name + "}"
+	order := make(chan int, 3)
+	errs := make(chan error, 3)
+	for i := range 3 {
+		w := mustLock(t, c.FairLock, name)
+		go func() {
+			if err := w.Lock(bg); err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+			errs <- w.Unlock()
+		}()
+		// The next waiter starts only once this one is queued.
+		waitFor(t, "waiter to queue", 10*time.Second, func() bool {
+			n, err := redis.Do("LLEN", queue)
+			return err == nil && n == int64(i+1)
+		})
+	}
+	if err := holder.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for want := range 3 {
+		select {
+		case got := <-order:
+			if got != want {
+				t.Fatalf("waiter %d got the lock in place %d", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("fair waiters stalled")
+		}
+	}
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReadWriteLock(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	rw1, err := c.ReadWriteLock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw1.Close()
+	rw2, err := c.ReadWriteLock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rw2.Close()
+	// Readers share, also through one value from several goroutines.
+	if err := rw1.ReadLock().Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, result(func() error { return rw1.ReadLock().Lock(bg) }), 5*time.Second, "a second reader on one value"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := rw2.ReadLock().TryLock(bg, 0, 0); !ok || err != nil {
+		t.Fatalf("a reader of another value: %v %v", ok, err)
+	}
+	st, err := rw1.ReadLock().State(bg)
+	if err != nil || st.Mode != ModeRead || st.Owners != 2 || st.HoldCount != 2 {
+		t.Fatalf("state with two readers: %+v %v", st, err)
+	}
+	// The writer is excluded while anyone reads, including a reader of its own value.
+	if ok, err := rw2.WriteLock().TryLock(bg, 100*time.Millisecond, 0); ok || err != nil {
+		t.Fatalf("writer with readers: want false, nil; got %v %v", ok, err)
+	}
+	rw2.ReadLock().Unlock()
+	rw1.ReadLock().Unlock()
+	if ok, err := rw2.WriteLock().TryLock(bg, 0, 0); ok || err != nil {
+		t.Fatalf("writer with one reader hold left: want false, nil; got %v %v", ok, err)
+	}
+	if err := rw1.ReadLock().Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, rw1.ReadLock().Unlock(), CodeNotHeld, ErrNotHeld)
+	if ok, err := rw2.WriteLock().TryLock(bg, 0, 0); !ok || err != nil {
+		t.Fatalf("writer on a free lock: %v %v", ok, err)
+	}
+	if ok, err := rw1.ReadLock().TryLock(bg, 0, 0); ok || err != nil {
+		t.Fatalf("reader while written: want false, nil; got %v %v", ok, err)
+	}
+	st, err = rw2.WriteLock().State(bg)
+	if err != nil || st.Mode != ModeWrite || !st.HeldByMe {
+		t.Fatalf("state while written: %+v %v", st, err)
+	}
+	// Two goroutines waiting for the read half of one value both get it when the writer leaves.
+	first := result(func() error { return rw1.ReadLock().Lock(bg) })
+	second := result(func() error { return rw1.ReadLock().Lock(bg) })
+	time.Sleep(200 * time.Millisecond)
+	if err := rw2.WriteLock().Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan error{first, second} {
+		if err := within(t, ch, 5*time.Second, "a waiting reader"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err = rw1.ReadLock().State(bg)
+	if err != nil || st.HoldCount != 2 || st.Owners != 1 {
+		t.Fatalf("state with two holds of one reader value: %+v %v", st, err)
+	}
+	rw1.ReadLock().Unlock()
+	rw1.ReadLock().Unlock()
+	if exists(t, name) {
+		t.Fatal("key left after every release")
+	}
+}
+
+func TestMultiLock(t *testing.T) {
+	c := newClient(t)
+	names := []string{uniqueName(t), uniqueName(t), uniqueName(t)}
+	var members []*Lock
+	for _, n := range names {
+		members = append(members, mustLock(t, c.Lock, n))
+	}
+	group, err := NewMultiLock(members...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group.Close()
+	if err := group.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if !group.Held() {
+		t.Fatal("group not held after Lock")
+	}
+	other := mustLock(t, c.Lock, names[1])
+	if ok, err := other.TryLock(bg, 0, 0); ok || err != nil {
+		t.Fatalf("a member of a held group: want false, nil; got %v %v", ok, err)
+	}
+	for _, n := range names {
+		if !exists(t, n) {
+			t.Fatalf("member %s not locked", n)
+		}
+	}
+	// A second group on an overlapping member cannot get it and leaves nothing behind.
+	group2, err := NewMultiLock(mustLock(t, c.Lock, names[2]), mustLock(t, c.Lock, uniqueName(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer group2.Close()
+	if ok, err := group2.TryLock(bg, 200*time.Millisecond, 0); ok || err != nil {
+		t.Fatalf("overlapping group: want false, nil; got %v %v", ok, err)
+	}
+	if err := group.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if exists(t, n) {
+			t.Fatalf("member %s left locked", n)
+		}
+	}
+	wantCode(t, group.Unlock(), CodeNotHeld, ErrNotHeld)
+
+	red, err := NewRedLock(members...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer red.Close()
+	if ok, err := red.TryLock(bg, time.Second, 10*time.Second); !ok || err != nil {
+		t.Fatalf("RedLock: %v %v", ok, err)
+	}
+	if v := red.Validity(); v <= 0 || v > 10*time.Second {
+		t.Fatalf("validity %v", v)
+	}
+	if err := red.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestClientCloseWakesWaitersAndReleases(t *testing.T) {
+	c, err := NewClient(redis.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := uniqueName(t)
+	holder, _ := c.Lock(name)
+	waiter, _ := c.Lock(name)
+	if err := holder.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	done := result(func() error { return waiter.Lock(bg) })
+	time.Sleep(200 * time.Millisecond)
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, within(t, done, 2*time.Second, "a waiter of a closed client"), CodeClosed, ErrClosed)
+	if exists(t, name) {
+		t.Fatal("Close did not release the held lock")
+	}
+	wantCode(t, holder.Unlock(), CodeClosed, ErrClosed)
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := c.Lock(name); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Lock on a closed client: %v", err)
+	}
+	holder.Close()
+	waiter.Close()
+}
+
+func TestLockCloseWakesWaiters(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	holder := mustLock(t, c.Lock, name)
+	waiter := mustLock(t, c.Lock, name)
+	if err := holder.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	inC := result(func() error { return waiter.Lock(bg) })
+	time.Sleep(200 * time.Millisecond)
+	atGate := result(func() error { return waiter.Lock(bg) }) // waits on the value's gate
+	time.Sleep(100 * time.Millisecond)
+	closed := result(waiter.Close)
+	wantCode(t, within(t, inC, 2*time.Second, "a waiter in C"), CodeClosed, ErrClosed)
+	wantCode(t, within(t, atGate, 2*time.Second, "a waiter at the gate"), CodeClosed, ErrClosed)
+	if err := within(t, closed, 2*time.Second, "Close"); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, waiter.Lock(bg), CodeClosed, ErrClosed)
+	if waiter.Held() || waiter.Lost() {
+		t.Fatal("a closed value reports a hold")
+	}
+	holder.Unlock()
+	if exists(t, name) {
+		t.Fatal("key left")
+	}
+}
+
+func TestCloseWhileHeldLeavesLockToExpire(t *testing.T) {
+	c := newClient(t, WithWatchdogLease(2*time.Second))
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	if !exists(t, name) {
+		t.Fatal("Close released the lock over the network")
+	}
+	waitFor(t, "the abandoned lock to expire", 15*time.Second, func() bool { return !exists(t, name) })
+}

@@ -1,0 +1,170 @@
+/* Static inline shims between Go and the rlock C ABI.
+ *
+ * rlock_last_error() is thread-local and a goroutine may move to another OS thread between two
+ * cgo calls, so every shim that can fail reads the message in the same C call as the failing
+ * function and hands it back as a malloc'd copy (freed by Go). That avoids LockOSThread.
+ * C never keeps a Go pointer: the lost-lock payload is a cgo.Handle passed as uintptr_t. */
+#ifndef RLOCK_GO_SHIM_H
+#define RLOCK_GO_SHIM_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rlock/rlock.h>
+
+/* The API this binding was written for: rlock 0.1.x. */
+#if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 100 || RLOCK_VERSION_NUMBER >= 200
+#error "the rlock Go binding needs the rlock 0.1.x headers (check PKG_CONFIG_PATH)"
+#endif
+
+typedef struct rlock_go_result {
+  int rc;
+  char *message; /* NULL on success; else owned by the caller, free() it */
+} rlock_go_result;
+
+static inline rlock_go_result rlock_go_result_of(int rc) {
+  rlock_go_result r;
+  r.rc = rc;
+  r.message = NULL;
+  if (rc != RLOCK_OK) {
+    const rlock_error_info *info = rlock_last_error();
+    /* The thread-local message belongs to this call only if its code matches. */
+    const char *text = (info->code == rc && info->message[0] != '\0') ? info->message
+                                                                       : rlock_strerror(rc);
+    size_t len = strlen(text);
+    r.message = (char *)malloc(len + 1);
+    if (r.message != NULL) memcpy(r.message, text, len + 1);
+  }
+  return r;
+}
+
+static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char *url,
+                                                  int64_t connect_timeout_ms,
+                                                  int64_t command_timeout_ms, int pool_size,
+                                                  int64_t watchdog_lease_ms, int64_t poll_cap_ms,
+                                                  size_t max_name_len) {
+  rlock_client_options opts;
+  int rc = rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rlock_go_result_of(rc);
+  opts.url = url;
+  opts.connect_timeout_ms = connect_timeout_ms;
+  opts.command_timeout_ms = command_timeout_ms;
+  opts.pool_size = pool_size;
+  opts.watchdog_lease_ms = watchdog_lease_ms;
+  opts.poll_cap_ms = poll_cap_ms;
+  opts.max_name_len = max_name_len;
+  return rlock_go_result_of(rlock_client_new(out, &opts));
+}
+
+static inline rlock_go_result rlock_go_lock_new(rlock_lock **out, rlock_client *client,
+                                                const char *name, size_t name_len, int kind,
+                                                int64_t lease_ms, int64_t spin_initial_ms,
+                                                int64_t spin_max_ms, int64_t fair_wait_ms) {
+  rlock_lock_options opts;
+  int rc = rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rlock_go_result_of(rc);
+  opts.kind = kind;
+  opts.lease_ms = lease_ms;
+  opts.spin_initial_ms = spin_initial_ms;
+  opts.spin_max_ms = spin_max_ms;
+  opts.fair_wait_ms = fair_wait_ms;
+  return rlock_go_result_of(rlock_lock_new_n(out, client, name, name_len, &opts));
+}
+
+static inline rlock_go_result rlock_go_cancel_token_new(rlock_cancel_token **out) {
+  return rlock_go_result_of(rlock_cancel_token_new(out));
+}
+
+/* token_out: NULL unless the caller wants a fencing token. */
+static inline rlock_go_result rlock_go_acquire(rlock_lock *lock, int64_t wait_ms,
+                                               int64_t lease_ms, int64_t thread_id,
+                                               rlock_cancel_token *cancel, int want_token) {
+  rlock_acquire_options opts;
+  int64_t token = 0;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rlock_go_result_of(rc);
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  opts.token = want_token ? &token : NULL;
+  return rlock_go_result_of(rlock_acquire_ex(lock, &opts));
+}
+
+static inline rlock_go_result rlock_go_release(rlock_lock *lock, int64_t thread_id) {
+  return rlock_go_result_of(rlock_release_ex(lock, thread_id));
+}
+
+static inline rlock_go_result rlock_go_extend(rlock_lock *lock, int64_t lease_ms,
+                                              int64_t thread_id) {
+  return rlock_go_result_of(rlock_extend_ex(lock, lease_ms, thread_id));
+}
+
+static inline rlock_go_result rlock_go_force_unlock(rlock_lock *lock, int *deleted) {
+  return rlock_go_result_of(rlock_force_unlock(lock, deleted));
+}
+
+static inline rlock_go_result rlock_go_token(rlock_lock *lock, int64_t thread_id, int64_t *out) {
+  return rlock_go_result_of(rlock_lock_token(lock, thread_id, out));
+}
+
+/* The owner string is borrowed from thread-local storage: copied here into owner_out
+ * (malloc'd, freed by Go) before anything else can overwrite it. */
+static inline rlock_go_result rlock_go_query(rlock_lock *lock, int64_t thread_id,
+                                             rlock_lock_state *state, char **owner_out) {
+  state->version = RLOCK_LOCK_STATE_VERSION;
+  *owner_out = NULL;
+  int rc = rlock_query(lock, thread_id, state);
+  if (rc == RLOCK_OK && state->owner != NULL) {
+    *owner_out = (char *)malloc(state->owner_len + 1);
+    if (*owner_out == NULL) return rlock_go_result_of(RLOCK_ENOMEM);
+    memcpy(*owner_out, state->owner, state->owner_len);
+    (*owner_out)[state->owner_len] = '\0';
+  }
+  return rlock_go_result_of(rc);
+}
+
+static inline rlock_go_result rlock_go_multi_new(rlock_multi **out, rlock_lock **members,
+                                                 size_t count, int redlock) {
+  return rlock_go_result_of(redlock ? rlock_redlock_new(out, members, count)
+                                    : rlock_multi_lock_new(out, members, count));
+}
+
+static inline rlock_go_result rlock_go_multi_acquire(rlock_multi *group, int64_t wait_ms,
+                                                     int64_t lease_ms, int64_t thread_id,
+                                                     rlock_cancel_token *cancel,
+                                                     int64_t *validity_ms) {
+  rlock_acquire_options opts;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rlock_go_result_of(rc);
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  return rlock_go_result_of(rlock_multi_acquire(group, &opts, validity_ms));
+}
+
+static inline rlock_go_result rlock_go_multi_release(rlock_multi *group, int64_t thread_id) {
+  return rlock_go_result_of(rlock_multi_release(group, thread_id));
+}
+
+/* Defined in Go (lost.go). */
+extern void rlockGoLost(int reason, uintptr_t payload);
+
+static inline void rlock_go_lost_trampoline(rlock_lock *lock, const char *name, size_t name_len,
+                                     int64_t thread_id, int reason, void *payload) {
+  /* Each handle has one owner, so the handle's hook is all Go needs. */
+  (void)lock;
+  (void)name;
+  (void)name_len;
+  (void)thread_id;
+  rlockGoLost(reason, (uintptr_t)payload);
+}
+
+static inline rlock_go_result rlock_go_set_lost_callback(rlock_lock *lock, uintptr_t handle) {
+  return rlock_go_result_of(
+      rlock_lock_set_lost_callback(lock, rlock_go_lost_trampoline, (void *)handle));
+}
+
+#endif

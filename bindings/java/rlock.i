@@ -1,0 +1,435 @@
+/* The JNI layer of the Java binding: SWIG generates it at build time into the build tree as
+ * package-private classes of io.rlock.internal (RlockNative, RlockNativeJNI and the enum
+ * constant classes). The hand-written classes of io.rlock.internal own the handles; io.rlock
+ * is the public API.
+ *
+ * Rules kept here:
+ * - Only what is named below is wrapped (everything else is ignored first).
+ * - A failing call throws its Java exception inside the JNI call, built from rlock_last_error()
+ *   read right there (the message is thread-local). Errors.fromCode is the one code table.
+ * - Handles cross JNI as plain longs; their lifetime is managed on the Java side.
+ * - No Java exception leaves the lost-lock trampoline into C.
+ */
+%module RlockNative
+
+%include "stdint.i"
+%include "enumtypeunsafe.swg"
+%javaconst(1);
+
+%pragma(java) jniclassclassmodifiers="final class"
+%pragma(java) moduleclassmodifiers="final class"
+%typemap(javaclassmodifiers) enum SWIGTYPE "final class"
+/* The generated classes free nothing: handles are freed by the hand-written owners. */
+%typemap(javafinalize) SWIGTYPE ""
+%pragma(java) jniclasscode=%{
+  static {
+    NativeLoader.load();
+  }
+
+  private RlockNativeJNI() {}
+%}
+%pragma(java) modulecode=%{
+  private RlockNative() {}
+%}
+
+%{
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock/rlock.h"
+
+static JavaVM *rlockj_vm;
+static jclass rlockj_errors;            /* io.rlock.internal.Errors */
+static jmethodID rlockj_errors_from_code;
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+  JNIEnv *env = NULL;
+  jclass cls;
+  (void)reserved;
+  if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) != JNI_OK) return JNI_ERR;
+  cls = (*env)->FindClass(env, "io/rlock/internal/Errors");
+  if (cls == NULL) return JNI_ERR;
+  rlockj_errors_from_code =
+      (*env)->GetStaticMethodID(env, cls, "fromCode", "(I[B)Ljava/lang/RuntimeException;");
+  if (rlockj_errors_from_code == NULL) return JNI_ERR;
+  rlockj_errors = (jclass)(*env)->NewGlobalRef(env, cls);
+  if (rlockj_errors == NULL) return JNI_ERR;
+  rlockj_vm = vm;
+  return JNI_VERSION_1_8;
+}
+
+/* Throws the exception for status `rc`, with this thread's message if it is about rc. The
+ * message goes to Java as bytes: it may quote a binary lock name, which is not modified UTF-8. */
+static void rlockj_throw(JNIEnv *env, int rc) {
+  const rlock_error_info *info = rlock_last_error();
+  const char *message =
+      (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
+  jsize len = (jsize)strlen(message);
+  jbyteArray bytes;
+  jobject error;
+  if ((*env)->ExceptionCheck(env)) return;
+  bytes = (*env)->NewByteArray(env, len);
+  if (bytes == NULL) return; /* OutOfMemoryError pending */
+  (*env)->SetByteArrayRegion(env, bytes, 0, len, (const jbyte *)message);
+  error = (*env)->CallStaticObjectMethod(env, rlockj_errors, rlockj_errors_from_code, (jint)rc,
+                                         bytes);
+  if (error != NULL && !(*env)->ExceptionCheck(env)) (*env)->Throw(env, (jthrowable)error);
+}
+
+/* ---- constructors: NULL means failed, with the error on this thread ---------------------- */
+
+static rlock_client *rlockj_client_new(const char *url, int64_t connect_timeout_ms,
+                                       int64_t command_timeout_ms, int pool_size,
+                                       int64_t watchdog_lease_ms, int64_t poll_cap_ms,
+                                       int64_t max_name_len) {
+  rlock_client_options opts;
+  rlock_client *client = NULL;
+  if (rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION) != RLOCK_OK) return NULL;
+  opts.url = url;
+  opts.connect_timeout_ms = connect_timeout_ms;
+  opts.command_timeout_ms = command_timeout_ms;
+  opts.pool_size = pool_size;
+  opts.watchdog_lease_ms = watchdog_lease_ms;
+  opts.poll_cap_ms = poll_cap_ms;
+  opts.max_name_len = (size_t)max_name_len;
+  if (rlock_client_new(&client, &opts) != RLOCK_OK) return NULL;
+  return client;
+}
+
+static rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len,
+                                   int kind, int64_t lease_ms, int64_t spin_initial_ms,
+                                   int64_t spin_max_ms, int64_t fair_wait_ms) {
+  rlock_lock_options opts;
+  rlock_lock *lock = NULL;
+  if (rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION) != RLOCK_OK) return NULL;
+  opts.kind = kind;
+  opts.lease_ms = lease_ms;
+  opts.spin_initial_ms = spin_initial_ms;
+  opts.spin_max_ms = spin_max_ms;
+  opts.fair_wait_ms = fair_wait_ms;
+  if (rlock_lock_new_n(&lock, client, name, name_len, &opts) != RLOCK_OK) return NULL;
+  return lock;
+}
+
+static rlock_cancel_token *rlockj_cancel_token_new(void) {
+  rlock_cancel_token *token = NULL;
+  if (rlock_cancel_token_new(&token) != RLOCK_OK) return NULL;
+  return token;
+}
+
+/* members: the lock handles, as Java longs. */
+static rlock_multi *rlockj_multi_new(JNIEnv *jenv, jlongArray members, int redlock) {
+  jsize count = (*jenv)->GetArrayLength(jenv, members);
+  jlong *values = (*jenv)->GetLongArrayElements(jenv, members, NULL);
+  rlock_lock **locks;
+  rlock_multi *group = NULL;
+  jsize i;
+  int rc;
+  if (values == NULL) return NULL;
+  locks = (rlock_lock **)calloc(count > 0 ? (size_t)count : 1, sizeof *locks);
+  if (locks == NULL) {
+    (*jenv)->ReleaseLongArrayElements(jenv, members, values, JNI_ABORT);
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the lock group");
+    return NULL;
+  }
+  for (i = 0; i < count; ++i) locks[i] = (rlock_lock *)(intptr_t)values[i];
+  rc = redlock ? rlock_redlock_new(&group, locks, (size_t)count)
+               : rlock_multi_lock_new(&group, locks, (size_t)count);
+  free(locks);
+  (*jenv)->ReleaseLongArrayElements(jenv, members, values, JNI_ABORT);
+  return rc == RLOCK_OK ? group : NULL;
+}
+
+/* ---- acquire: 0, or RLOCK_ETIMEDOUT / RLOCK_ECANCELED, which are outcomes, not errors ---- */
+
+static int rlockj_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
+                          rlock_cancel_token *cancel, int want_token) {
+  rlock_acquire_options opts;
+  int64_t token = 0;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rc;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  opts.token = want_token ? &token : NULL;
+  return rlock_acquire_ex(lock, &opts);
+}
+
+static int rlockj_multi_acquire(rlock_multi *group, int64_t wait_ms, int64_t lease_ms,
+                                int64_t thread_id, rlock_cancel_token *cancel) {
+  rlock_acquire_options opts;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rc;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  return rlock_multi_acquire(group, &opts, NULL);
+}
+
+/* ---- values: >= 0, or a negative status ------------------------------------------------- */
+
+/* The fencing token of the owner's hold, 0 when it holds none. */
+static int64_t rlockj_lock_token(rlock_lock *lock, int64_t thread_id) {
+  int64_t token = 0;
+  int rc = rlock_lock_token(lock, thread_id, &token);
+  if (rc == RLOCK_ENOTHELD) return 0;
+  return rc == RLOCK_OK ? token : rc;
+}
+
+/* 1 when a lock was deleted, else 0. */
+static int64_t rlockj_force_unlock(rlock_lock *lock) {
+  int deleted = 0;
+  int rc = rlock_force_unlock(lock, &deleted);
+  return rc == RLOCK_OK ? deleted : rc;
+}
+
+/* 1 when written, 0 when refused for a newer token. */
+static int64_t rlockj_fenced_write(rlock_client *client, const char *key, size_t key_len,
+                                   const char *value, size_t value_len, int64_t token) {
+  int accepted = 0;
+  int rc = rlock_fenced_write(client, key, key_len, value, value_len, token, &accepted);
+  return rc == RLOCK_OK ? accepted : rc;
+}
+
+/* ---- status: 0, or a negative status ---------------------------------------------------- */
+
+/* out: locked, held_by_me, hold_count, ttl_ms, owner_count, mode (at least 6 longs). */
+static int rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id, jlongArray out) {
+  rlock_lock_state state;
+  jlong values[6];
+  int rc;
+  memset(&state, 0, sizeof state);
+  state.version = RLOCK_LOCK_STATE_VERSION;
+  rc = rlock_query(lock, thread_id, &state);
+  if (rc != RLOCK_OK) return rc;
+  values[0] = state.locked;
+  values[1] = state.held_by_me;
+  values[2] = state.hold_count;
+  values[3] = state.ttl_ms;
+  values[4] = state.owner_count;
+  values[5] = state.mode;
+  (*jenv)->SetLongArrayRegion(jenv, out, 0, 6, values);
+  return RLOCK_OK;
+}
+
+/* ---- lost-lock callbacks ----------------------------------------------------------------- */
+
+/* The Java handler (io.rlock.internal.LostHandler) of one lock handle, held by a global
+ * reference until the handle is freed. */
+typedef struct rlockj_lost_payload {
+  jobject handler;
+  jmethodID lost;
+} rlockj_lost_payload;
+
+static rlockj_lost_payload *rlockj_lost_payload_new(JNIEnv *jenv, jobject handler) {
+  rlockj_lost_payload *payload;
+  jclass cls = (*jenv)->GetObjectClass(jenv, handler);
+  jmethodID lost = (*jenv)->GetMethodID(jenv, cls, "lost", "(JI)V");
+  if (lost == NULL) return NULL; /* NoSuchMethodError pending */
+  payload = (rlockj_lost_payload *)malloc(sizeof *payload);
+  if (payload == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the lost-lock handler");
+    return NULL;
+  }
+  payload->handler = (*jenv)->NewGlobalRef(jenv, handler);
+  payload->lost = lost;
+  if (payload->handler == NULL) {
+    free(payload);
+    return NULL;
+  }
+  return payload;
+}
+
+static void rlockj_lost_payload_free(JNIEnv *jenv, rlockj_lost_payload *payload) {
+  if (payload == NULL) return;
+  (*jenv)->DeleteGlobalRef(jenv, payload->handler);
+  free(payload);
+}
+
+/* Runs on the client's watchdog thread, which the JVM does not know: it is attached as a
+ * daemon (so it never holds up JVM exit) for the call and detached after. */
+static void rlockj_lost_trampoline(rlock_lock *lock, const char *name, size_t name_len,
+                                   int64_t thread_id, int reason, void *raw) {
+  rlockj_lost_payload *payload = (rlockj_lost_payload *)raw;
+  JavaVM *vm = rlockj_vm;
+  JNIEnv *env = NULL;
+  int attached = 0;
+  (void)lock;
+  (void)name;
+  (void)name_len;
+  if (vm == NULL || payload == NULL) return;
+  if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) == JNI_EDETACHED) {
+    JavaVMAttachArgs args;
+    args.version = JNI_VERSION_1_8;
+    args.name = (char *)"rlock-watchdog";
+    args.group = NULL;
+    if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &args) != JNI_OK) return;
+    attached = 1;
+  }
+  if (env == NULL) return;
+  (*env)->CallVoidMethod(env, payload->handler, payload->lost, (jlong)thread_id, (jint)reason);
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionDescribe(env); /* LostHandler catches its own; this is a last resort */
+    (*env)->ExceptionClear(env);
+  }
+  if (attached) (*vm)->DetachCurrentThread(vm);
+}
+
+static int rlockj_lost_callback_set(rlock_lock *lock, rlockj_lost_payload *payload) {
+  return rlock_lock_set_lost_callback(lock, rlockj_lost_trampoline, payload);
+}
+
+/* Frees the handle (no network call; waits for a running callback of it), then its payload. */
+static void rlockj_lock_free(JNIEnv *jenv, rlock_lock *lock, rlockj_lost_payload *payload) {
+  rlock_lock_free(lock);
+  rlockj_lost_payload_free(jenv, payload);
+}
+%}
+
+/* ---- typemaps ----------------------------------------------------------------------------- */
+
+/* Opaque handles are Java longs. */
+%define RLOCKJ_HANDLE(TYPE)
+%typemap(jni) TYPE *, const TYPE * "jlong"
+%typemap(jtype) TYPE *, const TYPE * "long"
+%typemap(jstype) TYPE *, const TYPE * "long"
+%typemap(in) TYPE *, const TYPE * %{ $1 = ($1_ltype)(intptr_t)$input; %}
+%typemap(out) TYPE *, const TYPE * %{ $result = (jlong)(intptr_t)$1; %}
+%typemap(javain) TYPE *, const TYPE * "$javainput"
+%typemap(javaout) TYPE *, const TYPE * { return $jnicall; }
+%enddef
+RLOCKJ_HANDLE(rlock_client)
+RLOCKJ_HANDLE(rlock_lock)
+RLOCKJ_HANDLE(rlock_multi)
+RLOCKJ_HANDLE(rlock_cancel_token)
+RLOCKJ_HANDLE(rlockj_lost_payload)
+
+%typemap(in, numinputs=0) JNIEnv *jenv "$1 = jenv;"
+
+/* Constructors: NULL throws. The out typemaps never return early, so argout/freearg still
+ * release what the in typemaps took. */
+%typemap(out) SWIGTYPE *RLOCKJ_NEW %{
+  if ($1 == NULL) {
+    rlockj_throw(jenv, rlock_last_error()->code);
+  }
+  $result = (jlong)(intptr_t)$1;
+%}
+%apply SWIGTYPE *RLOCKJ_NEW {
+  rlock_client *rlockj_client_new, rlock_lock *rlockj_lock_new,
+  rlock_cancel_token *rlockj_cancel_token_new, rlock_multi *rlockj_multi_new,
+  rlockj_lost_payload *rlockj_lost_payload_new
+};
+
+/* Status: void in Java, a negative status throws. */
+%typemap(out) int RLOCKJ_STATUS %{
+  if ($1 < 0) rlockj_throw(jenv, $1);
+  $result = (jint)$1;
+%}
+%typemap(jstype) int RLOCKJ_STATUS "void"
+%typemap(javaout) int RLOCKJ_STATUS { $jnicall; }
+%apply int RLOCKJ_STATUS {
+  int rlock_release_ex, int rlock_cancel, int rlock_multi_release,
+  int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_query,
+  int rlockj_lost_callback_set
+};
+
+/* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
+%typemap(out) int RLOCKJ_ACQUIRE %{
+  if ($1 < 0 && $1 != RLOCK_ETIMEDOUT && $1 != RLOCK_ECANCELED) rlockj_throw(jenv, $1);
+  $result = (jint)$1;
+%}
+%apply int RLOCKJ_ACQUIRE { int rlockj_acquire, int rlockj_multi_acquire };
+
+/* Values: >= 0 is returned, negative throws. */
+%typemap(out) int64_t RLOCKJ_VALUE %{
+  if ($1 < 0) rlockj_throw(jenv, (int)$1);
+  $result = (jlong)$1;
+%}
+%apply int64_t RLOCKJ_VALUE {
+  int64_t rlockj_lock_token, int64_t rlockj_force_unlock, int64_t rlockj_fenced_write
+};
+
+/* Local views: 1/0 as boolean. */
+%typemap(jni) int RLOCKJ_BOOL "jboolean"
+%typemap(jtype) int RLOCKJ_BOOL "boolean"
+%typemap(jstype) int RLOCKJ_BOOL "boolean"
+%typemap(out) int RLOCKJ_BOOL %{ $result = ($1 == 1) ? JNI_TRUE : JNI_FALSE; %}
+%typemap(javaout) int RLOCKJ_BOOL { return $jnicall; }
+%apply int RLOCKJ_BOOL {
+  int rlock_is_held_ex, int rlock_multi_is_held
+};
+
+/* Names, keys and values are byte arrays (UTF-8 made on the Java side). */
+%apply (const char *STRING, size_t LENGTH) {
+  (const char *name, size_t name_len), (const char *key, size_t key_len),
+  (const char *value, size_t value_len)
+};
+
+/* ---- the allowlist ------------------------------------------------------------------------- */
+
+%rename("$ignore") "";
+
+/* Status codes, lock kinds and lost reasons: classes of int constants, without the prefix. */
+%rename(ErrorCode) rlock_error_code;
+%rename(LockKind) rlock_lock_kind;
+%rename(LostReason) rlock_lost_reason;
+%rename("%(strip:[RLOCK_])s", %$isenumitem) "";
+
+%rename(versionString) rlock_version_string;
+%rename(clientFree) rlock_client_free;
+%rename(clientId) rlock_client_id;
+%rename(releaseEx) rlock_release_ex;
+%rename(cancel) rlock_cancel;
+%rename(isHeldEx) rlock_is_held_ex;
+%rename(cancelTokenCancel) rlock_cancel_token_cancel;
+%rename(cancelTokenFree) rlock_cancel_token_free;
+%rename(multiFree) rlock_multi_free;
+%rename(multiRelease) rlock_multi_release;
+%rename(multiIsHeld) rlock_multi_is_held;
+%rename(multiCancel) rlock_multi_cancel;
+
+%rename(clientNew) rlockj_client_new;
+%rename(lockNew) rlockj_lock_new;
+%rename(lockFree) rlockj_lock_free;
+%rename(cancelTokenNew) rlockj_cancel_token_new;
+%rename(multiNew) rlockj_multi_new;
+%rename(acquire) rlockj_acquire;
+%rename(multiAcquire) rlockj_multi_acquire;
+%rename(lockToken) rlockj_lock_token;
+%rename(forceUnlock) rlockj_force_unlock;
+%rename(fencedWrite) rlockj_fenced_write;
+%rename(query) rlockj_query;
+%rename(lostPayloadNew) rlockj_lost_payload_new;
+%rename(lostCallbackSet) rlockj_lost_callback_set;
+
+/* As the archive it links (rlock_static) is built: no visibility attributes. */
+#define RLOCK_STATIC
+%include "rlock/rlock.h"
+
+typedef struct rlockj_lost_payload rlockj_lost_payload;
+
+rlock_client *rlockj_client_new(const char *url, int64_t connect_timeout_ms,
+                                int64_t command_timeout_ms, int pool_size,
+                                int64_t watchdog_lease_ms, int64_t poll_cap_ms,
+                                int64_t max_name_len);
+rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len, int kind,
+                            int64_t lease_ms, int64_t spin_initial_ms, int64_t spin_max_ms,
+                            int64_t fair_wait_ms);
+void rlockj_lock_free(JNIEnv *jenv, rlock_lock *lock, rlockj_lost_payload *payload);
+rlock_cancel_token *rlockj_cancel_token_new(void);
+rlock_multi *rlockj_multi_new(JNIEnv *jenv, jlongArray members, int redlock);
+int rlockj_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
+                   rlock_cancel_token *cancel, int want_token);
+int rlockj_multi_acquire(rlock_multi *group, int64_t wait_ms, int64_t lease_ms,
+                         int64_t thread_id, rlock_cancel_token *cancel);
+int64_t rlockj_lock_token(rlock_lock *lock, int64_t thread_id);
+int64_t rlockj_force_unlock(rlock_lock *lock);
+int64_t rlockj_fenced_write(rlock_client *client, const char *key, size_t key_len,
+                            const char *value, size_t value_len, int64_t token);
+int rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id, jlongArray out);
+rlockj_lost_payload *rlockj_lost_payload_new(JNIEnv *jenv, jobject handler);
+int rlockj_lost_callback_set(rlock_lock *lock, rlockj_lost_payload *payload);

@@ -1,0 +1,69 @@
+package io.rlock;
+
+import io.rlock.internal.NativeClient;
+import io.rlock.internal.NativeLock;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+
+/** Java times to the C library's milliseconds: rounded up, checked, with the sentinels. */
+final class Durations {
+  private Durations() {}
+
+  /** A wait: 0 tries once; beyond what C accepts means forever (tryLock(Long.MAX_VALUE, ...)). */
+  static long waitMs(long time, TimeUnit unit, String what) {
+    Objects.requireNonNull(unit, "unit");
+    if (time < 0) {
+      throw new IllegalArgumentException(what + " must not be negative, got " + time + " " + unit);
+    }
+    long ms = ceilMillis(time, unit);
+    return ms >= NativeClient.MAX_DURATION_MS ? NativeLock.WAIT_FOREVER : ms;
+  }
+
+  /** A lease: positive, or -1 for the watchdog (as in Redisson). */
+  static long leaseMs(long time, TimeUnit unit) {
+    Objects.requireNonNull(unit, "unit");
+    if (time == -1) {
+      return NativeLock.LEASE_WATCHDOG;
+    }
+    if (time <= 0) {
+      throw new IllegalArgumentException(
+          "leaseTime must be positive (or -1 for the watchdog), got " + time + " " + unit);
+    }
+    return checkedMax(ceilMillis(time, unit), "leaseTime");
+  }
+
+  /** A positive option duration (client settings). */
+  static long positiveMs(Duration duration, String what) {
+    Objects.requireNonNull(duration, what);
+    if (duration.isNegative() || duration.isZero()) {
+      throw new IllegalArgumentException(what + " must be positive, got " + duration);
+    }
+    long ms;
+    try {
+      ms = duration.toMillis();
+      if (!duration.minusMillis(ms).isZero()) {
+        ms++;
+      }
+    } catch (ArithmeticException e) {
+      ms = Long.MAX_VALUE;
+    }
+    return checkedMax(ms, what);
+  }
+
+  private static long checkedMax(long ms, String what) {
+    if (ms > NativeClient.MAX_DURATION_MS) {
+      throw new IllegalArgumentException(
+          what + " is too large (at most " + NativeClient.MAX_DURATION_MS + " ms)");
+    }
+    return ms;
+  }
+
+  private static long ceilMillis(long time, TimeUnit unit) {
+    long ms = unit.toMillis(time);
+    if (ms == Long.MAX_VALUE) {
+      return ms;
+    }
+    return TimeUnit.MILLISECONDS.toNanos(ms) < unit.toNanos(time) ? ms + 1 : ms;
+  }
+}

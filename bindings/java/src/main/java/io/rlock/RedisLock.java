@@ -1,0 +1,219 @@
+package io.rlock;
+
+import io.rlock.internal.LostHandler;
+import io.rlock.internal.NativeLock;
+import java.lang.ref.WeakReference;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * A named lock on Redis (Redisson RLock shape), made by a {@link RedisLockClient}.
+ *
+ * <p>The owner is the calling Java thread ({@link Thread#getId()}), as in Redisson: the thread
+ * that locked must unlock, and it may lock again (each lock needs one unlock), like
+ * {@link java.util.concurrent.locks.ReentrantLock}. One RedisLock may be shared by threads;
+ * each contends as its own owner. Without a lease, a hold is renewed by the client's watchdog
+ * until unlocked.
+ *
+ * <p>{@link #close()} frees the native handle only: it makes no network call, and a hold left
+ * expires by its lease (its watchdog renewal stops). Unreachable locks are freed the same way
+ * by a Cleaner. Close it, or let it go, after unlocking.
+ */
+public class RedisLock implements Lock, AutoCloseable {
+  private final RedisLockClient client; // keeps the client from being cleaned while in use
+  private final String name;
+  private final String kind;
+  final NativeLock nativeLock;
+  private final List<LockLostListener> listeners = new CopyOnWriteArrayList<>();
+  private boolean handlerSet; // guarded by listeners
+
+  RedisLock(RedisLockClient client, String name, NativeLock nativeLock, String kind) {
+    this.client = client;
+    this.name = name;
+    this.nativeLock = nativeLock;
+    this.kind = kind;
+  }
+
+  static long currentOwner() {
+    return Thread.currentThread().getId();
+  }
+
+  public String getName() {
+    return name;
+  }
+
+  /** The client this lock was made by. */
+  public RedisLockClient getClient() {
+    return client;
+  }
+
+  /** Waits until acquired, ignoring interrupts (the interrupt status is kept). */
+  @Override
+  public void lock() {
+    nativeLock.acquire(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT, currentOwner());
+  }
+
+  /** As {@link #lock()}, held for {@code leaseTime} (-1: renewed by the watchdog). */
+  public void lock(long leaseTime, TimeUnit unit) {
+    nativeLock.acquire(NativeLock.WAIT_FOREVER, Durations.leaseMs(leaseTime, unit),
+        currentOwner());
+  }
+
+  /** Waits until acquired; {@link Thread#interrupt()} ends the wait promptly, leaving nothing held. */
+  @Override
+  public void lockInterruptibly() throws InterruptedException {
+    nativeLock.acquireInterruptibly(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT,
+        currentOwner());
+  }
+
+  /** As {@link #lockInterruptibly()}, held for {@code leaseTime} (-1: the watchdog). */
+  public void lockInterruptibly(long leaseTime, TimeUnit unit) throws InterruptedException {
+    nativeLock.acquireInterruptibly(NativeLock.WAIT_FOREVER, Durations.leaseMs(leaseTime, unit),
+        currentOwner());
+  }
+
+  /** Tries once: true when acquired. */
+  @Override
+  public boolean tryLock() {
+    return nativeLock.acquire(0, NativeLock.LEASE_DEFAULT, currentOwner());
+  }
+
+  /**
+   * Waits at most {@code time} (0: tries once; negative is an error): true when acquired,
+   * false when the time ran out. Interruptible like {@link #lockInterruptibly()}.
+   */
+  @Override
+  public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+    return nativeLock.acquireInterruptibly(Durations.waitMs(time, unit, "time"),
+        NativeLock.LEASE_DEFAULT, currentOwner());
+  }
+
+  /** As {@link #tryLock(long, TimeUnit)}, held for {@code leaseTime} (-1: the watchdog). */
+  public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
+      throws InterruptedException {
+    return nativeLock.acquireInterruptibly(Durations.waitMs(waitTime, unit, "waitTime"),
+        Durations.leaseMs(leaseTime, unit), currentOwner());
+  }
+
+  /**
+   * Releases one hold of the calling thread; at the last one the lock is free and waiters are
+   * woken. Throws {@link LockNotHeldException} (an IllegalMonitorStateException) when the
+   * calling thread does not hold it, leaving the lock untouched, and {@link LockLostException}
+   * when it held it but the lock expired or was taken meanwhile.
+   */
+  @Override
+  public void unlock() {
+    nativeLock.release(currentOwner());
+  }
+
+  /** Not supported: a distributed lock has no condition variables. */
+  @Override
+  public Condition newCondition() {
+    throw new UnsupportedOperationException("RedisLock does not support conditions");
+  }
+
+  /** Whether anyone holds the lock (asks Redis). */
+  public boolean isLocked() {
+    return nativeLock.query(currentOwner())[0] == 1;
+  }
+
+  /**
+   * Whether the calling thread holds the lock (local view, no network call; false once the
+   * watchdog found the hold lost).
+   */
+  public boolean isHeldByCurrentThread() {
+    return nativeLock.isHeld(currentOwner());
+  }
+
+  /** Whether the thread with this id holds the lock through this client (local view). */
+  public boolean isHeldByThread(long threadId) {
+    return nativeLock.isHeld(threadId);
+  }
+
+  /** How many times the calling thread holds the lock (asks Redis; 0 when it does not). */
+  public int getHoldCount() {
+    return (int) nativeLock.query(currentOwner())[2];
+  }
+
+  /**
+   * The remaining time to live of the lock in milliseconds (asks Redis): -2 when it is not
+   * locked, -1 when it is locked without expiry.
+   */
+  public long remainTimeToLive() {
+    return nativeLock.query(currentOwner())[3];
+  }
+
+  /**
+   * Deletes the lock whoever holds it and wakes a waiter; true when it was locked. The holder
+   * finds out at its next renewal (lost listeners) or unlock ({@link LockLostException}).
+   */
+  public boolean forceUnlock() {
+    return nativeLock.forceUnlock();
+  }
+
+  /**
+   * Calls {@code listener} when a hold acquired through this object is found lost (on the
+   * client's watchdog thread; see {@link LockLostListener}).
+   */
+  public void addLostListener(LockLostListener listener) {
+    Objects.requireNonNull(listener, "listener");
+    synchronized (listeners) {
+      if (!handlerSet) {
+        nativeLock.setLostHandler(new Dispatcher(this, listeners));
+        handlerSet = true;
+      }
+      listeners.add(listener);
+    }
+  }
+
+  public void removeLostListener(LockLostListener listener) {
+    listeners.remove(listener);
+  }
+
+  /**
+   * Frees the native handle now, without any network call (a hold left expires by its
+   * lease), and wakes threads waiting through this object ({@link RedisLockClosedException}).
+   * Idempotent.
+   */
+  @Override
+  public void close() {
+    nativeLock.close();
+  }
+
+  @Override
+  public String toString() {
+    return kind + "[" + name + "]";
+  }
+
+  /** Reaches the lock weakly: the JNI layer holds this for as long as the handle lives. */
+  private static final class Dispatcher implements LostHandler {
+    private final WeakReference<RedisLock> lock;
+    private final List<LockLostListener> listeners;
+
+    Dispatcher(RedisLock lock, List<LockLostListener> listeners) {
+      this.lock = new WeakReference<>(lock);
+      this.listeners = listeners;
+    }
+
+    @Override
+    public void lost(long threadId, int reason) {
+      RedisLock target = lock.get();
+      if (target == null) {
+        return;
+      }
+      LostReason why = LostReason.of(reason);
+      for (LockLostListener listener : listeners) {
+        try {
+          listener.lockLost(target, threadId, why);
+        } catch (Throwable t) {
+          Thread current = Thread.currentThread();
+          current.getUncaughtExceptionHandler().uncaughtException(current, t);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,104 @@
+package io.rlock;
+
+import io.rlock.internal.NativeLock;
+import io.rlock.internal.NativeMulti;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.Lock;
+
+/**
+ * Several locks taken as one: a multi-lock (RedissonMultiLock) holds only when every member
+ * is held; a RedLock when a majority of members, each on its own Redis server, granted it. Each
+ * attempt asks every member at once and never waits while holding some, so threads locking the
+ * same members in different orders cannot deadlock; an attempt that falls short gives back
+ * what it got. Owners are threads, as for {@link RedisLock}.
+ */
+public final class RedisMultiLock implements Lock, AutoCloseable {
+  private final List<RedisLock> members; // keeps the members' clients in use
+  private final NativeMulti nativeMulti;
+  private final boolean redlock;
+
+  RedisMultiLock(RedisLock[] locks, boolean redlock) {
+    Objects.requireNonNull(locks, "locks");
+    if (locks.length == 0) {
+      throw new IllegalArgumentException(
+          (redlock ? "a RedLock" : "a multi-lock") + " needs at least one lock");
+    }
+    NativeLock[] natives = new NativeLock[locks.length];
+    for (int i = 0; i < locks.length; i++) {
+      natives[i] = Objects.requireNonNull(locks[i], "locks[" + i + "]").nativeLock;
+    }
+    this.members = Collections.unmodifiableList(Arrays.asList(locks.clone()));
+    this.nativeMulti = new NativeMulti(natives, redlock);
+    this.redlock = redlock;
+  }
+
+  public List<RedisLock> getLocks() {
+    return members;
+  }
+
+  @Override
+  public void lock() {
+    nativeMulti.acquire(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT,
+        RedisLock.currentOwner());
+  }
+
+  public void lock(long leaseTime, TimeUnit unit) {
+    nativeMulti.acquire(NativeLock.WAIT_FOREVER, Durations.leaseMs(leaseTime, unit),
+        RedisLock.currentOwner());
+  }
+
+  @Override
+  public void lockInterruptibly() throws InterruptedException {
+    nativeMulti.acquireInterruptibly(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT,
+        RedisLock.currentOwner());
+  }
+
+  @Override
+  public boolean tryLock() {
+    return nativeMulti.acquire(0, NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
+  }
+
+  @Override
+  public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
+    return nativeMulti.acquireInterruptibly(Durations.waitMs(time, unit, "time"),
+        NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
+  }
+
+  public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
+      throws InterruptedException {
+    return nativeMulti.acquireInterruptibly(Durations.waitMs(waitTime, unit, "waitTime"),
+        Durations.leaseMs(leaseTime, unit), RedisLock.currentOwner());
+  }
+
+  /** Releases every member held by the calling thread. */
+  @Override
+  public void unlock() {
+    nativeMulti.release(RedisLock.currentOwner());
+  }
+
+  /** Whether the calling thread holds the group (local view). */
+  public boolean isHeldByCurrentThread() {
+    return nativeMulti.isHeld(RedisLock.currentOwner());
+  }
+
+  @Override
+  public Condition newCondition() {
+    throw new UnsupportedOperationException("RedisMultiLock does not support conditions");
+  }
+
+  /** Frees the group's native handle (no network call); the member locks stay usable. */
+  @Override
+  public void close() {
+    nativeMulti.close();
+  }
+
+  @Override
+  public String toString() {
+    return (redlock ? "RedisRedLock" : "RedisMultiLock") + members;
+  }
+}

@@ -1,0 +1,47 @@
+package io.rlock;
+
+import java.util.concurrent.locks.ReadWriteLock;
+
+/**
+ * A read-write lock (Redisson RReadWriteLock): readers share, a writer excludes everyone else.
+ * The writer may also take the read lock (downgrade: unlock the write lock afterwards and keep
+ * reading); a reader asking for the write lock gets {@link RedisLockDeadlockException} at once
+ * instead of waiting for itself.
+ */
+public final class RedisReadWriteLock implements ReadWriteLock, AutoCloseable {
+  private final String name;
+  private final RedisLock read;
+  private final RedisLock write;
+
+  RedisReadWriteLock(String name, RedisLock read, RedisLock write) {
+    this.name = name;
+    this.read = read;
+    this.write = write;
+  }
+
+  public String getName() {
+    return name;
+  }
+
+  @Override
+  public RedisLock readLock() {
+    return read;
+  }
+
+  @Override
+  public RedisLock writeLock() {
+    return write;
+  }
+
+  /** Closes both halves (no network call). */
+  @Override
+  public void close() {
+    read.close();
+    write.close();
+  }
+
+  @Override
+  public String toString() {
+    return "RedisReadWriteLock[" + name + "]";
+  }
+}

@@ -1,0 +1,57 @@
+package io.rlock.internal;
+
+import io.rlock.LockLostException;
+import io.rlock.LockNotHeldException;
+import io.rlock.RedisLockAuthException;
+import io.rlock.RedisLockClosedException;
+import io.rlock.RedisLockConnectionException;
+import io.rlock.RedisLockDeadlockException;
+import io.rlock.RedisLockException;
+import io.rlock.RedisLockPermissionException;
+import io.rlock.RedisLockServerException;
+import java.nio.charset.StandardCharsets;
+
+/** The one table from C status codes to Java exceptions. */
+final class Errors {
+  private Errors() {}
+
+  /** Called by the JNI layer, inside the failing call; the message comes as UTF-8 bytes. */
+  static RuntimeException fromCode(int code, byte[] message) {
+    return fromCode(code, new String(message, StandardCharsets.UTF_8));
+  }
+
+  static RuntimeException fromCode(int code, String message) {
+    switch (code) {
+      case ErrorCode.EINVAL:
+        return new IllegalArgumentException(message);
+      case ErrorCode.ENOTHELD:
+      case ErrorCode.ENOTOWNER:
+        return new LockNotHeldException(message, code);
+      case ErrorCode.ELOST:
+        return new LockLostException(message, code);
+      case ErrorCode.ECONN:
+        return new RedisLockConnectionException(message, code);
+      case ErrorCode.EAUTH:
+        return new RedisLockAuthException(message, code);
+      case ErrorCode.ENOPERM:
+        return new RedisLockPermissionException(message, code);
+      case ErrorCode.EUNSUPPORTED:
+      case ErrorCode.EREDIS:
+      case ErrorCode.EOOM:
+      case ErrorCode.EBUSY:
+      case ErrorCode.EREADONLY:
+        return new RedisLockServerException(message, code);
+      case ErrorCode.ECLOSED:
+        return new RedisLockClosedException(message, code);
+      case ErrorCode.EDEADLK:
+        return new RedisLockDeadlockException(message, code);
+      default:
+        return new RedisLockException(message, code);
+    }
+  }
+
+  /** For a handle closed on the Java side (no C call made). */
+  static RedisLockClosedException closed(String what) {
+    return new RedisLockClosedException(what + " is closed", ErrorCode.ECLOSED);
+  }
+}

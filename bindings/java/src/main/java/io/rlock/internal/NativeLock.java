@@ -1,0 +1,158 @@
+package io.rlock.internal;
+
+import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
+
+/**
+ * An rlock_lock. Internal: use io.rlock.RedisLock. Every call names its owner thread id
+ * explicitly. Freeing (close, or the Cleaner) makes no network call.
+ */
+public final class NativeLock implements AutoCloseable {
+  public static final int KIND_REENTRANT = LockKind.LOCK_REENTRANT;
+  public static final int KIND_FENCED = LockKind.LOCK_FENCED;
+  public static final int KIND_SPIN = LockKind.LOCK_SPIN;
+  public static final int KIND_FAIR = LockKind.LOCK_FAIR;
+  public static final int KIND_READ = LockKind.LOCK_READ;
+  public static final int KIND_WRITE = LockKind.LOCK_WRITE;
+  /** rlock.h RLOCK_WAIT_FOREVER. */
+  public static final long WAIT_FOREVER = -1;
+  /** rlock.h RLOCK_LEASE_WATCHDOG. */
+  public static final long LEASE_WATCHDOG = -1;
+  /** The lock's default lease (the watchdog). */
+  public static final long LEASE_DEFAULT = 0;
+
+  private final Handle handle;
+  private final Cleaner.Cleanable cleanable;
+  private final boolean fenced;
+
+  NativeLock(long ptr, String name, int kind, Handle client) {
+    handle = new Handle(ptr, "the lock '" + name + "'", RlockNative::cancel,
+        RlockNative::lockFree, client);
+    fenced = kind == KIND_FENCED;
+    cleanable = Handle.CLEANER.register(this, handle);
+  }
+
+  Handle handle() {
+    return handle;
+  }
+
+  /** Waits without being interruptible: true acquired, false when waitMs ran out. */
+  public boolean acquire(long waitMs, long leaseMs, long threadId) {
+    long lock = handle.enter();
+    try {
+      int rc = RlockNative.acquire(lock, waitMs, leaseMs, threadId, 0, fenced ? 1 : 0);
+      return InterruptWatcher.outcome(rc, null, handle);
+    } catch (InterruptedException e) {
+      throw new AssertionError("an uninterruptible wait was interrupted", e);
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** As acquire, but Thread.interrupt() ends the wait promptly, leaving nothing held. */
+  public boolean acquireInterruptibly(long waitMs, long leaseMs, long threadId)
+      throws InterruptedException {
+    if (Thread.interrupted()) {
+      throw new InterruptedException("interrupted before waiting for the lock");
+    }
+    if (waitMs == 0) {
+      return acquire(0, leaseMs, threadId);
+    }
+    long lock = handle.enter();
+    try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
+      int rc = RlockNative.acquire(lock, waitMs, leaseMs, threadId, waiter.token(), fenced ? 1 : 0);
+      return InterruptWatcher.outcome(rc, waiter, handle);
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  public void release(long threadId) {
+    long lock = handle.enter();
+    try {
+      RlockNative.releaseEx(lock, threadId);
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Local view: the owner holds it through this client and it was not found lost. */
+  public boolean isHeld(long threadId) {
+    long lock = handle.enter();
+    try {
+      return RlockNative.isHeldEx(lock, threadId);
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** The fencing token of the owner's hold (local view), 0 when it holds none. */
+  public long token(long threadId) {
+    long lock = handle.enter();
+    try {
+      return RlockNative.lockToken(lock, threadId);
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Deletes the lock whoever holds it; true when it was locked. */
+  public boolean forceUnlock() {
+    long lock = handle.enter();
+    try {
+      return RlockNative.forceUnlock(lock) == 1;
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /** Server view for the owner: {locked, heldByOwner, holdCount, ttlMs, ownerCount, mode}. */
+  public long[] query(long threadId) {
+    long[] state = new long[6];
+    long lock = handle.enter();
+    try {
+      RlockNative.query(lock, threadId, state);
+      return state;
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  /**
+   * Sets the handler of lost holds of this handle, once. The JNI layer keeps it (a global
+   * reference) until the handle is freed, so it must not reach the object that owns this lock
+   * strongly, or that object would never become unreachable.
+   */
+  public void setLostHandler(LostHandler handler) {
+    long lock = handle.enter();
+    try {
+      if (handle.aux() != 0) {
+        throw new IllegalStateException("the lost handler is already set");
+      }
+      long payload = RlockNative.lostPayloadNew(handler);
+      handle.setAux(payload); // freed with the handle from now on
+      RlockNative.lostCallbackSet(lock, payload);
+    } finally {
+      handle.exit();
+      Reference.reachabilityFence(this);
+    }
+  }
+
+  public boolean isClosed() {
+    return handle.isClosed();
+  }
+
+  /** Wakes waiters of this handle, then frees it; a hold left expires by its lease. */
+  @Override
+  public void close() {
+    handle.close();
+    cleanable.clean();
+  }
+}

@@ -1,0 +1,149 @@
+package io.rlock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Exception mapping, bad input, and closing under waiters. */
+@Timeout(60)
+class ErrorsTest {
+  private static int closedPort() throws Exception {
+    try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      return socket.getLocalPort(); // closed again when returned: nobody listens there
+    }
+  }
+
+  @Test
+  void connectionRefusedIsAConnectionException() throws Exception {
+    String url = "redis://127.0.0.1:" + closedPort();
+    RedisLockConnectionException e = assertThrows(RedisLockConnectionException.class,
+        () -> RedisLockClient.builder().url(url).connectTimeout(Duration.ofSeconds(1)).build());
+    assertEquals(-5, e.getCode());
+    assertTrue(e.getMessage().contains("127.0.0.1"), e.getMessage());
+  }
+
+  @Test
+  void wrongPasswordIsAnAuthException() {
+    String url = TestRedis.tcpUrl().replace("redis://", "redis://nobody:wrong@");
+    RedisLockAuthException e =
+        assertThrows(RedisLockAuthException.class, () -> RedisLockClient.create(url));
+    assertEquals(-13, e.getCode());
+    assertInstanceOf(RedisLockConnectionException.class, e);
+  }
+
+  @Test
+  void badUrlsAreIllegalArguments() {
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> RedisLockClient.create("http://example.invalid"));
+    assertTrue(e.getMessage().toLowerCase().contains("url"), e.getMessage());
+    RedisLockServerException tls = assertThrows(RedisLockServerException.class,
+        () -> RedisLockClient.create("rediss://127.0.0.1:1"));
+    assertEquals(-15, tls.getCode());
+  }
+
+  @Test
+  void wrongTypeKeyIsAServerError() {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      String key = TestRedis.uniqueName("wrongtype");
+      assertTrue(client.fencedWrite(key, "a string, not a lock hash", 1));
+      RedisLockServerException e =
+          assertThrows(RedisLockServerException.class, () -> client.getLock(key).tryLock());
+      assertEquals(-16, e.getCode());
+    }
+  }
+
+  @Test
+  void badInputsThrowClearly() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      assertThrows(NullPointerException.class, () -> client.getLock(null));
+      IllegalArgumentException empty =
+          assertThrows(IllegalArgumentException.class, () -> client.getLock(""));
+      assertTrue(empty.getMessage().contains("empty"), empty.getMessage());
+      RedisLock lock = client.getLock(TestRedis.uniqueName("bad"));
+      IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
+          () -> lock.tryLock(-1, TimeUnit.SECONDS));
+      assertTrue(negative.getMessage().contains("negative"), negative.getMessage());
+      assertThrows(IllegalArgumentException.class, () -> lock.lock(0, TimeUnit.SECONDS));
+      assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, -5, TimeUnit.SECONDS));
+      assertThrows(IllegalArgumentException.class,
+          () -> lock.lock(Long.MAX_VALUE / 2, TimeUnit.MILLISECONDS));
+      assertThrows(NullPointerException.class, () -> lock.tryLock(1, null));
+      assertThrows(IllegalArgumentException.class, () -> client.getMultiLock());
+      assertThrows(NullPointerException.class, () -> client.getMultiLock(lock, null));
+      assertThrows(IllegalArgumentException.class,
+          () -> RedisLockClient.builder().poolSize(0));
+      assertThrows(IllegalArgumentException.class,
+          () -> RedisLockClient.builder().watchdogLease(Duration.ofSeconds(-1)));
+      IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
+          () -> client.getLock("x".repeat(70_000)));
+      assertTrue(tooLong.getMessage().contains("name"), tooLong.getMessage());
+      assertTrue(lock.tryLock(), "nothing was left locked by the bad calls");
+      lock.unlock();
+      assertTrue(lock.tryLock(Long.MAX_VALUE, TimeUnit.DAYS), "a huge wait means forever");
+      lock.unlock();
+    }
+  }
+
+  @Test
+  void closingTheClientWakesWaiters() throws Exception {
+    RedisLockClient holder = RedisLockClient.create(TestRedis.url());
+    RedisLockClient waiterClient = RedisLockClient.create(TestRedis.url());
+    String name = TestRedis.uniqueName("close-wakes");
+    try {
+      holder.getLock(name).lock();
+      RedisLock lock = waiterClient.getLock(name);
+      CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+      Thread waiter = new Thread(() -> {
+        try {
+          lock.lock();
+          outcome.complete(new AssertionError("acquired a held lock"));
+        } catch (Throwable t) {
+          outcome.complete(t);
+        }
+      });
+      waiter.start();
+      Thread.sleep(300);
+      waiterClient.close();
+      RedisLockClosedException e =
+          assertInstanceOf(RedisLockClosedException.class, outcome.get(5, TimeUnit.SECONDS));
+      assertEquals(-20, e.getCode());
+    } finally {
+      holder.close();
+      waiterClient.close();
+    }
+  }
+
+  @Test
+  void closingTheLockWakesItsWaiters() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      String name = TestRedis.uniqueName("close-lock");
+      RedisLock held = client.getLock(name);
+      held.lock();
+      RedisLock lock = client.getLock(name);
+      CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+      Thread waiter = new Thread(() -> {
+        try {
+          lock.lock();
+          outcome.complete(new AssertionError("acquired a held lock"));
+        } catch (Throwable t) {
+          outcome.complete(t);
+        }
+      });
+      waiter.start();
+      Thread.sleep(300);
+      lock.close();
+      assertInstanceOf(RedisLockClosedException.class, outcome.get(5, TimeUnit.SECONDS));
+      held.unlock();
+      assertTrue(!held.isLocked());
+    }
+  }
+}
