@@ -92,10 +92,7 @@ public final class RedisLockClient implements AutoCloseable {
 
     /** Command connections; default 8. */
     public Builder poolSize(int size) {
-      if (size < 1 || size > 1024) {
-        throw new IllegalArgumentException("poolSize must be between 1 and 1024, got " + size);
-      }
-      poolSize = size;
+      poolSize = (int) inRange(size, 1024, "poolSize");
       return this;
     }
 
@@ -116,12 +113,16 @@ public final class RedisLockClient implements AutoCloseable {
 
     /** The longest lock name in UTF-8 bytes; default 65536. */
     public Builder maxNameLength(int bytes) {
-      if (bytes < 1 || bytes > NativeClient.HARD_MAX_NAME_LEN) {
-        throw new IllegalArgumentException("maxNameLength must be between 1 and "
-            + NativeClient.HARD_MAX_NAME_LEN + ", got " + bytes);
-      }
-      maxNameLength = bytes;
+      maxNameLength = inRange(bytes, NativeClient.HARD_MAX_NAME_LEN, "maxNameLength");
       return this;
+    }
+
+    private static long inRange(long value, long max, String what) {
+      if (value < 1 || value > max) {
+        throw new IllegalArgumentException(
+            what + " must be between 1 and " + max + ", got " + value);
+      }
+      return value;
     }
 
     public RedisLockClient build() {

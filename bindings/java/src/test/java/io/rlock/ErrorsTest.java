@@ -93,6 +93,22 @@ class ErrorsTest {
     }
   }
 
+  /** Calls lock.lock() on a new thread and gives it 300 ms to block; completes with its throw. */
+  private static CompletableFuture<Throwable> lockOnNewThread(RedisLock lock)
+      throws InterruptedException {
+    CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+    new Thread(() -> {
+      try {
+        lock.lock();
+        outcome.complete(new AssertionError("acquired a held lock"));
+      } catch (Throwable t) {
+        outcome.complete(t);
+      }
+    }).start();
+    Thread.sleep(300);
+    return outcome;
+  }
+
   @Test
   void closingTheClientWakesWaiters() throws Exception {
     RedisLockClient holder = RedisLockClient.create(TestRedis.url());
@@ -101,17 +117,7 @@ class ErrorsTest {
     try {
       holder.getLock(name).lock();
       RedisLock lock = waiterClient.getLock(name);
-      CompletableFuture<Throwable> outcome = new CompletableFuture<>();
-      Thread waiter = new Thread(() -> {
-        try {
-          lock.lock();
-          outcome.complete(new AssertionError("acquired a held lock"));
-        } catch (Throwable t) {
-          outcome.complete(t);
-        }
-      });
-      waiter.start();
-      Thread.sleep(300);
+      CompletableFuture<Throwable> outcome = lockOnNewThread(lock);
       waiterClient.close();
       RedisLockClosedException e =
           assertInstanceOf(RedisLockClosedException.class, outcome.get(5, TimeUnit.SECONDS));
@@ -129,17 +135,7 @@ class ErrorsTest {
       RedisLock held = client.getLock(name);
       held.lock();
       RedisLock lock = client.getLock(name);
-      CompletableFuture<Throwable> outcome = new CompletableFuture<>();
-      Thread waiter = new Thread(() -> {
-        try {
-          lock.lock();
-          outcome.complete(new AssertionError("acquired a held lock"));
-        } catch (Throwable t) {
-          outcome.complete(t);
-        }
-      });
-      waiter.start();
-      Thread.sleep(300);
+      CompletableFuture<Throwable> outcome = lockOnNewThread(lock);
       lock.close();
       assertInstanceOf(RedisLockClosedException.class, outcome.get(5, TimeUnit.SECONDS));
       held.unlock();

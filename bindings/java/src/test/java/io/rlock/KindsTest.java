@@ -7,72 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.Callable;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.Lock;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /** Fair, spin, read-write, multi-lock and RedLock. */
 @Timeout(60)
-class KindsTest {
-  private RedisLockClient client;
-  private final ExecutorService pool = Executors.newCachedThreadPool();
-
-  @BeforeEach
-  void connect() {
-    client = RedisLockClient.create(TestRedis.url());
-  }
-
-  @AfterEach
-  void close() {
-    pool.shutdownNow();
-    client.close();
-  }
-
-  private boolean other(Callable<Boolean> fn) throws Exception {
-    return onOtherThread(fn);
-  }
-
-  private <T> T onOtherThread(Callable<T> fn) throws Exception {
-    return pool.submit(fn).get(30, TimeUnit.SECONDS);
-  }
-
-  /** Threads increment a counter under the lock with get-then-set; returns the total. */
-  private long contend(Lock lock, int threads, int rounds) throws Exception {
-    AtomicLong counter = new AtomicLong();
-    CountDownLatch start = new CountDownLatch(1);
-    List<Future<?>> done = new ArrayList<>();
-    for (int t = 0; t < threads; t++) {
-      done.add(pool.submit(() -> {
-        start.await();
-        for (int i = 0; i < rounds; i++) {
-          lock.lock();
-          try {
-            long seen = counter.get();
-            Thread.yield();
-            counter.set(seen + 1);
-          } finally {
-            lock.unlock();
-          }
-        }
-        return null;
-      }));
-    }
-    start.countDown();
-    for (Future<?> f : done) {
-      f.get(50, TimeUnit.SECONDS);
-    }
-    return counter.get();
-  }
-
+class KindsTest extends ClientTestBase {
   @Test
   void fairLockExcludesAndServesInOrder() throws Exception {
     RedisLock lock = client.getFairLock(TestRedis.uniqueName("fair"));

@@ -7,81 +7,20 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 @Timeout(60)
-class LockTest {
-  private RedisLockClient client;
-  private final ExecutorService pool = Executors.newCachedThreadPool();
-
-  @BeforeEach
-  void connect() {
-    client = RedisLockClient.create(TestRedis.url());
-  }
-
-  @AfterEach
-  void close() {
-    pool.shutdownNow();
-    client.close();
-  }
-
-  /** Runs fn on another thread and returns its result (a thread is another owner). */
-  private boolean other(Callable<Boolean> fn) throws Exception {
-    return onOtherThread(fn);
-  }
-
-  private <T> T onOtherThread(Callable<T> fn) throws Exception {
-    return pool.submit(fn).get(30, TimeUnit.SECONDS);
-  }
-
+class LockTest extends ClientTestBase {
   @Test
   void threadsExcludeEachOther() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("counter"));
-    int threads = 4;
-    int rounds = 50;
-    AtomicLong counter = new AtomicLong(); // get then set: a lost update shows if two are inside
-    List<Future<?>> done = new ArrayList<>();
-    CountDownLatch start = new CountDownLatch(1);
-    for (int t = 0; t < threads; t++) {
-      done.add(pool.submit(() -> {
-        start.await();
-        for (int i = 0; i < rounds; i++) {
-          lock.lock();
-          try {
-            long seen = counter.get();
-            Thread.yield();
-            counter.set(seen + 1);
-          } finally {
-            lock.unlock();
-          }
-        }
-        return null;
-      }));
-    }
-    start.countDown();
-    for (Future<?> f : done) {
-      f.get(50, TimeUnit.SECONDS);
-    }
-    lock.lock();
-    try {
-      assertEquals(threads * rounds, counter.get());
-    } finally {
-      lock.unlock();
-    }
+    assertEquals(200, contend(lock, 4, 50));
     assertFalse(lock.isLocked());
   }
 

@@ -1,6 +1,7 @@
 package io.rlock.internal;
 
 import java.lang.ref.Cleaner;
+import java.lang.ref.Reference;
 import java.util.function.LongConsumer;
 
 /**
@@ -42,6 +43,33 @@ final class Handle implements Runnable {
     this.wake = wake;
     this.free = free;
     this.parents = parents;
+  }
+
+  /** A call on the native pointer. */
+  interface Call<T, E extends Exception> {
+    T apply(long ptr) throws E;
+  }
+
+  /**
+   * Runs body between enter and exit. The fence keeps owner reachable until the call returns:
+   * otherwise the Cleaner could free the pointer while the call still uses it.
+   */
+  <T, E extends Exception> T call(Object owner, Call<T, E> body) throws E {
+    long p = enter();
+    try {
+      return body.apply(p);
+    } finally {
+      exit();
+      Reference.reachabilityFence(owner);
+    }
+  }
+
+  /** As call, for a body that returns nothing. */
+  void execute(Object owner, LongConsumer body) {
+    call(owner, p -> {
+      body.accept(p);
+      return null;
+    });
   }
 
   synchronized long enter() {

@@ -91,20 +91,4 @@ final class InterruptWatcher {
       }
     }
   }
-
-  /** The result of a native acquire: true acquired, false timed out, else an exception. */
-  static boolean outcome(int rc, Waiter waiter, Handle handle) throws InterruptedException {
-    if (rc == ErrorCode.OK) {
-      return true;
-    }
-    if (rc == ErrorCode.ETIMEDOUT) {
-      return false;
-    }
-    // RLOCK_ECANCELED: our token (an interrupt) or close() of the handle woke the wait.
-    if (waiter != null && waiter.cancelled()) {
-      Thread.interrupted();
-      throw new InterruptedException("interrupted while waiting for the lock");
-    }
-    throw handle.closedError();
-  }
 }

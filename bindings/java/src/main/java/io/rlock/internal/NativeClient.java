@@ -1,7 +1,6 @@
 package io.rlock.internal;
 
 import java.lang.ref.Cleaner;
-import java.lang.ref.Reference;
 
 /** An rlock_client. Internal: use io.rlock.RedisLockClient. */
 public final class NativeClient implements AutoCloseable {
@@ -46,8 +45,7 @@ public final class NativeClient implements AutoCloseable {
 
   /** A lock handle; kind is one of NativeLock.KIND_*. No network call. */
   public NativeLock newLock(String name, byte[] rawName, int kind) {
-    long client = handle.enter();
-    try {
+    return handle.call(this, client -> {
       handle.retain();
       long ptr;
       try {
@@ -57,20 +55,11 @@ public final class NativeClient implements AutoCloseable {
         throw e;
       }
       return new NativeLock(ptr, name, kind, handle);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    });
   }
 
   /** rlock_fenced_write: true when written, false when refused for a newer token. */
   public boolean fencedWrite(byte[] key, byte[] value, long token) {
-    long client = handle.enter();
-    try {
-      return RlockNative.fencedWrite(client, key, value, token) == 1;
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return handle.call(this, client -> RlockNative.fencedWrite(client, key, value, token) == 1);
   }
 }

@@ -1,7 +1,6 @@
 package io.rlock.internal;
 
 import java.lang.ref.Cleaner;
-import java.lang.ref.Reference;
 
 /**
  * An rlock_lock. Internal: use io.rlock.RedisLock. Every call names its owner thread id
@@ -38,91 +37,44 @@ public final class NativeLock implements AutoCloseable {
 
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */
   public boolean acquire(long waitMs, long leaseMs, long threadId) {
-    long lock = handle.enter();
-    try {
-      int rc = RlockNative.acquire(lock, waitMs, leaseMs, threadId, 0, fenced ? 1 : 0);
-      return InterruptWatcher.outcome(rc, null, handle);
-    } catch (InterruptedException e) {
-      throw new AssertionError("an uninterruptible wait was interrupted", e);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return Acquire.uninterruptibly(this, handle, this::nativeAcquire, waitMs, leaseMs, threadId);
   }
 
   /** As acquire, but Thread.interrupt() ends the wait promptly, leaving nothing held. */
   public boolean acquireInterruptibly(long waitMs, long leaseMs, long threadId)
       throws InterruptedException {
-    if (Thread.interrupted()) {
-      throw new InterruptedException("interrupted before waiting for the lock");
-    }
-    if (waitMs == 0) {
-      return acquire(0, leaseMs, threadId);
-    }
-    long lock = handle.enter();
-    try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
-      int rc = RlockNative.acquire(lock, waitMs, leaseMs, threadId, waiter.token(), fenced ? 1 : 0);
-      return InterruptWatcher.outcome(rc, waiter, handle);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return Acquire.interruptibly(this, handle, this::nativeAcquire, "the lock", waitMs, leaseMs,
+        threadId);
+  }
+
+  private int nativeAcquire(long lock, long waitMs, long leaseMs, long threadId, long cancel) {
+    return RlockNative.acquire(lock, waitMs, leaseMs, threadId, cancel, fenced ? 1 : 0);
   }
 
   public void release(long threadId) {
-    long lock = handle.enter();
-    try {
-      RlockNative.releaseEx(lock, threadId);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    handle.execute(this, lock -> RlockNative.releaseEx(lock, threadId));
   }
 
   /** Local view: the owner holds it through this client and it was not found lost. */
   public boolean isHeld(long threadId) {
-    long lock = handle.enter();
-    try {
-      return RlockNative.isHeldEx(lock, threadId);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return handle.call(this, lock -> RlockNative.isHeldEx(lock, threadId));
   }
 
   /** The fencing token of the owner's hold (local view), 0 when it holds none. */
   public long token(long threadId) {
-    long lock = handle.enter();
-    try {
-      return RlockNative.lockToken(lock, threadId);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return handle.call(this, lock -> RlockNative.lockToken(lock, threadId));
   }
 
   /** Deletes the lock whoever holds it; true when it was locked. */
   public boolean forceUnlock() {
-    long lock = handle.enter();
-    try {
-      return RlockNative.forceUnlock(lock) == 1;
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return handle.call(this, lock -> RlockNative.forceUnlock(lock) == 1);
   }
 
   /** Server view for the owner: {locked, heldByOwner, holdCount, ttlMs, ownerCount, mode}. */
   public long[] query(long threadId) {
     long[] state = new long[6];
-    long lock = handle.enter();
-    try {
-      RlockNative.query(lock, threadId, state);
-      return state;
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    handle.execute(this, lock -> RlockNative.query(lock, threadId, state));
+    return state;
   }
 
   /**
@@ -131,18 +83,14 @@ public final class NativeLock implements AutoCloseable {
    * strongly, or that object would never become unreachable.
    */
   public void setLostHandler(LostHandler handler) {
-    long lock = handle.enter();
-    try {
+    handle.execute(this, lock -> {
       if (handle.aux() != 0) {
         throw new IllegalStateException("the lost handler is already set");
       }
       long payload = RlockNative.lostPayloadNew(handler);
       handle.setAux(payload); // freed with the handle from now on
       RlockNative.lostCallbackSet(lock, payload);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    });
   }
 
   public boolean isClosed() {

@@ -34,55 +34,23 @@ public final class NativeMulti implements AutoCloseable {
 
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */
   public boolean acquire(long waitMs, long leaseMs, long threadId) {
-    long group = handle.enter();
-    try {
-      int rc = RlockNative.multiAcquire(group, waitMs, leaseMs, threadId, 0);
-      return InterruptWatcher.outcome(rc, null, handle);
-    } catch (InterruptedException e) {
-      throw new AssertionError("an uninterruptible wait was interrupted", e);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return Acquire.uninterruptibly(this, handle, RlockNative::multiAcquire, waitMs, leaseMs,
+        threadId);
   }
 
   /** As acquire, but Thread.interrupt() ends the wait promptly, leaving nothing held. */
   public boolean acquireInterruptibly(long waitMs, long leaseMs, long threadId)
       throws InterruptedException {
-    if (Thread.interrupted()) {
-      throw new InterruptedException("interrupted before waiting for the lock group");
-    }
-    if (waitMs == 0) {
-      return acquire(0, leaseMs, threadId);
-    }
-    long group = handle.enter();
-    try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
-      int rc = RlockNative.multiAcquire(group, waitMs, leaseMs, threadId, waiter.token());
-      return InterruptWatcher.outcome(rc, waiter, handle);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return Acquire.interruptibly(this, handle, RlockNative::multiAcquire, "the lock group",
+        waitMs, leaseMs, threadId);
   }
 
   public void release(long threadId) {
-    long group = handle.enter();
-    try {
-      RlockNative.multiRelease(group, threadId);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    handle.execute(this, group -> RlockNative.multiRelease(group, threadId));
   }
 
   public boolean isHeld(long threadId) {
-    long group = handle.enter();
-    try {
-      return RlockNative.multiIsHeld(group, threadId);
-    } finally {
-      handle.exit();
-      Reference.reachabilityFence(this);
-    }
+    return handle.call(this, group -> RlockNative.multiIsHeld(group, threadId));
   }
 
   @Override
