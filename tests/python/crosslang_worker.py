@@ -4,7 +4,11 @@ and Java workers:
     crosslang_worker.py URL DIR ITERATIONS NAME [NAME...]
 
 Each iteration takes the lock NAMES[i % len], enters DIR/NAME.inside exclusively (exit 3 if
-another owner is inside), adds one to DIR/NAME.count, leaves and releases."""
+another owner is inside), adds one to DIR/NAME.count, leaves and releases.
+
+RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair or write (the write
+half of a read-write lock). With fenced, each section also appends its fencing token as a line
+to DIR/NAME.tokens, so the file lists the tokens in the order the lock was held."""
 
 import os
 import sys
@@ -14,8 +18,11 @@ import rlock
 
 def main(argv: list) -> int:
     url, directory, iterations, names = argv[1], argv[2], int(argv[3]), argv[4:]
+    kind = os.environ.get("RLOCK_WORKER_KIND") or "reentrant"
     with rlock.Client(url) as client:
-        locks = [client.lock(n) for n in names]
+        makers = {"reentrant": client.lock, "fenced": client.fenced_lock, "fair": client.fair_lock,
+                  "write": lambda n: client.read_write_lock(n).write_lock()}
+        locks = [makers[kind](n) for n in names]
         for i in range(iterations):
             name, lock = names[i % len(names)], locks[i % len(locks)]
             with lock:
@@ -33,6 +40,9 @@ def main(argv: list) -> int:
                     value = 0
                 with open(count, "w") as f:
                     f.write(f"{value + 1}\n")
+                if kind == "fenced":
+                    with open(os.path.join(directory, name + ".tokens"), "a") as f:
+                        f.write(f"{lock.token}\n")
                 os.unlink(inside)
     print(f"ok {iterations}")
     return 0

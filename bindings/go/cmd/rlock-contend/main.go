@@ -7,6 +7,10 @@
 // if it exists: another owner is inside), adds one to the decimal counter in DIR/NAME.count,
 // removes DIR/NAME.inside and releases the lock. Any other error: message on stderr, exit 1.
 // At the end it prints "ok ITERATIONS".
+//
+// RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair or write (the
+// write half of a read-write lock). With fenced, each section also appends its fencing token
+// as a line to DIR/NAME.tokens, so the file lists the tokens in the order the lock was held.
 package main
 
 import (
@@ -51,10 +55,11 @@ func run(url, dir string, iterations int, names []string) (string, error) {
 		return "", err
 	}
 	defer client.Close()
+	kind := os.Getenv("RLOCK_WORKER_KIND")
 	locks := make(map[string]*rlock.Lock)
 	for _, name := range names {
 		if locks[name] == nil {
-			if locks[name], err = client.Lock(name); err != nil {
+			if locks[name], err = newLock(client, kind, name); err != nil {
 				return "", err
 			}
 		}
@@ -66,6 +71,9 @@ func run(url, dir string, iterations int, names []string) (string, error) {
 			return "", err
 		}
 		overlap, err := critical(dir, name)
+		if err == nil && kind == "fenced" {
+			err = appendToken(dir, name, locks[name])
+		}
 		if overlap {
 			return name, nil // the deferred Close releases the lock
 		}
@@ -78,6 +86,41 @@ func run(url, dir string, iterations int, names []string) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+func newLock(client *rlock.Client, kind, name string) (*rlock.Lock, error) {
+	switch kind {
+	case "", "reentrant":
+		return client.Lock(name)
+	case "fenced":
+		return client.FencedLock(name)
+	case "fair":
+		return client.FairLock(name)
+	case "write":
+		rw, err := client.ReadWriteLock(name)
+		if err != nil {
+			return nil, err
+		}
+		return rw.WriteLock(), nil
+	}
+	return nil, fmt.Errorf("RLOCK_WORKER_KIND must be reentrant, fenced, fair or write, not %q", kind)
+}
+
+// appendToken records the fencing token of the hold, in lock order.
+func appendToken(dir, name string, lock *rlock.Lock) error {
+	token, err := lock.Token()
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".tokens"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintln(f, token); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // critical is the work done under the lock; it reports true if another owner was inside.

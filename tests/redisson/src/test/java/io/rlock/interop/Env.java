@@ -3,6 +3,7 @@ package io.rlock.interop;
 import java.nio.file.Path;
 import java.util.List;
 import org.redisson.Redisson;
+import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
@@ -35,10 +36,44 @@ final class Env {
     return Redisson.create(config);
   }
 
-  /** Connections subscribed to the lock's wake-up channel: how many are waiting for it. */
+  /** Connections subscribed to a channel (PUBSUB NUMSUB). */
+  static long subscribers(RedissonClient redisson, String channel) {
+    return redisson.getTopic(channel, StringCodec.INSTANCE).countSubscribers();
+  }
+
+  /** Connections waiting for a reentrant or fenced lock: subscribed to its wake-up channel. */
   static long waiters(RedissonClient redisson, String name) {
-    return redisson.getTopic("redisson_lock__channel:{" + name + "}", StringCodec.INSTANCE)
-        .countSubscribers();
+    return subscribers(redisson, "redisson_lock__channel:{" + name + "}");
+  }
+
+  /** Waiters of a read-write lock: subscribed to its channel. */
+  static long readWriteWaiters(RedissonClient redisson, String name) {
+    return subscribers(redisson, "redisson_rwlock:{" + name + "}");
+  }
+
+  /** Waiters of a fair lock: owners in its queue. */
+  static long fairWaiters(RedissonClient redisson, String name) {
+    return redisson.getList("redisson_lock_queue:{" + name + "}", StringCodec.INSTANCE).size();
+  }
+
+  /** Redisson's lock of an rlock peer/worker kind: reentrant, fenced, fair or write. */
+  static RLock redissonLock(RedissonClient redisson, String kind, String name) {
+    switch (kind) {
+      case "reentrant": return redisson.getLock(name);
+      case "fenced": return redisson.getFencedLock(name);
+      case "fair": return redisson.getFairLock(name);
+      case "write": return redisson.getReadWriteLock(name).writeLock();
+      default: throw new IllegalArgumentException("unknown kind " + kind);
+    }
+  }
+
+  /** How many are waiting for the lock of that kind and name, as Redis shows it. */
+  static long waiting(RedissonClient redisson, String kind, String name) {
+    switch (kind) {
+      case "fair": return fairWaiters(redisson, name);
+      case "write": return readWriteWaiters(redisson, name);
+      default: return waiters(redisson, name);
+    }
   }
 
   /** The worker commands of the cross-language contract (tests/python/test_crosslang.py). */
