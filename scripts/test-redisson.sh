@@ -18,4 +18,4 @@ export RLOCK_PYTHON=${RLOCK_PYTHON:-$root/build/venv/bin/python}
 export RLOCK_GO_WORKER=${RLOCK_GO_WORKER:-$root/build/bindings/go/rlock-contend}
 export RLOCK_CLI=${RLOCK_CLI:-$root/build/capi/cli/rlock}
 rm -rf "$out/maven/surefire-reports"
-mvn -B -q -f "$root/tests/redisson/pom.xml" test "-Drlock.build.dir=$out/maven" "$@"
+mvn -B -q -Dstyle.color=never -f "$root/tests/redisson/pom.xml" test "-Drlock.build.dir=$out/maven" "$@"

@@ -2,7 +2,8 @@
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
 # abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
-# Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central), then
+# Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central), a smoke run
+# of the benchmark harness, then
 # builds again with ASan/UBSan (unit and integration tests) and with TSan (integration tests,
 # which exercise the threads).
 # Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
@@ -41,6 +42,9 @@ export RLOCK_REQUIRE_CROSSLANG=1
 
 echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
 "$root/scripts/test-redisson.sh"
+
+echo "== benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
+bash "$root/bench/run.sh" --smoke
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== build and test with ASan + UBSan"

@@ -1,0 +1,70 @@
+// Shared pieces of rlock-bench: options, the contender interface, and hiredis helpers.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+struct Options {
+  std::string contender;
+  std::string url;
+  std::string scenario;
+  double seconds = 10;
+  int threads = 16;
+  int names = 256;
+  std::string scripts_dir = RLOCK_BENCH_SCRIPTS_DIR;
+};
+
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One thread's side of a contender. Created on the thread that uses it, since a lock owner is
+// a thread.
+class Worker {
+ public:
+  virtual ~Worker() = default;
+  // Acquires lock `k` (blocking, the contender's default way) and releases it. Returns false
+  // when the acquire gave up without the lock; throws Failure on anything unexpected.
+  virtual bool pair(size_t k) = 0;
+  // Times an acquire found the lock taken and tried again (only counted by hiredis-floor).
+  int64_t retries = 0;
+};
+
+class Contender {
+ public:
+  virtual ~Contender() = default;
+  virtual std::unique_ptr<Worker> worker() = 0;
+};
+
+std::unique_ptr<Contender> make_rlock_c(const Options& o, const std::vector<std::string>& names);
+std::unique_ptr<Contender> make_hiredis_floor(const Options& o,
+                                              const std::vector<std::string>& names);
+
+// ---- hiredis ----
+
+struct ContextFree {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using Context = std::unique_ptr<redisContext, ContextFree>;
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyFree>;
+
+// Connects to redis://[[user]:password@]host[:port][/db] or unix://path[?db=N], with AUTH and
+// SELECT as the URL asks.
+Context connect(const std::string& url);
+
+// Sends one command; throws Failure on I/O errors and error replies.
+Reply command(redisContext* c, const std::vector<std::string>& args);
+
+}  // namespace bench

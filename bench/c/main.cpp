@@ -1,0 +1,348 @@
+// rlock-bench: runs one contender through one scenario and prints its result as JSON lines.
+// The command line and output follow the contender contract in bench/README.md.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "bench.hpp"
+
+namespace bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Seconds = std::chrono::duration<double>;
+
+constexpr size_t kUncontendedNames = 1024;
+
+constexpr char kUsage[] =
+    "usage: rlock-bench --contender rlock-c|hiredis-floor|ping --url redis://HOST:PORT\n"
+    "                   --scenario uncontended|throughput|ping --seconds S\n"
+    "                   [--threads T] [--names N] [--scripts DIR]\n"
+    "  ping goes with scenario ping (PING round trips); the others with uncontended or\n"
+    "  throughput. --threads (default 16) and --names (default 256) are for throughput.\n";
+
+struct Usage : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+double parse_number(const std::string& flag, const std::string& text, double max) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0 || v > max) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", max);
+    throw Usage(flag + " must be a positive number up to " + limit + ", got '" + text + "'");
+  }
+  return v;
+}
+
+int parse_count(const std::string& flag, const std::string& text, int max) {
+  double v = parse_number(flag, text, max);
+  if (v != std::floor(v)) throw Usage(flag + " must be a whole number, got '" + text + "'");
+  return static_cast<int>(v);
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  bool seconds_given = false;
+  for (int i = 1; i < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw Usage(flag + " needs a value");
+    std::string value = argv[i + 1];
+    if (flag == "--contender") {
+      o.contender = value;
+    } else if (flag == "--url") {
+      o.url = value;
+    } else if (flag == "--scenario") {
+      o.scenario = value;
+    } else if (flag == "--seconds") {
+      o.seconds = parse_number(flag, value, 86400);
+      seconds_given = true;
+    } else if (flag == "--threads") {
+      o.threads = parse_count(flag, value, 1024);
+    } else if (flag == "--names") {
+      o.names = parse_count(flag, value, 1000000);
+    } else if (flag == "--scripts") {
+      o.scripts_dir = value;
+    } else {
+      throw Usage("unknown option " + flag);
+    }
+  }
+  if (o.contender != "rlock-c" && o.contender != "hiredis-floor" && o.contender != "ping") {
+    throw Usage("--contender must be rlock-c, hiredis-floor or ping, got '" + o.contender + "'");
+  }
+  if (o.url.empty()) throw Usage("--url is required");
+  if (!seconds_given) throw Usage("--seconds is required");
+  if (o.contender == "ping" ? o.scenario != "ping"
+                            : o.scenario != "uncontended" && o.scenario != "throughput") {
+    throw Usage("--scenario for " + o.contender + " must be " +
+                (o.contender == "ping" ? "ping" : "uncontended or throughput") + ", got '" +
+                o.scenario + "'");
+  }
+  return o;
+}
+
+// ---- output ----
+
+struct Result {
+  std::string metric = "pairs_per_s";
+  double value = 0;
+  std::string unit = "pairs/s";
+  std::vector<std::pair<std::string, std::string>> extra;  // values already JSON numbers
+};
+
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string number(int64_t v) { return std::to_string(v); }
+
+// Contender names and units are plain ASCII chosen here, so no escaping is needed.
+void print(const Options& o, const Result& r) {
+  std::string extra;
+  for (const auto& [key, value] : r.extra) {
+    extra += (extra.empty() ? "\"" : ", \"") + key + "\": " + value;
+  }
+  std::printf(
+      "{\"scenario\": \"%s\", \"contender\": \"%s\", \"metric\": \"%s\", \"value\": %.3f, "
+      "\"unit\": \"%s\", \"extra\": {%s}}\n",
+      o.scenario.c_str(), o.contender.c_str(), r.metric.c_str(), r.value, r.unit.c_str(),
+      extra.c_str());
+}
+
+// ---- scenarios ----
+
+Result uncontended(Contender& contender, double seconds) {
+  std::unique_ptr<Worker> w = contender.worker();
+  size_t i = 0;
+  int64_t failed = 0;
+  auto loop = [&](double span) {
+    Clock::time_point start = Clock::now();
+    Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(Seconds(span));
+    Clock::time_point now;
+    int64_t pairs = 0;
+    while ((now = Clock::now()) < end) {
+      if (w->pair(i % kUncontendedNames)) {
+        ++pairs;
+      } else {
+        ++failed;
+      }
+      ++i;
+    }
+    return std::make_pair(pairs, Seconds(now - start).count());
+  };
+  loop(std::max(seconds / 10, 0.2));
+  failed = 0;
+  w->retries = 0;
+  auto [pairs, elapsed] = loop(seconds);
+  Result r;
+  r.value = pairs / elapsed;
+  r.extra = {{"pairs", number(pairs)}, {"seconds", number(elapsed)},
+             {"failed_acquires", number(failed)}};
+  return r;
+}
+
+struct alignas(64) Counters {  // one cache line per thread
+  int64_t pairs = 0;
+  int64_t failed = 0;
+  int64_t retries = 0;
+};
+
+Result throughput(Contender& contender, const Options& o) {
+  std::vector<Counters> counters(o.threads);
+  std::atomic<bool> stop{false};
+  std::atomic<int> ready{0};
+  std::promise<void> start;
+  std::shared_future<void> started = start.get_future().share();
+  std::mutex error_mutex;
+  std::string error;
+  auto record = [&](const char* what) {
+    std::lock_guard<std::mutex> g(error_mutex);
+    if (error.empty()) error = what;
+    stop = true;
+  };
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) {
+    threads.emplace_back([&, t] {
+      std::unique_ptr<Worker> w;
+      try {
+        w = contender.worker();
+      } catch (const std::exception& e) {
+        record(e.what());
+      }
+      ++ready;
+      started.wait();
+      if (!w) return;
+      std::minstd_rand rng(std::random_device{}());
+      std::uniform_int_distribution<size_t> pick(0, static_cast<size_t>(o.names) - 1);
+      Counters local;
+      try {
+        while (!stop.load(std::memory_order_relaxed)) {
+          if (w->pair(pick(rng))) {
+            ++local.pairs;
+          } else {
+            ++local.failed;
+          }
+        }
+      } catch (const std::exception& e) {
+        record(e.what());
+      }
+      local.retries = w->retries;
+      counters[t] = local;
+    });
+  }
+  while (ready.load() < o.threads) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Clock::time_point begin = Clock::now();
+  start.set_value();
+  if (!stop.load()) std::this_thread::sleep_for(Seconds(o.seconds));
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  double elapsed = Seconds(Clock::now() - begin).count();
+  if (!error.empty()) throw Failure(error);
+
+  Counters total;
+  for (const Counters& c : counters) {
+    total.pairs += c.pairs;
+    total.failed += c.failed;
+    total.retries += c.retries;
+  }
+  Result r;
+  r.value = total.pairs / elapsed;
+  r.extra = {{"threads", number(int64_t{o.threads})}, {"names", number(int64_t{o.names})},
+             {"pairs", number(total.pairs)}, {"seconds", number(elapsed)},
+             {"failed_acquires", number(total.failed)}};
+  if (o.contender == "hiredis-floor") r.extra.emplace_back("retries", number(total.retries));
+  return r;
+}
+
+// PING round trips on one connection, in a histogram of 0.1 us buckets up to 10 ms.
+std::vector<Result> ping(const Options& o) {
+  constexpr double kBucketUs = 0.1;
+  std::vector<int64_t> histogram(100000 + 1);
+  Context c = connect(o.url);
+  const char* argv[] = {"PING"};
+  const size_t lens[] = {4};
+  auto round_trip = [&] {
+    Reply r(static_cast<redisReply*>(redisCommandArgv(c.get(), 1, argv, lens)));
+    if (!r || r->type != REDIS_REPLY_STATUS) throw Failure("PING failed");
+  };
+  Clock::time_point warm_end =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(Seconds(std::max(o.seconds / 10, 0.2)));
+  while (Clock::now() < warm_end) round_trip();
+
+  int64_t samples = 0;
+  double total_us = 0;
+  Clock::time_point start = Clock::now();
+  Clock::time_point end = start + std::chrono::duration_cast<Clock::duration>(Seconds(o.seconds));
+  for (Clock::time_point t0 = start; t0 < end;) {
+    round_trip();
+    Clock::time_point t1 = Clock::now();
+    double us = std::chrono::duration<double, std::micro>(t1 - t0).count();
+    ++histogram[std::min(static_cast<size_t>(us / kBucketUs), histogram.size() - 1)];
+    ++samples;
+    total_us += us;
+    t0 = t1;
+  }
+  auto percentile = [&](double q) {
+    int64_t rank = static_cast<int64_t>(std::ceil(q * samples));
+    int64_t seen = 0;
+    for (size_t b = 0; b < histogram.size(); ++b) {
+      seen += histogram[b];
+      if (seen >= rank) return (b + 1) * kBucketUs;  // the bucket's upper edge
+    }
+    return histogram.size() * kBucketUs;
+  };
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"samples", number(samples)}, {"mean_us", number(total_us / samples)}};
+  return {{"rtt_p50", percentile(0.50), "us", extra}, {"rtt_p99", percentile(0.99), "us", extra}};
+}
+
+// ---- keys ----
+
+void delete_keys(redisContext* c, const std::string& pattern) {
+  std::string cursor = "0";
+  do {
+    Reply r = command(c, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    cursor.assign(r->element[0]->str, r->element[0]->len);
+    std::vector<std::string> del = {"UNLINK"};
+    for (size_t i = 0; i < r->element[1]->elements; ++i) {
+      del.emplace_back(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
+    }
+    if (del.size() > 1) command(c, del);
+  } while (cursor != "0");
+}
+
+int64_t count_existing(redisContext* c, const std::vector<std::string>& names) {
+  int64_t count = 0;
+  for (size_t i = 0; i < names.size(); i += 512) {
+    std::vector<std::string> args = {"EXISTS"};
+    args.insert(args.end(), names.begin() + i, names.begin() + std::min(i + 512, names.size()));
+    count += command(c, args)->integer;
+  }
+  return count;
+}
+
+int run(const Options& o) {
+  if (o.contender == "ping") {
+    for (const Result& r : ping(o)) print(o, r);
+    return 0;
+  }
+  Context admin = connect(o.url);
+  // Every key of ours contains the lock name (latches and channels wrap it in {}).
+  const std::string pattern = "*bench:*:" + o.contender + ":*";
+  delete_keys(admin.get(), pattern);  // leftovers of an earlier run would stall this one
+
+  bool single = o.scenario == "uncontended";
+  std::vector<std::string> names;
+  for (size_t k = 0; k < (single ? kUncontendedNames : static_cast<size_t>(o.names)); ++k) {
+    names.push_back("bench:" + std::string(single ? "u" : "t") + ":" + o.contender + ":" +
+                    std::to_string(k));
+  }
+  std::unique_ptr<Contender> contender = o.contender == "rlock-c"
+                                             ? make_rlock_c(o, names)
+                                             : make_hiredis_floor(o, names);
+  Result r;
+  try {
+    r = single ? uncontended(*contender, o.seconds) : throughput(*contender, o);
+  } catch (const Failure&) {
+    contender.reset();
+    delete_keys(admin.get(), pattern);  // best effort: the next run deletes them too
+    throw;
+  }
+  // Before the contender goes: freeing the rlock client would release what is still held.
+  int64_t left = count_existing(admin.get(), names);
+  contender.reset();
+  delete_keys(admin.get(), pattern);
+  if (left != 0) throw Failure(std::to_string(left) + " lock(s) still locked after the run");
+  print(o, r);
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+
+int main(int argc, char** argv) {
+  try {
+    return bench::run(bench::parse_args(argc, argv));
+  } catch (const bench::Usage& e) {
+    std::fprintf(stderr, "rlock-bench: %s\n%s", e.what(), bench::kUsage);
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rlock-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# The benchmark in one command: installs what it needs, builds, starts a throwaway redis-server,
+# measures the baselines, runs every contender alone for each scenario and writes the report.
+# See bench/README.md.
+set -euo pipefail
+
+usage() {
+  cat <<'EOF'
+usage: bench/run.sh [--smoke] [--seconds S] [--only CONTENDER,...]
+  --smoke      the C contenders only, 0.3 s per scenario; the report goes to build/bench/smoke/
+               and must have a row per contender
+  --seconds S  measured seconds per contender and scenario (default 10)
+  --only LIST  run only these contenders (comma-separated); the baselines (ping,
+               evalsha-ceiling) always run, since the targets refer to them
+environment:
+  RLOCK_BENCH_BUILD  the CMake build directory to configure and build (default: build)
+  RLOCK_BENCH_OUT    where a full run writes RESULTS.md and results/ (default: bench)
+EOF
+}
+
+die() {
+  echo "run.sh: $*" >&2
+  exit 1
+}
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+c_contenders=(rlock-c hiredis-floor)
+peer_contenders=(rlock-py redis-py python-redis-lock rlock-go redsync rlock-java redisson)
+is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
+
+smoke=0
+seconds=""
+only=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) smoke=1; shift ;;
+    --seconds) [ $# -ge 2 ] || die "--seconds needs a value"; seconds=$2; shift 2 ;;
+    --only) [ $# -ge 2 ] || die "--only needs a value"; only=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) usage >&2; die "unknown argument '$1'" ;;
+  esac
+done
+if [ -z "$seconds" ]; then
+  seconds=10
+  [ "$smoke" -eq 0 ] || seconds=0.3
+fi
+[[ "$seconds" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v s="$seconds" 'BEGIN { exit !(s > 0) }' ||
+  die "--seconds must be a positive number, got '$seconds'"
+
+# The contenders to run, in report order.
+contenders=("${c_contenders[@]}")
+have_peers=0
+[ "$smoke" -eq 1 ] || [ ! -f "$root/bench/peers.sh" ] || have_peers=1
+[ "$have_peers" -eq 0 ] || contenders+=("${peer_contenders[@]}")
+if [ -n "$only" ]; then
+  IFS=, read -r -a wanted <<< "$only"
+  [ ${#wanted[@]} -gt 0 ] || die "--only needs at least one contender"
+  for w in "${wanted[@]}"; do
+    [[ " ${c_contenders[*]} ${peer_contenders[*]} " == *" $w "* ]] ||
+      die "--only: unknown contender '$w' (known: ${c_contenders[*]} ${peer_contenders[*]})"
+    if is_peer "$w"; then
+      [ "$smoke" -eq 0 ] || die "--only: --smoke runs the C contenders only, not '$w'"
+      [ "$have_peers" -eq 1 ] || die "--only: $w needs bench/peers.sh, which is missing"
+    fi
+  done
+  selected=()
+  for c in "${contenders[@]}"; do
+    [[ ",$only," == *",$c,"* ]] && selected+=("$c")
+  done
+  contenders=("${selected[@]}")
+fi
+
+build=${RLOCK_BENCH_BUILD:-$root/build}
+work=$root/build/bench
+venv=$work/venv
+if [ "$smoke" -eq 1 ]; then
+  outdir=$work/smoke
+else
+  outdir=${RLOCK_BENCH_OUT:-$root/bench}
+fi
+mkdir -p "$work" "$outdir"
+
+echo "== installing and building" >&2
+"$root/scripts/install-deps.sh"
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/python" -c 'import matplotlib' 2>/dev/null || "$venv/bin/pip" install -q matplotlib
+py=$venv/bin/python
+# -S with an existing cache keeps its generator and every other setting.
+if [ -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$root" -B "$build" -DRLOCK_BUILD_BENCH=ON >/dev/null
+else
+  cmake -S "$root" -B "$build" -G Ninja -DRLOCK_BUILD_BENCH=ON >/dev/null
+fi
+cmake --build "$build" -j "$(nproc)"
+bench=$build/bench/c/rlock-bench
+
+want_peers=0
+for c in "${contenders[@]}"; do is_peer "$c" && want_peers=1; done
+if [ "$want_peers" -eq 1 ]; then
+  # Setup is all or nothing; a peer whose part did build still runs, and one that cannot run
+  # fails on its own.
+  bash "$root/bench/peers.sh" setup ||
+    echo "run.sh: warning: bench/peers.sh setup failed; running the peers that can" >&2
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/rlock-bench.XXXXXX")
+cleanup() {
+  bash "$root/tests/fixtures/redis.sh" stop "$tmp/redis" || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+bash "$root/tests/fixtures/redis.sh" start "$tmp/redis" >&2
+url=$(cat "$tmp/redis/url")
+port=$(cat "$tmp/redis/port")
+
+raw=$work/raw-$(date -u +%Y%m%dT%H%M%SZ).jsonl
+: > "$raw"
+# Startup (a JVM, a Go binary) plus warm-up and the measured time, with room to spare.
+limit=$(awk -v s="$seconds" 'BEGIN { printf "%d", 2 * s + 180 }')
+failures=()
+
+# Records a failed run as a line the report shows as failed. Args: SCENARIO CONTENDER MESSAGE.
+record_failure() {
+  failures+=("$2/$1")
+  "$py" -c 'import json, sys
+print(json.dumps({"scenario": sys.argv[1], "contender": sys.argv[2], "failed": True,
+                  "error": sys.argv[3][-2000:] or "exited non-zero without a message"}))' \
+    "$1" "$2" "$3" >> "$raw"
+}
+
+# Runs COMMAND..., which must print result lines for SCENARIO and CONTENDER only, and appends
+# them to the raw file; a failure or stray output is recorded as a failure instead.
+measure() {
+  local scenario=$1 contender=$2
+  shift 2
+  echo "== $contender / $scenario" >&2
+  local problem=""
+  if ! "$@" > "$tmp/out" 2> "$tmp/err"; then
+    problem=$(tail -c 2000 "$tmp/err")
+    [ -n "$problem" ] || problem="exited non-zero without a message (timed out after ${limit}s?)"
+  else
+    problem=$("$py" - "$tmp/out" "$scenario" "$contender" <<'PY'
+import json, sys
+path, scenario, contender = sys.argv[1:]
+lines = [l for l in open(path, encoding="utf-8", errors="replace") if l.strip()]
+if not lines:
+    print("printed no result")
+for line in lines:
+    try:
+        r = json.loads(line)
+        ok = (r["scenario"] == scenario and r["contender"] == contender
+              and isinstance(r["value"], (int, float)) and isinstance(r["metric"], str)
+              and isinstance(r["unit"], str))
+    except (ValueError, KeyError, TypeError):
+        ok = False
+    if not ok:
+        print("printed something other than its result lines: " + line.strip()[:300])
+        break
+PY
+    )
+  fi
+  if [ -n "$problem" ]; then
+    echo "   failed:" >&2
+    tail -n 5 <<< "$problem" | sed 's/^/   /' >&2
+    record_failure "$scenario" "$contender" "$problem"
+  else
+    cat "$tmp/out" >> "$raw"
+    cat "$tmp/out" >&2
+  fi
+}
+
+# Redis's own limit for the acquire script: redis-benchmark sending it pipelined on random keys
+# (the same owner each time, so repeats are re-entries: the same work as a first acquire).
+ceiling() {
+  local sha owner=00000000-0000-4000-8000-000000000000:1 rps requests
+  # Each step checks its own status: errexit is off inside measure's `if`.
+  sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat "$root/core/scripts/acquire.lua")") || return
+  [[ "$sha" =~ ^[0-9a-f]{40}$ ]] || { echo "SCRIPT LOAD answered: $sha" >&2; return 1; }
+  local args=(-h 127.0.0.1 -p "$port" -c 16 -P 16 -r 1024 --csv
+              EVALSHA "$sha" 1 "bench:t:evalsha-ceiling:__rand_int__" 30000 "$owner")
+  # A short first run warms up and sizes the measured one to last about --seconds.
+  redis-benchmark -n 50000 "${args[@]}" > "$tmp/ceiling.csv" || return
+  rps=$("$py" -c 'import csv, sys; print(list(csv.reader(open(sys.argv[1])))[1][1])' \
+    "$tmp/ceiling.csv") || return
+  requests=$(awk -v r="$rps" -v s="$seconds" 'BEGIN { n = int(r * s); print (n < 10000 ? 10000 : n) }')
+  redis-benchmark -n "$requests" "${args[@]}" > "$tmp/ceiling.csv" || return
+  redis-cli -p "$port" --scan --pattern 'bench:t:evalsha-ceiling:*' |
+    xargs -r redis-cli -p "$port" unlink > /dev/null || return
+  "$py" - "$tmp/ceiling.csv" "$requests" <<'PY'
+import csv, json, sys
+rows = list(csv.reader(open(sys.argv[1])))
+row = dict(zip(rows[0], rows[1]))
+print(json.dumps({"scenario": "throughput", "contender": "evalsha-ceiling",
+                  "metric": "requests_per_s", "value": float(row["rps"]), "unit": "requests/s",
+                  "extra": {"clients": 16, "pipeline": 16, "keys": 1024,
+                            "requests": int(sys.argv[2]),
+                            "p50_latency_ms": float(row["p50_latency_ms"])}}))
+PY
+}
+
+measure ping ping timeout "$limit" "$bench" --contender ping --url "$url" --scenario ping \
+  --seconds "$seconds"
+measure throughput evalsha-ceiling ceiling
+for c in "${contenders[@]}"; do
+  for scenario in uncontended throughput; do
+    if is_peer "$c"; then
+      measure "$scenario" "$c" timeout "$limit" bash "$root/bench/peers.sh" run "$c" \
+        --url "$url" --scenario "$scenario" --seconds "$seconds"
+    else
+      measure "$scenario" "$c" timeout "$limit" "$bench" --contender "$c" --url "$url" \
+        --scenario "$scenario" --seconds "$seconds"
+    fi
+  done
+done
+
+"$py" "$root/bench/report.py" "$raw" "$outdir"
+echo "raw results: $raw" >&2
+echo "report: $outdir/RESULTS.md" >&2
+
+if [ "$smoke" -eq 1 ]; then
+  for c in ping evalsha-ceiling "${contenders[@]}"; do
+    grep -Eq "^\| (\*\*)?$c(\*\*)?( \([a-z0-9_]+\))? \| [0-9]" "$outdir/RESULTS.md" ||
+      die "smoke: the report has no measured row for $c"
+  done
+  [ ${#failures[@]} -eq 0 ] || die "smoke: failed: ${failures[*]}"
+  echo "smoke: ok" >&2
+fi
+for f in "${failures[@]}"; do
+  # A failing C contender or baseline is a broken harness; a failing peer is only reported.
+  is_peer "${f%%/*}" || die "failed: ${failures[*]}"
+done
