@@ -2,10 +2,9 @@
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
 # abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
-# Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central), a smoke run
-# of the benchmark harness, then
-# builds again with ASan/UBSan (unit and integration tests) and with TSan (integration tests,
-# which exercise the threads).
+# Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central) and a smoke
+# run of the benchmark harness, then builds again with ASan/UBSan (unit and integration tests)
+# and with TSan (integration tests, which exercise the threads).
 # Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
