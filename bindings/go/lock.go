@@ -186,13 +186,9 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, forever bool, le
 	if lease > 0 {
 		leaseMS = durationMS(lease)
 	}
-	wantToken := C.int(0)
-	if l.kind == kindFenced {
-		wantToken = 1
-	}
 	ok, err := l.core.acquire(ctx, wait, forever, func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token) error {
 		return check(C.rlock_go_acquire(lockPtr(p), C.int64_t(waitMS), C.int64_t(leaseMS),
-			C.int64_t(l.owner), token, wantToken))
+			C.int64_t(l.owner), token))
 	})
 	runtime.KeepAlive(l)
 	return ok, err

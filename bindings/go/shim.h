@@ -77,18 +77,17 @@ static inline rlock_go_result rlock_go_cancel_token_new(rlock_cancel_token **out
 }
 
 /* token_out: NULL unless the caller wants a fencing token. */
+/* A fenced lock's acquire takes a token by its kind; Token() reads it afterwards. */
 static inline rlock_go_result rlock_go_acquire(rlock_lock *lock, int64_t wait_ms,
                                                int64_t lease_ms, int64_t thread_id,
-                                               rlock_cancel_token *cancel, int want_token) {
+                                               rlock_cancel_token *cancel) {
   rlock_acquire_options opts;
-  int64_t token = 0;
   int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
   opts.wait_ms = wait_ms;
   opts.lease_ms = lease_ms;
   opts.thread_id = thread_id;
   opts.cancel = cancel;
-  opts.token = want_token ? &token : NULL;
   return rlock_go_result_of(rlock_acquire_ex(lock, &opts));
 }
 

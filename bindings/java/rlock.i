@@ -143,17 +143,16 @@ static rlock_multi *rlockj_multi_new(JNIEnv *jenv, jlongArray members, int redlo
 
 /* ---- acquire: 0, or RLOCK_ETIMEDOUT / RLOCK_ECANCELED, which are outcomes, not errors ---- */
 
+/* A fenced lock's acquire takes a token by its kind; rlockj_lock_token reads it afterwards. */
 static int rlockj_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
-                          rlock_cancel_token *cancel, int want_token) {
+                          rlock_cancel_token *cancel) {
   rlock_acquire_options opts;
-  int64_t token = 0;
   int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rc;
   opts.wait_ms = wait_ms;
   opts.lease_ms = lease_ms;
   opts.thread_id = thread_id;
   opts.cancel = cancel;
-  opts.token = want_token ? &token : NULL;
   return rlock_acquire_ex(lock, &opts);
 }
 
@@ -423,7 +422,7 @@ void rlockj_lock_free(JNIEnv *jenv, rlock_lock *lock, rlockj_lost_payload *paylo
 rlock_cancel_token *rlockj_cancel_token_new(void);
 rlock_multi *rlockj_multi_new(JNIEnv *jenv, jlongArray members, int redlock);
 int rlockj_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
-                   rlock_cancel_token *cancel, int want_token);
+                   rlock_cancel_token *cancel);
 int rlockj_multi_acquire(rlock_multi *group, int64_t wait_ms, int64_t lease_ms,
                          int64_t thread_id, rlock_cancel_token *cancel);
 int64_t rlockj_lock_token(rlock_lock *lock, int64_t thread_id);

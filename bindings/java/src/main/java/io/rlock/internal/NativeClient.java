@@ -54,7 +54,7 @@ public final class NativeClient implements AutoCloseable {
         handle.releaseChild();
         throw e;
       }
-      return new NativeLock(ptr, name, kind, handle);
+      return new NativeLock(ptr, name, handle);
     });
   }
 

@@ -22,12 +22,10 @@ public final class NativeLock implements AutoCloseable {
 
   private final Handle handle;
   private final Cleaner.Cleanable cleanable;
-  private final boolean fenced;
 
-  NativeLock(long ptr, String name, int kind, Handle client) {
+  NativeLock(long ptr, String name, Handle client) {
     handle = new Handle(ptr, "the lock '" + name + "'", RlockNative::cancel,
         RlockNative::lockFree, client);
-    fenced = kind == KIND_FENCED;
     cleanable = Handle.CLEANER.register(this, handle);
   }
 
@@ -37,18 +35,14 @@ public final class NativeLock implements AutoCloseable {
 
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */
   public boolean acquire(long waitMs, long leaseMs, long threadId) {
-    return Acquire.uninterruptibly(this, handle, this::nativeAcquire, waitMs, leaseMs, threadId);
+    return Acquire.uninterruptibly(this, handle, RlockNative::acquire, waitMs, leaseMs, threadId);
   }
 
   /** As acquire, but Thread.interrupt() ends the wait promptly, leaving nothing held. */
   public boolean acquireInterruptibly(long waitMs, long leaseMs, long threadId)
       throws InterruptedException {
-    return Acquire.interruptibly(this, handle, this::nativeAcquire, "the lock", waitMs, leaseMs,
+    return Acquire.interruptibly(this, handle, RlockNative::acquire, "the lock", waitMs, leaseMs,
         threadId);
-  }
-
-  private int nativeAcquire(long lock, long waitMs, long leaseMs, long threadId, long cancel) {
-    return RlockNative.acquire(lock, waitMs, leaseMs, threadId, cancel, fenced ? 1 : 0);
   }
 
   public void release(long threadId) {
