@@ -8,44 +8,20 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.UUID;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
 import java.util.function.ToLongFunction;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RReadWriteLock;
-import org.redisson.api.RedissonClient;
 
-/** Redisson's RFencedLock, RFairLock and RReadWriteLock against rlock processes. */
+/** Redisson's RLock, RFencedLock, RFairLock and RReadWriteLock against rlock processes. */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
-class KindsInteropTest {
-  private static RedissonClient redisson;
-  private static ExecutorService pool;
-
-  @BeforeAll
-  static void start() {
-    redisson = Env.redisson(30_000);
-    pool = Executors.newCachedThreadPool();
-  }
-
-  @AfterAll
-  static void stop() {
-    pool.shutdownNow();
-    redisson.shutdown();
-  }
-
-  private static String unique(String what) {
-    return "interop:kinds:" + what + ":" + UUID.randomUUID();
-  }
+class KindsInteropTest extends InteropTest {
 
   // ---- mutual exclusion, per kind: rlock processes next to Redisson threads ---------------
 

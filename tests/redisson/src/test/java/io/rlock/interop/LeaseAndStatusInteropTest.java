@@ -5,10 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -20,22 +17,7 @@ import org.redisson.api.RedissonClient;
  * each side sees the other's hold (locked, TTL) and can force-unlock it.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class LeaseAndStatusInteropTest {
-  private static RedissonClient redisson;
-
-  @BeforeAll
-  static void start() {
-    redisson = Env.redisson(30_000);
-  }
-
-  @AfterAll
-  static void stop() {
-    redisson.shutdown();
-  }
-
-  private static String unique(String what) {
-    return "interop:lease:" + what + ":" + UUID.randomUUID();
-  }
+class LeaseAndStatusInteropTest extends InteropTest {
 
   // ---- leases ------------------------------------------------------------------------------
 

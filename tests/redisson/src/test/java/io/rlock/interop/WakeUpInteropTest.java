@@ -5,19 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.UUID;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.redisson.api.RedissonClient;
 
 /**
  * An unlock on one side wakes a waiter on the other at once, through the unlock message, for
@@ -25,26 +19,8 @@ import org.redisson.api.RedissonClient;
  * the rlock peer polls only every 10 s, and Redisson waits for the 30 s lease.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-class WakeUpInteropTest {
+class WakeUpInteropTest extends InteropTest {
   private static final int ROUNDS = 10;
-  private static RedissonClient redisson;
-  private static ExecutorService pool;
-
-  @BeforeAll
-  static void start() {
-    redisson = Env.redisson(30_000);
-    pool = Executors.newCachedThreadPool();
-  }
-
-  @AfterAll
-  static void stop() {
-    pool.shutdownNow();
-    redisson.shutdown();
-  }
-
-  private static String unique(String what) {
-    return "interop:wake:" + what + ":" + UUID.randomUUID();
-  }
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
