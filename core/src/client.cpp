@@ -94,7 +94,7 @@ void validate_config(ClientConfig* c) {
 
 std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
-  auto transport = std::make_unique<PooledTransport>(config);
+  auto transport = std::make_unique<PipelinedTransport>(config);
   transport->warm_up();
   auto client = std::make_shared<Client>(std::move(config), std::move(transport));
   std::weak_ptr<Client> weak = client;

@@ -2,10 +2,14 @@
 
 #include <hiredis/hiredis.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "rlock/core/error.hpp"
 
@@ -61,6 +65,31 @@ struct ArgvBuffer {
   std::vector<const char*> ptrs;
   std::vector<size_t> lens;
 };
+
+// Busy-polling threads of the whole process. A spinning thread holds a core, so beyond one
+// per two cores (none on one core) it would take the CPU from the threads, or the Redis
+// server, it waits for.
+std::atomic<int> spinning_threads{0};
+const int kMaxSpinningThreads = static_cast<int>(std::thread::hardware_concurrency() / 2);
+
+struct SpinSlot {
+  SpinSlot() : taken(spinning_threads.fetch_add(1, std::memory_order_relaxed) < kMaxSpinningThreads) {
+    if (!taken) spinning_threads.fetch_sub(1, std::memory_order_relaxed);
+  }
+  ~SpinSlot() { release(); }
+  void release() {
+    if (taken) spinning_threads.fetch_sub(1, std::memory_order_relaxed);
+    taken = false;
+  }
+  bool taken;
+};
+
+int poll_ms(std::chrono::steady_clock::time_point deadline) {
+  auto left = deadline - std::chrono::steady_clock::now();
+  if (left <= std::chrono::steady_clock::duration::zero()) return 0;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1;
+  return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
+}
 
 }  // namespace
 
@@ -119,6 +148,8 @@ Connection::~Connection() {
 
 int Connection::fd() const { return ctx_->fd; }
 
+void Connection::shutdown() { ::shutdown(ctx_->fd, SHUT_RDWR); }
+
 void Connection::io_failure(const char* doing) {
   broken_ = true;
   std::string why;
@@ -132,17 +163,92 @@ void Connection::io_failure(const char* doing) {
   throw Error(kConn, std::string("Redis at ") + where_ + ": " + doing + " failed: " + why);
 }
 
+void Connection::fail(const std::string& why) {
+  broken_ = true;
+  throw Error(kConn, "Redis at " + where_ + ": " + why);
+}
+
+void Connection::append_command(std::string& out, const Args& args) {
+  out += '*';
+  out += std::to_string(args.size());
+  out += "\r\n";
+  for (auto a : args) {
+    out += '$';
+    out += std::to_string(a.size());
+    out += "\r\n";
+    out.append(a.data(), a.size());
+    out += "\r\n";
+  }
+}
+
+void Connection::write_all(std::string_view bytes, std::chrono::steady_clock::time_point deadline) {
+  if (broken_) fail("connection is broken");
+  while (!bytes.empty()) {
+    ssize_t n = ::send(ctx_->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+      fail(std::string("sending a command failed: ") + std::strerror(errno));
+    pollfd p{ctx_->fd, POLLOUT, 0};
+    int ms = poll_ms(deadline);
+    if (ms == 0) fail("sending a command failed: the socket accepted nothing within " +
+                      std::to_string(command_timeout_ms_) + " ms");
+    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
+      fail(std::string("poll failed: ") + std::strerror(errno));
+  }
+}
+
+Reply Connection::read_reply(std::chrono::steady_clock::time_point deadline, int64_t spin_us) {
+  if (broken_) fail("connection is broken");
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  // Spinning pays only while replies usually come within the spin (not for a distant server).
+  SpinSlot spin_slot;
+  if (spin_us <= 0 || typical_wait_us_ > spin_us) spin_slot.release();
+  Clock::time_point spin_until = start + std::chrono::microseconds(spin_us);
+  char buf[16384];
+  for (;;) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(ctx_->reader, &raw) != REDIS_OK) fail("protocol error in reply");
+    if (raw != nullptr) {
+      Reply out = convert(static_cast<redisReply*>(raw));
+      freeReplyObject(raw);
+      auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+      typical_wait_us_ = (typical_wait_us_ * 7 + waited.count()) / 8;
+      return out;
+    }
+    ssize_t n = ::recv(ctx_->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n > 0) {
+      if (redisReaderFeed(ctx_->reader, buf, static_cast<size_t>(n)) != REDIS_OK)
+        fail("protocol error in reply");
+      continue;
+    }
+    if (n == 0) fail("reading a reply failed: connection closed by the server");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK)
+      fail(std::string("reading a reply failed: ") + std::strerror(errno));
+    if (spin_slot.taken) {
+      if (Clock::now() < spin_until) continue;
+      spin_slot.release();
+    }
+    int ms = poll_ms(deadline);
+    if (ms == 0) fail("no reply within " + std::to_string(command_timeout_ms_) + " ms");
+    pollfd p{ctx_->fd, POLLIN, 0};
+    if (::poll(&p, 1, ms) < 0 && errno != EINTR)
+      fail(std::string("poll failed: ") + std::strerror(errno));
+  }
+}
+
 Reply Connection::command(const Args& args) {
-  if (broken_) throw Error(kConn, "Redis at " + where_ + ": connection is broken");
-  ArgvBuffer argv(args);
-  errno = 0;
-  void* raw = redisCommandArgv(ctx_, static_cast<int>(args.size()), argv.ptrs.data(),
-                               argv.lens.data());
-  if (raw == nullptr) io_failure("command");
-  auto* reply = static_cast<redisReply*>(raw);
-  Reply out = convert(reply);
-  freeReplyObject(reply);
-  return out;
+  if (broken_) fail("connection is broken");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(command_timeout_ms_);
+  std::string bytes;
+  append_command(bytes, args);
+  write_all(bytes, deadline);
+  return read_reply(deadline);
 }
 
 void Connection::send(const Args& args) {

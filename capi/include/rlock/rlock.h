@@ -128,7 +128,7 @@ typedef struct rlock_client_options {
   int db;                     /* SELECT index, default 0 */
   int64_t connect_timeout_ms; /* default 2000 */
   int64_t command_timeout_ms; /* default 3000; bounds every round trip */
-  int pool_size;              /* command connections, default 8 */
+  int pool_size;              /* command connections at most, shared by pipelining; default 8 */
   int64_t watchdog_lease_ms;  /* lease used and renewed (every third) for watchdog holds; 30000 */
   int64_t poll_cap_ms;        /* longest a waiter sleeps without retrying, default 1000 */
   size_t max_name_len;        /* default RLOCK_DEFAULT_MAX_NAME_LEN */

@@ -1,8 +1,12 @@
-// One blocking hiredis connection: connect with a timeout, authenticate, select the database,
-// run commands with a per-command timeout. Not thread-safe; the transport and the subscriber
-// each give a connection to one thread at a time.
+// One hiredis connection: connect with a timeout, authenticate, select the database, run
+// commands with a per-command timeout. hiredis connects and parses; the socket I/O for commands
+// is ours, so that a reply can be awaited by busy-polling briefly before sleeping (on a loopback
+// or LAN round trip, waking a sleeping thread costs more than the round trip itself).
+// Not thread-safe, except that one thread may write while another reads (the transport
+// pipelines that way).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -30,6 +34,14 @@ class Connection {
   // I/O failures and timeouts throw Error(kConn) and leave the connection broken().
   Reply command(const Args& args);
 
+  // Pipelining: append a command in the Redis protocol to `out`; write bytes; read the next
+  // reply. Failures throw Error(kConn) and leave the connection broken().
+  static void append_command(std::string& out, const Args& args);
+  void write_all(std::string_view bytes, std::chrono::steady_clock::time_point deadline);
+  // Busy-polls up to spin_us for the reply (unless recent replies took longer) before
+  // sleeping in poll().
+  Reply read_reply(std::chrono::steady_clock::time_point deadline, int64_t spin_us = 0);
+
   // For the subscriber: queue and flush a command without reading, and read what has arrived.
   void send(const Args& args);
   // Reads what the socket has (call when poll() says readable) and returns the complete replies.
@@ -38,15 +50,19 @@ class Connection {
   // True if the server closed the connection or sent something unasked while it sat idle.
   bool closed_by_peer() const;
   bool broken() const { return broken_; }
+  // Shuts the socket down both ways, so a thread blocked reading it returns at once.
+  void shutdown();
   int fd() const;
 
  private:
   [[noreturn]] void io_failure(const char* doing);
+  [[noreturn]] void fail(const std::string& why);
 
   redisContext* ctx_ = nullptr;
   std::string where_;
   int64_t command_timeout_ms_;
-  bool broken_ = false;
+  int64_t typical_wait_us_ = 0;  // moving average of read_reply's waits
+  std::atomic<bool> broken_{false};  // set by a reader while a writer may check it
 };
 
 }  // namespace rlock::core

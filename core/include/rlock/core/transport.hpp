@@ -1,12 +1,18 @@
-// Runs commands for many threads. hiredis contexts are not thread-safe, so this keeps a pool of
-// blocking connections, each used by one caller at a time. Callers never see which connection
-// they got, so the strategy can change (e.g. to pipelining) without touching the lock code.
+// Runs commands for many threads over a few pipelined connections. A caller appends its command
+// to a connection's outgoing bytes and its request to the connection's queue; whichever caller
+// finds nobody writing writes everything queued, and whichever finds nobody reading reads
+// replies in order and hands each to its caller. Under load many threads' commands share one
+// write and one read on each side; alone, a caller writes and reads its own command directly.
+// Callers never see which connection they got, so the lock code does not depend on any of this.
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "rlock/core/config.hpp"
@@ -24,14 +30,14 @@ class Transport {
   // For commands that are safe to apply twice: on an I/O failure, retries once on a fresh
   // connection before throwing.
   virtual Reply run_retrying(const Args& args) = 0;
-  // Fails every later call with Error(kClosed) and closes idle connections.
+  // Fails every later call with Error(kClosed); commands already sent still get their replies.
   virtual void close() = 0;
 };
 
-class PooledTransport : public Transport {
+class PipelinedTransport : public Transport {
  public:
-  explicit PooledTransport(const ClientConfig& config);
-  ~PooledTransport() override;
+  explicit PipelinedTransport(const ClientConfig& config);
+  ~PipelinedTransport() override;
 
   Reply run(const Args& args) override;
   Reply run_retrying(const Args& args) override;
@@ -41,15 +47,20 @@ class PooledTransport : public Transport {
   void warm_up();
 
  private:
-  std::unique_ptr<Connection> borrow();
-  void give_back(std::unique_ptr<Connection> conn);
+  struct Request;
+  struct Pipe;
+
+  Pipe& pick();
+  Reply run_on(Pipe& pipe, Request& request, const std::string& command);
+  void write_queued(Pipe& pipe, std::unique_lock<std::mutex>& lock);
+  void read_until_done(Pipe& pipe, Request& request, std::unique_lock<std::mutex>& lock);
+  static void fail_all_locked(Pipe& pipe, int code, const std::string& message);
 
   const ClientConfig config_;
-  std::mutex mutex_;
-  std::condition_variable available_;
-  std::vector<std::unique_ptr<Connection>> idle_;
-  int open_ = 0;  // connections in idle_ plus those lent out
-  bool closed_ = false;
+  std::vector<std::unique_ptr<Pipe>> pipes_;  // config_.pool_size of them, connected lazily
+  std::atomic<unsigned> next_pipe_{0};
+  std::atomic<int> in_flight_{0};  // requests of every pipe awaiting replies
+  std::atomic<bool> closed_{false};
 };
 
 }  // namespace rlock::core
