@@ -58,6 +58,10 @@ void Holds::start_locked() {
   if (!thread_.joinable() && !stop_) thread_ = std::thread([this] { run(); });
 }
 
+void Holds::wake_if_sooner_locked(const Hold& h) {
+  if (h.due < watchdog_wakes_at_) wake_.notify_all();
+}
+
 void Holds::unindex_locked(const Key& key, Hold& h) {
   if (h.indexed) index_.erase({h.due, &key});
   h.indexed = false;
@@ -105,7 +109,7 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
   h.listener = std::move(listener);
   reindex_locked(it->first, h);
   start_locked();
-  wake_.notify_all();
+  wake_if_sooner_locked(h);
 }
 
 void Holds::released(const std::string& name, const std::string& owner, int64_t left,
@@ -125,7 +129,7 @@ void Holds::released(const std::string& name, const std::string& owner, int64_t 
   h.valid_until = saturating_after(sent, lease_ms - drift_ms(lease_ms));
   h.next_renew = saturating_after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
-  wake_.notify_all();
+  wake_if_sooner_locked(h);
 }
 
 void Holds::extended(const std::string& name, const std::string& owner, int64_t lease_ms,
@@ -138,7 +142,7 @@ void Holds::extended(const std::string& name, const std::string& owner, int64_t 
   h.valid_until = saturating_after(sent, lease_ms - drift_ms(lease_ms));
   h.next_renew = saturating_after(sent, lease_ms / 3);
   reindex_locked(it->first, h);
-  wake_.notify_all();
+  wake_if_sooner_locked(h);
 }
 
 void Holds::abandon(const LostListener* handle) {
@@ -233,13 +237,17 @@ void Holds::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     if (index_.empty()) {
+      watchdog_wakes_at_ = Clock::time_point::max();
       wake_.wait(lock);
+      watchdog_wakes_at_ = Clock::time_point::min();
       continue;
     }
     Clock::time_point now = Clock::now();
     const Clock::time_point next = index_.begin()->first;  // a copy: the entry may go away
     if (next > now) {
+      watchdog_wakes_at_ = next;
       wake_.wait_until(lock, next);
+      watchdog_wakes_at_ = Clock::time_point::min();
       continue;
     }
     std::vector<const Key*> due;

@@ -137,11 +137,15 @@ class Holds {
   void renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices);
   void dispatch(std::vector<Notice>* notices);
   void start_locked();
+  void wake_if_sooner_locked(const Hold& h);
 
   const ClientConfig config_;
   Transport& transport_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
+  // When the sleeping watchdog thread wakes by itself; min() while it is awake (it looks at
+  // the index before sleeping again). Saves waking it on every acquire and release.
+  Clock::time_point watchdog_wakes_at_ = Clock::time_point::min();
   std::map<Key, Hold> holds_;
   std::set<std::pair<Clock::time_point, const Key*>> index_;
   uint64_t next_generation_ = 1;
