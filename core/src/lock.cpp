@@ -205,6 +205,11 @@ int Lock::acquire(const AcquireArgs& a) {
   // Redisson's rule: a bounded wait is also how long a fair waiter's place is kept.
   plan.fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
 
+  // Taken before the attempt: if other waiters of this client already listen on the channel
+  // and no message comes before this caller joins them, its failed attempt is still current.
+  uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin && !fair()
+                      ? client_->subscriber().message_mark(channel_)
+                      : 0;
   Attempt at = try_acquire(plan, false);
   if (at.code == kOk) return acquired(a, plan);
   bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
@@ -215,7 +220,8 @@ int Lock::acquire(const AcquireArgs& a) {
     }
     return at.code;
   }
-  int rc = options_.kind == LockKind::Spin ? wait_spinning(a, plan) : wait_subscribed(a, plan);
+  int rc = options_.kind == LockKind::Spin ? wait_spinning(a, plan)
+                                           : wait_subscribed(a, plan, at, mark);
   if (rc == kOk) return acquired(a, plan);
   if (fair()) leave_queue(plan);
   return rc;
@@ -238,13 +244,13 @@ void Lock::leave_queue(const Plan& plan) {
 
 // Waits on the lock's channel: woken by unlock messages, and retrying at least every poll cap
 // or when the holder's lease runs out.
-int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan) {
+int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark) {
   const Clock::time_point deadline = deadline_after(a.wait_ms);
   const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
   std::unique_ptr<Subscriber::Waiter> waiter;
   try {
     // A fair waiter is woken alone, on a channel of its own.
-    waiter = client_->subscriber().join(fair() ? channel_ + ":" + plan.owner : channel_);
+    waiter = client_->subscriber().join(fair() ? channel_ + ":" + plan.owner : channel_, mark);
   } catch (const Error& e) {
     return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
   }
@@ -254,17 +260,23 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
   // Subscribe first, then try again at once: an unlock published before the subscription took
-  // effect would otherwise be missed.
-  waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
+  // effect would otherwise be missed. Not needed when the subscription was already in place
+  // before the first attempt and no message has come since.
+  bool attempt_now = !(first.code == kTimedOut && waiter->nothing_missed());
+  if (attempt_now) waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
 
   int64_t backoff_ms = kMinBackoffMs;
+  Attempt at = first;
   for (;;) {
     if (client_->closed()) return check_open();
-    Attempt at = try_acquire(plan, true);
-    if (at.code == kOk) {
-      waiter->satisfied();
-      return kOk;
+    if (attempt_now) {
+      at = try_acquire(plan, true);
+      if (at.code == kOk) {
+        waiter->satisfied();
+        return kOk;
+      }
     }
+    attempt_now = true;
     if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
     Clock::time_point now = Clock::now();
     if (now >= deadline) return give_up(at.code, a.wait_ms);

@@ -84,7 +84,15 @@ Subscriber::~Subscriber() {
   ::close(event_fd_);
 }
 
-std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name) {
+uint64_t Subscriber::message_mark(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = channels_.find(name);
+  if (it == channels_.end()) return 0;
+  const Channel& c = it->second;
+  return c.confirmed && c.refcount > 0 ? c.mark : 0;
+}
+
+std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, uint64_t mark) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stop_) throw Error(kClosed, "the rlock client was closed");
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -92,6 +100,7 @@ std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name) {
   Channel& c = it->second;
   c.name = &it->first;
   std::unique_ptr<Waiter> w(new Waiter(this, &c));
+  w->nothing_missed_ = mark != 0 && c.confirmed && c.mark == mark;
   c.members.push_back(w.get());
   if (++c.refcount == 1) mark_dirty_locked(c);
   return w;
@@ -180,6 +189,7 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
   if (it == channels_.end()) return;
   Channel& c = it->second;
   if (kind == "message") {
+    c.mark = ++marks_;
     const std::string& payload = reply.elements[2].str;
     if (payload == "0") {
       wake_one_locked(c);
@@ -190,6 +200,7 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
     if (c.inflight > 0) --c.inflight;
     if (c.inflight == 0 && c.sub_sent && !c.confirmed) {
       c.confirmed = true;
+      c.mark = ++marks_;
       for (Waiter* w : c.members) w->cv_.notify_all();
       if (c.wake_all_on_confirm) {
         c.wake_all_on_confirm = false;

@@ -219,4 +219,62 @@ TEST(WakeUp, ReleaseWakesWaiterWellBeforePollCap) {
   EXPECT_FALSE(redis.exists(name));
 }
 
+// A waiter joining a channel its client already listens on sends one attempt, not two, when no
+// unlock came in between; and it still wakes on the next unlock.
+TEST(WakeUp, WaiterJoiningAnActiveChannelSendsOneAttempt) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  const std::string name = "joined-channel";
+  it::Client holder_client = it::make_client(server.tcp_url());
+  it::Client waiter_client = it::make_client(server.tcp_url(), it::ClientSettings{0, 10000, 0});
+  it::Lock holder = it::make_lock(holder_client.get(), name);
+  it::Lock waiter = it::make_lock(waiter_client.get(), name);
+  ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();
+
+  BackgroundAcquire first([&] { return it::acquire(waiter.get(), 20000, 0, 7001); });
+  ASSERT_TRUE(admin.wait_numsub(lock_channel(name), 1, 5000));
+  sleep_ms(100);
+  admin.ok({"CONFIG", "RESETSTAT"});
+  BackgroundAcquire second([&] { return it::acquire(waiter.get(), 20000, 0, 7002); });
+  sleep_ms(300);
+  std::string stats = admin.ok({"INFO", "commandstats"}).str;
+  auto calls = [&](const std::string& cmd) -> long long {
+    size_t at = stats.find("cmdstat_" + cmd + ":calls=");
+    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + cmd.size() + 15));
+  };
+  EXPECT_EQ(calls("evalsha") + calls("eval"), 1) << stats;
+  EXPECT_FALSE(first.wait(0));
+  EXPECT_FALSE(second.wait(0));
+
+  // Both still wake by message (polling would take 10 s): the holder's release lets one in,
+  // whose release lets the other in.
+  ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+  int64_t start = mono_ms();
+  BackgroundAcquire* winner = nullptr;
+  int64_t winner_tid = 0;
+  while (winner == nullptr && mono_ms() - start < 5000) {
+    if (first.wait(0)) {
+      winner = &first;
+      winner_tid = 7001;
+    } else if (second.wait(0)) {
+      winner = &second;
+      winner_tid = 7002;
+    } else {
+      sleep_ms(1);
+    }
+  }
+  ASSERT_NE(winner, nullptr) << "no waiter woke within 5 s of the release";
+  EXPECT_LT(mono_ms() - start, 2000);
+  ASSERT_EQ(winner->rc(), RLOCK_OK);
+  BackgroundAcquire& other = winner == &first ? second : first;
+  const int64_t other_tid = winner_tid == 7001 ? 7002 : 7001;
+  start = mono_ms();
+  ASSERT_EQ(rlock_release_ex(waiter.get(), winner_tid), RLOCK_OK) << it::last_error();
+  ASSERT_TRUE(other.wait(5000));
+  EXPECT_LT(mono_ms() - start, 2000);
+  ASSERT_EQ(other.rc(), RLOCK_OK);
+  ASSERT_EQ(rlock_release_ex(waiter.get(), other_tid), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(admin.exists(name));
+}
+
 }  // namespace

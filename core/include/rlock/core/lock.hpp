@@ -94,7 +94,7 @@ class Lock {
     bool undo_lost_reply;
   };
   Attempt try_acquire(const Plan& plan, bool join_queue);
-  int wait_subscribed(const AcquireArgs& a, const Plan& plan);
+  int wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark);
   int wait_spinning(const AcquireArgs& a, const Plan& plan);
   int acquired(const AcquireArgs& a, const Plan& plan);
   void leave_queue(const Plan& plan);

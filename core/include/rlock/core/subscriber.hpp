@@ -47,6 +47,9 @@ class Subscriber {
     // Called when the waiter got what it waited for: a wake-up it did not use is then not
     // handed to another waiter on leaving.
     void satisfied() { pass_on_unused_ = false; }
+    // True when join() was given a mark and no message (nor re-subscription) has come on the
+    // channel since it was taken: whatever the caller saw after taking it is still news.
+    bool nothing_missed() const { return nothing_missed_; }
 
    private:
     friend class Subscriber;
@@ -59,6 +62,7 @@ class Subscriber {
     bool cancelled_ = false;
     bool sleeping_ = false;
     bool pass_on_unused_ = true;
+    bool nothing_missed_ = false;
   };
 
   struct Channel {
@@ -70,6 +74,7 @@ class Subscriber {
     bool wake_all_on_confirm = false;
     bool dirty = false;       // queued for the thread to (un)subscribe
     int permits = 0;          // wake-ups that arrived while nobody slept
+    uint64_t mark = 0;        // renewed by every message and every confirmation
     std::deque<Waiter*> sleeping;
     std::vector<Waiter*> members;
   };
@@ -78,8 +83,13 @@ class Subscriber {
   ~Subscriber();
 
   // Registers a waiter on a channel (subscribing if it is the first). Throws Error(kClosed)
-  // after stop().
-  std::unique_ptr<Waiter> join(const std::string& channel);
+  // after stop(). `mark` is a message_mark() taken earlier, or 0.
+  std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark = 0);
+
+  // A mark of the channel's state when other waiters already listen on it (confirmed), else 0.
+  // Taken before a lock attempt, it lets a waiter that joins after a failed attempt skip the
+  // immediate second attempt, when no unlock message can have slipped between the two.
+  uint64_t message_mark(const std::string& channel);
 
   // Cancels every waiter and stops the thread. Idempotent.
   void stop();
@@ -102,6 +112,7 @@ class Subscriber {
   std::mutex mutex_;
   std::unordered_map<std::string, Channel> channels_;
   std::vector<std::string> dirty_;
+  uint64_t marks_ = 0;
   bool stop_ = false;
   bool connected_ = false;
   std::thread thread_;
