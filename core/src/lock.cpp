@@ -205,10 +205,11 @@ int Lock::acquire(const AcquireArgs& a) {
   // Redisson's rule: a bounded wait is also how long a fair waiter's place is kept.
   plan.fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
 
-  // Taken before the attempt: if other waiters of this client already listen on the channel
-  // and no message comes before this caller joins them, its failed attempt is still current.
-  uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin && !fair()
-                      ? client_->subscriber().message_mark(channel_)
+  // Taken before the attempt: if this client already listens on the channel (for other waiters,
+  // or still, for one that left a moment ago) and no message comes before this caller joins,
+  // its failed attempt is still current.
+  uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin
+                      ? client_->subscriber().message_mark(wake_channel(plan))
                       : 0;
   Attempt at = try_acquire(plan, false);
   if (at.code == kOk) return acquired(a, plan);
@@ -232,6 +233,11 @@ int Lock::acquired(const AcquireArgs& a, const Plan& plan) {
   return kOk;
 }
 
+// A fair waiter is woken alone, on a channel of its own.
+std::string Lock::wake_channel(const Plan& plan) const {
+  return fair() ? channel_ + ":" + plan.owner : channel_;
+}
+
 // A fair waiter that gives up leaves the queue, so the ones behind need not wait out its place.
 void Lock::leave_queue(const Plan& plan) {
   try {
@@ -249,8 +255,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
   const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
   std::unique_ptr<Subscriber::Waiter> waiter;
   try {
-    // A fair waiter is woken alone, on a channel of its own.
-    waiter = client_->subscriber().join(fair() ? channel_ + ":" + plan.owner : channel_, mark);
+    waiter = client_->subscriber().join(wake_channel(plan), mark);
   } catch (const Error& e) {
     return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
   }

@@ -15,6 +15,9 @@ namespace {
 constexpr size_t kChannelsPerCommand = 512;
 constexpr int64_t kMinBackoffMs = 50;
 constexpr int64_t kMaxBackoffMs = 1000;
+// How long a channel stays subscribed after its last waiter left, and how many may linger.
+constexpr auto kIdleLinger = std::chrono::milliseconds(500);
+constexpr size_t kMaxIdleChannels = 1024;
 
 void send_in_chunks(Connection& conn, const char* verb, const std::vector<std::string>& names) {
   for (size_t i = 0; i < names.size(); i += kChannelsPerCommand) {
@@ -89,7 +92,7 @@ uint64_t Subscriber::message_mark(const std::string& name) {
   auto it = channels_.find(name);
   if (it == channels_.end()) return 0;
   const Channel& c = it->second;
-  return c.confirmed && c.refcount > 0 ? c.mark : 0;
+  return c.confirmed ? c.mark : 0;
 }
 
 std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, uint64_t mark) {
@@ -116,7 +119,25 @@ void Subscriber::leave(Waiter* w) {
   --c.refcount;
   if (w->signalled_ && w->pass_on_unused_) wake_one_locked(c);
   c.permits = std::min(c.permits, c.refcount);
-  if (c.refcount == 0) mark_dirty_locked(c);
+  if (c.refcount == 0) {
+    c.idle_since = Clock::now();
+    idle_.emplace_back(*c.name, c.idle_since);
+    if (idle_.size() > kMaxIdleChannels) notify_thread();
+  }
+}
+
+Subscriber::Clock::time_point Subscriber::expire_idle_locked(Clock::time_point now) {
+  while (!idle_.empty()) {
+    auto& [name, since] = idle_.front();
+    auto it = channels_.find(name);
+    bool current = it != channels_.end() && it->second.refcount == 0 && it->second.idle_since == since;
+    if (current && since + kIdleLinger > now && idle_.size() <= kMaxIdleChannels) {
+      return since + kIdleLinger;
+    }
+    if (current) mark_dirty_locked(it->second);
+    idle_.pop_front();
+  }
+  return Clock::time_point::max();
 }
 
 void Subscriber::mark_dirty_locked(Channel& c) {
@@ -261,8 +282,10 @@ void Subscriber::run() {
     try {
       std::vector<std::string> subscribe, unsubscribe;
       bool have_channels;
+      Clock::time_point next_expiry;
       {
         std::lock_guard<std::mutex> lock(mutex_);
+        next_expiry = expire_idle_locked(Clock::now());
         for (const std::string& name : dirty_) {
           auto it = channels_.find(name);
           if (it == channels_.end()) continue;
@@ -302,6 +325,10 @@ void Subscriber::run() {
         timeout_ms = static_cast<int>(ms_until(ping_sent + ping_timeout));
       } else if (have_channels) {
         timeout_ms = static_cast<int>(ms_until(last_read + ping_idle));
+      }
+      if (next_expiry != Clock::time_point::max()) {
+        int expiry_ms = static_cast<int>(ms_until(next_expiry)) + 1;
+        timeout_ms = timeout_ms < 0 ? expiry_ms : std::min(timeout_ms, expiry_ms);
       }
       pollfd pfds[2] = {{conn->fd(), POLLIN, 0}, {event_fd_, POLLIN, 0}};
       ::poll(pfds, 2, timeout_ms);

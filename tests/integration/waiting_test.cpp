@@ -277,4 +277,52 @@ TEST(WakeUp, WaiterJoiningAnActiveChannelSendsOneAttempt) {
   EXPECT_FALSE(admin.exists(name));
 }
 
+// The subscription outlives its last waiter briefly: a waiter coming back within that moment
+// needs no SUBSCRIBE and one attempt; later the subscription goes, so none pile up.
+TEST(WakeUp, SubscriptionLingersBrieflyAfterTheLastWaiter) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  const std::string name = "lingering";
+  const std::string channel = lock_channel(name);
+  it::Client holder_client = it::make_client(server.tcp_url());
+  it::Client waiter_client = it::make_client(server.tcp_url(), it::ClientSettings{0, 10000, 0});
+  it::Lock holder = it::make_lock(holder_client.get(), name);
+  it::Lock waiter = it::make_lock(waiter_client.get(), name);
+
+  ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();
+  {
+    BackgroundAcquire bg([&] { return it::acquire(waiter.get(), 20000, 0, 8001); });
+    ASSERT_TRUE(admin.wait_numsub(channel, 1, 5000));
+    ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+    ASSERT_TRUE(bg.wait(5000));
+    ASSERT_EQ(bg.rc(), RLOCK_OK);
+    ASSERT_EQ(rlock_release_ex(waiter.get(), 8001), RLOCK_OK) << it::last_error();
+  }
+  EXPECT_EQ(admin.numsub(channel), 1) << "the subscription went with its last waiter";
+
+  admin.ok({"CONFIG", "RESETSTAT"});
+  ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();
+  BackgroundAcquire again([&] { return it::acquire(waiter.get(), 20000, 0, 8002); });
+  sleep_ms(200);
+  std::string stats = admin.ok({"INFO", "commandstats"}).str;
+  auto calls = [&](const std::string& cmd) -> long long {
+    size_t at = stats.find("cmdstat_" + cmd + ":calls=");
+    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + cmd.size() + 15));
+  };
+  EXPECT_EQ(calls("subscribe"), 0) << stats;
+  EXPECT_EQ(calls("evalsha") + calls("eval"), 2) << "the holder's acquire and one attempt\n" << stats;
+  EXPECT_FALSE(again.wait(0));
+  const int64_t released_at = mono_ms();
+  ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+  ASSERT_TRUE(again.wait(5000));
+  EXPECT_LT(again.returned_at_ms() - released_at, 2000) << "woken by polling, not by the message";
+  ASSERT_EQ(again.rc(), RLOCK_OK);
+  ASSERT_EQ(rlock_release_ex(waiter.get(), 8002), RLOCK_OK) << it::last_error();
+
+  const int64_t start = mono_ms();
+  while (admin.numsub(channel) != 0 && mono_ms() - start < 5000) sleep_ms(20);
+  EXPECT_EQ(admin.numsub(channel), 0) << "the idle subscription was never dropped";
+  EXPECT_FALSE(admin.exists(name));
+}
+
 }  // namespace

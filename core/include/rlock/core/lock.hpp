@@ -95,6 +95,7 @@ class Lock {
   };
   Attempt try_acquire(const Plan& plan, bool join_queue);
   int wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark);
+  std::string wake_channel(const Plan& plan) const;
   int wait_spinning(const AcquireArgs& a, const Plan& plan);
   int acquired(const AcquireArgs& a, const Plan& plan);
   void leave_queue(const Plan& plan);

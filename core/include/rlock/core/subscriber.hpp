@@ -1,7 +1,8 @@
 // The client's one pub/sub connection and thread, shared by every waiting lock.
 //
-// Channels are reference-counted: SUBSCRIBE on the first local waiter, UNSUBSCRIBE after the
-// last. Within the process, a "0" message wakes one waiter of the channel and a "1" wakes all.
+// Channels are reference-counted: SUBSCRIBE on the first local waiter, UNSUBSCRIBE once the
+// last has been gone for a moment (a lock waited on once is often waited on again soon, and a
+// subscription kept meanwhile saves two commands and an attempt per wait). Within the process, a "0" message wakes one waiter of the channel and a "1" wakes all.
 // When the connection drops, every waiter is woken to retry at once; after reconnecting every
 // channel is subscribed again and, once confirmed, its waiters are woken again. A PING on an
 // idle connection detects a dead peer. Waiters never rely on messages alone: they also sleep
@@ -75,6 +76,7 @@ class Subscriber {
     bool dirty = false;       // queued for the thread to (un)subscribe
     int permits = 0;          // wake-ups that arrived while nobody slept
     uint64_t mark = 0;        // renewed by every message and every confirmation
+    Clock::time_point idle_since;  // when refcount last fell to 0
     std::deque<Waiter*> sleeping;
     std::vector<Waiter*> members;
   };
@@ -86,7 +88,7 @@ class Subscriber {
   // after stop(). `mark` is a message_mark() taken earlier, or 0.
   std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark = 0);
 
-  // A mark of the channel's state when other waiters already listen on it (confirmed), else 0.
+  // A mark of the channel's state while it is subscribed (confirmed), else 0.
   // Taken before a lock attempt, it lets a waiter that joins after a failed attempt skip the
   // immediate second attempt, when no unlock message can have slipped between the two.
   uint64_t message_mark(const std::string& channel);
@@ -107,11 +109,14 @@ class Subscriber {
   void handle_reply_locked(const Reply& reply, bool* pong);
   void notify_thread();
   void pause(int64_t ms);
+  // Unsubscribes channels idle for long enough (or too many); returns when to look again.
+  Clock::time_point expire_idle_locked(Clock::time_point now);
 
   const ClientConfig config_;
   std::mutex mutex_;
   std::unordered_map<std::string, Channel> channels_;
   std::vector<std::string> dirty_;
+  std::deque<std::pair<std::string, Clock::time_point>> idle_;  // (channel, idle_since), oldest first
   uint64_t marks_ = 0;
   bool stop_ = false;
   bool connected_ = false;
