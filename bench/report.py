@@ -43,6 +43,32 @@ SCENARIOS = {
                    "`evalsha-ceiling` is `redis-benchmark` sending EVALSHA of the acquire script "
                    "alone, pipelined: Redis's own limit for that script, in scripts per second "
                    "(a pair is two scripts, so its pair equivalent is half of it)."),
+    "handoff": ("Scenario 3: hand-off latency",
+                "Two processes ping-pong one lock: each takes it, holds it 1 ms (so the other "
+                "is already waiting) and releases it, then waits for the other to have it "
+                "before asking again. The time from the release returning in one process to "
+                "the acquire returning in the other, on the machine's monotonic clock; the "
+                "first tenth warms up. Microseconds; lower is better."),
+    "herd": ("Scenario 4: herd",
+             "8 processes x 16 threads loop acquire (blocking) and release on one reentrant "
+             "lock. `requests_per_handoff`: requests clients sent to Redis (scripts, "
+             "(un)subscribes, pings, from `INFO commandstats`; the commands the scripts run "
+             "inside are in `extra`) per hand-off; `handoff_p50`/`p99`: from one owner's "
+             "release returning to the next owner's acquire returning (negative when the "
+             "next owner got it before the release's reply arrived). The run fails if two "
+             "owners overlapped on the shared clock. Lower is better but for handoffs/s."),
+    "herd-fair": ("Scenario 4: herd, fair lock",
+                  "The same herd on the fair lock (first come, first served)."),
+    "watchdog": ("Scenario 5: watchdog cost",
+                 "One client holds 10,000 locks with the watchdog, lease 3 s (renewed every "
+                 "1 s, 10x the default rate, so several periods fit in the run). Renewal "
+                 "scripts per period, and the client process's CPU while it only renews, in % "
+                 "of one core. Lower is better."),
+    "memory": ("Scenario 6: memory",
+               "Resident memory (VmRSS) added by 10,000 lock handles of one client "
+               "(`handles_rss`), and by 1,000 threads (64 KiB stacks) blocked in acquire on "
+               "one held lock (`waiters_rss`, thread stacks included). `extra` has the bytes "
+               "per handle and per waiter. KiB; lower is better."),
     "ping": ("Baseline: PING round trip",
              "One connection sending PING and waiting for each reply: the network and Redis "
              "floor under any lock call. Microseconds; lower is better."),
@@ -225,10 +251,7 @@ def targets(records):
         ("S2: rlock-c ≥ 0.5 × (evalsha-ceiling ÷ 2)",
          at_least(t, "rlock-c", 0.5, "evalsha-ceiling", divisor=2)),
     ]
-    ping = value_of(records, "ping", "ping", "rtt_p50")
-    rows.append(("S3: latency p50 ≤ 2 × PING p50",
-                 (f"PING p50 {fmt(ping, 'us')} us" if ping is not None else "—",
-                  "not measured (scenario 3 is a later step)")))
+    rows += s3_to_s5(records)
     rows += [
         ("S1: rlock-py ≥ 0.7 × rlock-c", at_least(u, "rlock-py", 0.7, "rlock-c")),
         ("S1: rlock-py ≥ 2 × redis-py", at_least(u, "rlock-py", 2, "redis-py")),
@@ -239,6 +262,62 @@ def targets(records):
     lines = ["| Target | Figures | Status |", "|---|---|---|"]
     lines += [f"| {name} | {figures} | {status} |" for name, (figures, status) in rows]
     return lines
+
+
+def check(figures, ok):
+    return figures, "met" if ok else "**not met**"
+
+
+def missing(*named):
+    absent = [n for n, v in named if v is None]
+    return "—", f"not measured ({', '.join(absent)} missing or failed)"
+
+
+def s3_to_s5(records):
+    """Targets of scenarios 3 to 5, each on a named metric."""
+    rows = []
+    ping = value_of(records, "ping", "ping", "rtt_p50")
+    p50 = value_of(records, "handoff", "rlock-c", "handoff_p50")
+    p99 = value_of(records, "handoff", "rlock-c", "handoff_p99")
+    redisson = value_of(records, "handoff", "redisson", "handoff_p50")
+    rows.append(("S3: rlock-c hand-off p50 ≤ 2 × PING p50",
+                 check(f"{fmt(p50, 'us')} vs 2 × {fmt(ping, 'us')} = {fmt(2 * ping, 'us')} us",
+                       p50 <= 2 * ping)
+                 if None not in (p50, ping) else missing(("rlock-c handoff", p50), ("ping", ping))))
+    rows.append(("S3: rlock-c hand-off p99 ≤ 2 ms",
+                 check(f"{fmt(p99, 'us')} us", p99 <= 2000)
+                 if p99 is not None else missing(("rlock-c handoff", p99))))
+    rows.append(("S3: rlock-c hand-off p50 < redisson's",
+                 check(f"{fmt(p50, 'us')} vs {fmt(redisson, 'us')} us", p50 < redisson)
+                 if None not in (p50, redisson)
+                 else missing(("rlock-c handoff", p50), ("redisson handoff", redisson))))
+    herd = next((r for r in records if r["scenario"] == "herd" and r["contender"] == "rlock-c"
+                 and r.get("metric") == "requests_per_handoff" and not r.get("failed")), None)
+    if herd is None:
+        rows.append(("S4: requests per hand-off ≤ processes", missing(("rlock-c herd", None))))
+    else:
+        n = float(herd["extra"]["processes"])
+        v = herd["value"]
+        rows.append((f"S4: requests per hand-off ≤ processes ({n:.0f})",
+                     check(f"{v:.2f} vs {n:.0f}", v <= n)))
+        rows.append((f"S4: acquire attempts per hand-off (requests less the release) ≤ "
+                     f"processes ({n:.0f}): one retry per process per release",
+                     check(f"{v - 1:.2f} vs {n:.0f}", v - 1 <= n)))
+    fair = value_of(records, "herd-fair", "rlock-c", "requests_per_handoff")
+    rows.append(("S4: fair lock requests per hand-off ≤ 3",
+                 check(f"{fair:.2f}", fair <= 3) if fair is not None
+                 else missing(("rlock-c herd-fair", fair))))
+    scripts = value_of(records, "watchdog", "rlock-c", "scripts_per_period")
+    cpu = value_of(records, "watchdog", "rlock-c", "renewal_cpu")
+    held = next((r["extra"].get("locks") for r in records if r["scenario"] == "watchdog"
+                 and r["contender"] == "rlock-c" and not r.get("failed")), 10000)
+    rows.append((f"S5: ≤ 100 renewal scripts per period for {int(held):,} locks",
+                 check(f"{scripts:.1f}", scripts <= 100) if scripts is not None
+                 else missing(("rlock-c watchdog", scripts))))
+    rows.append(("S5: renewal CPU < 2% of a core (at 10x the default renewal rate)",
+                 check(f"{cpu:.2f}%", cpu < 2) if cpu is not None
+                 else missing(("rlock-c watchdog", cpu))))
+    return rows
 
 
 def run_shape(records):

@@ -201,14 +201,28 @@ PY
 measure ping ping timeout "$limit" "$bench" --contender ping --url "$url" --scenario ping \
   --seconds "$seconds"
 measure throughput evalsha-ceiling ceiling
+# The scenarios each contender runs; 3 to 6 measure rlock itself (and hand-off latency also
+# Redisson, the peer the target names).
+scenarios_of() {
+  case "$1" in
+    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory ;;
+    rlock-java | redisson) echo uncontended throughput handoff ;;
+    *) echo uncontended throughput ;;
+  esac
+}
+# The smoke keeps the multi-process and large scenarios small.
+sizes=()
+[ "$smoke" -eq 0 ] || sizes=(--processes 2 --threads 4 --locks 1000 --waiters 100)
 for c in "${contenders[@]}"; do
-  for scenario in uncontended throughput; do
+  for scenario in $(scenarios_of "$c"); do
     if is_peer "$c"; then
       measure "$scenario" "$c" timeout "$limit" bash "$root/bench/peers.sh" run "$c" \
         --url "$url" --scenario "$scenario" --seconds "$seconds"
     else
+      extra=()
+      case "$scenario" in herd | herd-fair | watchdog | memory) extra=("${sizes[@]}") ;; esac
       measure "$scenario" "$c" timeout "$limit" "$bench" --contender "$c" --url "$url" \
-        --scenario "$scenario" --seconds "$seconds"
+        --scenario "$scenario" --seconds "$seconds" "${extra[@]}"
     fi
   done
 done

@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -19,12 +20,28 @@ struct Options {
   double seconds = 10;
   int threads = 16;
   int names = 256;
+  int processes = 8;   // herd
+  int locks = 10000;   // watchdog, memory
+  int waiters = 1000;  // memory
   std::string scripts_dir = RLOCK_BENCH_SCRIPTS_DIR;
 };
 
 struct Failure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// One result line.
+struct Result {
+  std::string metric = "pairs_per_s";
+  double value = 0;
+  std::string unit = "pairs/s";
+  std::vector<std::pair<std::string, std::string>> extra;  // values already JSON numbers
+};
+
+// The scenarios of rlock-c alone (rlock_scenarios.cpp): handoff, herd, herd-fair, watchdog,
+// memory.
+bool is_rlock_scenario(const std::string& scenario);
+std::vector<Result> run_rlock_scenario(const Options& o);
 
 // One thread's side of a contender. Created on the thread that uses it, since a lock owner is
 // a thread.

@@ -23,10 +23,13 @@ constexpr size_t kUncontendedNames = 1024;
 
 constexpr char kUsage[] =
     "usage: rlock-bench --contender rlock-c|hiredis-floor|ping --url redis://HOST:PORT\n"
-    "                   --scenario uncontended|throughput|ping --seconds S\n"
-    "                   [--threads T] [--names N] [--scripts DIR]\n"
-    "  ping goes with scenario ping (PING round trips); the others with uncontended or\n"
-    "  throughput. --threads (default 16) and --names (default 256) are for throughput.\n";
+    "                   --scenario SCENARIO --seconds S [--threads T] [--names N]\n"
+    "                   [--processes P] [--locks L] [--waiters W] [--scripts DIR]\n"
+    "  ping goes with scenario ping (PING round trips); hiredis-floor with uncontended or\n"
+    "  throughput; rlock-c also with handoff, herd, herd-fair, watchdog and memory.\n"
+    "  --threads (16): throughput threads, herd threads per process; --names (256):\n"
+    "  throughput names; --processes (8): herd; --locks (10000): watchdog holds and memory\n"
+    "  handles; --waiters (1000): memory.\n";
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -73,6 +76,12 @@ Options parse_args(int argc, char** argv) {
       o.threads = parse_count(flag, value, 1024);
     } else if (flag == "--names") {
       o.names = parse_count(flag, value, 1000000);
+    } else if (flag == "--processes") {
+      o.processes = parse_count(flag, value, 64);
+    } else if (flag == "--locks") {
+      o.locks = parse_count(flag, value, 1000000);
+    } else if (flag == "--waiters") {
+      o.waiters = parse_count(flag, value, 10000);
     } else if (flag == "--scripts") {
       o.scripts_dir = value;
     } else {
@@ -84,23 +93,22 @@ Options parse_args(int argc, char** argv) {
   }
   if (o.url.empty()) throw Usage("--url is required");
   if (!seconds_given) throw Usage("--seconds is required");
-  if (o.contender == "ping" ? o.scenario != "ping"
-                            : o.scenario != "uncontended" && o.scenario != "throughput") {
+  bool common = o.scenario == "uncontended" || o.scenario == "throughput";
+  bool ok = o.contender == "ping"            ? o.scenario == "ping"
+            : o.contender == "hiredis-floor" ? common
+                                             : common || is_rlock_scenario(o.scenario);
+  if (!ok) {
     throw Usage("--scenario for " + o.contender + " must be " +
-                (o.contender == "ping" ? "ping" : "uncontended or throughput") + ", got '" +
-                o.scenario + "'");
+                (o.contender == "ping"            ? "ping"
+                 : o.contender == "hiredis-floor" ? "uncontended or throughput"
+                                                  : "uncontended, throughput, handoff, herd, "
+                                                    "herd-fair, watchdog or memory") +
+                ", got '" + o.scenario + "'");
   }
   return o;
 }
 
 // ---- output ----
-
-struct Result {
-  std::string metric = "pairs_per_s";
-  double value = 0;
-  std::string unit = "pairs/s";
-  std::vector<std::pair<std::string, std::string>> extra;  // values already JSON numbers
-};
 
 std::string number(double v) {
   char buf[64];
@@ -305,6 +313,32 @@ int run(const Options& o) {
   // Every key of ours contains the lock name (latches and channels wrap it in {}).
   const std::string pattern = "*bench:*:" + o.contender + ":*";
   delete_keys(admin.get(), pattern);  // leftovers of an earlier run would stall this one
+
+  if (is_rlock_scenario(o.scenario)) {
+    std::vector<Result> results;
+    try {
+      results = run_rlock_scenario(o);
+    } catch (const Failure&) {
+      delete_keys(admin.get(), pattern);
+      throw;
+    }
+    // A lock key (named exactly as the lock) or a fair queue left behind is a leak; unlock
+    // latches expire by themselves.
+    int64_t leaked = 0;
+    std::string cursor = "0";
+    do {
+      Reply r = command(admin.get(), {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      cursor.assign(r->element[0]->str, r->element[0]->len);
+      for (size_t i = 0; i < r->element[1]->elements; ++i) {
+        std::string key(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
+        if (key.rfind("redisson_unlock_latch", 0) != 0) ++leaked;
+      }
+    } while (cursor != "0");
+    delete_keys(admin.get(), pattern);
+    if (leaked != 0) throw Failure(std::to_string(leaked) + " key(s) left locked after the run");
+    for (const Result& r : results) print(o, r);
+    return 0;
+  }
 
   bool single = o.scenario == "uncontended";
   std::vector<std::string> names;
