@@ -219,36 +219,52 @@ TEST(WakeUp, ReleaseWakesWaiterWellBeforePollCap) {
   EXPECT_FALSE(redis.exists(name));
 }
 
+// A private server (its command counts are the test's own), a holder and a waiter client on
+// one lock name; the waiter polls only every 10 s, so a quick wake-up is the message's.
+struct OwnServer {
+  explicit OwnServer(std::string lock_name)
+      : name(std::move(lock_name)),
+        holder_client(it::make_client(server.tcp_url())),
+        waiter_client(it::make_client(server.tcp_url(), it::ClientSettings{0, 10000, 0})),
+        holder(it::make_lock(holder_client.get(), name)),
+        waiter(it::make_lock(waiter_client.get(), name)) {}
+  PrivateRedis server;
+  RedisConn admin{server.unix_url()};
+  std::string name;
+  it::Client holder_client, waiter_client;
+  it::Lock holder, waiter;
+};
+
+// Calls of one command in an INFO commandstats text.
+long long calls(const std::string& stats, const std::string& cmd) {
+  size_t at = stats.find("cmdstat_" + cmd + ":calls=");
+  return at == std::string::npos ? 0 : std::stoll(stats.substr(at + cmd.size() + 15));
+}
+
 // A waiter joining a channel its client already listens on sends one attempt, not two, when no
 // unlock came in between; and it still wakes on the next unlock.
 TEST(WakeUp, WaiterJoiningAnActiveChannelSendsOneAttempt) {
-  PrivateRedis server;
-  RedisConn admin(server.unix_url());
-  const std::string name = "joined-channel";
-  it::Client holder_client = it::make_client(server.tcp_url());
-  it::Client waiter_client = it::make_client(server.tcp_url(), it::ClientSettings{0, 10000, 0});
-  it::Lock holder = it::make_lock(holder_client.get(), name);
-  it::Lock waiter = it::make_lock(waiter_client.get(), name);
-  ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();
+  OwnServer own("joined-channel");
+  RedisConn& admin = own.admin;
+  const std::string& name = own.name;
+  rlock_lock* holder = own.holder.get();
+  rlock_lock* waiter = own.waiter.get();
+  ASSERT_EQ(it::acquire(holder, 0, 30000), RLOCK_OK) << it::last_error();
 
-  BackgroundAcquire first([&] { return it::acquire(waiter.get(), 20000, 0, 7001); });
+  BackgroundAcquire first([&] { return it::acquire(waiter, 20000, 0, 7001); });
   ASSERT_TRUE(admin.wait_numsub(lock_channel(name), 1, 5000));
   sleep_ms(100);
   admin.ok({"CONFIG", "RESETSTAT"});
-  BackgroundAcquire second([&] { return it::acquire(waiter.get(), 20000, 0, 7002); });
+  BackgroundAcquire second([&] { return it::acquire(waiter, 20000, 0, 7002); });
   sleep_ms(300);
   std::string stats = admin.ok({"INFO", "commandstats"}).str;
-  auto calls = [&](const std::string& cmd) -> long long {
-    size_t at = stats.find("cmdstat_" + cmd + ":calls=");
-    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + cmd.size() + 15));
-  };
-  EXPECT_EQ(calls("evalsha") + calls("eval"), 1) << stats;
+  EXPECT_EQ(calls(stats, "evalsha") + calls(stats, "eval"), 1) << stats;
   EXPECT_FALSE(first.wait(0));
   EXPECT_FALSE(second.wait(0));
 
   // Both still wake by message (polling would take 10 s): the holder's release lets one in,
   // whose release lets the other in.
-  ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release(holder), RLOCK_OK) << it::last_error();
   int64_t start = mono_ms();
   BackgroundAcquire* winner = nullptr;
   int64_t winner_tid = 0;
@@ -269,55 +285,49 @@ TEST(WakeUp, WaiterJoiningAnActiveChannelSendsOneAttempt) {
   BackgroundAcquire& other = winner == &first ? second : first;
   const int64_t other_tid = winner_tid == 7001 ? 7002 : 7001;
   start = mono_ms();
-  ASSERT_EQ(rlock_release_ex(waiter.get(), winner_tid), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_ex(waiter, winner_tid), RLOCK_OK) << it::last_error();
   ASSERT_TRUE(other.wait(5000));
   EXPECT_LT(mono_ms() - start, 2000);
   ASSERT_EQ(other.rc(), RLOCK_OK);
-  ASSERT_EQ(rlock_release_ex(waiter.get(), other_tid), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_ex(waiter, other_tid), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(admin.exists(name));
 }
 
 // The subscription outlives its last waiter briefly: a waiter coming back within that moment
 // needs no SUBSCRIBE and one attempt; later the subscription goes, so none pile up.
 TEST(WakeUp, SubscriptionLingersBrieflyAfterTheLastWaiter) {
-  PrivateRedis server;
-  RedisConn admin(server.unix_url());
-  const std::string name = "lingering";
+  OwnServer own("lingering");
+  RedisConn& admin = own.admin;
+  const std::string& name = own.name;
   const std::string channel = lock_channel(name);
-  it::Client holder_client = it::make_client(server.tcp_url());
-  it::Client waiter_client = it::make_client(server.tcp_url(), it::ClientSettings{0, 10000, 0});
-  it::Lock holder = it::make_lock(holder_client.get(), name);
-  it::Lock waiter = it::make_lock(waiter_client.get(), name);
+  rlock_lock* holder = own.holder.get();
+  rlock_lock* waiter = own.waiter.get();
 
-  ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(it::acquire(holder, 0, 30000), RLOCK_OK) << it::last_error();
   {
-    BackgroundAcquire bg([&] { return it::acquire(waiter.get(), 20000, 0, 8001); });
+    BackgroundAcquire bg([&] { return it::acquire(waiter, 20000, 0, 8001); });
     ASSERT_TRUE(admin.wait_numsub(channel, 1, 5000));
-    ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+    ASSERT_EQ(rlock_release(holder), RLOCK_OK) << it::last_error();
     ASSERT_TRUE(bg.wait(5000));
     ASSERT_EQ(bg.rc(), RLOCK_OK);
-    ASSERT_EQ(rlock_release_ex(waiter.get(), 8001), RLOCK_OK) << it::last_error();
+    ASSERT_EQ(rlock_release_ex(waiter, 8001), RLOCK_OK) << it::last_error();
   }
   EXPECT_EQ(admin.numsub(channel), 1) << "the subscription went with its last waiter";
 
   admin.ok({"CONFIG", "RESETSTAT"});
-  ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();
-  BackgroundAcquire again([&] { return it::acquire(waiter.get(), 20000, 0, 8002); });
+  ASSERT_EQ(it::acquire(holder, 0, 30000), RLOCK_OK) << it::last_error();
+  BackgroundAcquire again([&] { return it::acquire(waiter, 20000, 0, 8002); });
   sleep_ms(200);
   std::string stats = admin.ok({"INFO", "commandstats"}).str;
-  auto calls = [&](const std::string& cmd) -> long long {
-    size_t at = stats.find("cmdstat_" + cmd + ":calls=");
-    return at == std::string::npos ? 0 : std::stoll(stats.substr(at + cmd.size() + 15));
-  };
-  EXPECT_EQ(calls("subscribe"), 0) << stats;
-  EXPECT_EQ(calls("evalsha") + calls("eval"), 2) << "the holder's acquire and one attempt\n" << stats;
+  EXPECT_EQ(calls(stats, "subscribe"), 0) << stats;
+  EXPECT_EQ(calls(stats, "evalsha") + calls(stats, "eval"), 2) << "the holder's acquire and one attempt\n" << stats;
   EXPECT_FALSE(again.wait(0));
   const int64_t released_at = mono_ms();
-  ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release(holder), RLOCK_OK) << it::last_error();
   ASSERT_TRUE(again.wait(5000));
   EXPECT_LT(again.returned_at_ms() - released_at, 2000) << "woken by polling, not by the message";
   ASSERT_EQ(again.rc(), RLOCK_OK);
-  ASSERT_EQ(rlock_release_ex(waiter.get(), 8002), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_ex(waiter, 8002), RLOCK_OK) << it::last_error();
 
   const int64_t start = mono_ms();
   while (admin.numsub(channel) != 0 && mono_ms() - start < 5000) sleep_ms(20);
