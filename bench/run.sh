@@ -27,6 +27,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 c_contenders=(rlock-c hiredis-floor)
 peer_contenders=(rlock-py redis-py python-redis-lock rlock-go redsync rlock-java redisson)
 is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
+# The scenarios each contender supports, in run order; a contender is not run for the others.
+scenarios_of() {
+  case "$1" in
+    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory ;;
+    rlock-java | redisson) echo uncontended throughput handoff herd herd-fair ;;
+    *) echo uncontended throughput ;;
+  esac
+}
 
 smoke=0
 seconds=""
@@ -201,28 +209,18 @@ PY
 measure ping ping timeout "$limit" "$bench" --contender ping --url "$url" --scenario ping \
   --seconds "$seconds"
 measure throughput evalsha-ceiling ceiling
-# The scenarios each contender runs; 3 to 6 measure rlock itself (and hand-off latency also
-# Redisson, the peer the target names).
-scenarios_of() {
-  case "$1" in
-    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory ;;
-    rlock-java | redisson) echo uncontended throughput handoff ;;
-    *) echo uncontended throughput ;;
-  esac
-}
-# The smoke keeps the multi-process and large scenarios small.
+# The smoke run holds and waits on fewer locks; a full run uses the programs' defaults
+# (10,000 locks, 1,000 waiters).
 sizes=()
-[ "$smoke" -eq 0 ] || sizes=(--processes 2 --threads 4 --locks 1000 --waiters 100)
+[ "$smoke" -eq 0 ] || sizes=(--locks 1000 --waiters 100)
 for c in "${contenders[@]}"; do
   for scenario in $(scenarios_of "$c"); do
+    args=(--url "$url" --scenario "$scenario" --seconds "$seconds")
+    case "$scenario" in watchdog | memory) args+=("${sizes[@]}") ;; esac
     if is_peer "$c"; then
-      measure "$scenario" "$c" timeout "$limit" bash "$root/bench/peers.sh" run "$c" \
-        --url "$url" --scenario "$scenario" --seconds "$seconds"
+      measure "$scenario" "$c" timeout "$limit" bash "$root/bench/peers.sh" run "$c" "${args[@]}"
     else
-      extra=()
-      case "$scenario" in herd | herd-fair | watchdog | memory) extra=("${sizes[@]}") ;; esac
-      measure "$scenario" "$c" timeout "$limit" "$bench" --contender "$c" --url "$url" \
-        --scenario "$scenario" --seconds "$seconds" "${extra[@]}"
+      measure "$scenario" "$c" timeout "$limit" "$bench" --contender "$c" "${args[@]}"
     fi
   done
 done

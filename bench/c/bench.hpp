@@ -5,10 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace bench {
@@ -20,9 +20,9 @@ struct Options {
   double seconds = 10;
   int threads = 16;
   int names = 256;
-  int processes = 8;   // herd
-  int locks = 10000;   // watchdog, memory
-  int waiters = 1000;  // memory
+  int processes = 8;      // herd: processes, each with --threads threads
+  int locks = 10000;      // watchdog and memory: held locks / lock handles
+  int waiters = 1000;     // memory: threads blocked in acquire
   std::string scripts_dir = RLOCK_BENCH_SCRIPTS_DIR;
 };
 
@@ -30,21 +30,23 @@ struct Failure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One result line.
+// One thread's side of a contender. Created on the thread that uses it, since a lock owner is
+// a thread.
+// One result line: the scenario and contender come from Options.
 struct Result {
   std::string metric = "pairs_per_s";
   double value = 0;
   std::string unit = "pairs/s";
-  std::vector<std::pair<std::string, std::string>> extra;  // values already JSON numbers
+  std::vector<std::pair<std::string, std::string>> extra;  // values already JSON (numbers)
 };
 
-// The scenarios of rlock-c alone (rlock_scenarios.cpp): handoff, herd, herd-fair, watchdog,
-// memory.
-bool is_rlock_scenario(const std::string& scenario);
-std::vector<Result> run_rlock_scenario(const Options& o);
+std::string number(double v);
+std::string number(int64_t v);
 
-// One thread's side of a contender. Created on the thread that uses it, since a lock owner is
-// a thread.
+// Scenarios 3-6 (handoff, herd, herd-fair, watchdog, memory), rlock-c only: scenarios.cpp.
+bool is_rlock_only_scenario(const std::string& scenario);
+std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin);
+
 class Worker {
  public:
   virtual ~Worker() = default;
@@ -83,5 +85,14 @@ Context connect(const std::string& url);
 
 // Sends one command; throws Failure on I/O errors and error replies.
 Reply command(redisContext* c, const std::vector<std::string>& args);
+
+// UNLINKs every key matching the SCAN pattern.
+void delete_keys(redisContext* c, const std::string& pattern);
+
+// How many of these keys exist.
+int64_t count_existing(redisContext* c, const std::vector<std::string>& keys);
+
+// INFO commandstats as command name -> calls ("config|resetstat" style names for subcommands).
+std::map<std::string, int64_t> command_calls(redisContext* c);
 
 }  // namespace bench

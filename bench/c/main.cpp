@@ -24,12 +24,12 @@ constexpr size_t kUncontendedNames = 1024;
 constexpr char kUsage[] =
     "usage: rlock-bench --contender rlock-c|hiredis-floor|ping --url redis://HOST:PORT\n"
     "                   --scenario SCENARIO --seconds S [--threads T] [--names N]\n"
-    "                   [--processes P] [--locks L] [--waiters W] [--scripts DIR]\n"
+    "                   [--processes P] [--locks N] [--waiters N] [--scripts DIR]\n"
     "  ping goes with scenario ping (PING round trips); hiredis-floor with uncontended or\n"
-    "  throughput; rlock-c also with handoff, herd, herd-fair, watchdog and memory.\n"
-    "  --threads (16): throughput threads, herd threads per process; --names (256):\n"
-    "  throughput names; --processes (8): herd; --locks (10000): watchdog holds and memory\n"
-    "  handles; --waiters (1000): memory.\n";
+    "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory.\n"
+    "  --threads (default 16): throughput, and threads per process in herd;\n"
+    "  --names (default 256): throughput; --processes (default 8): herd;\n"
+    "  --locks (default 10000): watchdog and memory; --waiters (default 1000): memory.\n";
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -93,10 +93,10 @@ Options parse_args(int argc, char** argv) {
   }
   if (o.url.empty()) throw Usage("--url is required");
   if (!seconds_given) throw Usage("--seconds is required");
-  bool common = o.scenario == "uncontended" || o.scenario == "throughput";
+  bool basic = o.scenario == "uncontended" || o.scenario == "throughput";
   bool ok = o.contender == "ping"            ? o.scenario == "ping"
-            : o.contender == "hiredis-floor" ? common
-                                             : common || is_rlock_scenario(o.scenario);
+            : o.contender == "hiredis-floor" ? basic
+                                             : basic || is_rlock_only_scenario(o.scenario);
   if (!ok) {
     throw Usage("--scenario for " + o.contender + " must be " +
                 (o.contender == "ping"            ? "ping"
@@ -110,6 +110,8 @@ Options parse_args(int argc, char** argv) {
 
 // ---- output ----
 
+}  // namespace
+
 std::string number(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -117,6 +119,8 @@ std::string number(double v) {
 }
 
 std::string number(int64_t v) { return std::to_string(v); }
+
+namespace {
 
 // Contender names and units are plain ASCII chosen here, so no escaping is needed.
 void print(const Options& o, const Result& r) {
@@ -279,31 +283,6 @@ std::vector<Result> ping(const Options& o) {
   return {{"rtt_p50", percentile(0.50), "us", extra}, {"rtt_p99", percentile(0.99), "us", extra}};
 }
 
-// ---- keys ----
-
-void delete_keys(redisContext* c, const std::string& pattern) {
-  std::string cursor = "0";
-  do {
-    Reply r = command(c, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-    cursor.assign(r->element[0]->str, r->element[0]->len);
-    std::vector<std::string> del = {"UNLINK"};
-    for (size_t i = 0; i < r->element[1]->elements; ++i) {
-      del.emplace_back(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
-    }
-    if (del.size() > 1) command(c, del);
-  } while (cursor != "0");
-}
-
-int64_t count_existing(redisContext* c, const std::vector<std::string>& names) {
-  int64_t count = 0;
-  for (size_t i = 0; i < names.size(); i += 512) {
-    std::vector<std::string> args = {"EXISTS"};
-    args.insert(args.end(), names.begin() + i, names.begin() + std::min(i + 512, names.size()));
-    count += command(c, args)->integer;
-  }
-  return count;
-}
-
 int run(const Options& o) {
   if (o.contender == "ping") {
     for (const Result& r : ping(o)) print(o, r);
@@ -313,29 +292,15 @@ int run(const Options& o) {
   // Every key of ours contains the lock name (latches and channels wrap it in {}).
   const std::string pattern = "*bench:*:" + o.contender + ":*";
   delete_keys(admin.get(), pattern);  // leftovers of an earlier run would stall this one
-
-  if (is_rlock_scenario(o.scenario)) {
+  if (is_rlock_only_scenario(o.scenario)) {
     std::vector<Result> results;
     try {
-      results = run_rlock_scenario(o);
+      results = run_rlock_scenario(o, admin.get());
     } catch (const Failure&) {
-      delete_keys(admin.get(), pattern);
+      delete_keys(admin.get(), pattern);  // best effort: the next run deletes them too
       throw;
     }
-    // A lock key (named exactly as the lock) or a fair queue left behind is a leak; unlock
-    // latches expire by themselves.
-    int64_t leaked = 0;
-    std::string cursor = "0";
-    do {
-      Reply r = command(admin.get(), {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
-      cursor.assign(r->element[0]->str, r->element[0]->len);
-      for (size_t i = 0; i < r->element[1]->elements; ++i) {
-        std::string key(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
-        if (key.rfind("redisson_unlock_latch", 0) != 0) ++leaked;
-      }
-    } while (cursor != "0");
     delete_keys(admin.get(), pattern);
-    if (leaked != 0) throw Failure(std::to_string(leaked) + " key(s) left locked after the run");
     for (const Result& r : results) print(o, r);
     return 0;
   }

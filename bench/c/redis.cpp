@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <sys/time.h>
 
@@ -95,6 +96,49 @@ Reply command(redisContext* c, const std::vector<std::string>& args) {
     throw Failure("redis " + args[0] + ": " + std::string(r->str, r->len));
   }
   return r;
+}
+
+void delete_keys(redisContext* c, const std::string& pattern) {
+  std::string cursor = "0";
+  do {
+    Reply r = command(c, {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+    cursor.assign(r->element[0]->str, r->element[0]->len);
+    std::vector<std::string> del = {"UNLINK"};
+    for (size_t i = 0; i < r->element[1]->elements; ++i) {
+      del.emplace_back(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
+    }
+    if (del.size() > 1) command(c, del);
+  } while (cursor != "0");
+}
+
+int64_t count_existing(redisContext* c, const std::vector<std::string>& keys) {
+  int64_t count = 0;
+  for (size_t i = 0; i < keys.size(); i += 512) {
+    std::vector<std::string> args = {"EXISTS"};
+    args.insert(args.end(), keys.begin() + i, keys.begin() + std::min(i + 512, keys.size()));
+    count += command(c, args)->integer;
+  }
+  return count;
+}
+
+std::map<std::string, int64_t> command_calls(redisContext* c) {
+  Reply r = command(c, {"INFO", "commandstats"});
+  std::map<std::string, int64_t> calls;
+  std::string text(r->str, r->len);
+  const std::string prefix = "cmdstat_";
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind(prefix, 0) != 0) continue;
+    size_t colon = line.find(':');
+    size_t at = line.find("calls=");
+    if (colon == std::string::npos || at == std::string::npos) continue;
+    calls[line.substr(prefix.size(), colon - prefix.size())] =
+        std::strtoll(line.c_str() + at + 6, nullptr, 10);
+  }
+  return calls;
 }
 
 Context connect(const std::string& url) {

@@ -1,19 +1,7 @@
 package io.rlock.bench;
 
 import io.rlock.RedisLockClient;
-import java.io.File;
-import java.io.IOException;
-import java.io.PrintWriter;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
-import java.nio.ByteOrder;
-import java.nio.MappedByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -28,15 +16,18 @@ import org.redisson.config.Config;
 
 /**
  * The Java contenders of the rlock benchmark (run through bench/peers.sh run): rlock-java, the
- * JNI binding, and redisson (Redisson's RLock, default config). Prints one JSON line per run on
- * stdout, as every contender program does; errors go to stderr with exit 1.
+ * JNI binding, and redisson (Redisson's RLock, default config). Prints its JSON result lines on
+ * stdout, as every contender program does; errors go to stderr with exit 1. The multi-process
+ * scenarios (handoff, herd, herd-fair) are in {@link Multi}.
  */
 public final class Bench {
   private static final int UNCONTENDED_NAMES = 1024;
 
   /** One library: both lock types implement java.util.concurrent.locks.Lock. */
-  private interface Contender extends AutoCloseable {
+  interface Contender extends AutoCloseable {
     Lock lock(String name);
+
+    Lock fairLock(String name);
 
     @Override
     void close();
@@ -52,6 +43,11 @@ public final class Bench {
     @Override
     public Lock lock(String name) {
       return client.getLock(name);
+    }
+
+    @Override
+    public Lock fairLock(String name) {
+      return client.getFairLock(name);
     }
 
     @Override
@@ -75,6 +71,11 @@ public final class Bench {
     }
 
     @Override
+    public Lock fairLock(String name) {
+      return redisson.getFairLock(name);
+    }
+
+    @Override
     public void close() {
       redisson.shutdown();
     }
@@ -87,11 +88,13 @@ public final class Bench {
     double seconds = 10;
     int threads = 16;
     int names = 256;
-    // handoff: set in the two child processes the parent starts
-    int side = -1;
-    String shared;
-    String out;
+    int processes = 8;
+    int child = -1; // hidden: this JVM is child N of a multi-process scenario
+    String shared; // hidden: the children's shared file
   }
+
+  private static final List<String> SCENARIOS =
+      List.of("uncontended", "throughput", "handoff", "herd", "herd-fair");
 
   private static final class UsageError extends Exception {
     UsageError(String message) {
@@ -107,7 +110,8 @@ public final class Bench {
     } catch (UsageError e) {
       System.err.println("rlock-bench: " + e.getMessage());
       System.err.println("usage: --contender rlock-java|redisson --url redis://HOST:PORT"
-          + " --scenario uncontended|throughput [--seconds S] [--threads T] [--names N]");
+          + " --scenario uncontended|throughput|handoff|herd|herd-fair [--seconds S]"
+          + " [--threads T] [--names N] [--processes P]");
       code = 2;
     } catch (Throwable e) {
       System.err.println("rlock-bench: " + e);
@@ -131,9 +135,9 @@ public final class Bench {
         case "--seconds" -> a.seconds = number(flag, value);
         case "--threads" -> a.threads = whole(flag, value);
         case "--names" -> a.names = whole(flag, value);
-        case "--side" -> a.side = whole(flag, value);
+        case "--processes" -> a.processes = whole(flag, value);
+        case "--child" -> a.child = whole(flag, value);
         case "--shared" -> a.shared = value;
-        case "--out" -> a.out = value;
         default -> throw new UsageError("unknown argument " + flag);
       }
     }
@@ -143,10 +147,12 @@ public final class Bench {
     if (a.url == null) {
       throw new UsageError("--url is required");
     }
-    if (!"uncontended".equals(a.scenario) && !"throughput".equals(a.scenario)
-        && !"handoff".equals(a.scenario)) {
-      throw new UsageError(
-          "--scenario must be uncontended, throughput or handoff, got " + a.scenario);
+    if (!SCENARIOS.contains(a.scenario)) {
+      throw new UsageError("--scenario must be one of " + String.join(", ", SCENARIOS)
+          + ", got " + a.scenario);
+    }
+    if (a.processes < 1) {
+      throw new UsageError("--processes must be at least 1, got " + a.processes);
     }
     if (!(a.seconds > 0)) {
       throw new UsageError("--seconds must be positive, got " + a.seconds);
@@ -176,13 +182,29 @@ public final class Bench {
     }
   }
 
+  private static Contender contender(String name, String url) {
+    return name.equals("rlock-java") ? new RlockJava(url) : new RedissonContender(url);
+  }
+
   private static void run(Args a) throws Exception {
-    if (a.scenario.equals("handoff")) {
-      if (a.side >= 0) {
-        handoffSide(a);
-      } else {
-        handoff(a);
+    if (!a.scenario.equals("uncontended") && !a.scenario.equals("throughput")) {
+      Multi.Setup setup = new Multi.Setup(a.contender, a.url, a.scenario, a.seconds, a.processes,
+          a.threads, url -> contender(a.contender, url));
+      if (a.child >= 0) {
+        Multi.child(setup, a.child, java.nio.file.Paths.get(a.shared));
+        return;
       }
+      String pattern = "*bench:*:" + a.contender + ":*";
+      List<String> lines;
+      try (RedisAdmin admin = new RedisAdmin(a.url)) {
+        admin.deleteMatching(pattern); // holds left by a run that died would stall this one
+        try {
+          lines = Multi.run(setup, admin);
+        } finally {
+          admin.deleteMatching(pattern);
+        }
+      }
+      lines.forEach(System.out::println);
       return;
     }
     boolean uncontended = a.scenario.equals("uncontended");
@@ -296,117 +318,5 @@ public final class Bench {
     }
     double elapsed = (System.nanoTime() - start) / 1e9;
     return new double[] {pairs / elapsed, pairs, elapsed};
-  }
-
-  // ---- scenario 3: hand-off latency between two processes ----
-
-  /** Ints of the shared file: 0 = whose turn to acquire, 1 = sides ready. */
-  private static final VarHandle INTS =
-      MethodHandles.byteBufferViewVarHandle(int[].class, ByteOrder.nativeOrder());
-
-  /**
-   * Starts two JVMs of this program that ping-pong one lock, then turns their records into
-   * the time from one side's release returning to the other's acquire returning.
-   * System.nanoTime is CLOCK_MONOTONIC on Linux: one clock for both processes.
-   */
-  private static void handoff(Args a) throws Exception {
-    String name = "bench:h:" + a.contender + ":0";
-    String pattern = "*bench:h:" + a.contender + ":*";
-    Path dir = Files.createTempDirectory("rlock-bench-handoff");
-    try (RedisAdmin admin = new RedisAdmin(a.url)) {
-      admin.deleteMatching(pattern);
-      Path shared = dir.resolve("shared");
-      Files.write(shared, new byte[64]);
-      String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-      List<Process> sides = new ArrayList<>();
-      for (int side = 0; side < 2; side++) {
-        sides.add(new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-            Bench.class.getName(), "--contender", a.contender, "--url", a.url,
-            "--scenario", "handoff", "--seconds", Double.toString(a.seconds),
-            "--side", Integer.toString(side), "--shared", shared.toString(),
-            "--out", dir.resolve("side" + side).toString())
-            .redirectOutput(ProcessBuilder.Redirect.DISCARD)
-            .redirectError(ProcessBuilder.Redirect.INHERIT).start());
-      }
-      for (Process p : sides) {
-        if (p.waitFor() != 0) {
-          throw new IllegalStateException("a hand-off process failed");
-        }
-      }
-      if (admin.exists(List.of(name)) > 0) {
-        admin.deleteMatching(pattern);
-        throw new IllegalStateException("the lock is still locked after the run");
-      }
-      admin.deleteMatching(pattern);
-      // Sections of both sides in time order: {acquired, release started, released}.
-      List<long[]> sections = new ArrayList<>();
-      for (int side = 0; side < 2; side++) {
-        for (String line : Files.readAllLines(dir.resolve("side" + side))) {
-          sections.add(Arrays.stream(line.split(" ")).mapToLong(Long::parseLong).toArray());
-        }
-      }
-      sections.sort((x, y) -> Long.compare(x[0], y[0]));
-      List<Double> gaps = new ArrayList<>();
-      for (int i = 1; i < sections.size(); i++) {
-        if (sections.get(i)[0] < sections.get(i - 1)[1]) {
-          throw new IllegalStateException("two owners overlapped");
-        }
-        if (i > sections.size() / 10) { // the first tenth warms up
-          gaps.add((sections.get(i)[0] - sections.get(i - 1)[2]) / 1e3);
-        }
-      }
-      if (gaps.isEmpty()) {
-        throw new IllegalStateException("no hand-off was measured");
-      }
-      gaps.sort(null);
-      String extra = "{\"handoffs\": " + gaps.size() + ", \"hold_ms\": 1}";
-      String[] metrics = {"handoff_p50", "handoff_p99", "handoff_max"};
-      double[] qs = {0.50, 0.99, 1.0};
-      for (int m = 0; m < 3; m++) {
-        int rank = (int) Math.ceil(qs[m] * gaps.size());
-        double v = gaps.get(Math.min(gaps.size() - 1, Math.max(rank - 1, 0)));
-        System.out.println("{\"scenario\": \"handoff\", \"contender\": \"" + a.contender
-            + "\", \"metric\": \"" + metrics[m] + "\", \"value\": " + v
-            + ", \"unit\": \"us\", \"extra\": " + extra + "}");
-      }
-    } finally {
-      for (File f : dir.toFile().listFiles()) {
-        f.delete();
-      }
-      dir.toFile().delete();
-    }
-  }
-
-  /** One side: take the lock, hold it 1 ms (the other side is waiting by then), let it go. */
-  private static void handoffSide(Args a) throws IOException, InterruptedException {
-    int me = a.side;
-    try (FileChannel ch = FileChannel.open(Path.of(a.shared), StandardOpenOption.READ,
-            StandardOpenOption.WRITE);
-        Contender c = a.contender.equals("rlock-java")
-            ? new RlockJava(a.url) : new RedissonContender(a.url);
-        PrintWriter out = new PrintWriter(Files.newBufferedWriter(Path.of(a.out)))) {
-      MappedByteBuffer shared = ch.map(FileChannel.MapMode.READ_WRITE, 0, 64);
-      Lock lock = c.lock("bench:h:" + a.contender + ":0");
-      INTS.getAndAdd(shared, 4, 1);
-      while ((int) INTS.getVolatile(shared, 4) < 2) {
-        Thread.sleep(1);
-      }
-      long stop = System.nanoTime() + (long) (a.seconds * 1.1e9) + 200_000_000L;
-      while (System.nanoTime() < stop) {
-        while ((int) INTS.getVolatile(shared, 0) != me) {
-          if (System.nanoTime() >= stop) {
-            return;
-          }
-          Thread.sleep(0, 50_000);
-        }
-        lock.lock();
-        long acquired = System.nanoTime();
-        INTS.setVolatile(shared, 0, 1 - me);
-        Thread.sleep(1);
-        long releaseStart = System.nanoTime();
-        lock.unlock();
-        out.println(acquired + " " + releaseStart + " " + System.nanoTime());
-      }
-    }
   }
 }

@@ -56,6 +56,11 @@ final class RedisAdmin implements AutoCloseable {
     return (Long) call(args.toArray(String[]::new));
   }
 
+  /** INFO commandstats as command name -> calls. */
+  java.util.Map<String, Long> commandCalls() throws IOException {
+    return Multi.parseCommandStats((String) call("INFO", "commandstats"));
+  }
+
   void deleteMatching(String pattern) throws IOException {
     String cursor = "0";
     do {

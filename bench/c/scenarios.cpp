@@ -1,0 +1,714 @@
+// Scenarios 3-6 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
+// (processes x threads on one lock), watchdog (renewing many held locks) and memory (RSS of
+// lock handles and of blocked waiters). See bench/README.md.
+//
+// The multi-process scenarios fork their processes before any rlock object exists; each child
+// makes its own client. The processes share one anonymous MAP_SHARED mapping for their turns
+// and records, and time everything with CLOCK_MONOTONIC, which all processes share.
+#include <linux/futex.h>
+#include <pthread.h>
+#include <rlock/rlock.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "bench.hpp"
+
+namespace bench {
+namespace {
+
+// ---- clocks, shared memory, processes ----
+
+int64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+void sleep_ns(int64_t ns) {
+  if (ns <= 0) return;
+  timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
+  }
+}
+
+double warm_up_s(double seconds) { return std::max(seconds / 10, 0.2); }
+
+// An anonymous shared mapping: children forked after it see the same pages.
+class Shared {
+ public:
+  explicit Shared(size_t bytes) : bytes_(bytes) {
+    p_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p_ == MAP_FAILED) throw Failure(std::string("mmap: ") + std::strerror(errno));
+  }
+  ~Shared() { munmap(p_, bytes_); }
+  Shared(const Shared&) = delete;
+  Shared& operator=(const Shared&) = delete;
+  template <typename T>
+  T* at(size_t offset) const {
+    return reinterpret_cast<T*>(static_cast<char*>(p_) + offset);
+  }
+
+ private:
+  void* p_;
+  size_t bytes_;
+};
+
+// Flags and counters in shared memory, waited on with a (process-shared) futex.
+using Word = std::atomic<uint32_t>;
+static_assert(sizeof(Word) == sizeof(uint32_t) && Word::is_always_lock_free);
+
+void futex_wait(Word* w, uint32_t seen, int64_t timeout_ns) {
+  timespec ts{static_cast<time_t>(timeout_ns / 1000000000),
+              static_cast<long>(timeout_ns % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(w), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+void futex_wake(Word* w) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(w), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+void set_and_wake(Word* w, uint32_t v) {
+  w->store(v);
+  futex_wake(w);
+}
+
+// Child processes running `body(index)`; a child that throws prints the message to stderr and
+// exits 1. The children never return into the parent's code.
+class Children {
+ public:
+  Children(int n, const std::function<void(int)>& body) {
+    std::fflush(nullptr);
+    for (int i = 0; i < n; ++i) {
+      pid_t pid = fork();
+      if (pid < 0) throw Failure(std::string("fork: ") + std::strerror(errno));
+      if (pid == 0) {
+        int code = 0;
+        try {
+          body(i);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "rlock-bench: process %d: %s\n", i, e.what());
+          code = 1;
+        }
+        std::fflush(nullptr);
+        _exit(code);
+      }
+      pids_.push_back(pid);
+    }
+  }
+  ~Children() {  // on an exception in the parent: do not leave them running
+    for (pid_t pid : pids_) kill(pid, SIGKILL);
+    for (pid_t pid : pids_) waitpid(pid, nullptr, 0);
+  }
+
+  // True when a child has already exited (the parent stops waiting for it then).
+  bool any_exited() {
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      int status;
+      if (waitpid(pids_[i], &status, WNOHANG) == pids_[i]) {
+        failed_ |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+        pids_.erase(pids_.begin() + static_cast<long>(i));
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Waits for every child; throws if one failed.
+  void join() {
+    for (pid_t pid : pids_) {
+      int status;
+      waitpid(pid, &status, 0);
+      failed_ |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    pids_.clear();
+    if (failed_) throw Failure("a child process failed (its message is above)");
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+  bool failed_ = false;
+};
+
+// Waits until `count` reaches `want`, failing when a child dies first or after a minute.
+void wait_ready(Word* count, uint32_t want, Children& children, const char* what) {
+  int64_t give_up = now_ns() + int64_t{60} * 1000000000;
+  for (uint32_t seen; (seen = count->load()) < want;) {
+    if (children.any_exited()) {
+      children.join();
+      throw Failure(std::string("a process exited before ") + what);
+    }
+    if (now_ns() > give_up) throw Failure(std::string("timed out waiting for ") + what);
+    futex_wait(count, seen, 10000000);
+  }
+}
+
+// ---- rlock ----
+
+std::string rlock_failure(const char* doing) {
+  return std::string(doing) + ": " + rlock_last_error()->message;
+}
+
+void check(int rc, const char* doing) {
+  if (rc != RLOCK_OK) throw Failure(rlock_failure(doing));
+}
+
+struct ClientFree {
+  void operator()(rlock_client* c) const { rlock_client_free(c); }
+};
+using Client = std::unique_ptr<rlock_client, ClientFree>;
+
+struct LockFree {
+  void operator()(rlock_lock* l) const { rlock_lock_free(l); }
+};
+using Lock = std::unique_ptr<rlock_lock, LockFree>;
+
+Client new_client(const std::string& url, int64_t watchdog_lease_ms = 0) {
+  rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+  opts.url = url.c_str();
+  opts.watchdog_lease_ms = watchdog_lease_ms;
+  rlock_client* c = nullptr;
+  check(rlock_client_new(&c, &opts), "rlock_client_new");
+  return Client(c);
+}
+
+Lock new_lock(rlock_client* client, const std::string& name, int kind = RLOCK_LOCK_REENTRANT) {
+  rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+  opts.kind = kind;
+  rlock_lock* l = nullptr;
+  check(rlock_lock_new(&l, client, name.c_str(), &opts), "rlock_lock_new");
+  return Lock(l);
+}
+
+std::string lock_name(const Options& o, const char* tag, int64_t k) {
+  return "bench:" + std::string(tag) + ":" + o.contender + ":" + std::to_string(k);
+}
+
+// Every key a lock of `kind` keeps while held or waited for (not the short-lived unlock
+// latches, which expire on their own).
+std::vector<std::string> lock_keys(const std::string& name, bool fair) {
+  std::vector<std::string> keys = {name};
+  if (fair) {
+    keys.push_back("redisson_lock_queue:{" + name + "}");
+    keys.push_back("redisson_lock_timeout:{" + name + "}");
+  }
+  return keys;
+}
+
+void check_clean(redisContext* admin, const std::vector<std::string>& keys) {
+  int64_t left = count_existing(admin, keys);
+  if (left != 0) throw Failure(std::to_string(left) + " lock key(s) still present after the run");
+}
+
+// ---- statistics ----
+
+// q-quantile (nearest rank) of sorted values.
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::min(sorted.size(), std::max<size_t>(rank, 1)) - 1];
+}
+
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+// Requests clients sent, from a commandstats delta. Every lock operation of the contenders in
+// these scenarios is a script, so data commands (HSET, PEXPIRE, PUBLISH, ...) are counted as
+// run inside scripts, not as requests. The harness's own INFO and CONFIG calls are left out.
+struct Traffic {
+  int64_t requests = 0;  // scripts + everything else a client sends (SUBSCRIBE, PING, ...)
+  int64_t scripts = 0;   // EVAL, EVALSHA, FCALL and their _RO forms
+  int64_t inner = 0;     // data commands, run inside the scripts
+  std::map<std::string, int64_t> by_command;  // requests (not inner commands) by name
+};
+
+Traffic traffic(const std::map<std::string, int64_t>& before,
+                const std::map<std::string, int64_t>& after) {
+  static const std::set<std::string> scripts = {"eval", "evalsha", "eval_ro", "evalsha_ro",
+                                                "fcall", "fcall_ro"};
+  static const std::set<std::string> client_level = {
+      "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
+      "ping",      "hello",       "auth",       "select",       "echo",       "multi",
+      "exec",      "discard",     "quit",       "readonly",     "reset"};
+  Traffic t;
+  for (const auto& [name, calls] : after) {
+    auto it = before.find(name);
+    int64_t delta = calls - (it == before.end() ? 0 : it->second);
+    std::string base = name.substr(0, name.find('|'));
+    if (base == "info" || base == "config" || delta == 0) continue;
+    if (scripts.count(base)) {
+      t.scripts += delta;
+      t.requests += delta;
+      t.by_command[name] += delta;
+    } else if (client_level.count(base) || base == "script" || base == "client" ||
+               base == "command") {
+      t.requests += delta;
+      t.by_command[name] += delta;
+    } else {
+      t.inner += delta;
+    }
+  }
+  return t;
+}
+
+// {"name": calls / n, ...} as a JSON object.
+std::string per_handoff(const std::map<std::string, int64_t>& calls, double n) {
+  std::string out;
+  for (const auto& [name, count] : calls) {
+    out += (out.empty() ? "{\"" : ", \"") + name + "\": " + number(count / n);
+  }
+  return out + (out.empty() ? "{}" : "}");
+}
+
+// ---- scenario 3: handoff ----
+
+// Two processes take turns on one lock. The holder keeps it kHold, long enough for the other,
+// which started waiting as soon as the holder had it, to be blocked in acquire; after its
+// release the holder waits until the other has the lock before asking again, so it never takes
+// the lock back itself. Handoff k: acquire returning for hold k+1 minus release returning for
+// hold k.
+constexpr int64_t kHoldNs = 1000000;
+
+struct HandoffHeader {
+  Word ready, go, stop, acquired;  // acquired: holds taken so far
+};
+
+std::vector<Result> handoff(const Options& o, redisContext* admin) {
+  const std::string name = lock_name(o, "h", 0);
+  const size_t capacity =
+      static_cast<size_t>((o.seconds + warm_up_s(o.seconds) + 2) * 1e9 / kHoldNs) + 16;
+  // Per hold k: when acquire was called and returned, when release was called and returned.
+  const size_t header = 64, column = capacity * sizeof(int64_t);
+  Shared shared(header + 4 * column);
+  auto* h = shared.at<HandoffHeader>(0);
+  int64_t* called = shared.at<int64_t>(header);
+  int64_t* acquired_at = shared.at<int64_t>(header + column);
+  int64_t* release_called = shared.at<int64_t>(header + 2 * column);
+  int64_t* released_at = shared.at<int64_t>(header + 3 * column);
+
+  Children children(2, [&](int p) {
+    Client client = new_client(o.url);
+    Lock lock = new_lock(client.get(), name);
+    h->ready.fetch_add(1);
+    futex_wake(&h->ready);
+    while (h->go.load() == 0) futex_wait(&h->go, 0, 100000000);
+    for (uint32_t k = static_cast<uint32_t>(p);; k += 2) {
+      // My turn to wait comes once the other process holds hold k-1.
+      for (uint32_t seen; (seen = h->acquired.load()) < k && !h->stop.load();) {
+        futex_wait(&h->acquired, seen, 10000000);
+      }
+      if (h->stop.load()) return;
+      if (k >= capacity) {
+        set_and_wake(&h->stop, 1);
+        return;
+      }
+      called[k] = now_ns();
+      check(rlock_acquire(lock.get(), RLOCK_WAIT_FOREVER), "rlock_acquire");
+      acquired_at[k] = now_ns();
+      set_and_wake(&h->acquired, k + 1);
+      sleep_ns(kHoldNs);
+      release_called[k] = now_ns();
+      check(rlock_release(lock.get()), "rlock_release");
+      released_at[k] = now_ns();
+    }
+  });
+  wait_ready(&h->ready, 2, children, "the processes' clients");
+  const int64_t start = now_ns();
+  set_and_wake(&h->go, 1);
+  const int64_t measure_from = start + static_cast<int64_t>(warm_up_s(o.seconds) * 1e9);
+  sleep_ns(measure_from - start + static_cast<int64_t>(o.seconds * 1e9));
+  const int64_t measure_to = now_ns();
+  set_and_wake(&h->stop, 1);
+  children.join();
+
+  const uint32_t holds = h->acquired.load();
+  std::vector<double> us;
+  int64_t late = 0;  // receivers that had not been waiting for half a hold when it was released
+  for (uint32_t k = 0; k + 1 < holds; ++k) {
+    // The receiver must not have the lock before the holder asked to release it.
+    if (acquired_at[k + 1] < release_called[k]) {
+      throw Failure("holds " + std::to_string(k) + " and " + std::to_string(k + 1) +
+                    " overlapped: two owners at once");
+    }
+    if (released_at[k] < measure_from || acquired_at[k + 1] > measure_to) continue;
+    us.push_back((acquired_at[k + 1] - released_at[k]) / 1e3);
+    if (release_called[k] - called[k + 1] < kHoldNs / 2) ++late;
+  }
+  check_clean(admin, lock_keys(name, false));
+  if (us.size() < 2) throw Failure("too few handoffs measured");
+  std::vector<double> sorted = us;
+  std::sort(sorted.begin(), sorted.end());
+  double seconds = (measure_to - measure_from) / 1e9;
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"handoffs", number(static_cast<int64_t>(us.size()))},
+      {"seconds", number(seconds)},
+      {"hold_ms", number(kHoldNs / 1e6)},
+      {"mean_us", number(mean(us))},
+      {"late_receivers", number(late)}};
+  return {{"handoff_p50_us", quantile(sorted, 0.50), "us", extra},
+          {"handoff_p99_us", quantile(sorted, 0.99), "us", extra},
+          {"handoff_max_us", sorted.back(), "us", extra}};
+}
+
+// ---- scenario 4: herd ----
+
+struct HerdHeader {
+  Word ready, go, stop, pad;
+  std::atomic<uint64_t> next;  // records taken
+};
+
+struct HoldRecord {
+  int64_t acquired, release_called, released;
+  int32_t who;  // process * threads + thread
+  int32_t pad;
+};
+
+std::vector<Result> herd(const Options& o, redisContext* admin, bool fair) {
+  const std::string name = lock_name(o, fair ? "hf" : "hd", 0);
+  const int n = o.processes * o.threads;
+  // Far more than one lock can hand over in the time; running out fails the run.
+  const size_t capacity =
+      static_cast<size_t>((o.seconds + warm_up_s(o.seconds) + 5) * 100000);
+  Shared shared(64 + capacity * sizeof(HoldRecord));
+  auto* h = shared.at<HerdHeader>(0);
+  auto* records = shared.at<HoldRecord>(64);
+  static volatile int64_t critical;  // the tiny critical section's work
+
+  Children children(o.processes, [&](int p) {
+    Client client = new_client(o.url);
+    Lock lock = new_lock(client.get(), name, fair ? RLOCK_LOCK_FAIR : RLOCK_LOCK_REENTRANT);
+    std::mutex error_mutex;
+    std::string error;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < o.threads; ++t) {
+      threads.emplace_back([&, t] {
+        h->ready.fetch_add(1);
+        futex_wake(&h->ready);
+        while (h->go.load() == 0) futex_wait(&h->go, 0, 100000000);
+        try {
+          while (!h->stop.load(std::memory_order_relaxed)) {
+            check(rlock_acquire(lock.get(), RLOCK_WAIT_FOREVER), "rlock_acquire");
+            int64_t acquired = now_ns();
+            uint64_t i = h->next.fetch_add(1);
+            critical = critical + 1;
+            int64_t release_called = now_ns();
+            check(rlock_release(lock.get()), "rlock_release");
+            int64_t released = now_ns();
+            if (i >= capacity) throw Failure("more handoffs than the bench has room to record");
+            records[i] = {acquired, release_called, released, p * o.threads + t, 0};
+          }
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> g(error_mutex);
+          if (error.empty()) error = e.what();
+          set_and_wake(&h->stop, 1);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    if (!error.empty()) throw Failure(error);
+  });
+  wait_ready(&h->ready, static_cast<uint32_t>(n), children, "the processes' threads");
+  set_and_wake(&h->go, 1);
+  sleep_ns(static_cast<int64_t>(warm_up_s(o.seconds) * 1e9));
+  std::map<std::string, int64_t> before = command_calls(admin);
+  const int64_t measure_from = now_ns();
+  sleep_ns(static_cast<int64_t>(o.seconds * 1e9));
+  std::map<std::string, int64_t> after = command_calls(admin);
+  const int64_t measure_to = now_ns();
+  set_and_wake(&h->stop, 1);
+  children.join();
+
+  size_t count = static_cast<size_t>(std::min<uint64_t>(h->next.load(), capacity));
+  std::vector<HoldRecord> holds(records, records + count);
+  std::sort(holds.begin(), holds.end(),
+            [](const HoldRecord& a, const HoldRecord& b) { return a.acquired < b.acquired; });
+  std::vector<double> gaps;
+  int64_t same_thread = 0, same_process = 0;
+  for (size_t i = 0; i + 1 < holds.size(); ++i) {
+    const HoldRecord &prev = holds[i], &next = holds[i + 1];
+    // Safety: the next owner may return from acquire only after the previous one asked to
+    // release (it may return before that release's reply arrives: Redis sends the reply and
+    // the wake-up together).
+    if (next.acquired < prev.release_called) {
+      throw Failure("two owners at once: one acquired " +
+                    std::to_string((prev.release_called - next.acquired) / 1000) +
+                    " us before the previous holder asked to release");
+    }
+    if (next.acquired < measure_from || next.acquired > measure_to) continue;
+    gaps.push_back((next.acquired - prev.released) / 1e3);
+    same_thread += next.who == prev.who;
+    same_process += next.who / o.threads == prev.who / o.threads;
+  }
+  check_clean(admin, lock_keys(name, fair));
+  if (gaps.empty()) throw Failure("no handoff in the measured window");
+
+  Traffic tr = traffic(before, after);
+  double handoffs = static_cast<double>(gaps.size());
+  double seconds = (measure_to - measure_from) / 1e9;
+  std::vector<double> sorted = gaps;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"processes", number(int64_t{o.processes})},
+      {"threads_per_process", number(int64_t{o.threads})},
+      {"handoffs", number(static_cast<int64_t>(gaps.size()))},
+      {"seconds", number(seconds)},
+      {"requests", number(tr.requests)},
+      {"scripts_per_handoff", number(tr.scripts / handoffs)},
+      {"inner_commands_per_handoff", number(tr.inner / handoffs)},
+      {"requests_per_handoff_by_command", per_handoff(tr.by_command, handoffs)},
+      {"handoff_p50_us", number(quantile(sorted, 0.50))},
+      {"handoff_max_us", number(sorted.back())},
+      {"same_thread_share", number(same_thread / handoffs)},
+      {"same_process_share", number(same_process / handoffs)}};
+  return {{"requests_per_handoff", tr.requests / handoffs, "requests", extra},
+          {"handoff_p99_us", quantile(sorted, 0.99), "us", extra},
+          {"pairs_per_s", handoffs / seconds, "pairs/s", extra}};
+}
+
+// ---- scenario 5: watchdog ----
+
+double cpu_seconds() {
+  rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+int64_t script_calls(const std::map<std::string, int64_t>& before,
+                     const std::map<std::string, int64_t>& after) {
+  return traffic(before, after).scripts;
+}
+
+// One client holds o.locks locks with the watchdog. The renewal period is a third of the
+// watchdog lease; the lease is chosen so that the run sees several periods (30 s, the
+// default, from --seconds 30 up).
+std::vector<Result> watchdog(const Options& o, redisContext* admin) {
+  const double period_s = std::clamp(o.seconds / 3, 0.5, 10.0);
+  const int64_t lease_ms = static_cast<int64_t>(std::llround(period_s * 3000));
+  const int periods = std::max(2, static_cast<int>(o.seconds / period_s + 1e-9));
+  Client client = new_client(o.url, lease_ms);
+  std::vector<Lock> locks;
+  std::vector<std::string> names;
+  for (int i = 0; i < o.locks; ++i) {
+    names.push_back(lock_name(o, "w", i));
+    locks.push_back(new_lock(client.get(), names.back()));
+  }
+  const int64_t t_acquire = now_ns();
+  for (Lock& l : locks) check(rlock_acquire(l.get(), 0), "rlock_acquire");
+  const double acquire_s = (now_ns() - t_acquire) / 1e9;
+  // One period to settle: the holds were taken over acquire_s and converge on shared batches.
+  sleep_ns(static_cast<int64_t>(period_s * 1e9));
+  std::map<std::string, int64_t> before = command_calls(admin);
+  const double cpu0 = cpu_seconds();
+  const int64_t t0 = now_ns();
+  sleep_ns(static_cast<int64_t>(periods * period_s * 1e9));
+  const double cpu1 = cpu_seconds();
+  const int64_t t1 = now_ns();
+  std::map<std::string, int64_t> after = command_calls(admin);
+  int64_t lost = 0;
+  for (Lock& l : locks) lost += !rlock_is_held(l.get());
+  for (Lock& l : locks) check(rlock_release(l.get()), "rlock_release");
+  if (lost) throw Failure(std::to_string(lost) + " lock(s) lost while the watchdog kept them");
+  check_clean(admin, names);
+
+  const double wall = (t1 - t0) / 1e9;
+  const double measured_periods = wall / period_s;
+  const double cpu_ms = (cpu1 - cpu0) * 1e3;
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"locks", number(int64_t{o.locks})},
+      {"lease_ms", number(lease_ms)},
+      {"period_ms", number(period_s * 1e3)},
+      {"periods", number(measured_periods)},
+      {"scripts", number(script_calls(before, after))},
+      {"cpu_ms", number(cpu_ms)},
+      {"cpu_ms_per_period", number(cpu_ms / measured_periods)},
+      {"acquire_all_s", number(acquire_s)}};
+  return {{"scripts_per_period", script_calls(before, after) / measured_periods, "scripts",
+           extra},
+          {"cpu_percent", 100 * (cpu1 - cpu0) / wall, "% of a core", extra}};
+}
+
+// ---- scenario 6: memory ----
+
+int64_t rss_kib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtoll(line.c_str() + 6, nullptr, 10);
+  }
+  throw Failure("no VmRSS in /proc/self/status");
+}
+
+constexpr size_t kWaiterStack = 64 * 1024;
+
+struct WaiterArgs {
+  rlock_lock* lock;
+  rlock_cancel_token* cancel;
+  std::atomic<int>* started;
+  int rc;
+  std::string error;
+};
+
+void* waiter_main(void* p) {
+  auto* a = static_cast<WaiterArgs*>(p);
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.cancel = a->cancel;
+  a->started->fetch_add(1);
+  a->rc = rlock_acquire_ex(a->lock, &opts);
+  if (a->rc != RLOCK_ECANCELED) a->error = rlock_last_error()->message;
+  if (a->rc == RLOCK_OK) rlock_release(a->lock);
+  return nullptr;
+}
+
+// Threads with the waiters' stack size, parked on a futex: what a thread costs without rlock.
+int64_t bare_threads_kib(int n) {
+  Word release{0};
+  std::vector<pthread_t> threads;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kWaiterStack);
+  const int64_t before = rss_kib();
+  for (int i = 0; i < n; ++i) {
+    pthread_t t;
+    if (pthread_create(&t, &attr, [](void* p) -> void* {
+          auto* w = static_cast<Word*>(p);
+          while (w->load() == 0) futex_wait(w, 0, 1000000000);
+          return nullptr;
+        }, &release) != 0) {
+      break;
+    }
+    threads.push_back(t);
+  }
+  pthread_attr_destroy(&attr);
+  sleep_ns(100000000);
+  const int64_t after = rss_kib();
+  set_and_wake(&release, 1);
+  for (pthread_t t : threads) pthread_join(t, nullptr);
+  if (threads.size() != static_cast<size_t>(n)) throw Failure("pthread_create failed");
+  return after - before;
+}
+
+std::vector<Result> memory(const Options& o, redisContext* admin) {
+  // In a process of its own: the stacks glibc caches after the threads end would make the
+  // waiters look cheaper here.
+  int64_t bare_kib = 0;
+  {
+    Shared result(sizeof(int64_t));
+    Children child(1, [&](int) { *result.at<int64_t>(0) = bare_threads_kib(o.waiters); });
+    child.join();
+    bare_kib = *result.at<int64_t>(0);
+  }
+  const int64_t rss_start = rss_kib();
+  Client client = new_client(o.url);
+  const int64_t rss_client = rss_kib();
+  std::vector<Lock> handles;
+  for (int i = 0; i < o.locks; ++i) handles.push_back(new_lock(client.get(), lock_name(o, "m", i)));
+  const int64_t rss_handles = rss_kib();
+
+  // Waiters: o.waiters threads blocked on one lock this thread holds.
+  const std::string name = lock_name(o, "mw", 0);
+  Lock held = new_lock(client.get(), name);
+  check(rlock_acquire(held.get(), 0), "rlock_acquire");
+  rlock_cancel_token* cancel = nullptr;
+  check(rlock_cancel_token_new(&cancel), "rlock_cancel_token_new");
+  std::map<std::string, int64_t> before = command_calls(admin);
+  const int64_t rss_before_waiters = rss_kib();
+  std::atomic<int> started{0};
+  std::vector<WaiterArgs> args(static_cast<size_t>(o.waiters),
+                               WaiterArgs{held.get(), cancel, &started, 0, ""});
+  std::vector<pthread_t> threads;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, kWaiterStack);
+  std::string error;
+  for (WaiterArgs& a : args) {
+    pthread_t t;
+    int rc = pthread_create(&t, &attr, waiter_main, &a);
+    if (rc != 0) {
+      error = std::string("pthread_create: ") + std::strerror(rc);
+      break;
+    }
+    threads.push_back(t);
+  }
+  pthread_attr_destroy(&attr);
+  // A waiter is blocked once it tried twice: before subscribing and once subscribed.
+  int64_t rss_waiters = 0;
+  if (error.empty()) {
+    int64_t give_up = now_ns() + int64_t{60} * 1000000000;
+    while (script_calls(before, command_calls(admin)) < 2 * int64_t{o.waiters}) {
+      if (now_ns() > give_up) {
+        error = "the waiters did not all block within a minute";
+        break;
+      }
+      sleep_ns(20000000);
+    }
+    sleep_ns(200000000);
+    rss_waiters = rss_kib();
+  }
+  rlock_cancel_token_cancel(cancel);
+  for (pthread_t t : threads) pthread_join(t, nullptr);
+  rlock_cancel_token_free(cancel);
+  check(rlock_release(held.get()), "rlock_release");
+  if (error.empty()) {
+    for (const WaiterArgs& a : args) {
+      if (a.rc != RLOCK_ECANCELED) {
+        error = "a waiter's acquire returned " + std::to_string(a.rc) + ": " + a.error;
+        break;
+      }
+    }
+  }
+  if (!error.empty()) throw Failure(error);
+  std::vector<std::string> names;
+  for (int i = 0; i < o.locks; ++i) names.push_back(lock_name(o, "m", i));
+  names.push_back(name);
+  check_clean(admin, names);
+
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"handles", number(int64_t{o.locks})},
+      {"waiters", number(int64_t{o.waiters})},
+      {"waiter_stack_kib", number(static_cast<int64_t>(kWaiterStack / 1024))},
+      {"rss_start_kib", number(rss_start)},
+      {"client_kib", number(rss_client - rss_start)},
+      {"rss_with_handles_kib", number(rss_handles)},
+      {"rss_with_waiters_kib", number(rss_waiters)},
+      {"bare_thread_kib", number(static_cast<double>(bare_kib) / o.waiters)}};
+  double handles_kib = static_cast<double>(rss_handles - rss_client);
+  double waiters_kib = static_cast<double>(rss_waiters - rss_before_waiters);
+  return {{"handles_rss_kib", handles_kib, "KiB", extra},
+          {"kib_per_handle", handles_kib / o.locks, "KiB", extra},
+          {"waiters_rss_kib", waiters_kib, "KiB", extra},
+          {"kib_per_waiter", waiters_kib / o.waiters, "KiB", extra}};
+}
+
+}  // namespace
+
+bool is_rlock_only_scenario(const std::string& s) {
+  return s == "handoff" || s == "herd" || s == "herd-fair" || s == "watchdog" || s == "memory";
+}
+
+std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
+  if (o.scenario == "handoff") return handoff(o, admin);
+  if (o.scenario == "herd") return herd(o, admin, false);
+  if (o.scenario == "herd-fair") return herd(o, admin, true);
+  if (o.scenario == "watchdog") return watchdog(o, admin);
+  return memory(o, admin);
+}
+
+}  // namespace bench
