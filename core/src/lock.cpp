@@ -211,7 +211,9 @@ int Lock::acquire(const AcquireArgs& a) {
   uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin
                       ? client_->subscriber().message_mark(wake_channel(plan))
                       : 0;
-  Attempt at = try_acquire(plan, false);
+  // A call that will wait takes its place in a fair queue with its first attempt, as Redisson
+  // does; a try-once call never queues.
+  Attempt at = try_acquire(plan, a.wait_ms != 0);
   if (at.code == kOk) return acquired(a, plan);
   bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
   if (!retry) return at.code;

@@ -644,6 +644,53 @@ TEST(Fair, ReleaseWakesOnlyTheQueueHeadOnItsOwnChannel) {
   expect_no_keys_left(redis, name);
 }
 
+// A waiter whose client still listens on its channel (it waited a moment ago) skips the second
+// attempt; its first one must have queued it, or a later waiter would be served first.
+TEST(Fair, WaiterComingBackWhileItsChannelLingersKeepsItsPlace) {
+  const std::string name = unique_name("fair-linger");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client holder_client = it::make_client();
+  it::Lock holder = make_fair_lock(holder_client.get(), name);
+  // Polling every 10 s: a waiter that queues within the bounds below queued by its attempts.
+  it::Client client = it::make_client(it::ClientSettings{0, 10000, 0});
+  it::Lock lock = make_fair_lock(client.get(), name);
+  const std::string early = it::owner_of(client.get(), 31);
+  const std::string late = it::owner_of(client.get(), 32);
+
+  // 31 waits once and is served: its channel stays subscribed for a moment after.
+  ASSERT_EQ(it::acquire(holder.get(), 0), RLOCK_OK) << it::last_error();
+  {
+    WaiterGroup group(lock.get());
+    WaiterGroup::Waiter& first = group.start(31, RLOCK_WAIT_FOREVER);
+    ASSERT_TRUE(eventually([&] { return queue_of(redis, name).size() == 1; }, 10000));
+    ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+    ASSERT_TRUE(eventually([&] { return first.done(); }, 10000));
+    group.open();
+    group.join();
+    ASSERT_EQ(first.rc.load(), RLOCK_OK);
+  }
+  ASSERT_EQ(redis.numsub(lock_channel(name) + ":" + early), 1) << "no lingering subscription";
+
+  ASSERT_EQ(it::acquire(holder.get(), 0), RLOCK_OK) << it::last_error();
+  WaiterGroup group(lock.get());
+  WaiterGroup::Waiter& w_early = group.start(31, RLOCK_WAIT_FOREVER);
+  ASSERT_TRUE(eventually([&] { return queue_of(redis, name) == std::vector<std::string>{early}; },
+                         5000))
+      << "the returning waiter did not queue: " << joined(queue_of(redis, name));
+  WaiterGroup::Waiter& w_late = group.start(32, RLOCK_WAIT_FOREVER);
+  ASSERT_TRUE(eventually(
+      [&] { return queue_of(redis, name) == std::vector<std::string>{early, late}; }, 10000))
+      << joined(queue_of(redis, name));
+  ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
+  group.open();
+  ASSERT_TRUE(eventually([&] { return w_early.done() && w_late.done(); }, 10000));
+  group.join();
+  EXPECT_EQ(w_early.turn.load(), 0) << "the waiter that came first was served second";
+  EXPECT_EQ(w_late.turn.load(), 1);
+  expect_no_keys_left(redis, name);
+}
+
 // ---- 6. The rest of the API ---------------------------------------------------------------------
 
 TEST(Fair, ReentrancyAndOwnershipWorkAsOnTheReentrantLock) {
