@@ -648,11 +648,13 @@ std::vector<Result> memory(const Options& o, redisContext* admin) {
     threads.push_back(t);
   }
   pthread_attr_destroy(&attr);
-  // A waiter is blocked once it tried twice: before subscribing and once subscribed.
+  // Every waiter has made its first attempt once Redis has seen as many scripts as there are
+  // waiters (a waiter joining an already subscribed channel makes only that one); the pause
+  // after lets the last ones settle into their wait.
   int64_t rss_waiters = 0;
   if (error.empty()) {
     int64_t give_up = now_ns() + int64_t{60} * 1000000000;
-    while (script_calls(before, command_calls(admin)) < 2 * int64_t{o.waiters}) {
+    while (script_calls(before, command_calls(admin)) < int64_t{o.waiters}) {
       if (now_ns() > give_up) {
         error = "the waiters did not all block within a minute";
         break;
