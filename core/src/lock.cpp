@@ -208,12 +208,22 @@ int Lock::acquire(const AcquireArgs& a) {
   // Taken before the attempt: if this client already listens on the channel (for other waiters,
   // or still, for one that left a moment ago) and no message comes before this caller joins,
   // its failed attempt is still current.
+  bool others_sleeping = false;
   uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin
-                      ? client_->subscriber().message_mark(wake_channel(plan))
+                      ? client_->subscriber().message_mark(wake_channel(plan), &others_sleeping)
                       : 0;
+  // A call that waits for as long as it takes does not barge past this client's waiters of a
+  // reentrant lock: it sleeps behind them without an attempt (the next unlock message wakes the
+  // first of them), so a busy lock costs one attempt per client per release. Not for a thread
+  // that already holds the lock (a re-entry), nor for bounded waits (the lock may have expired
+  // meanwhile, and such a call must not time out without having tried).
+  const bool behind_others =
+      others_sleeping && mark != 0 && a.wait_ms < 0 &&
+      (options_.kind == LockKind::Reentrant || options_.kind == LockKind::Fenced) &&
+      client_->holds().count(name_, plan.owner) == 0;
   // A call that will wait takes its place in a fair queue with its first attempt, as Redisson
   // does; a try-once call never queues.
-  Attempt at = try_acquire(plan, a.wait_ms != 0);
+  Attempt at = behind_others ? Attempt{kTimedOut, -1} : try_acquire(plan, a.wait_ms != 0);
   if (at.code == kOk) return acquired(a, plan);
   bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
   if (!retry) return at.code;

@@ -87,12 +87,15 @@ Subscriber::~Subscriber() {
   ::close(event_fd_);
 }
 
-uint64_t Subscriber::message_mark(const std::string& name) {
+uint64_t Subscriber::message_mark(const std::string& name, bool* others_sleeping) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (others_sleeping != nullptr) *others_sleeping = false;
   auto it = channels_.find(name);
   if (it == channels_.end()) return 0;
   const Channel& c = it->second;
-  return c.confirmed ? c.mark : 0;
+  if (!c.confirmed) return 0;
+  if (others_sleeping != nullptr) *others_sleeping = !c.sleeping.empty() && c.permits == 0;
+  return c.mark;
 }
 
 std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, uint64_t mark) {

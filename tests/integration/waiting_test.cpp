@@ -335,4 +335,39 @@ TEST(WakeUp, SubscriptionLingersBrieflyAfterTheLastWaiter) {
   EXPECT_FALSE(admin.exists(name));
 }
 
+// A thread that will wait as long as it takes does not barge past the sleeping waiters of its
+// own client: it sends no attempt and is served after them. A re-entry by the holder is not
+// held back.
+TEST(WakeUp, NewWaiterQueuesBehindItsClientsSleepingWaiters) {
+  OwnServer own("behind-sleepers");
+  RedisConn& admin = own.admin;
+  rlock_lock* lock = own.waiter.get();  // one client: the holder and both waiters
+  ASSERT_EQ(it::acquire(lock, 0, 30000, 6001), RLOCK_OK) << it::last_error();
+  BackgroundAcquire first([&] { return it::acquire(lock, RLOCK_WAIT_FOREVER, 0, 6002); });
+  ASSERT_TRUE(admin.wait_numsub(lock_channel(own.name), 1, 5000));
+  sleep_ms(200);  // asleep by now
+
+  admin.ok({"CONFIG", "RESETSTAT"});
+  const int64_t start = mono_ms();
+  EXPECT_EQ(it::acquire(lock, RLOCK_WAIT_FOREVER, 30000, 6001), RLOCK_OK) << it::last_error();
+  EXPECT_LT(mono_ms() - start, 1000) << "the holder's re-entry waited";
+  BackgroundAcquire second([&] { return it::acquire(lock, RLOCK_WAIT_FOREVER, 0, 6003); });
+  sleep_ms(300);
+  std::string stats = admin.ok({"INFO", "commandstats"}).str;
+  EXPECT_EQ(calls(stats, "evalsha") + calls(stats, "eval"), 1) << "only the re-entry\n" << stats;
+  EXPECT_FALSE(first.wait(0));
+  EXPECT_FALSE(second.wait(0));
+
+  ASSERT_EQ(rlock_release_ex(lock, 6001), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_ex(lock, 6001), RLOCK_OK) << it::last_error();
+  ASSERT_TRUE(first.wait(5000)) << "the sleeping waiter was not woken";
+  ASSERT_EQ(first.rc(), RLOCK_OK);
+  EXPECT_FALSE(second.wait(0)) << "the later waiter got the lock while the earlier one held it";
+  ASSERT_EQ(rlock_release_ex(lock, 6002), RLOCK_OK) << it::last_error();
+  ASSERT_TRUE(second.wait(5000)) << "the later waiter was not woken";
+  ASSERT_EQ(second.rc(), RLOCK_OK);
+  ASSERT_EQ(rlock_release_ex(lock, 6003), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(admin.exists(own.name));
+}
+
 }  // namespace

@@ -91,7 +91,9 @@ class Subscriber {
   // A mark of the channel's state while it is subscribed (confirmed), else 0.
   // Taken before a lock attempt, it lets a waiter that joins after a failed attempt skip the
   // immediate second attempt, when no unlock message can have slipped between the two.
-  uint64_t message_mark(const std::string& channel);
+  // `others_sleeping` (optional) tells whether waiters of this client sleep on the channel
+  // with no wake-up pending for them.
+  uint64_t message_mark(const std::string& channel, bool* others_sleeping = nullptr);
 
   // Cancels every waiter and stops the thread. Idempotent.
   void stop();
