@@ -102,6 +102,10 @@ void PipelinedTransport::write_queued(Pipe& pipe, std::unique_lock<std::mutex>& 
     } catch (const Error& e) {
       lock.lock();
       if (pipe.conn == conn) fail_all_locked(pipe, e.code(), e.what());
+    } catch (...) {
+      // Out of memory, say: the queued callers must still get an answer, never wait forever.
+      lock.lock();
+      if (pipe.conn == conn) fail_all_locked(pipe, kNoMemory, "sending a command failed");
     }
   }
   pipe.writing = false;
@@ -131,6 +135,12 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
       } catch (const Error& e) {
         lock.lock();
         if (pipe.conn == conn) fail_all_locked(pipe, e.code(), e.what());
+        break;
+      } catch (...) {
+        // The reply could not be kept (out of memory): its place in the stream is lost, so the
+        // connection goes, and every caller on it gets an answer rather than waiting forever.
+        lock.lock();
+        if (pipe.conn == conn) fail_all_locked(pipe, kNoMemory, "reading a reply failed");
         break;
       }
       if (pipe.conn != conn) break;  // failed meanwhile: every request on it was failed
