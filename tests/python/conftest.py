@@ -127,11 +127,12 @@ def r(redis_url: str) -> Iterator[redis.Redis]:
 
 @pytest.fixture
 def make_redis() -> Iterator:
-    """make_redis(url): a redis-py connection to another server, closed after the test."""
+    """make_redis(url, **options): a redis-py connection to another server, closed after the
+    test."""
     conns = []
 
-    def make(url: str) -> redis.Redis:
-        conn = redis.Redis.from_url(url)
+    def make(url: str, **options) -> redis.Redis:
+        conn = redis.Redis.from_url(url, **options)
         conns.append(conn)
         return conn
 

@@ -1,0 +1,153 @@
+"""The TCP fault proxy of tests/faults (FAULTS.md harness): each mode does what it says, per
+connection kind, and a first catalog case through it (B5)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+import redis
+
+import rlock
+
+PROXY = Path(__file__).resolve().parents[1] / "faults" / "faultproxy.py"
+
+
+class FaultProxy:
+    def __init__(self, upstream_port: int, control: Path) -> None:
+        self.control_path = control
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PROXY), "--upstream", f"127.0.0.1:{upstream_port}",
+             "--control", str(control)],
+            stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        assert line.startswith("port "), f"the proxy did not start: {line!r}"
+        self.port = int(line.split()[1])
+        self.url = f"redis://127.0.0.1:{self.port}"
+
+    def control(self, **request) -> dict:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(self.control_path))
+            s.sendall((json.dumps(request) + "\n").encode())
+            answer = json.loads(s.makefile().readline())
+        assert answer["ok"], answer
+        return answer
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
+@pytest.fixture
+def proxy(private_redis, tmp_path) -> Iterator[FaultProxy]:
+    p = FaultProxy(private_redis.port, tmp_path / "control")
+    yield p
+    p.stop()
+
+
+def timed(fn):
+    start = time.monotonic()
+    result = fn()
+    return result, time.monotonic() - start
+
+
+def test_pass_then_delay_then_pass(proxy, make_redis):
+    conn = make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=5)
+    assert conn.ping()
+    proxy.control(op="set", kind="command", dir="down", mode={"name": "delay", "ms": 150})
+    _, took = timed(conn.ping)
+    assert 0.15 <= took < 1.5
+    proxy.control(op="set", kind="all", mode={"name": "pass"})
+    _, took = timed(conn.ping)
+    assert took < 0.1
+
+
+def test_blackhole_keeps_the_socket_open_and_swallows_the_bytes(proxy, make_redis, private_redis):
+    direct = make_redis(f"redis://127.0.0.1:{private_redis.port}")
+    conn = make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=0.3)
+    assert conn.ping()
+    proxy.control(op="set", kind="command", dir="up", mode={"name": "blackhole"})
+    with pytest.raises(redis.TimeoutError):
+        conn.set("blackholed", "1")
+    assert direct.exists("blackholed") == 0, "a blackholed request reached Redis"
+    proxy.control(op="set", kind="all", mode={"name": "pass"})
+    assert make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=2).ping()
+
+
+def test_dropped_replies_leave_the_command_applied(proxy, make_redis, private_redis):
+    direct = make_redis(f"redis://127.0.0.1:{private_redis.port}")
+    conn = make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=0.3)
+    assert conn.ping()
+    proxy.control(op="set", kind="command", dir="down", mode={"name": "blackhole"})
+    with pytest.raises(redis.TimeoutError):
+        conn.set("applied", "1")
+    assert direct.get("applied") == b"1"
+
+
+def test_reset_closes_with_an_rst(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as s:
+        s.sendall(b"*1\r\n$4\r\nPING\r\n")
+        assert s.recv(100) == b"+PONG\r\n"
+        assert proxy.control(op="reset", kind="command")["closed"] == 1
+        with pytest.raises(ConnectionResetError):
+            s.recv(100)
+
+
+def test_pubsub_connections_are_told_apart(proxy, make_redis):
+    proxy.control(op="set", kind="pubsub", dir="down", mode={"name": "delay", "ms": 300})
+    conn = make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=5)
+    _, took = timed(conn.ping)
+    assert took < 0.2, "the command connection was delayed like a pubsub one"
+    sub = make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=5).pubsub()
+    start = time.monotonic()
+    sub.subscribe("some-channel")
+    confirm = sub.get_message(timeout=3)
+    took = time.monotonic() - start
+    assert confirm is not None and confirm["type"] == "subscribe"
+    assert took >= 0.3, "the subscriber connection was not delayed"
+    assert proxy.control(op="stats")["connections"] == {"command": 1, "pubsub": 1}
+    sub.close()
+
+
+def test_B5_unlock_during_a_delayed_subscribe_still_wakes_the_waiter(proxy, private_redis, name):
+    """FAULTS.md B5: the waiter's SUBSCRIBE is held back 100 ms and the holder unlocks inside
+    that window; the waiter must acquire soon after, not at its next poll (10 s here)."""
+    holder_client = rlock.Client(private_redis.url)
+    waiter_client = rlock.Client(proxy.url, poll_cap=10.0)
+    try:
+        for run in range(5):
+            holder = holder_client.lock(name)
+            waiter = waiter_client.lock(name)
+            assert holder.acquire(blocking=False)
+            proxy.control(op="set", kind="pubsub", dir="up", mode={"name": "delay", "ms": 100})
+            got = {}
+
+            def wait() -> None:
+                got["ok"] = waiter.acquire(timeout=20)
+                got["at"] = time.monotonic()
+                if got["ok"]:
+                    waiter.release()  # by the thread that holds it
+
+            t = threading.Thread(target=wait)
+            t.start()
+            time.sleep(0.05)  # the waiter's first attempt failed; its SUBSCRIBE is in the proxy
+            holder.release()
+            released = time.monotonic()
+            t.join(25)
+            assert got.get("ok"), f"run {run}: the waiter did not acquire"
+            assert got["at"] - released < 1.0, (
+                f"run {run}: acquired {got['at'] - released:.3f} s after the release")
+            proxy.control(op="set", kind="all", mode={"name": "pass"})
+            time.sleep(0.6)  # the idle subscription goes, so the next run subscribes again
+    finally:
+        waiter_client.close()
+        holder_client.close()
