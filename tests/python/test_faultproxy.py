@@ -102,6 +102,14 @@ def test_reset_closes_with_an_rst(proxy):
             s.recv(100)
 
 
+def test_half_close_ends_the_stream_towards_the_client(proxy):
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as s:
+        s.sendall(b"*1\r\n$4\r\nPING\r\n")
+        assert s.recv(100) == b"+PONG\r\n"
+        assert proxy.control(op="half_close", kind="command")["closed"] == 1
+        assert s.recv(100) == b"", "the client still got bytes after the half-close"
+
+
 def test_pubsub_connections_are_told_apart(proxy, make_redis):
     proxy.control(op="set", kind="pubsub", dir="down", mode={"name": "delay", "ms": 300})
     conn = make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=5)
