@@ -112,6 +112,26 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
   wake_if_sooner_locked(h);
 }
 
+void Holds::begin_release(const std::string& name, const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it != holds_.end()) ++it->second.releasing;
+}
+
+void Holds::end_release(const std::string& name, const std::string& owner, bool held_at_release) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end()) return;
+  Hold& h = it->second;
+  if (h.releasing > 0) --h.releasing;
+  if (h.releasing > 0 || h.deferred_reason == 0) return;
+  const int reason = h.deferred_reason;
+  h.deferred_reason = 0;
+  if (held_at_release || h.lost) return;
+  mark_lost_locked(it->first, h, reason, &pending_);
+  wake_.notify_all();
+}
+
 void Holds::released(const std::string& name, const std::string& owner, int64_t left,
                      int64_t lease_ms, Clock::time_point sent) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -221,6 +241,19 @@ void Holds::mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<No
   if (h.listener) notices->push_back({h.listener, key.first, h.thread_id, reason});
 }
 
+void Holds::lose_or_defer_locked(const Key& key, Hold& h, int reason,
+                                 std::vector<Notice>* notices) {
+  if (h.releasing == 0) {
+    mark_lost_locked(key, h, reason, notices);
+    return;
+  }
+  h.deferred_reason = reason;
+  h.renewing = false;
+  h.valid_until = Clock::time_point::max();  // the release's answer decides
+  h.next_renew = Clock::time_point::max();
+  reindex_locked(key, h);
+}
+
 void Holds::stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -236,6 +269,14 @@ void Holds::run() {
   // converge on a few batched script calls per period.
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
+    if (!pending_.empty()) {
+      std::vector<Notice> notices;
+      notices.swap(pending_);
+      lock.unlock();
+      dispatch(&notices);
+      lock.lock();
+      continue;
+    }
     if (index_.empty()) {
       watchdog_wakes_at_ = Clock::time_point::max();
       wake_.wait(lock);
@@ -267,7 +308,7 @@ void Holds::run() {
           holds_.erase(it);
         }
       } else if (h.valid_until <= now) {
-        mark_lost_locked(it->first, h, h.watchdog ? kLostUnreachable : kLostExpired, &notices);
+        lose_or_defer_locked(it->first, h, h.watchdog ? kLostUnreachable : kLostExpired, &notices);
       } else if (h.watchdog && !h.renewing && h.next_renew <= horizon) {
         h.renewing = true;
         reindex_locked(it->first, h);
@@ -343,7 +384,7 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
       h.next_renew = saturating_after(sent, lease / 3);
       reindex_locked(it->first, h);
     } else {
-      mark_lost_locked(it->first, h, kLostGone, notices);
+      lose_or_defer_locked(it->first, h, kLostGone, notices);
     }
   }
 }

@@ -363,6 +363,7 @@ int Lock::release(int64_t thread_id) {
   const bool was_lost = holds.is_lost(name_, owner);
   Clock::time_point sent = Clock::now();
   Reply r;
+  holds.begin_release(name_, owner);
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.
     if (reads()) {
@@ -380,10 +381,14 @@ int Lock::release(int64_t thread_id) {
                              {lease, owner, "1", latch_ttl}, Retry::Once);
     }
   } catch (const Error& e) {
+    holds.end_release(name_, owner, true);
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
                               " (renewal stopped; the lock expires by its lease)");
   }
+  // A renewal that found the key gone while this release was in flight counts as a loss only
+  // if the release did not find the lock held (it may have deleted the key itself).
+  holds.end_release(name_, owner, !r.is_error() && r.integer >= 0);
   if (r.is_error()) return redis_failure("releasing", r);
   if (r.integer >= 0 && !was_lost) {
     holds.released(name_, owner, r.integer, lease_ms, sent);

@@ -276,6 +276,30 @@ TEST(LostCallback, FiresOnceWhenKeyIsDeletedBehindTheHolder) {
   ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
 }
 
+// A renewal that reaches Redis just after the owner's release finds the key gone. That is the
+// release's doing, not a loss: no callback may fire for a lock its owner released (found by
+// the fault suite's A3 case). Renewals every 10 ms make the overlap frequent.
+TEST(LostCallback, NeverFiresForARenewalRacingTheOwnersRelease) {
+  const std::string name = unique_name("race");
+  LockKeys cleanup(name);
+  it::Client client = it::make_client(it::ClientSettings{30, 0, 0});
+  it::Lock lock = it::make_lock(client.get(), name);
+  LostLog log;
+  ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), on_lost, &log), RLOCK_OK);
+  const int64_t deadline = mono_ms() + 4000;
+  int cycles = 0;
+  while (mono_ms() < deadline) {
+    ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+    sleep_ms(cycles % 10);
+    ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+    ++cycles;
+  }
+  sleep_ms(100);
+  EXPECT_EQ(log.count(), 0) << "lost-lock callbacks for released holds in " << cycles
+                            << " cycles, the last with reason " << log.reason;
+  ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
+}
+
 // ---- Holder killed with SIGKILL -------------------------------------------------------------
 
 struct HolderReport {

@@ -59,6 +59,11 @@ class Holds {
                 int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
                 std::shared_ptr<LostListener> listener, int64_t token = 0,
                 HoldLayout layout = HoldLayout::Plain);
+  // A release of this owner is about to be sent / has its answer. While one is in flight a
+  // loss the watchdog notices is held back: the release may be what removed the key. It is
+  // reported (on the watchdog thread) only if the release found the lock not held.
+  void begin_release(const std::string& name, const std::string& owner);
+  void end_release(const std::string& name, const std::string& owner, bool held_at_release);
   // A release left `left` holds (0 = unlocked), re-applying `lease_ms`.
   void released(const std::string& name, const std::string& owner, int64_t left,
                 int64_t lease_ms, Clock::time_point sent);
@@ -110,6 +115,8 @@ class Holds {
     bool watchdog = false;
     bool renewing = false;
     bool lost = false;
+    int releasing = 0;        // releases in flight
+    int deferred_reason = 0;  // a loss noticed while one was
     uint64_t generation = 0;
     Clock::time_point valid_until;
     Clock::time_point next_renew;
@@ -134,6 +141,7 @@ class Holds {
   void reindex_locked(const Key& key, Hold& h);
   void unindex_locked(const Key& key, Hold& h);
   void mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);
+  void lose_or_defer_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);
   void renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices);
   void dispatch(std::vector<Notice>* notices);
   void start_locked();
@@ -148,6 +156,7 @@ class Holds {
   Clock::time_point watchdog_wakes_at_ = Clock::time_point::min();
   std::map<Key, Hold> holds_;
   std::set<std::pair<Clock::time_point, const Key*>> index_;
+  std::vector<Notice> pending_;  // losses found by a caller's thread, told by the watchdog
   uint64_t next_generation_ = 1;
   bool stop_ = false;
   std::thread thread_;
