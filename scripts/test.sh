@@ -2,7 +2,7 @@
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
 # abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
-# Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central) and a smoke
+# fault-injection catalog (tests/faults), the Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central) and a smoke
 # run of the benchmark harness, then builds again with ASan/UBSan (unit and integration tests)
 # and with TSan (integration tests, which exercise the threads).
 # Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
@@ -38,6 +38,9 @@ java_out=$root/build/bindings/java/maven
 export RLOCK_JAVA_WORKER="java -cp $(ls "$java_out"/rlock-*.jar | head -n1):$java_out/test-classes io.rlock.CrossLanguageWorker"
 export RLOCK_REQUIRE_CROSSLANG=1
 "$root/scripts/test-python.sh"
+
+echo "== fault-injection catalog (tests/faults): workers under injected faults, four checkers"
+"$root/scripts/test-faults.sh" -q
 
 echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
 "$root/scripts/test-redisson.sh"

@@ -1,15 +1,11 @@
-"""The TCP fault proxy of tests/faults (FAULTS.md harness): each mode does what it says, per
-connection kind, and a first catalog case through it (B5)."""
+"""The TCP fault proxy (faultproxy.py): each mode does what it says, per connection kind, and
+catalog case B5 through it."""
 
 from __future__ import annotations
 
-import json
 import socket
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -17,41 +13,35 @@ import redis
 
 import rlock
 
-PROXY = Path(__file__).resolve().parents[1] / "faults" / "faultproxy.py"
-
-
-class FaultProxy:
-    def __init__(self, upstream_port: int, control: Path) -> None:
-        self.control_path = control
-        self.proc = subprocess.Popen(
-            [sys.executable, str(PROXY), "--upstream", f"127.0.0.1:{upstream_port}",
-             "--control", str(control)],
-            stdout=subprocess.PIPE, text=True)
-        line = self.proc.stdout.readline()
-        assert line.startswith("port "), f"the proxy did not start: {line!r}"
-        self.port = int(line.split()[1])
-        self.url = f"redis://127.0.0.1:{self.port}"
-
-    def control(self, **request) -> dict:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(str(self.control_path))
-            s.sendall((json.dumps(request) + "\n").encode())
-            answer = json.loads(s.makefile().readline())
-        assert answer["ok"], answer
-        return answer
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
-        self.proc.stdout.close()
+from harness import Case, FaultProxy, RedisServer
 
 
 @pytest.fixture
-def proxy(private_redis, tmp_path) -> Iterator[FaultProxy]:
-    p = FaultProxy(private_redis.port, tmp_path / "control")
-    yield p
-    p.stop()
+def private_redis(case: Case) -> RedisServer:
+    return case.redis()
+
+
+@pytest.fixture
+def proxy(case: Case, private_redis: RedisServer) -> FaultProxy:
+    return case.proxy(private_redis)
+
+
+@pytest.fixture
+def make_redis() -> Iterator:
+    conns = []
+
+    def make(url: str, **options) -> redis.Redis:
+        conns.append(redis.Redis.from_url(url, **options))
+        return conns[-1]
+
+    yield make
+    for conn in conns:
+        conn.close()
+
+
+@pytest.fixture
+def name(request: pytest.FixtureRequest) -> str:
+    return f"faults:{request.node.name}"
 
 
 def timed(fn):

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs the fault-injection catalog (tests/faults, ids from FAULTS.md groups A-H): worker
+# processes under injected faults, judged by the overlap, lost-update, fencing and history
+# checkers. Needs the build tree's fault worker (or $RLOCK_FAULT_WORKER) and the venv with the
+# installed wheel that scripts/test-python.sh makes (built here if missing).
+# Usage: scripts/test-faults.sh [pytest args...]     e.g. -k A2, -m sanitized
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+venv=$root/build/venv
+if ! "$venv/bin/python" -c "import rlock, redis, pytest_timeout" 2>/dev/null; then
+  "$root/scripts/test-python.sh" -q tests/python/test_wheel.py
+fi
+"$venv/bin/python" -m pytest -p no:cacheprovider --timeout 300 tests/faults "$@"

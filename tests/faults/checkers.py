@@ -1,0 +1,267 @@
+"""The checkers of the fault-injection suite (FAULTS.md "Harness design"). Each reads the
+history log the workers wrote (format in worker.cpp) and returns its violations as readable
+strings; an empty list means the run passed that check. They are independent of each other."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import redis
+
+INF = float("inf")
+
+
+@dataclass
+class Hold:
+    owner: str
+    name: str
+    mode: str  # X exclusive, R read, W write
+    acq_call: int
+    start: int  # the acquire returned: the section begins
+    token: int
+    end: float = INF  # the release was called, or the owner died; INF while still held
+    rel_rc: Optional[int] = None
+    rel_ret: float = INF
+
+    @property
+    def pid(self) -> int:
+        return int(self.owner.split(".")[0])
+
+    def conflicts(self, other: "Hold") -> bool:
+        return self.owner != other.owner and not (self.mode == "R" and other.mode == "R")
+
+
+@dataclass
+class History:
+    holds: List[Hold] = field(default_factory=list)
+    failed_acquires: List[Tuple[str, str, int, int, int]] = field(default_factory=list)
+    stray_releases: List[Tuple[str, str, int, int]] = field(default_factory=list)
+    wrote: Dict[str, int] = field(default_factory=dict)
+    fences: List[Tuple[str, str, int, int, int, int]] = field(default_factory=list)
+    lost: List[Tuple[str, str, int, int]] = field(default_factory=list)
+    calls: List[Tuple[str, str, int, int, int]] = field(default_factory=list)  # op, owner, call, ret, rc
+
+
+def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
+    """Pairs each acquire with the release that follows it for the same owner, name and mode.
+    A hold with no release ends when its owner was killed (`ended`: pid -> ns), else never."""
+    h = History()
+    open_holds: Dict[Tuple[str, str, str], List[Hold]] = {}
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "acq":
+            owner, name, mode, call, ret, rc, token = f[1], f[2], f[3], int(f[4]), int(f[5]), int(f[6]), int(f[7])
+            h.calls.append(("acq", owner, call, ret, rc))
+            if rc == 0:
+                hold = Hold(owner, name, mode, call, ret, token)
+                h.holds.append(hold)
+                open_holds.setdefault((owner, name, mode), []).append(hold)
+            else:
+                h.failed_acquires.append((owner, name, call, ret, rc))
+        elif f[0] == "rel":
+            owner, name, mode, call, ret, rc = f[1], f[2], f[3], int(f[4]), int(f[5]), int(f[6])
+            h.calls.append(("rel", owner, call, ret, rc))
+            stack = open_holds.get((owner, name, mode))
+            if stack:
+                hold = stack.pop()
+                hold.end, hold.rel_ret, hold.rel_rc = call, ret, rc
+            else:
+                h.stray_releases.append((owner, name, call, rc))
+        elif f[0] == "wrote":
+            h.wrote[f[2]] = h.wrote.get(f[2], 0) + 1
+        elif f[0] == "fence":
+            h.fences.append((f[1], f[2], int(f[3]), int(f[4]), int(f[5]), int(f[6])))
+        elif f[0] == "lost":
+            h.lost.append((f[1], f[2], int(f[3]), int(f[4])))
+    for hold in h.holds:
+        if hold.end == INF and ended and hold.pid in ended:
+            hold.end = ended[hold.pid]
+    return h
+
+
+def _ms(ns: float) -> str:
+    return "never" if ns == INF else f"{ns / 1e6:.3f} ms"
+
+
+def overlaps(history: History, limit: int = 20) -> List[str]:
+    """Checker 1: two owners inside conflicting sections of one name at the same instant."""
+    found: List[str] = []
+    by_name: Dict[str, List[Hold]] = {}
+    for hold in history.holds:
+        by_name.setdefault(hold.name, []).append(hold)
+    for name, holds in by_name.items():
+        holds.sort(key=lambda x: x.start)
+        active: List[Hold] = []
+        for hold in holds:
+            active = [a for a in active if a.end > hold.start]
+            for a in active:
+                if a.conflicts(hold):
+                    found.append(f"{name}: {hold.owner} ({hold.mode}) entered at {_ms(hold.start)} "
+                                 f"while {a.owner} ({a.mode}) was inside "
+                                 f"[{_ms(a.start)}, {_ms(a.end)}]")
+                    if len(found) >= limit:
+                        return found
+            active.append(hold)
+    return found
+
+
+def lost_updates(history: History, counter_dir: Path) -> List[str]:
+    """Checker 2: each counter file must equal the sections that wrote it. A killed holder may
+    have written without logging it, so each hold cut short by a kill allows one more."""
+    found = []
+    cut_short: Dict[str, int] = {}
+    for hold in history.holds:
+        if hold.rel_rc is None and hold.mode != "R":
+            cut_short[hold.name] = cut_short.get(hold.name, 0) + 1
+    for name, wrote in history.wrote.items():
+        path = counter_dir / name
+        value = int(path.read_text() or "0") if path.exists() else 0
+        if not wrote <= value <= wrote + cut_short.get(name, 0):
+            found.append(f"{name}: counter {value} after {wrote} sections wrote it "
+                         f"({cut_short.get(name, 0)} cut short): {wrote - value} updates lost")
+    return found
+
+
+def mutex_history(history: History, limit: int = 20) -> List[str]:
+    """Checker 4: a release reported ok must belong to a hold of that owner, and no other owner
+    may have acquired a conflicting hold while it lasted (the library would then have hidden a
+    double grant from the first owner)."""
+    found = [f"{name}: release by {owner} at {_ms(call)} returned {rc} without a hold"
+             for owner, name, call, rc in history.stray_releases if rc == 0]
+    by_name: Dict[str, List[Hold]] = {}
+    for hold in history.holds:
+        by_name.setdefault(hold.name, []).append(hold)
+    for name, holds in by_name.items():
+        starts = sorted(holds, key=lambda x: x.start)
+        for hold in holds:
+            if hold.rel_rc != 0:
+                continue
+            for other in starts:
+                if other.start >= hold.end:
+                    break
+                if other.start > hold.start and hold.conflicts(other):
+                    found.append(f"{name}: {hold.owner}'s release returned ok, but {other.owner} "
+                                 f"acquired at {_ms(other.start)} inside its hold "
+                                 f"[{_ms(hold.start)}, {_ms(hold.end)}]")
+                    break
+            if len(found) >= limit:
+                return found
+    return found
+
+
+@dataclass
+class FenceReport:
+    violations: List[str]
+    accepted: int
+    refused: int
+
+
+def fencing(history: History) -> FenceReport:
+    """Checker 3: the fenced resource never accepted a write whose token is below one it had
+    already accepted, and tokens of one name grew with every acquire that followed another."""
+    violations = []
+    accepted = [f for f in history.fences if f[5] == 1]
+    by_name: Dict[str, List[tuple]] = {}
+    for f in accepted:
+        by_name.setdefault(f[1], []).append(f)
+    for name, writes in by_name.items():
+        by_return = sorted(writes, key=lambda f: f[4])
+        highest, highest_ret, i = 0, 0, 0
+        for w in sorted(writes, key=lambda f: f[3]):
+            while i < len(by_return) and by_return[i][4] < w[3]:
+                if by_return[i][2] > highest:
+                    highest, highest_ret = by_return[i][2], by_return[i][4]
+                i += 1
+            if w[2] < highest:
+                violations.append(f"{name}: stale write by {w[0]} with token {w[2]} accepted after "
+                                  f"token {highest} was (at {_ms(highest_ret)})")
+    tokens: Dict[str, List[Hold]] = {}
+    for hold in history.holds:
+        if hold.token > 0:
+            tokens.setdefault(hold.name, []).append(hold)
+    for name, holds in tokens.items():
+        by_start = sorted(holds, key=lambda x: x.start)
+        best: Optional[Hold] = None
+        i = 0
+        for hold in sorted(holds, key=lambda x: x.acq_call):
+            # `best` is the highest token among acquires that returned before this one began.
+            while i < len(by_start) and by_start[i].start < hold.acq_call:
+                if best is None or by_start[i].token > best.token:
+                    best = by_start[i]
+                i += 1
+            if best is not None and hold.token <= best.token:
+                violations.append(f"{name}: token {hold.token} of {hold.owner} is not above token "
+                                  f"{best.token} of {best.owner}, whose acquire returned earlier")
+    refused = sum(1 for f in history.fences if f[5] == 0)
+    return FenceReport(violations[:20], len(accepted), refused)
+
+
+def slow_calls(history: History, bound_ms: float) -> List[str]:
+    """Criterion 15: no call takes longer than its bound (its timeout + 50 ms)."""
+    return [f"{op} by {owner} took {(ret - call) / 1e6:.1f} ms (rc {rc}), bound {bound_ms} ms"
+            for op, owner, call, ret, rc in history.calls if ret - call > bound_ms * 1e6][:20]
+
+
+def library_keys(conn: redis.Redis) -> List[bytes]:
+    """Keys the library may leave: none but the fencing token counters, which never expire."""
+    return [k for k in conn.scan_iter(count=1000) if not k.startswith(b"redisson_lock_token:")]
+
+
+def cleanliness(conn: redis.Redis, baseline_clients: int) -> List[str]:
+    """Checker 5, on a server after the workers ended: no lock keys, no channels, no
+    connections beyond the baseline."""
+    found = []
+    keys = library_keys(conn)
+    if keys:
+        found.append(f"keys left: {keys[:10]}")
+    channels = conn.pubsub_channels()
+    if channels:
+        found.append(f"channels left: {channels[:10]}")
+    clients = len(conn.client_list())
+    if clients > baseline_clients:
+        found.append(f"{clients} connections, {baseline_clients} before the run")
+    return found
+
+
+class TtlWatch:
+    """Samples the server every `interval` s for keys without an expiry (criterion 12: a lock
+    key with PTTL -1 is one that would never be freed). Token counters are exempt."""
+
+    def __init__(self, port: int, interval: float = 0.05) -> None:
+        self.port = port
+        self.interval = interval
+        self.found: List[bytes] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        conn = redis.Redis(port=self.port, socket_timeout=2)
+        while not self._stop.wait(self.interval):
+            try:
+                for key in conn.scan_iter(count=1000):
+                    if key.startswith(b"redisson_lock_token:") or key.startswith(b"rlock_fence:"):
+                        continue
+                    if conn.pttl(key) == -1:
+                        self.found.append(key)
+            except redis.RedisError:
+                pass  # the server is down for a while in some cases
+        conn.close()
+
+    def stop(self) -> List[bytes]:
+        self._stop.set()
+        self._thread.join(5)
+        return self.found
+
+
+def assert_clean_run(history: History, counter_dir: Path) -> None:
+    """The three exclusion checkers agree that nothing overlapped."""
+    problems = overlaps(history) + lost_updates(history, counter_dir) + mutex_history(history)
+    problems += fencing(history).violations
+    assert not problems, "\n".join(problems)

@@ -1,0 +1,286 @@
+"""The fault-injection harness (FAULTS.md "Harness design"): redis-servers and fault proxies
+the test owns, worker processes that log their history, and the chaos helpers. The checkers
+that read the histories are in checkers.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import redis
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+PROXY = HERE / "faultproxy.py"
+PY_WORKER = HERE / "py_worker.py"
+
+
+def worker_binary() -> str:
+    return os.environ.get("RLOCK_FAULT_WORKER") or str(
+        REPO / "build" / "tests" / "faults" / "rlock-fault-worker")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def now_ns() -> int:
+    return time.monotonic_ns()  # CLOCK_MONOTONIC, the workers' clock too
+
+
+class RedisServer:
+    """A redis-server on a loopback port with a directory of its own; it can be killed,
+    paused and restarted on the same port."""
+
+    def __init__(self, root: Path, *config: str) -> None:
+        self.port = free_port()
+        self.dir = root / f"redis-{self.port}"
+        self.dir.mkdir(parents=True)
+        self.config = list(config)
+        self.proc: Optional[subprocess.Popen] = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self) -> "RedisServer":
+        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", str(self.dir),
+                "--maxclients", "4000", "--enable-debug-command", "local"] + self.config
+        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                if self.conn(timeout=0.5).ping():
+                    return self
+            except redis.RedisError:
+                time.sleep(0.02)
+            if self.proc.poll() is not None:
+                break
+        raise RuntimeError(f"redis-server did not start on port {self.port}")
+
+    def conn(self, timeout: float = 5.0) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            if sig in (signal.SIGKILL, signal.SIGTERM):
+                self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+
+class FaultProxy:
+    """tests/faults/faultproxy.py in front of one server."""
+
+    def __init__(self, root: Path, upstream_port: int) -> None:
+        self.control_path = Path(tempfile.mkdtemp(prefix="rlock-proxy-")) / "control"
+        self.proc = subprocess.Popen(
+            [sys.executable, str(PROXY), "--upstream", f"127.0.0.1:{upstream_port}",
+             "--control", str(self.control_path)],
+            stdout=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("port "):
+            raise RuntimeError(f"the fault proxy did not start: {line!r}")
+        self.port = int(line.split()[1])
+        self.url = f"redis://127.0.0.1:{self.port}"
+
+    def control(self, **request) -> dict:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(self.control_path))
+            s.sendall((json.dumps(request) + "\n").encode())
+            answer = json.loads(s.makefile().readline())
+        if not answer.get("ok"):
+            raise RuntimeError(f"proxy refused {request}: {answer}")
+        return answer
+
+    def set(self, kind: str, mode: dict, direction: str = "both") -> None:
+        self.control(op="set", kind=kind, dir=direction, mode=mode)
+
+    def pass_all(self) -> None:
+        self.set("all", {"name": "pass"})
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        shutil.rmtree(self.control_path.parent, ignore_errors=True)
+
+
+class Worker:
+    """One worker process (the C worker, or py_worker.py on the rlock wheel). stdout lines are
+    collected on a thread; `expect` waits for one that starts with a word."""
+
+    def __init__(self, argv: List[str]) -> None:
+        self.argv = argv
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.pid = self.proc.pid
+        self.ended_ns: Optional[int] = None
+        self.lines: List[str] = []
+        self.err: List[str] = []
+        self._cv = threading.Condition()
+        self._taken: set = set()
+        self._eof = 0
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(target=self._read, args=(self.proc.stderr, self.err), daemon=True).start()
+
+    def _read(self, stream, into: List[str]) -> None:
+        for line in stream:
+            with self._cv:
+                into.append(line.rstrip("\n"))
+                self._cv.notify_all()
+        with self._cv:
+            self._eof += 1
+            self._cv.notify_all()
+
+    def expect(self, word: str, timeout: float = 15.0) -> List[str]:
+        """The fields of the first stdout line starting with `word` not returned before; lines
+        of other words stay for their own expect."""
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                for i, line in enumerate(self.lines):
+                    fields = line.split()
+                    if i not in self._taken and fields and fields[0] == word:
+                        self._taken.add(i)
+                        return fields
+                left = deadline - time.monotonic()
+                if left <= 0 or self._eof == 2:
+                    raise AssertionError(
+                        f"worker {self.pid} printed no '{word}' line within {timeout} s; "
+                        f"stdout {self.lines[-5:]}, stderr {self.err[-5:]}")
+                self._cv.wait(min(left, 0.1))
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def ask(self, command: str, timeout: float = 15.0) -> List[str]:
+        self.send(command)
+        return self.expect(command.split()[0], timeout)
+
+    def signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+
+    def kill(self) -> int:
+        """SIGKILL; returns the monotonic ns of the kill (the end of anything it held)."""
+        at = now_ns()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.kill()
+            self.ended_ns = at
+        self.proc.wait(10)
+        return at
+
+    def wait(self, timeout: float) -> int:
+        try:
+            rc = self.proc.wait(timeout)
+            with self._cv:  # and for its last lines
+                self._cv.wait_for(lambda: self._eof == 2, 5)
+            return rc
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"worker {self.pid} did not finish within {timeout} s "
+                                 f"(a hang); stderr {self.err[-5:]}")
+
+    def summary(self) -> Dict[str, int]:
+        """The 'done ...' line of a loop worker as a dict."""
+        for line in reversed(self.lines):
+            if line.startswith("done "):
+                return {k: int(v) for k, v in (f.split("=") for f in line.split()[1:])}
+        raise AssertionError(f"worker {self.pid} printed no summary; stderr {self.err[-5:]}")
+
+
+class Case:
+    """The workspace of one test: servers, proxies and workers it started (all stopped at the
+    end), one shared history log and the lost-update counters."""
+
+    def __init__(self, root: Path, seed: int) -> None:
+        self.root = root
+        self.seed = seed
+        self.log = root / "history.log"
+        self.counters = root / "counters"
+        self.counters.mkdir()
+        self.servers: List[RedisServer] = []
+        self.proxies: List[FaultProxy] = []
+        self.workers: List[Worker] = []
+
+    def redis(self, *config: str) -> RedisServer:
+        server = RedisServer(self.root, *config)
+        self.servers.append(server)
+        return server.start()
+
+    def proxy(self, server: RedisServer) -> FaultProxy:
+        p = FaultProxy(self.root, server.port)
+        self.proxies.append(p)
+        return p
+
+    def worker(self, mode: str, url: Optional[str] = None, *, python: bool = False,
+               counters: bool = True, **options) -> Worker:
+        """A worker of `mode` ("loop" or "hold"); options become --key value (underscores to
+        dashes; lists are joined with commas)."""
+        argv = [sys.executable, str(PY_WORKER)] if python else [worker_binary()]
+        argv += [mode, "--log", str(self.log), "--seed", str(self.seed)]
+        if url is not None:
+            argv += ["--url", url]
+        if counters:
+            argv += ["--counter-dir", str(self.counters)]
+        for key, value in options.items():
+            if isinstance(value, (list, tuple)):
+                value = ",".join(str(v) for v in value)
+            argv += ["--" + key.replace("_", "-"), str(value)]
+        w = Worker(argv)
+        self.workers.append(w)
+        return w
+
+    def ended(self) -> Dict[int, int]:
+        """pid -> monotonic ns at which a killed worker stopped holding anything."""
+        return {w.pid: w.ended_ns for w in self.workers if w.ended_ns is not None}
+
+    def close(self) -> None:
+        for w in self.workers:
+            if w.proc.poll() is None:
+                w.kill()
+            for stream in (w.proc.stdin, w.proc.stdout, w.proc.stderr):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        for p in self.proxies:
+            p.stop()
+        for s in self.servers:
+            s.stop()
+
+
+def pids_alive(workers: List[Worker]) -> bool:
+    return any(w.proc.poll() is None for w in workers)
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.005) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())

@@ -1,0 +1,143 @@
+"""Expected-violation self-tests (FAULTS.md pass criterion 3): the checkers see a double grant
+when there is one, and stay quiet on a history without one, so a clean result elsewhere
+means something."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+
+import checkers
+from harness import Case
+
+
+def _write(path: Path, lines: str) -> checkers.History:
+    path.write_text("\n".join(line.strip() for line in lines.strip().splitlines()) + "\n")
+    return checkers.read_history(path)
+
+
+def test_checkers_flag_a_hand_written_double_grant(tmp_path):
+    # 1.0 holds "n" over [20, 80] ms and is told its release went fine; 2.0 enters at 50 ms.
+    # Both write the counter (which shows 1: an update was lost) and the fence accepts token 5
+    # after it accepted 7.
+    ms = 1_000_000
+    h = _write(tmp_path / "log", f"""
+        acq 1.0 n X {10 * ms} {20 * ms} 0 7
+        acq 2.0 n X {30 * ms} {50 * ms} 0 5
+        wrote 1.0 n
+        wrote 2.0 n
+        fence 2.0 n 7 {55 * ms} {56 * ms} 1
+        fence 1.0 n 5 {60 * ms} {61 * ms} 1
+        rel 1.0 n X {80 * ms} {81 * ms} 0
+        rel 2.0 n X {90 * ms} {91 * ms} 0
+        rel 3.0 n X {95 * ms} {96 * ms} 0
+    """)
+    (tmp_path / "n").write_text("00000000000000000001\n")
+    assert checkers.overlaps(h) and "2.0 (X) entered at 50.000 ms" in checkers.overlaps(h)[0]
+    assert checkers.lost_updates(h, tmp_path) == ["n: counter 1 after 2 sections wrote it "
+                                                  "(0 cut short): 1 updates lost"]
+    history = checkers.mutex_history(h)
+    assert any("3.0" in v and "without a hold" in v for v in history)
+    assert any("1.0's release returned ok" in v for v in history)
+    fence = checkers.fencing(h)
+    assert any("stale write by 1.0 with token 5" in v for v in fence.violations)
+    assert any("token 5 of 2.0 is not above token 7" in v for v in fence.violations)
+
+
+def test_checkers_pass_a_hand_written_clean_history(tmp_path):
+    ms = 1_000_000
+    h = _write(tmp_path / "log", f"""
+        acq 1.0 n X {10 * ms} {20 * ms} 0 7
+        acq 2.0 n X {30 * ms} {81 * ms} 0 8
+        wrote 1.0 n
+        fence 1.0 n 7 {55 * ms} {56 * ms} 1
+        rel 1.0 n X {80 * ms} {81 * ms} 0
+        wrote 2.0 n
+        fence 2.0 n 8 {85 * ms} {86 * ms} 1
+        fence 1.0 n 7 {87 * ms} {88 * ms} 0
+        rel 2.0 n X {90 * ms} {91 * ms} 0
+        acq 3.0 r R {92 * ms} {93 * ms} 0 0
+        acq 4.0 r R {92 * ms} {94 * ms} 0 0
+        rel 3.0 r R {95 * ms} {96 * ms} 0
+        rel 4.0 r R {95 * ms} {96 * ms} 0
+    """)
+    (tmp_path / "n").write_text("00000000000000000002\n")
+    assert checkers.overlaps(h) == []
+    assert checkers.lost_updates(h, tmp_path) == []
+    assert checkers.mutex_history(h) == []
+    fence = checkers.fencing(h)
+    assert fence.violations == [] and fence.accepted == 2 and fence.refused == 1
+
+
+def test_a_kill_ends_the_hold_of_the_killed_owner(tmp_path):
+    ms = 1_000_000
+    path = tmp_path / "log"
+    path.write_text(f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nacq 2.0 n X {30 * ms} {50 * ms} 0 0\n")
+    assert checkers.overlaps(checkers.read_history(path)), "an unreleased hold lasts forever"
+    assert checkers.overlaps(checkers.read_history(path, {77: 40 * ms})) == []
+    assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms}))
+
+
+def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case: Case):
+    """Redis losing the lock key (the data loss that only fencing survives): the second owner
+    gets in while the first is inside. The overlap checker must flag it every time, the first
+    owner's release must not report success, and the resource must refuse its stale write."""
+    server, resource = case.redis(), case.redis()
+    conn = server.conn()
+    for run in range(5):
+        name = f"loss{run}"
+        first = case.worker("hold", server.url, names=name, kind="fenced",
+                            resource_url=resource.url)
+        assert first.expect("acquired")[1] == "0"
+        assert first.ask("write")[1] == "1"
+        assert conn.delete(name) == 1  # Redis "forgets" the lock
+        second = case.worker("hold", server.url, names=name, kind="fenced",
+                             resource_url=resource.url, wait_ms=2000)
+        fields = second.expect("acquired")
+        assert fields[1] == "0" and int(fields[2]) > 0
+        assert second.ask("write")[1] == "1"
+        assert first.ask("write")[1] == "0", "the stale holder's write was accepted"
+        assert first.ask("release")[1] != "0", "the first owner was told its release succeeded"
+        assert second.ask("release")[1] == "0"
+        for w in (first, second):
+            w.send("quit")
+            assert w.wait(10) == 0
+    h = checkers.read_history(case.log)
+    flagged = {v.split(":")[0] for v in checkers.overlaps(h)}
+    assert flagged == {f"loss{run}" for run in range(5)}, "the overlap checker missed a double grant"
+    assert checkers.mutex_history(h) == []
+    fence = checkers.fencing(h)
+    assert fence.violations == [] and fence.refused == 5
+
+
+def test_deleting_keys_under_looping_workers_is_seen(case: Case):
+    """The same through the loop workers: a chaos thread deletes the lock key over and over
+    while four processes contend, and the overlap and counter checkers notice."""
+    server = case.redis()
+    workers = [case.worker("loop", server.url, names="chaos", threads=2, duration_ms=1500,
+                           hold_us=3000, wait_ms=-1) for _ in range(4)]
+    stop = threading.Event()
+
+    def delete_keys() -> None:
+        conn = server.conn()
+        while not stop.is_set():
+            if conn.delete("chaos"):
+                # The owner's release will fail (its lock is gone) and publish nothing, so
+                # wake the waiters as a release would.
+                conn.publish("redisson_lock__channel:{chaos}", "0")
+            time.sleep(0.0005)
+
+    chaos = threading.Thread(target=delete_keys)
+    chaos.start()
+    try:
+        for w in workers:
+            w.wait(30)
+    finally:
+        stop.set()
+        chaos.join()
+    h = checkers.read_history(case.log)
+    assert len(h.holds) > 50
+    assert checkers.overlaps(h), "no overlap flagged although the lock kept vanishing"
+    assert checkers.lost_updates(h, case.counters), "no lost update although sections overlapped"

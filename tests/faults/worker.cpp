@@ -1,0 +1,491 @@
+// The worker process of the fault-injection suite (tests/faults, FAULTS.md "Harness design").
+// Each worker writes what it did to an append-only history log that the checkers read; the
+// clock is CLOCK_MONOTONIC in ns, which every process on the machine shares.
+//
+//   rlock-fault-worker loop [options]    THREADS owners loop acquire / section / release
+//   rlock-fault-worker hold [options]    one owner acquires NAME, then obeys stdin commands
+//
+// Options (all --key value):
+//   --url U               the lock server (often a fault proxy in front of it)
+//   --redlock U1,U2,...   instead of --url: a RedLock over one client per server
+//   --names A,B,...       lock names (loop picks one at random per cycle); default "fault"
+//   --kind K              reentrant | fenced | fair | spin | rw
+//   --lease-ms L          -1 = watchdog (default), else the explicit lease
+//   --watchdog-lease-ms W client's watchdog lease (default the library's)
+//   --wait-ms W           acquire wait; -1 forever; default 5000
+//   --command-timeout-ms T, --connect-timeout-ms T, --poll-cap-ms P, --pool-size N
+//   --threads N, --cycles N (per thread), --duration-ms D: loop ends at whichever comes first
+//   --hold-us N           the section lasts U(0, N) us (default 2000)
+//   --write-share F       rw kind: share of sections under the write lock (default 0.25)
+//   --log FILE            history log (appended)
+//   --counter-dir DIR     lost-update counter: one file per name, read / sleep / write + 1
+//   --resource-url U      fenced resource: each section writes through rlock_fenced_write there
+//   --seed N
+//
+// History lines (one write(2) each, so lines of concurrent writers never interleave):
+//   acq OWNER NAME MODE T_CALL T_RET RC TOKEN    MODE X (exclusive), R or W; RC 0 = acquired
+//   wrote OWNER NAME                             the counter was written (section done its work)
+//   fence OWNER NAME TOKEN T_CALL T_RET RESULT   RESULT 1 accepted, 0 refused, < 0 an error
+//   rel OWNER NAME MODE T_CALL T_RET RC
+//   lost OWNER NAME T REASON                     the lost-lock callback ran
+// OWNER is PID.THREAD_INDEX.
+//
+// hold mode reads one command per stdin line and answers one stdout line:
+//   write -> "write RESULT"   release -> "release RC"   held -> "held 0|1"
+//   extend MS -> "extend RC"  spin MS -> busy for MS ms, then "spin done"  quit -> exits 0
+// and prints "acquired RC TOKEN" first, "lost REASON T" whenever the callback runs.
+// Exit status of loop: 0, or 2 when set-up failed. Its last stdout line is a summary:
+//   "done cycles=N acquired=N errors=N" followed by "rc=COUNT" pairs.
+#include <fcntl.h>
+#include <rlock/rlock.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+int64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+struct Options {
+  std::string mode;
+  std::string url;
+  std::vector<std::string> redlock;
+  std::vector<std::string> names{"fault"};
+  std::string kind = "reentrant";
+  int64_t lease_ms = RLOCK_LEASE_WATCHDOG;
+  int64_t watchdog_lease_ms = 0;
+  int64_t wait_ms = 5000;
+  int64_t command_timeout_ms = 0;
+  int64_t connect_timeout_ms = 0;
+  int64_t poll_cap_ms = 0;
+  int pool_size = 0;
+  int threads = 1;
+  int64_t cycles = 1000000000;
+  int64_t duration_ms = 0;
+  int hold_us = 2000;
+  double write_share = 0.25;
+  std::string log;
+  std::string counter_dir;
+  std::string resource_url;
+  unsigned seed = 0;
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::fprintf(stderr, "rlock-fault-worker: %s\n", problem.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+int64_t number(const std::string& key, const std::string& value) {
+  char* end = nullptr;
+  long long v = std::strtoll(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0') usage(key + " needs a whole number, not '" + value + "'");
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  if (argc < 2) usage("usage: rlock-fault-worker loop|hold --url URL [options]");
+  Options o;
+  o.mode = argv[1];
+  if (o.mode != "loop" && o.mode != "hold") usage("unknown mode '" + o.mode + "'");
+  for (int i = 2; i < argc; i += 2) {
+    std::string key = argv[i];
+    if (i + 1 >= argc) usage(key + " needs a value");
+    std::string v = argv[i + 1];
+    if (key == "--url") o.url = v;
+    else if (key == "--redlock") o.redlock = split(v);
+    else if (key == "--names") o.names = split(v);
+    else if (key == "--kind") o.kind = v;
+    else if (key == "--lease-ms") o.lease_ms = number(key, v);
+    else if (key == "--watchdog-lease-ms") o.watchdog_lease_ms = number(key, v);
+    else if (key == "--wait-ms") o.wait_ms = number(key, v);
+    else if (key == "--command-timeout-ms") o.command_timeout_ms = number(key, v);
+    else if (key == "--connect-timeout-ms") o.connect_timeout_ms = number(key, v);
+    else if (key == "--poll-cap-ms") o.poll_cap_ms = number(key, v);
+    else if (key == "--pool-size") o.pool_size = static_cast<int>(number(key, v));
+    else if (key == "--threads") o.threads = static_cast<int>(number(key, v));
+    else if (key == "--cycles") o.cycles = number(key, v);
+    else if (key == "--duration-ms") o.duration_ms = number(key, v);
+    else if (key == "--hold-us") o.hold_us = static_cast<int>(number(key, v));
+    else if (key == "--write-share") o.write_share = std::atof(v.c_str());
+    else if (key == "--log") o.log = v;
+    else if (key == "--counter-dir") o.counter_dir = v;
+    else if (key == "--resource-url") o.resource_url = v;
+    else if (key == "--seed") o.seed = static_cast<unsigned>(number(key, v));
+    else usage("unknown option " + key);
+  }
+  if (o.url.empty() && o.redlock.empty()) usage("--url or --redlock is required");
+  if (o.names.empty()) usage("--names is empty");
+  if (o.threads < 1) usage("--threads must be at least 1");
+  static const char* kinds[] = {"reentrant", "fenced", "fair", "spin", "rw"};
+  bool known = false;
+  for (const char* k : kinds) known = known || o.kind == k;
+  if (!known) usage("unknown --kind '" + o.kind + "'");
+  if (!o.redlock.empty() && o.kind != "reentrant") usage("--redlock takes --kind reentrant");
+  return o;
+}
+
+// The history log: opened O_APPEND, one write(2) per line.
+class History {
+ public:
+  explicit History(const std::string& path) {
+    if (path.empty()) return;
+    fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0) usage("cannot open the log " + path + ": " + std::strerror(errno));
+  }
+  ~History() {
+    if (fd_ >= 0) close(fd_);
+  }
+  void line(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+    if (fd_ < 0) return;
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = std::vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (n > static_cast<int>(sizeof buf) - 2) n = static_cast<int>(sizeof buf) - 2;
+    buf[n++] = '\n';
+    if (write(fd_, buf, static_cast<size_t>(n)) != n) std::perror("history write");
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+rlock_client* connect(const Options& o, const std::string& url) {
+  rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+  opts.url = url.c_str();
+  opts.watchdog_lease_ms = o.watchdog_lease_ms;
+  opts.command_timeout_ms = o.command_timeout_ms;
+  opts.connect_timeout_ms = o.connect_timeout_ms;
+  opts.poll_cap_ms = o.poll_cap_ms;
+  opts.pool_size = o.pool_size;
+  rlock_client* client = nullptr;
+  int rc = rlock_client_new(&client, &opts);
+  if (rc != RLOCK_OK) {
+    std::fprintf(stderr, "rlock-fault-worker: cannot connect to %s: %d %s\n", url.c_str(), rc,
+                 rlock_last_error()->message);
+    std::exit(2);
+  }
+  return client;
+}
+
+std::mutex g_stdout_mutex;
+
+void say(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void say(const char* fmt, ...) {
+  std::lock_guard<std::mutex> guard(g_stdout_mutex);
+  va_list ap;
+  va_start(ap, fmt);
+  std::vprintf(fmt, ap);
+  va_end(ap);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+// Where the lost-lock callback logs: the handle's name and the owner it was acquired for.
+struct LostSink {
+  History* history;
+  bool print;
+  std::map<int64_t, std::string>* owner_of_thread;
+  std::mutex* mutex;
+};
+
+void on_lost(rlock_lock*, const char* name, size_t name_len, int64_t thread_id, int reason,
+             void* payload) {
+  auto* sink = static_cast<LostSink*>(payload);
+  int64_t now = mono_ns();
+  std::string owner = "?";
+  {
+    std::lock_guard<std::mutex> guard(*sink->mutex);
+    auto it = sink->owner_of_thread->find(thread_id);
+    if (it != sink->owner_of_thread->end()) owner = it->second;
+  }
+  sink->history->line("lost %s %.*s %" PRId64 " %d", owner.c_str(), static_cast<int>(name_len),
+                      name, now, reason);
+  if (sink->print) say("lost %d %" PRId64, reason, now);
+}
+
+// The lock side of one name: a handle (two for rw), or a RedLock group.
+struct Target {
+  std::string name;
+  rlock_lock* lock = nullptr;   // exclusive kinds, and the read half of rw
+  rlock_lock* write = nullptr;  // rw only
+  std::vector<rlock_lock*> members;
+  rlock_multi* group = nullptr;
+  int counter_fd = -1;
+};
+
+struct World {
+  Options o;
+  rlock_client* client = nullptr;
+  std::vector<rlock_client*> redlock_clients;
+  rlock_client* resource = nullptr;
+  std::vector<Target> targets;
+  History* history = nullptr;
+  LostSink sink{};
+  std::map<int64_t, std::string> owner_of_thread;
+  std::mutex owner_mutex;
+};
+
+rlock_lock* new_lock(World& w, rlock_client* client, const std::string& name, int kind) {
+  rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
+  lo.kind = kind;
+  lo.lease_ms = w.o.lease_ms;
+  rlock_lock* lock = nullptr;
+  int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), &lo);
+  if (rc != RLOCK_OK) usage("rlock_lock_new_n: " + std::string(rlock_last_error()->message));
+  rlock_lock_set_lost_callback(lock, on_lost, &w.sink);
+  return lock;
+}
+
+void build(World& w, bool print_lost) {
+  const Options& o = w.o;
+  w.sink = LostSink{w.history, print_lost, &w.owner_of_thread, &w.owner_mutex};
+  if (o.redlock.empty()) w.client = connect(o, o.url);
+  for (const std::string& url : o.redlock) w.redlock_clients.push_back(connect(o, url));
+  if (!o.resource_url.empty()) w.resource = connect(o, o.resource_url);
+  for (const std::string& name : o.names) {
+    Target t;
+    t.name = name;
+    if (!o.redlock.empty()) {
+      for (rlock_client* c : w.redlock_clients) {
+        t.members.push_back(new_lock(w, c, name, RLOCK_LOCK_REENTRANT));
+      }
+      int rc = rlock_redlock_new(&t.group, t.members.data(), t.members.size());
+      if (rc != RLOCK_OK) usage("rlock_redlock_new: " + std::string(rlock_last_error()->message));
+    } else if (o.kind == "rw") {
+      t.lock = new_lock(w, w.client, name, RLOCK_LOCK_READ);
+      t.write = new_lock(w, w.client, name, RLOCK_LOCK_WRITE);
+    } else {
+      int kind = o.kind == "fenced" ? RLOCK_LOCK_FENCED
+                 : o.kind == "fair" ? RLOCK_LOCK_FAIR
+                 : o.kind == "spin" ? RLOCK_LOCK_SPIN
+                                    : RLOCK_LOCK_REENTRANT;
+      t.lock = new_lock(w, w.client, name, kind);
+    }
+    if (!o.counter_dir.empty()) {
+      std::string path = o.counter_dir + "/" + name;
+      t.counter_fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (t.counter_fd < 0) usage("cannot open the counter " + path);
+    }
+    w.targets.push_back(std::move(t));
+  }
+}
+
+void teardown(World& w) {
+  for (Target& t : w.targets) {
+    if (t.group != nullptr) rlock_multi_free(t.group);
+    for (rlock_lock* m : t.members) rlock_lock_free(m);
+    if (t.lock != nullptr) rlock_lock_free(t.lock);
+    if (t.write != nullptr) rlock_lock_free(t.write);
+    if (t.counter_fd >= 0) close(t.counter_fd);
+  }
+  if (w.resource != nullptr) rlock_client_free(w.resource);
+  for (rlock_client* c : w.redlock_clients) rlock_client_free(c);
+  if (w.client != nullptr) rlock_client_free(w.client);
+}
+
+// A fixed-width decimal, so a write never leaves stale digits behind.
+void bump_counter(int fd, int hold_us, std::mt19937& rng) {
+  char buf[32] = {0};
+  ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+  long long value = n > 0 ? std::strtoll(buf, nullptr, 10) : 0;
+  // Deliberately not atomic: without mutual exclusion updates get lost.
+  if (hold_us > 0) usleep(std::uniform_int_distribution<int>(0, hold_us)(rng));
+  int len = std::snprintf(buf, sizeof buf, "%020lld\n", value + 1);
+  if (pwrite(fd, buf, static_cast<size_t>(len), 0) != len) std::perror("counter write");
+}
+
+struct Held {
+  int rc = 0;
+  int64_t token = 0;
+};
+
+// One acquire of `t` in `mode` ('X', 'R', 'W') for the calling thread, logged.
+Held acquire(World& w, Target& t, char mode, const std::string& owner) {
+  const Options& o = w.o;
+  Held h;
+  int64_t token = 0;
+  int64_t start = mono_ns();
+  if (t.group != nullptr) {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = o.wait_ms;
+    ao.lease_ms = o.lease_ms == RLOCK_LEASE_WATCHDOG ? 0 : o.lease_ms;
+    h.rc = rlock_multi_acquire(t.group, &ao, nullptr);
+  } else {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = o.wait_ms;
+    // Tokens come with every exclusive acquire when there is a resource to fence.
+    if (mode != 'R' && (w.resource != nullptr || o.kind == "fenced")) ao.token = &token;
+    h.rc = rlock_acquire_ex(mode == 'W' ? t.write : t.lock, &ao);
+  }
+  int64_t end = mono_ns();
+  h.token = h.rc == RLOCK_OK ? token : 0;
+  w.history->line("acq %s %s %c %" PRId64 " %" PRId64 " %d %" PRId64, owner.c_str(),
+                  t.name.c_str(), mode, start, end, h.rc, h.token);
+  return h;
+}
+
+int fenced_write(World& w, Target& t, const std::string& owner, int64_t token) {
+  int accepted = 0;
+  int64_t start = mono_ns();
+  int rc = rlock_fenced_write(w.resource, t.name.data(), t.name.size(), owner.data(),
+                              owner.size(), token, &accepted);
+  int64_t end = mono_ns();
+  int result = rc == RLOCK_OK ? accepted : rc;
+  w.history->line("fence %s %s %" PRId64 " %" PRId64 " %" PRId64 " %d", owner.c_str(),
+                  t.name.c_str(), token, start, end, result);
+  return result;
+}
+
+int release(World& w, Target& t, char mode, const std::string& owner) {
+  int64_t start = mono_ns();
+  int rc = t.group != nullptr ? rlock_multi_release(t.group, RLOCK_THREAD_CURRENT)
+                              : rlock_release(mode == 'W' ? t.write : t.lock);
+  int64_t end = mono_ns();
+  w.history->line("rel %s %s %c %" PRId64 " %" PRId64 " %d", owner.c_str(), t.name.c_str(), mode,
+                  start, end, rc);
+  return rc;
+}
+
+std::string register_owner(World& w, int index) {
+  std::string owner = std::to_string(getpid()) + "." + std::to_string(index);
+  std::lock_guard<std::mutex> guard(w.owner_mutex);
+  w.owner_of_thread[rlock_current_thread_id()] = owner;
+  return owner;
+}
+
+int run_loop(World& w) {
+  const Options& o = w.o;
+  build(w, false);
+  const int64_t deadline = o.duration_ms > 0 ? mono_ns() + o.duration_ms * 1000000 : INT64_MAX;
+  std::atomic<int64_t> cycles{0}, acquired{0}, errors{0};
+  std::mutex rc_mutex;
+  std::map<int, int64_t> rc_counts;
+  std::vector<std::thread> pool;
+  for (int i = 0; i < o.threads; ++i) {
+    pool.emplace_back([&, i] {
+      const std::string owner = register_owner(w, i);
+      std::mt19937 rng(o.seed * 7919u + static_cast<unsigned>(getpid()) * 131u +
+                       static_cast<unsigned>(i));
+      std::uniform_int_distribution<size_t> pick(0, w.targets.size() - 1);
+      std::uniform_real_distribution<double> share(0.0, 1.0);
+      for (int64_t c = 0; c < o.cycles && mono_ns() < deadline; ++c) {
+        Target& t = w.targets[pick(rng)];
+        char mode = 'X';
+        if (o.kind == "rw") mode = share(rng) < o.write_share ? 'W' : 'R';
+        ++cycles;
+        Held h = acquire(w, t, mode, owner);
+        if (h.rc != RLOCK_OK) {
+          std::lock_guard<std::mutex> guard(rc_mutex);
+          ++rc_counts[h.rc];
+          if (h.rc != RLOCK_ETIMEDOUT) ++errors;
+          // A failing server must not turn the loop into a busy spin.
+          if (h.rc != RLOCK_ETIMEDOUT) usleep(5000);
+          continue;
+        }
+        ++acquired;
+        if (t.counter_fd >= 0 && mode != 'R') {
+          bump_counter(t.counter_fd, o.hold_us, rng);
+          w.history->line("wrote %s %s", owner.c_str(), t.name.c_str());
+        } else if (o.hold_us > 0) {
+          usleep(std::uniform_int_distribution<int>(0, o.hold_us)(rng));
+        }
+        if (w.resource != nullptr && mode != 'R') fenced_write(w, t, owner, h.token);
+        int rc = release(w, t, mode, owner);
+        if (rc != RLOCK_OK) {
+          std::lock_guard<std::mutex> guard(rc_mutex);
+          ++rc_counts[rc];
+          ++errors;
+        }
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  teardown(w);
+  std::string summary = "done cycles=" + std::to_string(cycles.load()) +
+                        " acquired=" + std::to_string(acquired.load()) +
+                        " errors=" + std::to_string(errors.load());
+  for (const auto& kv : rc_counts) {
+    summary += " " + std::to_string(kv.first) + "=" + std::to_string(kv.second);
+  }
+  say("%s", summary.c_str());
+  return 0;
+}
+
+int run_hold(World& w) {
+  build(w, true);
+  Target& t = w.targets.front();
+  const std::string owner = register_owner(w, 0);
+  const char mode = w.o.kind == "rw" ? 'W' : 'X';
+  Held h = acquire(w, t, mode, owner);
+  say("acquired %d %" PRId64, h.rc, h.token);
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line == "write") {
+      say("write %d", w.resource != nullptr ? fenced_write(w, t, owner, h.token) : RLOCK_EINVAL);
+    } else if (line == "release") {
+      say("release %d", release(w, t, mode, owner));
+    } else if (line == "held") {
+      rlock_lock* handle = mode == 'W' ? t.write : t.lock;
+      say("held %d", t.group != nullptr ? rlock_multi_is_held(t.group, RLOCK_THREAD_CURRENT)
+                                        : rlock_is_held(handle));
+    } else if (line.rfind("extend ", 0) == 0) {
+      say("extend %d", rlock_extend(mode == 'W' ? t.write : t.lock,
+                                    std::atoll(line.c_str() + 7)));
+    } else if (line.rfind("spin ", 0) == 0) {
+      // Keeps the owner's own thread busy: renewal must not depend on it.
+      const int64_t until = mono_ns() + std::atoll(line.c_str() + 5) * 1000000;
+      volatile uint64_t sink = 0;
+      while (mono_ns() < until) sink = sink + 1;
+      say("spin done");
+    } else if (line == "quit") {
+      break;
+    } else {
+      say("error unknown command '%s'", line.c_str());
+    }
+  }
+  teardown(w);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  World w;
+  w.o = parse(argc, argv);
+  History history(w.o.log);
+  w.history = &history;
+  return w.o.mode == "loop" ? run_loop(w) : run_hold(w);
+}
