@@ -259,8 +259,11 @@ void Holds::stop() {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
     wake_.notify_all();
+    renew_wake_.notify_all();
   }
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  for (std::thread* t : {&thread_, &renewer_}) {
+    if (t->joinable() && t->get_id() != std::this_thread::get_id()) t->join();
+  }
 }
 
 void Holds::run() {
@@ -315,17 +318,37 @@ void Holds::run() {
         batch.push_back({it->first, h.generation, h.layout == HoldLayout::Read});
       }
     }
-    lock.unlock();
-    dispatch(&notices);
     // Read holds renew their per-hold lease keys too, with a script of their own.
     std::vector<Renewal> plain, read;
     for (Renewal& r : batch) (r.read ? read : plain).push_back(std::move(r));
     for (const std::vector<Renewal>* group : {&plain, &read}) {
       for (size_t i = 0; i < group->size(); i += kRenewBatch) {
         auto end = group->begin() + static_cast<long>(std::min(group->size(), i + kRenewBatch));
-        renew(std::vector<Renewal>(group->begin() + static_cast<long>(i), end), &notices);
+        renew_queue_.emplace_back(group->begin() + static_cast<long>(i), end);
       }
     }
+    if (!renew_queue_.empty()) {
+      if (!renewer_.joinable()) renewer_ = std::thread([this] { renew_loop(); });
+      renew_wake_.notify_one();
+    }
+    lock.unlock();
+    dispatch(&notices);
+    lock.lock();
+  }
+}
+
+void Holds::renew_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_) {
+    if (renew_queue_.empty()) {
+      renew_wake_.wait(lock);
+      continue;
+    }
+    std::vector<Renewal> batch = std::move(renew_queue_.front());
+    renew_queue_.pop_front();
+    lock.unlock();
+    std::vector<Notice> notices;
+    renew(batch, &notices);
     dispatch(&notices);
     lock.lock();
   }
@@ -378,11 +401,13 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
     if (!ok) {
       h.next_renew = now + retry_after;  // lost only when the validity deadline passes
       reindex_locked(it->first, h);
+      wake_if_sooner_locked(h);  // the watchdog sleeps until the deadline of the renewal
     } else if (reply.elements[i].integer == 1) {
       h.lease_ms = lease;
       h.valid_until = saturating_after(sent, lease - drift_ms(lease));
       h.next_renew = saturating_after(sent, lease / 3);
       reindex_locked(it->first, h);
+      wake_if_sooner_locked(h);
     } else {
       lose_or_defer_locked(it->first, h, kLostGone, notices);
     }

@@ -1,5 +1,7 @@
 // Leases: explicit expiry, the watchdog, lost-lock notification and holders killed with SIGKILL.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -204,6 +206,27 @@ TEST(Watchdog, KeepsLockPastItsLeaseAndStopsAfterRelease) {
   }
   EXPECT_EQ(rlock_is_held(lock.get()), 0);
   EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 0);
+}
+
+// The watchdog renews every lease/3, so the TTL never falls much below two thirds of the lease
+// (a watchdog that slept through a renewal once let it drop to a third; found by the fault
+// suite's B2 case).
+TEST(Watchdog, RenewsEveryThirdOfTheLease) {
+  const std::string name = unique_name("cadence");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client(it::ClientSettings{900, 0, 0});
+  it::Lock lock = it::make_lock(client.get(), name);
+  ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+  long long lowest = 900;
+  const int64_t until = mono_ms() + 3000;
+  while (mono_ms() < until) {
+    lowest = std::min(lowest, redis.pttl(name));
+    sleep_ms(5);
+  }
+  // 900 - 300 = 600 at the renewal's due time; 150 ms of slack for a loaded machine.
+  EXPECT_GE(lowest, 450) << "the TTL fell to " << lowest << " ms: a renewal came late";
+  ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
 }
 
 // FAULTS A5 (iii): a handle freed while held is no longer renewed, so the lock expires by its

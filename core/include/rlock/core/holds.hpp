@@ -3,14 +3,16 @@
 // Holds are keyed by (lock name, owner), so every lock handle of one client agrees on them. Each
 // hold has a local validity deadline: the send time of the last acquire/renew/extend plus its
 // lease, minus a drift allowance. The watchdog thread renews every hold taken without an explicit
-// lease every lease/3, many holds per script call. A hold is declared lost, once, when a renewal
-// finds it gone or when its validity deadline passes without a renewal; the lock handle's
-// listener is then told on the watchdog thread, with no internal lock held.
+// lease every lease/3, many holds per script call, on a renewer thread. A hold is declared lost,
+// once, when a renewal finds it gone or when its validity deadline passes without a renewal;
+// the lock handle's listener is then told on one of those two threads, with no internal lock
+// held.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -138,6 +140,7 @@ class Holds {
   };
 
   void run();
+  void renew_loop();
   void reindex_locked(const Key& key, Hold& h);
   void unindex_locked(const Key& key, Hold& h);
   void mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);
@@ -160,6 +163,11 @@ class Holds {
   uint64_t next_generation_ = 1;
   bool stop_ = false;
   std::thread thread_;
+  // Renewal round trips run on a thread of their own, so a slow or paused server never delays
+  // the watchdog's deadlines: a hold whose renewal is stuck is reported lost on time.
+  std::thread renewer_;
+  std::condition_variable renew_wake_;
+  std::deque<std::vector<Renewal>> renew_queue_;
   std::function<std::shared_ptr<void>()> keep_alive_;
 };
 
