@@ -3,6 +3,7 @@
 -- ARGV[1] lease ms, ARGV[2] owner "<client-id>:<thread-id>".
 -- Returns {1, hold count, token or 0} when the owner now holds the lock, {0, pttl} when another
 -- owner does. The token counter never expires and only grows, re-entries included.
+-- @include next_token.lua
 local lease = tonumber(ARGV[1])
 if not lease or lease <= 0 or lease ~= math.floor(lease) then
   return redis.error_reply('ERR rlock: lease must be a positive whole number of milliseconds')
@@ -12,7 +13,7 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
   redis.call('pexpire', KEYS[1], ARGV[1])
   local token = 0
   if KEYS[2] then
-    token = redis.call('incr', KEYS[2])
+    token = next_token(KEYS[2])
   end
   return {1, count, token}
 end

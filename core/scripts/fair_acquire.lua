@@ -12,10 +12,11 @@ if not allowance or allowance <= 0 or not now then
   return redis.error_reply('ERR rlock: invalid fair acquire arguments')
 end
 -- @include fair_prune.lua
+-- @include next_token.lua
 local function granted(count)
   local token = 0
   if KEYS[4] then
-    token = redis.call('incr', KEYS[4])
+    token = next_token(KEYS[4])
   end
   return {1, count, token}
 end

@@ -256,7 +256,8 @@ RLOCK_API int rlock_cancel(rlock_lock *lock);
 
 /* Local view, no I/O: the fencing token of the current hold of the calling thread (or
  * `thread_id`). RLOCK_ENOTHELD if it holds none, or took it without a token. Tokens come from
- * the counter "redisson_lock_token:{N}", which never expires and only grows. */
+ * the counter "redisson_lock_token:{N}", which never expires and only grows: created (or
+ * re-created after Redis lost it) at the server's Unix time in milliseconds times 1,000. */
 RLOCK_API int rlock_lock_token(const rlock_lock *lock, int64_t thread_id, int64_t *out);
 
 /* A resource kept in Redis that rejects stale lock holders: sets the string key `key` to
