@@ -22,20 +22,24 @@ local function wake_head()
     redis.call('publish', KEYS[4] .. ':' .. head, '0')
   end
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
+if not held then
   if redis.call('exists', KEYS[1]) == 1 then
     return -2
   end
   wake_head()  -- free already (expired): make sure the head knows
   return -1
 end
-local left = redis.call('hincrby', KEYS[1], ARGV[2], -count)
+local left = held - count
 if left > 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], -count)
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
+  -- The last hold goes with DEL, which a server out of memory still runs (HINCRBY it refuses).
   left = 0
   redis.call('del', KEYS[1])
   wake_head()
 end
-redis.call('set', KEYS[5], left, 'px', ARGV[4])
+-- @include store_latch.lua
+store_latch(KEYS[5], left, ARGV[4])
 return left

@@ -12,19 +12,23 @@ local lease, count, latch_ttl = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(A
 if not lease or lease <= 0 or not count or count <= 0 or not latch_ttl or latch_ttl <= 0 then
   return redis.error_reply('ERR rlock: invalid release arguments')
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
+if not held then
   if redis.call('exists', KEYS[1]) == 1 then
     return -2
   end
   return -1
 end
-local left = redis.call('hincrby', KEYS[1], ARGV[2], -count)
+local left = held - count
 if left > 0 then
+  redis.call('hincrby', KEYS[1], ARGV[2], -count)
   redis.call('pexpire', KEYS[1], ARGV[1])
 else
+  -- The last hold goes with DEL, which a server out of memory still runs (HINCRBY it refuses).
   left = 0
   redis.call('del', KEYS[1])
   redis.call('publish', KEYS[2], '0')
 end
-redis.call('set', KEYS[3], left, 'px', ARGV[4])
+-- @include store_latch.lua
+store_latch(KEYS[3], left, ARGV[4])
 return left

@@ -4,6 +4,7 @@
 -- ARGV[1] owner, ARGV[2] latch expiry ms.
 -- Returns the read holds left (0 = none), -1 when nobody holds the lock, -2 when this owner
 -- holds no read lock on it.
+-- @include store_latch.lua
 local done = redis.call('get', KEYS[5])
 if done then
   return tonumber(done)
@@ -40,11 +41,11 @@ if redis.call('hlen', KEYS[1]) > 1 then
     redis.call('pexpire', KEYS[1], longest)
   end
   if longest > 0 or mode == 'write' then
-    redis.call('set', KEYS[5], left, 'px', ARGV[2])
+    store_latch(KEYS[5], left, ARGV[2])
     return left
   end
 end
 redis.call('del', KEYS[1])
 redis.call('publish', KEYS[2], '0')
-redis.call('set', KEYS[5], 0, 'px', ARGV[2])
+store_latch(KEYS[5], 0, ARGV[2])
 return 0

@@ -34,5 +34,6 @@ else
   -- Readers and writers may all proceed now: wake every waiter.
   redis.call('publish', KEYS[2], '1')
 end
-redis.call('set', KEYS[3], left, 'px', ARGV[3])
+-- @include store_latch.lua
+store_latch(KEYS[3], left, ARGV[3])
 return left

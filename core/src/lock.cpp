@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <shared_mutex>
+#include <thread>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
@@ -171,8 +172,11 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
 
 void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms) {
   try {
+    // With its source: when replies are being lost, a NOSCRIPT answer would be lost too and
+    // the undo never run.
     eval_script(client_->transport(), scripts::undo_acquire, {name_, channel_},
-                {owner, std::to_string(expected_count), std::to_string(lease_ms)}, Retry::Once);
+                {owner, std::to_string(expected_count), std::to_string(lease_ms)}, Retry::Once,
+                Send::Source);
   } catch (const Error&) {
     // Still unreachable: nothing renews the key, so it expires by its lease.
   }
@@ -364,21 +368,34 @@ int Lock::release(int64_t thread_id) {
   Clock::time_point sent = Clock::now();
   Reply r;
   holds.begin_release(name_, owner);
+  auto send = [&] {
+    if (reads()) {
+      return eval_script(client_->transport(), scripts::rw_read_release,
+                         {name_, channel_, read_lease_prefix(name_, owner), hash_tagged(name_), latch},
+                         {owner, latch_ttl}, Retry::Once);
+    }
+    if (writes()) {
+      return eval_script(client_->transport(), scripts::rw_write_release, {name_, channel_, latch},
+                         {lease, owner, latch_ttl}, Retry::Once);
+    }
+    return fair() ? eval_script(client_->transport(), scripts::fair_release,
+                                {name_, queue_, deadlines_, channel_, latch},
+                                {lease, owner, "1", latch_ttl, std::to_string(epoch_ms())},
+                                Retry::Once)
+                  : eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
+                                {lease, owner, "1", latch_ttl}, Retry::Once);
+  };
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.
-    if (reads()) {
-      r = eval_script(client_->transport(), scripts::rw_read_release,
-                      {name_, channel_, read_lease_prefix(name_, owner), hash_tagged(name_), latch},
-                      {owner, latch_ttl}, Retry::Once);
-    } else if (writes()) {
-      r = eval_script(client_->transport(), scripts::rw_write_release, {name_, channel_, latch},
-                      {lease, owner, latch_ttl}, Retry::Once);
-    } else {
-    r = fair() ? eval_script(client_->transport(), scripts::fair_release,
-                             {name_, queue_, deadlines_, channel_, latch},
-                             {lease, owner, "1", latch_ttl, std::to_string(epoch_ms())}, Retry::Once)
-               : eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
-                             {lease, owner, "1", latch_ttl}, Retry::Once);
+    r = send();
+    // A server restarting answers LOADING until its data is back: keep trying within the
+    // command timeout rather than leave the lock to expire.
+    const Clock::time_point give_up = sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
+    for (int64_t pause = 5; r.is_error() && r.str.compare(0, 7, "LOADING") == 0 &&
+                            Clock::now() + std::chrono::milliseconds(pause) < give_up;
+         pause = std::min<int64_t>(pause * 2, 100)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+      r = send();
     }
   } catch (const Error& e) {
     holds.end_release(name_, owner, true);

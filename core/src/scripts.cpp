@@ -2,29 +2,37 @@
 
 #include <string>
 
+#include "rlock/core/error.hpp"
 #include "rlock/core/transport.hpp"
 
 namespace rlock::core {
 
 Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
-                  Retry retry) {
+                  Retry retry, Send send) {
   std::string key_count = std::to_string(keys.size());
   Args cmd;
   cmd.reserve(3 + keys.size() + argv.size());
-  cmd.push_back("EVALSHA");
-  cmd.push_back(script.sha1);
+  cmd.push_back(send == Send::Sha ? "EVALSHA" : "EVAL");
+  cmd.push_back(send == Send::Sha ? script.sha1 : script.source);
   cmd.push_back(key_count);
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), argv.begin(), argv.end());
 
-  auto run = [&](const Args& c) {
-    return retry == Retry::Once ? transport.run_retrying(c) : transport.run(c);
-  };
-  Reply reply = run(cmd);
+  Reply reply;
+  try {
+    reply = transport.run(cmd);
+  } catch (const Error& e) {
+    if (retry == Retry::No || e.code() != kConn) throw;
+    // Once more, with the source: if replies are being lost, a NOSCRIPT answer to the first
+    // try may be what was lost, and EVALSHA would fail the same way again.
+    cmd[0] = "EVAL";
+    cmd[1] = script.source;
+    return transport.run(cmd);
+  }
   if (reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0) {
     cmd[0] = "EVAL";
     cmd[1] = script.source;
-    reply = run(cmd);
+    reply = retry == Retry::Once ? transport.run_retrying(cmd) : transport.run(cmd);
   }
   return reply;
 }

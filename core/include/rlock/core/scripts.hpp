@@ -40,8 +40,12 @@ extern const Script undo_acquire;
 
 enum class Retry { No, Once };
 
+// How a script is sent: by its SHA1 (EVALSHA, then EVAL on NOSCRIPT), or with its source at
+// once (EVAL), for a script that must work even when no reply comes back to say NOSCRIPT.
+enum class Send { Sha, Source };
+
 // Runs a script. I/O failures throw Error(kConn); Redis error replies are returned as replies.
 Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
-                  Retry retry);
+                  Retry retry, Send send = Send::Sha);
 
 }  // namespace rlock::core
