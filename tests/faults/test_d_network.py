@@ -1,0 +1,148 @@
+"""FAULTS.md group D: network faults between a client and Redis, made by the fault proxy
+(partitions, lost replies, latency, a dead subscriber connection)."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+
+import checkers
+from harness import Case, now_ns, wait_until
+
+LEASE_MS = 1000
+MS = 1_000_000
+BLACKHOLE = {"name": "blackhole"}
+
+
+def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case):
+    server, resource = case.redis(), case.redis()
+    proxy = case.proxy(server)
+    names = [f"d1-{i}" for i in range(5)]
+    holders = [case.worker("hold", proxy.url, names=n, kind="fenced", counters=False,
+                           watchdog_lease_ms=LEASE_MS, command_timeout_ms=500,
+                           resource_url=resource.url) for n in names]
+    tokens = {}
+    for h, n in zip(holders, names):
+        fields = h.expect("acquired")
+        assert fields[1] == "0"
+        tokens[n] = int(fields[2])
+        assert h.ask("write")[1] == "1"
+    waiters = [case.worker("hold", server.url, names=n, kind="fenced", counters=False,
+                           lease_ms=30000, wait_ms=10000, resource_url=resource.url)
+               for n in names]
+    time.sleep(0.1)
+    proxy.set("all", BLACKHOLE)  # both directions: a partition
+    partitioned = now_ns()
+    expired = {}
+
+    def watch_expiry() -> None:
+        watcher = server.conn()
+        while len(expired) < len(names) and now_ns() - partitioned < 5000 * MS:
+            for n in names:
+                # Gone, or already the waiter's (its lease is 30 s): the holder's key expired.
+                pttl = watcher.pttl(n) if n not in expired else 0
+                if n not in expired and (pttl == -2 or pttl > 2000):
+                    expired[n] = now_ns()
+            time.sleep(0.002)
+        watcher.close()
+
+    t = threading.Thread(target=watch_expiry)
+    t.start()
+    lost = {}
+    for h, n in zip(holders, names):
+        fields = h.expect("lost", 5)
+        lost[n] = int(fields[2])
+        assert h.ask("held")[1] == "0"
+    for w, n in zip(waiters, names):
+        fields = w.expect("acquired", 10)
+        assert fields[1] == "0" and int(fields[2]) > tokens[n]
+        assert w.ask("write")[1] == "1"
+    t.join()
+    time.sleep(3 * LEASE_MS / 1000 - (now_ns() - partitioned) / 1e9)
+    proxy.pass_all()
+    for h, n in zip(holders, names):
+        assert h.ask("write")[1] == "0", f"{n}: the partitioned holder's write was accepted"
+        assert int(h.ask("release")[1]) == -11
+    margins = [(expired[n] - lost[n]) / MS for n in names]
+    print(f"D1: holders knew {min(margins):.0f}-{max(margins):.0f} ms before the server freed "
+          f"their lock")
+    assert min(margins) > 0, f"a holder learned of its loss after the server freed the lock: {margins}"
+    h = checkers.read_history(case.log)
+    assert checkers.fencing(h).violations == [] and checkers.mutex_history(h) == []
+
+
+def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
+    server = case.redis()
+    proxy = case.proxy(server)
+    conn = server.conn()
+    worker = case.worker("loop", proxy.url, names=[f"d2-{i}" for i in range(500)], threads=64,
+                         pool_size=16, wait_ms=0, lease_ms=30000, hold_us=0,
+                         command_timeout_ms=200, duration_ms=12000, counters=False)
+    time.sleep(0.5)
+    proxy.set("command", BLACKHOLE, "down")  # requests reach Redis, replies never come back
+    oldest_ms = 0.0
+    deadline = time.monotonic() + 11.5
+    while time.monotonic() < deadline:
+        for key in conn.scan_iter("d2-*", count=1000):
+            pttl = conn.pttl(key)
+            if pttl > 0:
+                oldest_ms = max(oldest_ms, 30000 - pttl)
+        time.sleep(0.01)
+    assert worker.wait(30) == 0
+    proxy.pass_all()
+    h = checkers.read_history(case.log)
+    lost_replies = sum(1 for op, _, _, _, rc in h.calls if op == "acq" and rc == -5)
+    print(f"D2: {lost_replies} acquires lost their reply; the oldest key lived {oldest_ms:.0f} ms")
+    assert lost_replies >= 1000
+    assert oldest_ms <= 200 + 250, "an acquire whose reply was lost left its key behind"
+    assert wait_until(lambda: not checkers.library_keys(conn), 1), checkers.library_keys(conn)[:5]
+
+
+def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case):
+    server, resource = case.redis(), case.redis()
+    proxy = case.proxy(server)
+    proxy.set("all", {"name": "delay", "ms": 50})
+    workers = [case.worker("loop", proxy.url, names=[f"d3-{i}" for i in range(8)], threads=8,
+                           kind="fenced", duration_ms=6000, wait_ms=3000, hold_us=1000,
+                           lease_ms=LEASE_MS, command_timeout_ms=1500,
+                           resource_url=resource.url) for _ in range(2)]
+    time.sleep(3)
+    proxy.set("all", {"name": "delay", "ms": 200, "jitter": 100})
+    for w in workers:
+        assert w.wait(60) == 0
+    h = checkers.read_history(case.log)
+    checkers.assert_clean_run(h, case.counters)
+    # A call's bound: its wait, plus round trips of up to 600 ms, plus a command timeout.
+    assert checkers.slow_calls(h, 3000 + 1500 + 1200 + 50) == []
+    total = sum(w.summary()["acquired"] for w in workers)
+    print(f"D3: {total} sections at 50 ms and 200 +- 100 ms each way")
+    assert total > 100
+
+
+def test_D4_dead_subscriber_connection_costs_at_most_a_poll(case: Case):
+    server = case.redis()
+    proxy = case.proxy(server)
+    conn = server.conn()
+    gaps = []
+    for run in range(5):
+        name = f"d4-{run}"
+        holder = case.worker("hold", server.url, names=name, counters=False, lease_ms=30000)
+        assert holder.expect("acquired")[1] == "0"
+        waiter = case.worker("loop", proxy.url, names=name, threads=1, cycles=1, wait_ms=20000,
+                             lease_ms=30000, hold_us=0)
+        assert wait_until(lambda: conn.pubsub_numsub(f"redisson_lock__channel:{{{name}}}")[0][1] == 1, 5)
+        proxy.set("pubsub", BLACKHOLE)
+        time.sleep(0.2)
+        assert holder.ask("release")[1] == "0"
+        released = now_ns()
+        assert waiter.wait(10) == 0
+        acquired = [x.start for x in checkers.read_history(case.log).holds if x.name == name
+                    and x.pid == waiter.pid]
+        assert acquired
+        gaps.append((acquired[0] - released) / MS)
+        proxy.pass_all()
+        holder.send("quit")
+        assert holder.wait(10) == 0
+    print(f"D4: acquired {statistics.median(gaps):.0f} ms (max {max(gaps):.0f}) after the release")
+    assert max(gaps) <= 1000 + 100, gaps
