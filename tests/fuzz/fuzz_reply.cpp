@@ -108,7 +108,9 @@ bool announces_huge_array(const std::string& bytes) {
 
 void check_error_codes(const std::string& text) {
   int code = core::code_for_redis_error(text);
-  auto starts = [&](const char* p) { return text.compare(0, std::char_traits<char>::length(p), p) == 0; };
+  auto starts = [&](const char* prefix) {
+    return text.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
+  };
   int want = starts("OOM") ? core::kRedisOom
              : starts("BUSY") ? core::kRedisBusy
              : starts("READONLY") ? core::kReadOnly
@@ -133,11 +135,12 @@ bool is_text_or_nil(const Reply& r) { return r.type == Type::String || r.type ==
 // The script reply shapes of core/scripts/*.lua.
 bool granted(const Reply& r) {
   return r.type == Type::Array && r.elements.size() == 3 && is_int(r.elements[0]) &&
-         is_int(r.elements[1]) && is_int(r.elements[2]) && r.elements[0].integer == 1;
+         is_int(r.elements[1]) && is_int(r.elements[2]) && r.elements[0].integer == 1 &&
+         r.elements[1].integer >= 1;
 }
 bool refused(const Reply& r, int64_t first) {
-  return r.type == Type::Array && r.elements.size() >= 2 && is_int(r.elements[0]) &&
-         r.elements[0].integer == first;
+  return r.type == Type::Array && r.elements.size() == 2 && is_int(r.elements[0]) &&
+         is_int(r.elements[1]) && r.elements[0].integer == first;
 }
 bool status_shape(const Reply& r) {
   if (r.type != Type::Array || r.elements.size() != 6) return false;
@@ -204,7 +207,7 @@ void check_outcome(const Run& run) {
       expect(run.op == kAcquire, what + ": a code only acquire returns");
       break;
     case core::kNotHeld: case core::kNotOwner: case core::kLost:
-      expect(run.op == kRelease || run.op == kExtend, what + ": a code only release and extend return");
+      expect(run.op == kRelease || run.op == kExtend, what + ": only release and extend return it");
       break;
     default:
       failed(what + ": not a code this operation returns");
@@ -219,33 +222,35 @@ void check_outcome(const Run& run) {
            what + " for a reply that is not an error classified so");
   }
 
+  // The outcome `code`, when returned, must come from a reply for which `shaped` holds.
+  auto from_reply = [&](int code, bool shaped, const char* why) {
+    if (rc == code) expect(answered && shaped, what + " for a reply that " + why);
+  };
   const bool read_lock = run.kind == core::LockKind::Read;
+  const bool not_held = rc == core::kNotHeld || rc == core::kNotOwner;
   switch (run.op) {
     case kAcquire:
-      if (rc == core::kOk) expect(answered && granted(last), what + " for a reply that grants nothing");
-      if (rc == core::kTimedOut) expect(answered && refused(last, 0), what + " for a reply that is no refusal");
-      if (rc == core::kDeadlock) expect(answered && refused(last, -1), what + " for a reply that is no upgrade refusal");
+      from_reply(core::kOk, granted(last), "grants nothing");
+      from_reply(core::kTimedOut, refused(last, 0), "is no refusal");
+      from_reply(core::kDeadlock, refused(last, -1), "is no upgrade refusal");
       break;
     case kRelease:
-      if (rc == core::kOk) expect(answered && is_int(last) && last.integer >= 0, what + " for a reply that releases nothing");
-      if (rc == core::kNotHeld || rc == core::kNotOwner)
-        expect(answered && is_int(last) && last.integer < 0, what + " for a reply that does not say so");
+      from_reply(core::kOk, is_int(last) && last.integer >= 0, "releases nothing");
+      if (not_held) expect(answered && is_int(last) && last.integer < 0, what + ": not said so");
       break;
     case kExtend: {
       const bool shaped = read_lock ? read_extend_shape(last) : is_int(last);
-      if (rc == core::kOk) {
-        expect(answered && shaped && (read_lock ? last.elements[0].integer : last.integer) == 1,
-               what + " for a reply that extends nothing");
-      }
-      if (rc == core::kNotHeld || rc == core::kNotOwner) expect(answered && shaped, what + " for a reply that does not say so");
+      const int64_t verdict = !shaped ? 0 : read_lock ? last.elements[0].integer : last.integer;
+      from_reply(core::kOk, shaped && verdict == 1, "extends nothing");
+      if (not_held) expect(answered && shaped && verdict != 1, what + ": not said so");
       break;
     }
     case kQuery:
-      if (rc == core::kOk) expect(answered && status_shape(last), what + " for a reply not of the status shape");
+      from_reply(core::kOk, status_shape(last), "is not of the status shape");
       break;
     case kForceUnlock:
     case kFencedWrite:
-      if (rc == core::kOk) expect(answered && is_int(last), what + " for a reply that is no count");
+      from_reply(core::kOk, is_int(last), "is no count");
       break;
     case kNone:
       break;
@@ -308,8 +313,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case kNone: continue;
     }
     auto log = transport.log();
-    Run run{op, kind, rc, core::last_error_message(),
-            std::vector<fuzz::ScriptedTransport::Exchange>(log.begin() + static_cast<long>(before), log.end())};
+    log.erase(log.begin(), log.begin() + static_cast<long>(before));
+    Run run{op, kind, rc, core::last_error_message(), std::move(log)};
     check_eval_protocol(run);
     check_outcome(run);
     if (op == kAcquire && rc == core::kOk) expect(lock->is_held(0), "granted but not held");
