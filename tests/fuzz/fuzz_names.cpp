@@ -152,7 +152,7 @@ void check_lock(const std::string& name, core::LockKind kind) {
     expect(lock->query(0, &state) == core::kOk, "query: " + core::last_error_message());
     expect(lock->release(0) == core::kOk, "release: " + core::last_error_message());
     bool deleted = false;
-    expect(lock->force_unlock(&deleted) == core::kOk, "force_unlock: " + core::last_error_message());
+    expect(lock->force_unlock(&deleted) == core::kOk, "force: " + core::last_error_message());
   }
   check_sent_keys(name, transport);
   lock.reset();

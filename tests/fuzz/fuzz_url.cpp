@@ -88,7 +88,7 @@ void check_accepted(const std::string& url, const Endpoint& ep) {
 
   const std::string again = rebuilt(ep);
   try {
-    if (!same(ep, rlock::core::parse_url(again))) failed(url, "round trip changed fields: " + again);
+    if (!same(ep, rlock::core::parse_url(again))) failed(url, "round trip changed: " + again);
   } catch (const Error& e) {
     failed(url, "round trip rejected " + again + ": " + e.message());
   }
@@ -110,7 +110,8 @@ void check_rejected(const std::string& url, const Error& e) {
   // Unless the marker also stands elsewhere in the URL, it must not show at all.
   const std::string password = std::string(":") + kSecret + "@";
   size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos || url.find(password, scheme_end) == std::string::npos) return;
+  if (scheme_end == std::string::npos) return;
+  if (url.find(password, scheme_end) == std::string::npos) return;
   std::string rest = url;  // the URL less the passwords (after the scheme, where they count)
   for (size_t at = rest.find(password, scheme_end); at != std::string::npos;
        at = rest.find(password, scheme_end))
