@@ -7,13 +7,14 @@
 namespace rlock::core {
 namespace {
 
-// The URL with its password replaced by "***", fit for error messages and logs.
+// The URL with its password replaced by "***", fit for error messages and logs. Everything up
+// to the last '@' may be a password, even past a '/' (an unescaped '/' in it is a common
+// mistake), so that much is hidden: sometimes more than the password, never less.
 std::string redacted(const std::string& url) {
   size_t start = url.find("://");
   if (start == std::string::npos) return url;
   start += 3;
-  size_t slash = url.find('/', start);
-  size_t at = url.rfind('@', slash == std::string::npos ? std::string::npos : slash);
+  size_t at = url.rfind('@');
   if (at == std::string::npos || at < start) return url;
   size_t colon = url.find(':', start);
   size_t secret = colon != std::string::npos && colon < at ? colon + 1 : start;
@@ -22,6 +23,12 @@ std::string redacted(const std::string& url) {
 
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
   throw Error(kInvalid, "invalid Redis URL " + printable(redacted(url), 200) + ": " + why);
+}
+
+// A piece of the URL quoted for a message, unless the redacted URL hides it.
+std::string shown(const std::string& url, const std::string& part) {
+  if (redacted(url).find(part) == std::string::npos) return "(hidden with the password)";
+  return printable(part, 40);
 }
 
 int hex_value(char c) {
@@ -63,7 +70,8 @@ bool parse_int(const std::string& s, long lo, long hi, long* out) {
 
 void parse_db(const std::string& url, const std::string& s, Endpoint* ep) {
   long db;
-  if (!parse_int(s, 0, 1000000, &db)) bad(url, "database must be a number from 0, got '" + s + "'");
+  if (!parse_int(s, 0, 1000000, &db))
+    bad(url, "database must be a number from 0, got " + shown(url, s));
   ep->db = static_cast<int>(db);
 }
 
@@ -78,7 +86,7 @@ void parse_query(const std::string& url, const std::string& query, Endpoint* ep)
     if (key == "db" && eq != std::string::npos) {
       parse_db(url, item.substr(eq + 1), ep);
     } else {
-      bad(url, "unknown option '" + key + "' (only db=N is supported)");
+      bad(url, "unknown option " + shown(url, key) + " (only db=N is supported)");
     }
     start = end + 1;
   }
@@ -130,6 +138,9 @@ Endpoint parse_url(const std::string& url) {
     }
     ep.unix_path = percent_decode(url, rest.substr(slash), "socket path");
     if (ep.unix_path.size() < 2) bad(url, "unix socket path is empty");
+    // The path goes to connect() as a C string: a NUL would silently cut it.
+    if (ep.unix_path.find('\0') != std::string::npos)
+      bad(url, "unix socket path contains a NUL byte");
     if (ep.unix_path.size() > 107) bad(url, "unix socket path is longer than 107 bytes");
     if (!query.empty()) parse_query(url, query, &ep);
     return ep;
@@ -175,13 +186,14 @@ Endpoint parse_url(const std::string& url) {
   }
   if (ep.host.empty()) bad(url, "missing host");
   for (char c : ep.host) {
-    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20)
+    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20 ||
+        c == 0x7f)
       bad(url, "host contains whitespace or control characters");
   }
   if (!port_text.empty()) {
     long port;
     if (!parse_int(port_text, 1, 65535, &port))
-      bad(url, "port must be a number from 1 to 65535, got '" + port_text + "'");
+      bad(url, "port must be a number from 1 to 65535, got " + shown(url, port_text));
     ep.port = static_cast<int>(port);
   }
   if (!path.empty()) parse_db(url, path, &ep);

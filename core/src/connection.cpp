@@ -23,36 +23,6 @@ timeval to_timeval(int64_t ms) {
   return tv;
 }
 
-Reply convert(const redisReply* r) {
-  Reply out;
-  switch (r->type) {
-    case REDIS_REPLY_INTEGER:
-      out.type = Reply::Type::Integer;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_STRING:
-      out.type = Reply::Type::String;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_STATUS:
-      out.type = Reply::Type::Status;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      out.type = Reply::Type::Error;
-      out.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.type = Reply::Type::Array;
-      out.elements.reserve(r->elements);
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(convert(r->element[i]));
-      break;
-    default:
-      out.type = Reply::Type::Nil;
-  }
-  return out;
-}
-
 struct ArgvBuffer {
   explicit ArgvBuffer(const Args& args) {
     ptrs.reserve(args.size());
@@ -92,6 +62,38 @@ int poll_ms(std::chrono::steady_clock::time_point deadline) {
 }
 
 }  // namespace
+
+Reply reply_from_hiredis(const redisReply* r) {
+  Reply out;
+  switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+      out.type = Reply::Type::Integer;
+      out.integer = r->integer;
+      break;
+    case REDIS_REPLY_STRING:
+      out.type = Reply::Type::String;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_STATUS:
+      out.type = Reply::Type::Status;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ERROR:
+      out.type = Reply::Type::Error;
+      out.str.assign(r->str, r->len);
+      break;
+    case REDIS_REPLY_ARRAY:
+      out.type = Reply::Type::Array;
+      out.elements.reserve(r->elements);
+      for (size_t i = 0; i < r->elements; ++i) {
+        out.elements.push_back(reply_from_hiredis(r->element[i]));
+      }
+      break;
+    default:
+      out.type = Reply::Type::Nil;
+  }
+  return out;
+}
 
 Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t command_timeout_ms)
     : where_(ep.describe()), command_timeout_ms_(command_timeout_ms) {
@@ -214,7 +216,7 @@ Reply Connection::read_reply(std::chrono::steady_clock::time_point deadline, int
     void* raw = nullptr;
     if (redisReaderGetReply(ctx_->reader, &raw) != REDIS_OK) fail("protocol error in reply");
     if (raw != nullptr) {
-      Reply out = convert(static_cast<redisReply*>(raw));
+      Reply out = reply_from_hiredis(static_cast<redisReply*>(raw));
       freeReplyObject(raw);
       auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
       typical_wait_us_ = (typical_wait_us_ * 7 + waited.count()) / 8;
@@ -276,7 +278,7 @@ std::vector<Reply> Connection::read_available() {
       throw Error(kConn, "Redis at " + where_ + ": protocol error in reply");
     }
     if (raw == nullptr) break;
-    out.push_back(convert(static_cast<redisReply*>(raw)));
+    out.push_back(reply_from_hiredis(static_cast<redisReply*>(raw)));
     freeReplyObject(raw);
   }
   return out;

@@ -35,6 +35,33 @@ int64_t epoch_ms() {
       .count();
 }
 
+// Replies are read only in the shapes core/scripts/*.lua return; anything else (a proxy's or a
+// broken server's answer) is an unexpected reply, kRedis, never a result.
+bool is_int(const Reply& r) { return r.type == Reply::Type::Integer; }
+
+bool is_text_or_nil(const Reply& r) {
+  return r.type == Reply::Type::String || r.type == Reply::Type::Nil;
+}
+
+// acquire scripts: {1, count, token} granted, {0, pttl} held by another, {-1, 0} no upgrade.
+bool acquire_shape(const Reply& r) {
+  if (r.type != Reply::Type::Array || r.elements.size() < 2) return false;
+  for (const Reply& e : r.elements) {
+    if (!is_int(e)) return false;
+  }
+  const int64_t verdict = r.elements[0].integer;
+  if (verdict == 1) return r.elements.size() == 3 && r.elements[1].integer >= 1;
+  return (verdict == 0 || verdict == -1) && r.elements.size() == 2;
+}
+
+// status.lua: {pttl, mine, owners, first owner or nil, its count, mode or nil}.
+bool status_shape(const Reply& r) {
+  if (r.type != Reply::Type::Array || r.elements.size() != 6) return false;
+  const std::vector<Reply>& e = r.elements;
+  return is_int(e[0]) && is_int(e[1]) && is_int(e[2]) && is_text_or_nil(e[3]) && is_int(e[4]) &&
+         is_text_or_nil(e[5]);
+}
+
 bool is_transient(int code, const std::string& message) {
   return code == kConn || code == kRedisBusy ||
          message.find("LOADING") != std::string::npos ||
@@ -105,6 +132,10 @@ std::string Lock::owner_field(int64_t thread_id) const {
   return writes() ? owner + ":write" : owner;
 }
 
+int Lock::unexpected(const std::string& doing) const {
+  return fail(kRedis, doing + " lock " + printable(name_) + ": unexpected reply");
+}
+
 int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
   int code = code_for_redis_error(reply.str);
   std::string hint;
@@ -152,10 +183,8 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
   }
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
-  if (r.type != Reply::Type::Array || r.elements.size() < 2) {
-    return {fail(kRedis, "acquiring lock " + printable(name_) + ": unexpected reply"), 0};
-  }
-  if (r.elements[0].integer == 1 && r.elements.size() == 3) {
+  if (!acquire_shape(r)) return {unexpected("acquiring"), 0};
+  if (r.elements[0].integer == 1) {
     HoldLayout layout = reads() ? HoldLayout::Read : writes() ? HoldLayout::Write : HoldLayout::Plain;
     holds.acquired(name_, plan.owner, plan.thread_id, r.elements[1].integer, plan.lease_ms,
                    plan.watchdog, sent, listener_, r.elements[2].integer, layout);
@@ -407,6 +436,7 @@ int Lock::release(int64_t thread_id) {
   // if the release did not find the lock held (it may have deleted the key itself).
   holds.end_release(name_, owner, !r.is_error() && r.integer >= 0);
   if (r.is_error()) return redis_failure("releasing", r);
+  if (!is_int(r)) return unexpected("releasing");
   if (r.integer >= 0 && !was_lost) {
     holds.released(name_, owner, r.integer, lease_ms, sent);
     return kOk;
@@ -454,8 +484,10 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
       r = eval_script(client_->transport(), scripts::rw_read_renew,
                       {name_, read_lease_prefix(name_, owner)}, {std::to_string(lease_ms), owner},
                       Retry::Once);
-      if (r.type == Reply::Type::Array && r.elements.size() == 1) {
+      if (r.type == Reply::Type::Array && r.elements.size() == 1 && is_int(r.elements[0])) {
         r = Reply::of_int(r.elements[0].integer == 1 ? 1 : -1);
+      } else if (!r.is_error()) {
+        return unexpected("extending");
       }
     } else {
       r = eval_script(client_->transport(), scripts::extend, {name_},
@@ -465,6 +497,7 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
     return fail(e.code(), "extending lock " + printable(name_) + ": " + e.message());
   }
   if (r.is_error()) return redis_failure("extending", r);
+  if (!is_int(r)) return unexpected("extending");
   if (r.integer == 1) {
     holds.extended(name_, owner, lease_ms, sent);
     return kOk;
@@ -487,6 +520,7 @@ int Lock::force_unlock(bool* deleted) {
     return fail(e.code(), "force-unlocking lock " + printable(name_) + ": " + e.message());
   }
   if (r.is_error()) return redis_failure("force-unlocking", r);
+  if (!is_int(r)) return unexpected("force-unlocking");
   if (deleted != nullptr) *deleted = r.integer == 1;
   return kOk;
 }
@@ -502,9 +536,7 @@ int Lock::query(int64_t thread_id, LockState* out) {
     return fail(e.code(), "reading lock " + printable(name_) + ": " + e.message());
   }
   if (r.is_error()) return redis_failure("reading", r);
-  if (r.type != Reply::Type::Array || r.elements.size() != 6) {
-    return fail(kRedis, "reading lock " + printable(name_) + ": unexpected reply");
-  }
+  if (!status_shape(r)) return unexpected("reading");
   out->ttl_ms = r.elements[0].integer;
   out->locked = out->ttl_ms != -2;
   out->hold_count = r.elements[1].integer;
@@ -557,6 +589,9 @@ int fenced_write(Client& client, const std::string& resource, const std::string&
   if (r.is_error()) {
     return fail(code_for_redis_error(r.str),
                 "fenced write to " + printable(resource) + ": Redis replied: " + r.str);
+  }
+  if (!is_int(r)) {
+    return fail(kRedis, "fenced write to " + printable(resource) + ": unexpected reply");
   }
   *accepted = r.integer == 1;
   return kOk;

@@ -273,6 +273,8 @@ TEST(ParseUrlRejects, RelativeOrEmptyUnixPath) {
 TEST(ParseUrlRejects, NulByte) {
   expect_rejected(std::string("redis://ho\0st", 13), "NUL byte");
   expect_rejected(std::string("redis://h\0", 10), "NUL byte");
+  // Found by fuzz_url: an escaped NUL in a socket path cut the path at connect().
+  expect_rejected("unix:///tmp/a%00b.sock", "unix socket path contains a NUL byte");
   // The message shows the URL escaped, not cut at the NUL.
   Rejection r = rejected(std::string("redis://ho\0st", 13));
   EXPECT_NE(r.message.find("ho\\x00st"), std::string::npos) << r.message;
@@ -282,6 +284,7 @@ TEST(ParseUrlRejects, HostWithWhitespaceOrControlCharacters) {
   expect_rejected("redis://my host", "whitespace or control");
   expect_rejected("redis://h\tx:6379", "whitespace or control");
   expect_rejected("redis://h\x01x", "whitespace or control");
+  expect_rejected("redis://h\x7fx", "whitespace or control");  // DEL: found by fuzz_url
 }
 
 TEST(ParseUrlRejects, BadPercentEscapes) {
@@ -302,6 +305,24 @@ TEST(ParseUrlRejects, MessagesDoNotRevealThePassword) {
     ASSERT_TRUE(r.thrown) << url;
     EXPECT_EQ(r.message.find(password), std::string::npos)
         << "the password is in the error message: " << r.message;
+  }
+}
+
+// Found by fuzz_url: a password holding an unescaped '/' was shown whole, and the port or db
+// text a message quotes could be a piece of the password.
+TEST(ParseUrlRejects, MessagesDoNotRevealAPasswordWithASlash) {
+  for (const std::string& url : {std::string("redis://:Pa55/w0rdXYZ@h"),
+                                 std::string("redis://app:Pa55/w0rdXYZ@h:6379/1"),
+                                 std::string("unix://app:Pa55/w0rdXYZ@/tmp/r.sock"),
+                                 std::string("redis://h/:Pa55w0rdXYZ@x"),
+                                 std::string("redis://app:Pa55w0rdXYZ/@h"),
+                                 std::string("redis://h?Pa55w0rdXYZ@x=1")}) {
+    Rejection r = rejected(url);
+    ASSERT_TRUE(r.thrown) << url;
+    EXPECT_EQ(r.message.find("Pa55"), std::string::npos)
+        << "part of the password is in the error message: " << r.message;
+    EXPECT_EQ(r.message.find("w0rdXYZ"), std::string::npos)
+        << "part of the password is in the error message: " << r.message;
   }
 }
 

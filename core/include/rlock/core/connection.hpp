@@ -17,10 +17,15 @@
 #include "rlock/core/reply.hpp"
 
 struct redisContext;
+struct redisReply;
 
 namespace rlock::core {
 
 using Args = std::vector<std::string_view>;
+
+// hiredis's parsed reply as ours (strings byte for byte, arrays in depth); what every reply read
+// from a connection goes through. Public so the reply fuzzer feeds it the same way.
+Reply reply_from_hiredis(const redisReply* r);
 
 class Connection {
  public:

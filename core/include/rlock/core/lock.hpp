@@ -111,6 +111,8 @@ class Lock {
   // The outcome of a release/extend the server refused because `owner` holds no field.
   int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
   int redis_failure(const std::string& doing, const Reply& reply) const;
+  // A reply not of its script's shape: kRedis.
+  int unexpected(const std::string& doing) const;
   int64_t resolve_thread(int64_t thread_id) const;
 
   std::shared_ptr<Client> client_;
