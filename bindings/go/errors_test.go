@@ -24,6 +24,7 @@ func TestSentinelTable(t *testing.T) {
 		{CodeBusy, []error{ErrBusy, ErrRedis}, []error{ErrConnection}},
 		{CodeClosed, []error{ErrClosed}, nil},
 		{CodeDeadlock, []error{ErrDeadlock}, nil},
+		{CodeBadHandle, []error{ErrClosed}, []error{ErrInvalidArgument}},
 		{CodeError, nil, []error{ErrRedis, ErrInternal}},
 	}
 	for _, tc := range cases {
@@ -43,8 +44,9 @@ func TestSentinelTable(t *testing.T) {
 			t.Errorf("errors.As lost the code %v", tc.code)
 		}
 	}
-	if CodeDeadlock.String() != "RLOCK_EDEADLK" || Code(-99).String() != "rlock code -99" {
-		t.Errorf("Code.String: %q %q", CodeDeadlock, Code(-99))
+	if CodeDeadlock.String() != "RLOCK_EDEADLK" || CodeBadHandle.String() != "RLOCK_EBADHANDLE" ||
+		Code(-99).String() != "rlock code -99" {
+		t.Errorf("Code.String: %q %q %q", CodeDeadlock, CodeBadHandle, Code(-99))
 	}
 }
 

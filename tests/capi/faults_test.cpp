@@ -218,6 +218,43 @@ class CapiFaults : public ::testing::Test {
     return out;
   }
 
+  // A client authenticated as a user who may run EVAL (the creation probe uses it) but not
+  // EVALSHA, which every lock command starts with: any lock command that reached Redis would be
+  // refused and recorded in ACL LOG under that user, so an empty log for the user proves the
+  // calls under test were never sent (without MONITOR, whatever other tests do on the shared
+  // server). expect_nothing_sent() checks the log.
+  rlock_client* no_script_client(std::string* user_out, size_t max_name_len = 0) {
+    static int n = 0;
+    const std::string user =
+        "rlock-capi-noscript-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+    const std::string password = "pw-" + std::to_string(::getpid());
+    make_user(user, password, {"-evalsha", "-evalsha_ro", "-fcall", "-fcall_ro", "-script"});
+    rlock_client_options o = server_options();
+    o.username = user.c_str();
+    o.password = password.c_str();
+    o.max_name_len = max_name_len;
+    rlock_client* c = make_client(o);
+    EXPECT_TRUE(acl_denials(user).empty());
+    *user_out = user;
+    return c;
+  }
+
+  void expect_nothing_sent(const std::string& user) {
+    std::vector<std::string> denied = acl_denials(user);
+    EXPECT_TRUE(denied.empty()) << denied.size() << " command(s) reached Redis, the first: "
+                                << denied.front();
+  }
+
+  // The control for no_script_client(): a valid acquire does reach Redis, is refused
+  // (ENOPERM) and logged, so an empty log above meant something.
+  void expect_control_is_logged(rlock_lock* lock, const std::string& user) {
+    EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_ENOPERM, "");
+    std::vector<std::string> denied = acl_denials(user);
+    ASSERT_FALSE(denied.empty()) << "ACL LOG did not record the refused script: the check "
+                                    "before proves nothing";
+    EXPECT_TRUE(denied.front() == "evalsha" || denied.front() == "eval") << denied.front();
+  }
+
   std::string owner_of_this_thread() {
     return std::string(rlock_client_id(client_)) + ":" + std::to_string(rlock_current_thread_id());
   }
@@ -919,6 +956,374 @@ TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
     (void)rlock_lock_set_lost_callback(lock, nullptr, nullptr);
   }
   // TearDown frees the four handles now, after their client.
+}
+
+// ---- H10: freed and made-up handles ----------------------------------------------------------
+
+// Every call on a freed lock handle is EBADHANDLE naming rlock_lock, or its documented "no";
+// nothing reaches Redis; a second free is a no-op that records EBADHANDLE.
+TEST_F(CapiFaults, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
+  std::string user;
+  rlock_client* c = no_script_client(&user);
+  ASSERT_NE(c, nullptr);
+  const std::string name = unique_name("h10-lock");
+  names_.push_back(name);
+  rlock_lock* lock = nullptr;
+  ASSERT_EQ(rlock_lock_new(&lock, c, name.c_str(), nullptr), RLOCK_OK) << last_message();
+  rlock_lock_free(lock);
+
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  int deleted = 7;
+  int64_t token = 7;
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release_ex(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend_ex(lock, 1000, 5), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_EQ(deleted, 7);
+  EXPECT_FAIL(rlock_cancel(lock), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_lock_token(lock, RLOCK_THREAD_CURRENT, &token), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_EQ(token, 7);
+  EXPECT_FAIL(rlock_lock_set_lost_callback(lock, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  EXPECT_EQ(rlock_is_held_ex(lock, 5), 0);
+  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+  rlock_multi* group = sentinel<rlock_multi>();
+  EXPECT_FAIL(rlock_multi_lock_new(&group, &lock, 1), RLOCK_EBADHANDLE, "members[0]");
+  EXPECT_EQ(group, nullptr);
+  EXPECT_NE(last_message().find("rlock_lock"), std::string::npos) << last_message();
+
+  prime_last_error(RLOCK_EBADHANDLE);
+  rlock_lock_free(lock);  // double free: harmless, and visible in the last error
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+  EXPECT_TRUE(names(last_message(), "rlock_lock")) << last_message();
+
+  expect_nothing_sent(user);
+  EXPECT_FALSE(redis_->exists(name));
+  // Control: a live handle of the same client does reach Redis.
+  rlock_lock* live = make_lock(name, nullptr, c);
+  ASSERT_NE(live, nullptr);
+  expect_control_is_logged(live, user);
+}
+
+TEST_F(CapiFaults, H10_UseAfterFreeOfAClientIsEbadhandle) {
+  rlock_client* c = nullptr;
+  ASSERT_EQ(rlock_client_new_url(&c, tcp_url_.c_str()), RLOCK_OK) << last_message();
+  ASSERT_NE(rlock_client_id(c), nullptr);
+  rlock_client_free(c);
+
+  const std::string name = unique_name("h10-client");
+  names_.push_back(name);
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, c, name.c_str(), nullptr), RLOCK_EBADHANDLE, "rlock_client");
+  EXPECT_EQ(out, nullptr);
+  out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new_n(&out, c, name.data(), name.size(), nullptr), RLOCK_EBADHANDLE,
+              "rlock_client");
+  EXPECT_EQ(out, nullptr);
+  int accepted = 7;
+  EXPECT_FAIL(rlock_fenced_write(c, name.data(), name.size(), "v", 1, 1, &accepted),
+              RLOCK_EBADHANDLE, "rlock_client");
+  EXPECT_EQ(accepted, 7);
+  EXPECT_EQ(rlock_client_id(c), nullptr);
+
+  prime_last_error(RLOCK_EBADHANDLE);
+  rlock_client_free(c);  // double free
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+  EXPECT_TRUE(names(last_message(), "rlock_client")) << last_message();
+  EXPECT_FALSE(redis_->exists(name));
+  EXPECT_FALSE(redis_->exists("rlock_fence:{" + name + "}"));
+}
+
+TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) {
+  std::string user;
+  rlock_client* c = no_script_client(&user);
+  ASSERT_NE(c, nullptr);
+  const std::string a = unique_name("h10-group-a"), b = unique_name("h10-group-b");
+  rlock_lock* members[2] = {make_lock(a, nullptr, c), make_lock(b, nullptr, c)};
+  ASSERT_TRUE(members[0] && members[1]);
+
+  for (bool redlock : {false, true}) {
+    SCOPED_TRACE(redlock ? "redlock" : "multi-lock");
+    rlock_multi* group = nullptr;
+    ASSERT_EQ(redlock ? rlock_redlock_new(&group, members, 2) : rlock_multi_lock_new(&group, members, 2),
+              RLOCK_OK)
+        << last_message();
+    rlock_multi_free(group);
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 0;
+    int64_t validity = 7;
+    EXPECT_FAIL(rlock_multi_acquire(group, &ao, &validity), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_acquire(group, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_EQ(validity, 7);
+    EXPECT_FAIL(rlock_multi_release(group, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_cancel(group), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0);
+    prime_last_error(RLOCK_EBADHANDLE);
+    rlock_multi_free(group);
+    EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+    EXPECT_TRUE(names(last_message(), "rlock_multi")) << last_message();
+  }
+
+  rlock_cancel_token* token = nullptr;
+  ASSERT_EQ(rlock_cancel_token_new(&token), RLOCK_OK);
+  rlock_cancel_token_free(token);
+  EXPECT_FAIL(rlock_cancel_token_cancel(token), RLOCK_EBADHANDLE, "rlock_cancel_token");
+  EXPECT_EQ(rlock_cancel_token_is_cancelled(token), 0);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.cancel = token;
+  EXPECT_FAIL(rlock_acquire_ex(members[0], &ao), RLOCK_EBADHANDLE, "opts->cancel");
+  EXPECT_TRUE(names(last_message(), "rlock_cancel_token")) << last_message();
+  rlock_multi* group = nullptr;
+  ASSERT_EQ(rlock_multi_lock_new(&group, members, 2), RLOCK_OK) << last_message();
+  EXPECT_FAIL(rlock_multi_acquire(group, &ao, nullptr), RLOCK_EBADHANDLE, "opts->cancel");
+  rlock_multi_free(group);
+  prime_last_error(RLOCK_EBADHANDLE);
+  rlock_cancel_token_free(token);
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+
+  expect_nothing_sent(user);
+  EXPECT_FALSE(redis_->exists(a));
+  EXPECT_FALSE(redis_->exists(b));
+  expect_control_is_logged(members[0], user);
+}
+
+// Handles never made by rlock, or of another type, are recognised without being read.
+TEST_F(CapiFaults, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
+  const std::string name = unique_name("h10-forged");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+  int on_stack = 0;
+  std::vector<rlock_lock*> forged = {
+      reinterpret_cast<rlock_lock*>(&on_stack),
+      reinterpret_cast<rlock_lock*>(uintptr_t{1}),
+      reinterpret_cast<rlock_lock*>(UINTPTR_MAX),
+      reinterpret_cast<rlock_lock*>(client_),  // a live client is not a lock
+      reinterpret_cast<rlock_lock*>(reinterpret_cast<uintptr_t>(lock) + 1),  // another generation
+  };
+  for (rlock_lock* bad : forged) {
+    SCOPED_TRACE(reinterpret_cast<uintptr_t>(bad));
+    EXPECT_FAIL(rlock_acquire(bad, 0), RLOCK_EBADHANDLE, "rlock_lock");
+    EXPECT_FAIL(rlock_release(bad), RLOCK_EBADHANDLE, "rlock_lock");
+    EXPECT_EQ(rlock_is_held(bad), 0);
+    rlock_lock_free(bad);  // ignored
+    EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+  }
+  EXPECT_EQ(on_stack, 0);
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, reinterpret_cast<rlock_client*>(lock), "x", nullptr),
+              RLOCK_EBADHANDLE, "rlock_client");
+  EXPECT_EQ(out, nullptr);
+  EXPECT_FAIL(rlock_cancel_token_cancel(reinterpret_cast<rlock_cancel_token*>(lock)),
+              RLOCK_EBADHANDLE, "rlock_cancel_token");
+  EXPECT_FAIL(rlock_multi_release(reinterpret_cast<rlock_multi*>(lock), 1), RLOCK_EBADHANDLE,
+              "rlock_multi");
+  EXPECT_FALSE(redis_->exists(name));
+  // The real ones still work after all that.
+  EXPECT_NE(rlock_client_id(client_), nullptr);
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+}
+
+// A handle freed while another thread waits in a call on it: the wait ends (ECANCELED), nothing
+// is left locked for the waiter, and the object lives until that call returned (ASan checks).
+TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
+  const std::string name = unique_name("h10-free-waiting");
+  rlock_lock* holder = make_lock(name);
+  ASSERT_NE(holder, nullptr);
+  rlock_acquire_options ho = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ho.wait_ms = 0;
+  ho.lease_ms = 60000;
+  ho.thread_id = 1;
+  ASSERT_EQ(rlock_acquire_ex(holder, &ho), RLOCK_OK) << last_message();
+  const auto held = redis_->hgetall(name);
+
+  for (bool group : {false, true}) {
+    SCOPED_TRACE(group ? "rlock_multi" : "rlock_lock");
+    rlock_lock* lock = nullptr;
+    ASSERT_EQ(rlock_lock_new(&lock, client_, name.c_str(), nullptr), RLOCK_OK);
+    rlock_multi* multi = nullptr;
+    if (group) {
+      ASSERT_EQ(rlock_multi_lock_new(&multi, &lock, 1), RLOCK_OK) << last_message();
+      rlock_lock_free(lock);  // the group keeps its member alive
+    }
+    std::atomic<int> rc{1};
+    std::atomic<bool> started{false};
+    std::thread waiter([&] {
+      rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+      ao.wait_ms = 10000;  // bounded, so a free that does not wake it fails instead of hanging
+      ao.thread_id = 2;
+      started = true;
+      rc = group ? rlock_multi_acquire(multi, &ao, nullptr) : rlock_acquire_ex(lock, &ao);
+    });
+    while (!started) std::this_thread::yield();
+    if (!group) {
+      EXPECT_TRUE(redis_->wait_numsub(lock_channel(name), 1, 5000));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto freed = Clock::now();
+    if (group) {
+      rlock_multi_free(multi);
+    } else {
+      rlock_lock_free(lock);
+    }
+    waiter.join();
+    EXPECT_EQ(rc.load(), RLOCK_ECANCELED) << rlock_strerror(rc.load());
+    EXPECT_LT(ms_since(freed), 3000);
+    EXPECT_EQ(redis_->hgetall(name), held) << "the waiter left something in the lock";
+    if (group) {
+      EXPECT_FAIL(rlock_multi_acquire(multi, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+    } else {
+      EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBADHANDLE, "rlock_lock");
+    }
+  }
+  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+}
+
+// A token freed during an acquire that uses it stays valid for that acquire, which ends as it
+// would have (here: its wait passes).
+TEST_F(CapiFaults, H10_FreeingATokenInUseLeavesTheAcquireAlone) {
+  const std::string name = unique_name("h10-token-in-use");
+  rlock_lock* holder = make_lock(name);
+  rlock_lock* lock = make_lock(name);
+  ASSERT_TRUE(holder && lock);
+  rlock_acquire_options ho = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ho.wait_ms = 0;
+  ho.lease_ms = 60000;
+  ho.thread_id = 1;
+  ASSERT_EQ(rlock_acquire_ex(holder, &ho), RLOCK_OK) << last_message();
+  rlock_cancel_token* token = nullptr;
+  ASSERT_EQ(rlock_cancel_token_new(&token), RLOCK_OK);
+  std::atomic<int> rc{1};
+  std::thread waiter([&] {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 1500;
+    ao.thread_id = 2;
+    ao.cancel = token;
+    rc = rlock_acquire_ex(lock, &ao);
+  });
+  EXPECT_TRUE(redis_->wait_numsub(lock_channel(name), 1, 5000));
+  rlock_cancel_token_free(token);
+  EXPECT_FAIL(rlock_cancel_token_cancel(token), RLOCK_EBADHANDLE, "rlock_cancel_token");
+  waiter.join();
+  EXPECT_EQ(rc.load(), RLOCK_ETIMEDOUT) << rlock_strerror(rc.load());
+  EXPECT_EQ(redis_->hgetall(name).size(), 1u);
+  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+}
+
+// Threads calling on handles while others free them (twice, at once): every call returns a
+// status code, never touches freed memory (ASan/TSan builds check), and the last free wins.
+TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
+  const std::string name = unique_name("h10-race");
+  names_.push_back(name);
+  // ECLOSED: a call that pinned the lock before it was freed may meet the client's free.
+  const std::vector<int> allowed = {RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ETIMEDOUT, RLOCK_ECANCELED,
+                                    RLOCK_EBADHANDLE, RLOCK_ENOTOWNER, RLOCK_ECLOSED};
+  std::atomic<int> unexpected{0};
+  std::atomic<int> an_unexpected_code{0};
+  std::atomic<int> bad_seen{0};
+  for (int round = 0; round < 40; ++round) {
+    rlock_client* c = nullptr;
+    ASSERT_EQ(rlock_client_new_url(&c, tcp_url_.c_str()), RLOCK_OK) << last_message();
+    rlock_lock* lock = nullptr;
+    ASSERT_EQ(rlock_lock_new(&lock, c, name.c_str(), nullptr), RLOCK_OK);
+    rlock_cancel_token* token = nullptr;
+    ASSERT_EQ(rlock_cancel_token_new(&token), RLOCK_OK);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> users;
+    for (int t = 0; t < 3; ++t) {
+      users.emplace_back([&, t] {
+        while (!go) std::this_thread::yield();
+        for (int i = 0; i < 200; ++i) {
+          rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+          ao.wait_ms = 0;
+          ao.lease_ms = 2000;
+          ao.thread_id = 100 + t;
+          ao.cancel = i % 2 == 0 ? token : nullptr;
+          int codes[4] = {rlock_acquire_ex(lock, &ao), rlock_release_ex(lock, 100 + t),
+                          rlock_cancel_token_is_cancelled(token) == 0 ? RLOCK_OK : RLOCK_ERROR,
+                          rlock_cancel(lock)};
+          (void)rlock_is_held_ex(lock, 100 + t);
+          rlock_lock* extra = nullptr;
+          int made = rlock_lock_new(&extra, c, name.c_str(), nullptr);
+          if (made == RLOCK_OK) {
+            rlock_lock_free(extra);
+          } else if (made != RLOCK_EBADHANDLE) {
+            ++unexpected;
+            an_unexpected_code = made;
+          }
+          bool bad = false;
+          for (int code : codes) {
+            if (std::find(allowed.begin(), allowed.end(), code) == allowed.end()) {
+              ++unexpected;
+              an_unexpected_code = code;
+            }
+            bad = bad || code == RLOCK_EBADHANDLE;
+          }
+          if (bad) {
+            ++bad_seen;
+            break;
+          }
+        }
+      });
+    }
+    go = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * (round % 10)));
+    std::thread second_free([&] { rlock_lock_free(lock); });
+    rlock_lock_free(lock);
+    rlock_cancel_token_free(token);
+    second_free.join();
+    rlock_client_free(c);
+    for (std::thread& u : users) u.join();
+    EXPECT_EQ(rlock_is_held_ex(lock, 100), 0);
+    EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
+  }
+  EXPECT_EQ(unexpected.load(), 0) << "for example " << an_unexpected_code.load() << " ("
+                                  << rlock_strerror(an_unexpected_code.load()) << ")";
+  EXPECT_GT(bad_seen.load(), 0) << "no call ever met a freed handle: the race was not exercised";
+}
+
+// A lock handle that is a member of a group may be freed before the group (documented), but
+// its lost-lock callback must not run after rlock_lock_free returned: the caller frees the
+// payload then. The group's holds are still found lost (is_held 0).
+TEST_F(CapiFaults, H10_FreedGroupMemberRunsNoLostCallback) {
+  rlock_client_options o = server_options();
+  o.watchdog_lease_ms = 600;  // renewals every 200 ms
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  const std::string name = unique_name("h10-member-callback");
+  names_.push_back(name);
+  rlock_lock* member = nullptr;
+  ASSERT_EQ(rlock_lock_new(&member, c, name.c_str(), nullptr), RLOCK_OK);
+  static std::atomic<int> calls{0};
+  calls = 0;
+  ASSERT_EQ(rlock_lock_set_lost_callback(
+                member, [](rlock_lock*, const char*, size_t, int64_t, int, void*) { ++calls; },
+                nullptr),
+            RLOCK_OK);
+  rlock_multi* group = nullptr;
+  ASSERT_EQ(rlock_multi_lock_new(&group, &member, 1), RLOCK_OK) << last_message();
+  rlock_lock_free(member);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ASSERT_EQ(rlock_multi_acquire(group, &ao, nullptr), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 1);
+  redis_->del(name);  // the hold is lost; the next renewal finds out
+  auto start = Clock::now();
+  while (rlock_multi_is_held(group, RLOCK_THREAD_CURRENT) == 1 && ms_since(start) < 3000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0) << "the loss was not noticed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(calls.load(), 0) << "the freed handle's callback ran";
+  rlock_multi_free(group);
 }
 
 }  // namespace
