@@ -347,7 +347,7 @@ TEST_F(CapiFaults, UnixSocketClientRunsCommands) {
 
 // ---- NULL pointers ----------------------------------------------------------------------------
 
-TEST_F(CapiFaults, NullOutPointersAreEinval) {
+TEST_F(CapiFaults, H9_NullOutPointersAreEinval) {
   rlock_lock* lock = make_lock(unique_name("null-out"));
   ASSERT_NE(lock, nullptr);
   EXPECT_FAIL(rlock_client_new(nullptr, nullptr), RLOCK_EINVAL, "out");
@@ -365,7 +365,7 @@ TEST_F(CapiFaults, NullOutPointersAreEinval) {
   EXPECT_EQ(rlock_force_unlock(lock, nullptr), RLOCK_OK) << last_message();
 }
 
-TEST_F(CapiFaults, NullHandlesAreEinvalNamingTheArgument) {
+TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, nullptr, "x", nullptr), RLOCK_EINVAL, "client");
   EXPECT_EQ(out, nullptr);
@@ -414,7 +414,7 @@ TEST_F(CapiFaults, NullHandlesAreEinvalNamingTheArgument) {
 
 // ---- names ------------------------------------------------------------------------------------
 
-TEST_F(CapiFaults, EmptyNameIsEinval) {
+TEST_F(CapiFaults, H1_EmptyNameIsEinval) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, client_, "", nullptr), RLOCK_EINVAL, "name");
   EXPECT_EQ(out, nullptr);
@@ -423,7 +423,7 @@ TEST_F(CapiFaults, EmptyNameIsEinval) {
   EXPECT_EQ(out, nullptr);
 }
 
-TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
+TEST_F(CapiFaults, H2_NameLongerThanMaxNameLenIsEinval) {
   rlock_client_options o = server_options();
   o.max_name_len = 40;
   rlock_client* small = make_client(o);
@@ -452,6 +452,10 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   std::string too_big = big + "z";
   EXPECT_FAIL(rlock_lock_new_n(&out, client_, too_big.data(), too_big.size(), nullptr),
               RLOCK_EINVAL, "max_name_len");
+  const std::string mib(1 << 20, 'm');  // 1 MiB: refused before anything is made or sent
+  EXPECT_FAIL(rlock_lock_new_n(&out, client_, mib.data(), mib.size(), nullptr), RLOCK_EINVAL,
+              "max_name_len");
+  EXPECT_EQ(out, nullptr);
   rlock_lock* big_lock = make_lock(big);
   ASSERT_NE(big_lock, nullptr);
   EXPECT_EQ(rlock_acquire(big_lock, 0), RLOCK_OK) << last_message();
@@ -459,7 +463,7 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   EXPECT_EQ(rlock_release(big_lock), RLOCK_OK) << last_message();
 }
 
-TEST_F(CapiFaults, MaxNameLenAboveTheHardLimitIsEinval) {
+TEST_F(CapiFaults, H2_MaxNameLenAboveTheHardLimitIsEinval) {
   rlock_client_options o = server_options();
   o.max_name_len = RLOCK_HARD_MAX_NAME_LEN + 1;
   rlock_client* c = sentinel<rlock_client>();
@@ -469,12 +473,12 @@ TEST_F(CapiFaults, MaxNameLenAboveTheHardLimitIsEinval) {
   EXPECT_NE(make_client(o), nullptr);
 }
 
-TEST_F(CapiFaults, BinaryNameWithNulBytesAndInvalidUtf8) {
+TEST_F(CapiFaults, H3_BinaryNameWithNulBytesAndInvalidUtf8) {
   exercise_name(unique_name(std::string("bin\0ary\xff\xfe\xc3\x28", 11)));
   exercise_name(std::string("\0\x80\xbf", 3) + unique_name("lead-nul"));
 }
 
-TEST_F(CapiFaults, NamesWithBraces) {
+TEST_F(CapiFaults, H4_NamesWithBraces) {
   exercise_name(unique_name("a}b{c"));
   exercise_name("{" + unique_name("tag") + "}:x");
   exercise_name(unique_name("}"));
@@ -487,7 +491,7 @@ TEST_F(CapiFaults, NamesWithBraces) {
 // refused and recorded in ACL LOG under that user, so an empty log for the user proves the
 // invalid calls were never sent (without MONITOR, and whatever other tests do on the shared
 // server). The last call is the control: a valid acquire, refused and logged.
-TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
+TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   const std::string user = "rlock-capi-noscript-" + std::to_string(::getpid());
   const std::string password = "pw-" + std::to_string(::getpid());
   make_user(user, password,
@@ -577,7 +581,7 @@ TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
 }
 
 // lease_ms 0 in acquire options means the lock's default lease (documented), not "unlock now".
-TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
+TEST_F(CapiFaults, H5_AcquireLeaseZeroMeansTheLocksDefault) {
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.lease_ms = 4000;
   const std::string name = unique_name("lease-default");
@@ -605,7 +609,7 @@ TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
 
 // RLOCK_MAX_DURATION_MS itself is accepted everywhere ("larger values are EINVAL"), and a hold
 // taken with it is held, not lost at once.
-TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
+TEST_F(CapiFaults, H6_MaxDurationIsAcceptedAndHeld) {
   const std::string name = unique_name("max-duration");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -644,7 +648,7 @@ TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
 
 // ---- client construction ----------------------------------------------------------------------
 
-TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
+TEST_F(CapiFaults, H11_InvalidUrlsAreEinvalNamingTheField) {
   struct Case {
     std::string url;
     int code;
@@ -692,7 +696,7 @@ TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
 
 // Bad option values are refused before connecting: the port refuses connections, so a client
 // that tried would report ECONN instead.
-TEST_F(CapiFaults, InvalidClientOptionsAreEinvalBeforeConnecting) {
+TEST_F(CapiFaults, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
   ClosedPort closed;
   ASSERT_GT(closed.port(), 0);
   auto base = [&] {
@@ -738,7 +742,7 @@ TEST_F(CapiFaults, InvalidClientOptionsAreEinvalBeforeConnecting) {
   }
 }
 
-TEST_F(CapiFaults, WrongPasswordIsEauth) {
+TEST_F(CapiFaults, H12_WrongPasswordIsEauth) {
   // The fixture's default user has no password: AUTH with one is refused.
   const std::string hostport = tcp_url_.substr(std::string("redis://").size());
   rlock_client* c = sentinel<rlock_client>();
@@ -823,7 +827,7 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
 
 // ---- release bookkeeping ----------------------------------------------------------------------
 
-TEST_F(CapiFaults, ReleasingTwiceIsEnotheldAndTouchesNothing) {
+TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotowner) {
   const std::string name = unique_name("release-twice");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -896,7 +900,7 @@ TEST_F(CapiFaults, LastErrorIsNeverNullAndPerThread) {
 
 // ---- handles that outlive their client --------------------------------------------------------
 
-TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
+TEST_F(CapiFaults, H19_LockHandlesAfterClientFreeAreEclosed) {
   rlock_client* c2 = nullptr;
   ASSERT_EQ(rlock_client_new_url(&c2, tcp_url_.c_str()), RLOCK_OK) << last_message();
   const std::string held_name = unique_name("closed-held");
@@ -956,6 +960,113 @@ TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
     (void)rlock_lock_set_lost_callback(lock, nullptr, nullptr);
   }
   // TearDown frees the four handles now, after their client.
+}
+
+// ---- H12, H16, H17, H23: server refusals, unreachable server, expiry -------------------------
+
+TEST_F(CapiFaults, H12_EvalRenamedIsEunsupportedAtCreation) {
+  rlock_test::PrivateRedis server({"--rename-command", "EVAL", "\"\""});
+  rlock_client* c = sentinel<rlock_client>();
+  auto start = Clock::now();
+  EXPECT_FAIL(rlock_client_new_url(&c, server.tcp_url().c_str()), RLOCK_EUNSUPPORTED, "");
+  EXPECT_EQ(c, nullptr);
+  EXPECT_LT(ms_since(start), 2000) << "no retry loop";
+}
+
+TEST_F(CapiFaults, H16_ReleaseWhileRedisIsDownIsEconnAndBounded) {
+  auto server = std::make_unique<rlock_test::PrivateRedis>();
+  rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+  const std::string url = server->tcp_url();
+  o.url = url.c_str();
+  o.connect_timeout_ms = 500;
+  o.command_timeout_ms = 500;
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  rlock_lock* lock = make_lock(unique_name("h16"), nullptr, c);
+  ASSERT_NE(lock, nullptr);
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  server.reset();  // stops it
+  auto start = Clock::now();
+  EXPECT_FAIL(rlock_release(lock), RLOCK_ECONN, "");
+  EXPECT_LT(ms_since(start), 1500) << "the release outlived its command timeout";
+  EXPECT_EQ(rlock_is_held(lock), 0) << "the hold is still renewed after the failed release";
+}
+
+TEST_F(CapiFaults, H17_ExtendAfterExpiryIsElostAndRecreatesNothing) {
+  const std::string name = unique_name("h17");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.lease_ms = 150;
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(redis_->exists(name));
+  EXPECT_FAIL(rlock_extend(lock, 60000), RLOCK_ELOST, "");
+  EXPECT_FALSE(redis_->exists(name)) << "the extend re-created the lock";
+
+  // Expired and taken by another owner: the extend leaves that owner's hold alone.
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  rlock_acquire_options other = RLOCK_ACQUIRE_OPTIONS_INIT;
+  other.wait_ms = 0;
+  other.lease_ms = 60000;
+  other.thread_id = 4343;
+  ASSERT_EQ(rlock_acquire_ex(lock, &other), RLOCK_OK) << last_message();
+  const auto before = redis_->hgetall(name);
+  const long long ttl = redis_->pttl(name);
+  EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ELOST, "");
+  EXPECT_EQ(redis_->hgetall(name), before);
+  EXPECT_LE(redis_->pttl(name), ttl);
+  EXPECT_EQ(rlock_release_ex(lock, 4343), RLOCK_OK) << last_message();
+}
+
+// OOM, BUSY and READONLY replies come back as their own codes and never as "acquired".
+TEST_F(CapiFaults, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
+  rlock_test::PrivateRedis server({"--busy-reply-threshold", "100"});
+  RedisConn admin(server.admin_url());
+  rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+  const std::string url = server.tcp_url();
+  o.url = url.c_str();
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  const std::string name = unique_name("h23");
+  rlock_lock* lock = make_lock(name, nullptr, c);
+  ASSERT_NE(lock, nullptr);
+
+  ASSERT_TRUE(admin.command({"CONFIG", "SET", "maxmemory", "1"}).is_status());
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EOOM, "");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  ASSERT_TRUE(admin.command({"CONFIG", "SET", "maxmemory", "0"}).is_status());
+  EXPECT_FALSE(admin.exists(name));
+
+  std::thread busy([&] {
+    RedisConn runner(server.admin_url(), 20000);
+    runner.command({"EVAL", "while true do end", "0"});  // ends with SCRIPT KILL
+  });
+  auto start = Clock::now();
+  Reply script;
+  while (ms_since(start) < 5000) {  // until the script runs past the threshold
+    script = admin.command({"PING"});
+    if (script.is_error() && script.str.rfind("BUSY", 0) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(script.is_error()) << script.describe();
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBUSY, "");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  admin.command({"SCRIPT", "KILL"});
+  busy.join();
+  EXPECT_FALSE(admin.exists(name));
+
+  rlock_test::PrivateRedis master;
+  ASSERT_TRUE(admin.command({"REPLICAOF", "127.0.0.1", std::to_string(master.port())}).is_status());
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EREADONLY, "");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  admin.command({"REPLICAOF", "NO", "ONE"});
+  EXPECT_FALSE(admin.exists(name));
+  // The same client works once the server is writable again.
+  EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
 }
 
 // ---- H10: freed and made-up handles ----------------------------------------------------------
