@@ -100,7 +100,7 @@ def test_clearing_the_callback(make_client, name, r):
         lock.on_lost("not callable")
 
 
-def test_callback_does_not_keep_the_lock_alive(client, name):
+def test_h21_callback_does_not_keep_the_lock_alive(client, name):
     lock = client.lock(name)
     lock.on_lost(lambda lk, reason: None)
     ref = __import__("weakref").ref(lock)

@@ -32,7 +32,7 @@ class ErrorsTest {
   }
 
   @Test
-  void wrongPasswordIsAnAuthException() {
+  void h12WrongPasswordIsAnAuthException() {
     String url = TestRedis.tcpUrl().replace("redis://", "redis://nobody:wrong@");
     RedisLockAuthException e =
         assertThrows(RedisLockAuthException.class, () -> RedisLockClient.create(url));
@@ -41,7 +41,7 @@ class ErrorsTest {
   }
 
   @Test
-  void badUrlsAreIllegalArguments() {
+  void h11BadUrlsAreIllegalArguments() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> RedisLockClient.create("http://example.invalid"));
     assertTrue(e.getMessage().toLowerCase().contains("url"), e.getMessage());
@@ -62,12 +62,27 @@ class ErrorsTest {
   }
 
   @Test
-  void badInputsThrowClearly() throws Exception {
+  void h1EmptyNameIsAnIllegalArgument() {
     try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
-      assertThrows(NullPointerException.class, () -> client.getLock(null));
       IllegalArgumentException empty =
           assertThrows(IllegalArgumentException.class, () -> client.getLock(""));
       assertTrue(empty.getMessage().contains("empty"), empty.getMessage());
+    }
+  }
+
+  @Test
+  void h2TooLongNameIsAnIllegalArgument() {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
+          () -> client.getLock("x".repeat(70_000)));
+      assertTrue(tooLong.getMessage().contains("name"), tooLong.getMessage());
+      assertThrows(IllegalArgumentException.class, () -> client.getLock("y".repeat(1 << 20)));
+    }
+  }
+
+  @Test
+  void h5h6h7BadDurationsThrowAndLeaveNothing() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
       RedisLock lock = client.getLock(TestRedis.uniqueName("bad"));
       IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
           () -> lock.tryLock(-1, TimeUnit.SECONDS));
@@ -76,19 +91,26 @@ class ErrorsTest {
       assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, -5, TimeUnit.SECONDS));
       assertThrows(IllegalArgumentException.class,
           () -> lock.lock(Long.MAX_VALUE / 2, TimeUnit.MILLISECONDS));
+      assertThrows(IllegalArgumentException.class,
+          () -> RedisLockClient.builder().watchdogLease(Duration.ofSeconds(-1)));
+      assertTrue(lock.tryLock(), "nothing was left locked by the bad calls");
+      lock.unlock();
+      assertTrue(lock.tryLock(Long.MAX_VALUE, TimeUnit.DAYS), "a huge wait means forever");
+      lock.unlock();
+    }
+  }
+
+  @Test
+  void h9NullArgumentsThrowAndLeaveNothing() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      assertThrows(NullPointerException.class, () -> client.getLock(null));
+      RedisLock lock = client.getLock(TestRedis.uniqueName("null"));
       assertThrows(NullPointerException.class, () -> lock.tryLock(1, null));
       assertThrows(IllegalArgumentException.class, () -> client.getMultiLock());
       assertThrows(NullPointerException.class, () -> client.getMultiLock(lock, null));
       assertThrows(IllegalArgumentException.class,
           () -> RedisLockClient.builder().poolSize(0));
-      assertThrows(IllegalArgumentException.class,
-          () -> RedisLockClient.builder().watchdogLease(Duration.ofSeconds(-1)));
-      IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
-          () -> client.getLock("x".repeat(70_000)));
-      assertTrue(tooLong.getMessage().contains("name"), tooLong.getMessage());
       assertTrue(lock.tryLock(), "nothing was left locked by the bad calls");
-      lock.unlock();
-      assertTrue(lock.tryLock(Long.MAX_VALUE, TimeUnit.DAYS), "a huge wait means forever");
       lock.unlock();
     }
   }
@@ -110,7 +132,7 @@ class ErrorsTest {
   }
 
   @Test
-  void closingTheClientWakesWaiters() throws Exception {
+  void h19ClosingTheClientWakesWaiters() throws Exception {
     RedisLockClient holder = RedisLockClient.create(TestRedis.url());
     RedisLockClient waiterClient = RedisLockClient.create(TestRedis.url());
     String name = TestRedis.uniqueName("close-wakes");

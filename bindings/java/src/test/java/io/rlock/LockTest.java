@@ -25,7 +25,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void reentrantPerThreadWithHoldCount() throws Exception {
+  void h18ReentrantPerThreadWithHoldCount() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("reentrant"));
     lock.lock();
     assertTrue(lock.tryLock());
@@ -87,7 +87,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void unlockByANonHolderThrowsAndLeavesTheLock() throws Exception {
+  void h13UnlockByANonHolderThrowsAndLeavesTheLock() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("nonholder"));
     IllegalMonitorStateException notHeld = assertThrows(IllegalMonitorStateException.class,
         lock::unlock, "unlock of a free lock");
@@ -113,7 +113,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void lockInterruptiblyIsWokenByInterruptPromptlyAndLeavesNothing() throws Exception {
+  void h22LockInterruptiblyIsWokenByInterruptPromptlyAndLeavesNothing() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("interrupt"));
     lock.lock();
     AtomicReference<Throwable> outcome = new AtomicReference<>();
@@ -188,7 +188,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void leaseExpires() throws Exception {
+  void h15LeaseExpiresAndTheLateUnlockIsLost() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("lease"));
     lock.lock(300, TimeUnit.MILLISECONDS);
     long ttl = lock.remainTimeToLive();
@@ -200,7 +200,9 @@ class LockTest extends ClientTestBase {
       }
       return got;
     }), "the lock frees itself when its lease runs out");
-    assertThrows(IllegalMonitorStateException.class, lock::unlock);
+    LockLostException lost = assertThrows(LockLostException.class, lock::unlock);
+    assertEquals(-11, lost.getCode());
+    assertEquals(-2, lock.remainTimeToLive(), "the unlock re-created nothing");
   }
 
   @Test
@@ -255,7 +257,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void closedLockAndClientRefuseCalls() {
+  void h10ClosedLockAndClientRefuseCalls() {
     RedisLock lock = client.getLock(TestRedis.uniqueName("closed"));
     lock.close();
     lock.close();
