@@ -380,6 +380,40 @@ func TestLostNotification(t *testing.T) {
 	}
 }
 
+// The callback runs with no library lock held: it may call the lock it reports on.
+func TestH20CallbackMayCallTheLock(t *testing.T) {
+	c := newClient(t, WithWatchdogLease(600*time.Millisecond))
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	results := make(chan error, 4)
+	if err := l.OnLost(func(LostReason) {
+		_, err := l.State(bg)
+		results <- err
+		results <- l.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redis.Do("DEL", name); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, ErrLockLost} {
+		select {
+		case err := <-results:
+			if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+				t.Fatalf("call %d from the callback: %v, want %v", i, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the callback's calls did not return")
+		}
+	}
+	if exists(t, name) {
+		t.Fatal("the callback's calls re-created the lock")
+	}
+}
+
 func TestFencedTokensIncrease(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)

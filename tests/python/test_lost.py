@@ -107,3 +107,28 @@ def test_h21_callback_does_not_keep_the_lock_alive(client, name):
     del lock
     gc.collect()
     assert ref() is None
+
+
+def test_h20_callback_may_call_the_library(make_client, name, r):
+    client = make_client(watchdog_lease=0.6)
+    lock = client.lock(name)
+    results = []
+    done = threading.Event()
+
+    def on_lost(lk, reason):
+        results.append(lk.held())
+        results.append(lk.locked())  # a round trip from the watchdog thread
+        try:
+            lk.release()  # the watchdog thread is another owner
+        except rlock.LockError as exc:
+            results.append(type(exc))
+        done.set()
+
+    lock.on_lost(on_lost)
+    lock.acquire()
+    r.delete(name)
+    assert done.wait(5), "the callback's calls did not return"
+    assert results == [False, False, rlock.NotHeldError]
+    with pytest.raises(rlock.LockLostError):
+        lock.release()
+    assert r.exists(name) == 0

@@ -238,6 +238,31 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
+  void h20ListenerMayCallTheLock() throws Exception {
+    try (RedisLockClient shortLease = RedisLockClient.builder().url(TestRedis.url())
+        .watchdogLease(java.time.Duration.ofMillis(600)).build()) {
+      String name = TestRedis.uniqueName("lost-calls");
+      RedisLock lock = shortLease.getLock(name);
+      CompletableFuture<String> calls = new CompletableFuture<>();
+      lock.addLostListener((l, threadId, reason) -> {
+        StringBuilder seen = new StringBuilder();
+        seen.append(l.isLocked()); // a round trip from the watchdog thread
+        try {
+          l.unlock(); // the watchdog thread is another owner
+        } catch (LockNotHeldException e) {
+          seen.append(" ").append(e.getCode());
+        }
+        calls.complete(seen.toString());
+      });
+      lock.lock();
+      assertTrue(client.getLock(name).forceUnlock(), "deleted through another client");
+      assertEquals("false -3", calls.get(10, TimeUnit.SECONDS));
+      assertThrows(LockLostException.class, lock::unlock);
+      assertFalse(client.getLock(name).isLocked(), "nothing re-created");
+    }
+  }
+
+  @Test
   void fencedTokensIncrease() throws Exception {
     RedisFencedLock lock = client.getFencedLock(TestRedis.uniqueName("fenced"));
     assertNull(lock.getToken());
