@@ -1,5 +1,6 @@
 #include "handles.hpp"
 
+#include <pthread.h>
 #include <sys/mman.h>
 
 #include <new>
@@ -7,7 +8,14 @@
 namespace rlock::capi {
 
 Handles& Handles::instance() {
-  static Handles* table = new Handles();  // never freed: see the header
+  static Handles* table = [] {
+    auto* t = new Handles();  // never freed: see the header
+    // A child of fork() must be able to make handles (a new client) even if another thread
+    // of the parent was allocating a slot at that moment.
+    ::pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                     [] { instance().mutex_.unlock(); });
+    return t;
+  }();
   return *table;
 }
 

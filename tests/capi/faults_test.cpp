@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -1399,6 +1400,42 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
   EXPECT_EQ(unexpected.load(), 0) << "for example " << an_unexpected_code.load() << " ("
                                   << rlock_strerror(an_unexpected_code.load()) << ")";
   EXPECT_GT(bad_seen.load(), 0) << "no call ever met a freed handle: the race was not exercised";
+}
+
+// The handle table's lock is taken around fork(): a child can make handles even when another
+// thread of the parent was making or freeing one at that moment (it would hang otherwise).
+TEST_F(CapiFaults, H10_ForkedChildCanMakeHandlesWhileOtherThreadsChurnThem) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> churn;
+  for (int t = 0; t < 2; ++t) {
+    churn.emplace_back([&] {
+      while (!stop) {
+        rlock_cancel_token* token = nullptr;
+        if (rlock_cancel_token_new(&token) == RLOCK_OK) rlock_cancel_token_free(token);
+      }
+    });
+  }
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 100; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::alarm(5);  // a deadlocked child dies of SIGALRM
+      rlock_cancel_token* token = nullptr;
+      int rc = rlock_cancel_token_new(&token);
+      if (rc == RLOCK_OK) rlock_cancel_token_free(token);
+      ::_exit(rc == RLOCK_OK ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status)) ++hung;
+    if (hung > 0) break;
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) ++failed;
+  }
+  stop = true;
+  for (std::thread& t : churn) t.join();
+  EXPECT_EQ(hung, 0) << "children hung making a handle";
+  EXPECT_EQ(failed, 0);
 }
 
 // A lock handle that is a member of a group may be freed before the group (documented), but
