@@ -183,6 +183,30 @@ func TestH11BadClientOptions(t *testing.T) {
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
 }
 
+// Braces are kept byte for byte (the key is the name itself, as in Redisson).
+func TestH4NamesWithBraces(t *testing.T) {
+	c := newClient(t)
+	for _, name := range []string{uniqueName(t) + "a}b{c", "{" + uniqueName(t) + "}:x", uniqueName(t) + "}{"} {
+		l := mustLock(t, c.Lock, name)
+		other := mustLock(t, c.Lock, name)
+		if err := l.Lock(bg); err != nil {
+			t.Fatal(err)
+		}
+		if !exists(t, name) {
+			t.Fatalf("no key named %q", name)
+		}
+		if ok, err := other.TryLock(bg, 0, 0); ok || err != nil {
+			t.Fatalf("another value got %q: %v %v", name, ok, err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if exists(t, name) {
+			t.Fatalf("%q left behind", name)
+		}
+	}
+}
+
 func TestH3NameWithNUL(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t) + "\x00tail"

@@ -1,6 +1,7 @@
 package io.rlock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -77,6 +78,21 @@ class ErrorsTest {
           () -> client.getLock("x".repeat(70_000)));
       assertTrue(tooLong.getMessage().contains("name"), tooLong.getMessage());
       assertThrows(IllegalArgumentException.class, () -> client.getLock("y".repeat(1 << 20)));
+    }
+  }
+
+  @Test
+  void h3h4NulAndBracesInNamesAreKept() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      String base = TestRedis.uniqueName("names");
+      for (String name : new String[] {base + "\u0000nul", base + "a}b{c", "{" + base + "}:x"}) {
+        RedisLock lock = client.getLock(name);
+        assertTrue(lock.tryLock(), name);
+        assertTrue(client.getLock(name).isLocked(), "another handle sees " + name);
+        assertFalse(client.getLock(base).isLocked(), "the name was cut short: " + name);
+        lock.unlock();
+        assertFalse(client.getLock(name).isLocked());
+      }
     }
   }
 
