@@ -31,6 +31,7 @@ const (
 	CodeReadOnly    Code = -19 // the server is a read-only replica
 	CodeClosed      Code = -20 // the client or handle was closed
 	CodeDeadlock    Code = -21 // a read holder asked for the write lock
+	CodeBadHandle   Code = -22 // a freed C handle was used (a binding bug: values check first)
 )
 
 // Sentinels for errors.Is. Every error this package returns is an *Error, whose Is method
@@ -80,6 +81,7 @@ var sentinels = map[Code][]error{
 	CodeReadOnly:    {ErrReadOnly, ErrRedis},
 	CodeClosed:      {ErrClosed},
 	CodeDeadlock:    {ErrDeadlock},
+	CodeBadHandle:   {ErrClosed},
 }
 
 var codeNames = map[Code]string{
@@ -90,6 +92,7 @@ var codeNames = map[Code]string{
 	CodeAuth: "RLOCK_EAUTH", CodeNoPerm: "RLOCK_ENOPERM", CodeUnsupported: "RLOCK_EUNSUPPORTED",
 	CodeRedis: "RLOCK_EREDIS", CodeRedisOOM: "RLOCK_EOOM", CodeBusy: "RLOCK_EBUSY",
 	CodeReadOnly: "RLOCK_EREADONLY", CodeClosed: "RLOCK_ECLOSED", CodeDeadlock: "RLOCK_EDEADLK",
+	CodeBadHandle: "RLOCK_EBADHANDLE",
 }
 
 // String returns the C name of the code, such as "RLOCK_ETIMEDOUT".

@@ -24,6 +24,7 @@ func TestSentinelTable(t *testing.T) {
 		{CodeBusy, []error{ErrBusy, ErrRedis}, []error{ErrConnection}},
 		{CodeClosed, []error{ErrClosed}, nil},
 		{CodeDeadlock, []error{ErrDeadlock}, nil},
+		{CodeBadHandle, []error{ErrClosed}, []error{ErrInvalidArgument}},
 		{CodeError, nil, []error{ErrRedis, ErrInternal}},
 	}
 	for _, tc := range cases {
@@ -43,12 +44,13 @@ func TestSentinelTable(t *testing.T) {
 			t.Errorf("errors.As lost the code %v", tc.code)
 		}
 	}
-	if CodeDeadlock.String() != "RLOCK_EDEADLK" || Code(-99).String() != "rlock code -99" {
-		t.Errorf("Code.String: %q %q", CodeDeadlock, Code(-99))
+	if CodeDeadlock.String() != "RLOCK_EDEADLK" || CodeBadHandle.String() != "RLOCK_EBADHANDLE" ||
+		Code(-99).String() != "rlock code -99" {
+		t.Errorf("Code.String: %q %q %q", CodeDeadlock, CodeBadHandle, Code(-99))
 	}
 }
 
-func TestErrorsFromTheLibrary(t *testing.T) {
+func TestH12ErrorsFromTheLibrary(t *testing.T) {
 	_, err := NewClient("http://nowhere")
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
 
@@ -71,19 +73,19 @@ func TestErrorsFromTheLibrary(t *testing.T) {
 	}
 }
 
-func TestBadInput(t *testing.T) {
+func TestH1EmptyName(t *testing.T) {
 	c := newClient(t)
 	_, err := c.Lock("")
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = c.Lock(strings.Repeat("x", 70000))
+	_, err = c.FairLock("")
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = c.Lock("n", WithLease(-time.Second))
+}
+
+func TestH2LongName(t *testing.T) {
+	c := newClient(t)
+	_, err := c.Lock(strings.Repeat("x", 70000))
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = c.Lock("n", nil)
-	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = c.Lock("n", WithSpinBackoff(time.Millisecond, time.Second))
-	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = c.SpinLock("n", WithSpinBackoff(time.Second, time.Millisecond))
+	_, err = c.Lock(strings.Repeat("x", 1<<20)) // 1 MiB
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
 	small := newClient(t, WithMaxNameLen(8))
 	_, err = small.Lock("123456789")
@@ -93,41 +95,66 @@ func TestBadInput(t *testing.T) {
 	}
 	_, err = NewClient(redis.URL, WithMaxNameLen(64<<20))
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = NewClient(redis.URL, WithPoolSize(0))
+}
+
+func TestH5H7BadLeaseAndWait(t *testing.T) {
+	c := newClient(t)
+	_, err := c.Lock("n", WithLease(-time.Second))
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = NewClient(redis.URL, WithCommandTimeout(-1))
+	_, err = c.Lock("n", WithSpinBackoff(time.Millisecond, time.Second))
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = NewClient(redis.URL, nil)
+	_, err = c.SpinLock("n", WithSpinBackoff(time.Second, time.Millisecond))
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
 
 	name := uniqueName(t)
 	l := mustLock(t, c.Lock, name)
-	_, err = l.TryLock(bg, -time.Second, 0)
+	_, err = l.TryLock(bg, -time.Second, 0) // H7: a negative wait
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	_, err = l.TryLock(bg, 0, -time.Second)
+	_, err = l.TryLock(bg, 0, -time.Second) // H5: a negative lease
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
-	var nilCtx context.Context
-	wantCode(t, l.Lock(nilCtx), CodeInvalid, ErrInvalidArgument)
+	if exists(t, name) {
+		t.Fatal("bad input reached Redis")
+	}
 	if err := l.Lock(bg); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, l.Extend(0), CodeInvalid, ErrInvalidArgument)
+	wantCode(t, l.Extend(-time.Second), CodeInvalid, ErrInvalidArgument)
 	if err := l.Unlock(); err != nil {
 		t.Fatal(err)
 	}
 	if exists(t, name) {
 		t.Fatal("bad input left a lock behind")
 	}
+}
 
+func TestH9NilArguments(t *testing.T) {
+	c := newClient(t)
+	_, err := c.Lock("n", nil)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = NewClient(redis.URL, nil)
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	var nilCtx context.Context
+	wantCode(t, l.Lock(nilCtx), CodeInvalid, ErrInvalidArgument)
 	_, err = NewMultiLock()
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
 	_, err = NewRedLock(l, nil)
 	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	if exists(t, name) {
+		t.Fatal("bad input reached Redis")
+	}
+}
 
-	closed := mustLock(t, c.Lock, uniqueName(t))
+func TestH10ClosedValues(t *testing.T) {
+	c := newClient(t)
+	l := mustLock(t, c.Lock, uniqueName(t))
+	name := uniqueName(t)
+	closed := mustLock(t, c.Lock, name)
 	closed.Close()
 	wantCode(t, closed.Lock(bg), CodeClosed, ErrClosed)
-	_, err = closed.TryLock(bg, 0, 0)
+	_, err := closed.TryLock(bg, 0, 0)
 	wantCode(t, err, CodeClosed, ErrClosed)
 	wantCode(t, closed.Unlock(), CodeClosed, ErrClosed)
 	_, err = closed.State(bg)
@@ -140,9 +167,47 @@ func TestBadInput(t *testing.T) {
 	if err := closed.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
+	if exists(t, name) {
+		t.Fatal("a closed value reached Redis")
+	}
 }
 
-func TestNameWithNUL(t *testing.T) {
+func TestH11BadClientOptions(t *testing.T) {
+	for _, url := range []string{"http://nowhere", "redis://", "redis://127.0.0.1:0", "redis://[::1:6379"} {
+		_, err := NewClient(url)
+		wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	}
+	_, err := NewClient(redis.URL, WithPoolSize(0))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	_, err = NewClient(redis.URL, WithCommandTimeout(-1))
+	wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+}
+
+// Braces are kept byte for byte (the key is the name itself, as in Redisson).
+func TestH4NamesWithBraces(t *testing.T) {
+	c := newClient(t)
+	for _, name := range []string{uniqueName(t) + "a}b{c", "{" + uniqueName(t) + "}:x", uniqueName(t) + "}{"} {
+		l := mustLock(t, c.Lock, name)
+		other := mustLock(t, c.Lock, name)
+		if err := l.Lock(bg); err != nil {
+			t.Fatal(err)
+		}
+		if !exists(t, name) {
+			t.Fatalf("no key named %q", name)
+		}
+		if ok, err := other.TryLock(bg, 0, 0); ok || err != nil {
+			t.Fatalf("another value got %q: %v %v", name, ok, err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatal(err)
+		}
+		if exists(t, name) {
+			t.Fatalf("%q left behind", name)
+		}
+	}
+}
+
+func TestH3NameWithNUL(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t) + "\x00tail"
 	l := mustLock(t, c.Lock, name)
@@ -187,7 +252,7 @@ func TestVersionCheck(t *testing.T) {
 // A dropped value's finalizer frees the handle only: the key is not deleted, but it is no
 // longer renewed, so it expires. While renewed the TTL stays above 2/3 of the 4s lease; a
 // release would delete the key at that level, an expiry only after the TTL ran down.
-func TestFinalizerOnlyFrees(t *testing.T) {
+func TestH21FinalizerOnlyFrees(t *testing.T) {
 	c := newClient(t, WithWatchdogLease(4*time.Second))
 	name := uniqueName(t)
 	func() {

@@ -70,7 +70,7 @@ func TestMutualExclusionAcrossGoroutines(t *testing.T) {
 	}
 }
 
-func TestGoroutinesSharingOneValueExclude(t *testing.T) {
+func TestH18GoroutinesSharingOneValueExclude(t *testing.T) {
 	c := newClient(t)
 	l := mustLock(t, c.Lock, uniqueName(t))
 	const workers, rounds = 5, 10
@@ -118,7 +118,7 @@ func TestUnlockFromAnotherGoroutine(t *testing.T) {
 	}
 }
 
-func TestCancelWakesWaiterAndLeavesNothing(t *testing.T) {
+func TestH22CancelWakesWaiterAndLeavesNothing(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)
 	holder := mustLock(t, c.Lock, name)
@@ -165,7 +165,7 @@ func TestAlreadyCancelledContext(t *testing.T) {
 	}
 }
 
-func TestContextDeadline(t *testing.T) {
+func TestH22ContextDeadline(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)
 	holder := mustLock(t, c.Lock, name)
@@ -239,7 +239,7 @@ func TestTryLock(t *testing.T) {
 	a.Unlock()
 }
 
-func TestUnlockNotHeld(t *testing.T) {
+func TestH14H13UnlockNotHeld(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)
 	a := mustLock(t, c.Lock, name)
@@ -272,7 +272,7 @@ func TestUnlockNotHeld(t *testing.T) {
 	wantCode(t, d.Unlock(), CodeNotHeld, ErrNotHeld)
 }
 
-func TestUnlockAfterTakeover(t *testing.T) {
+func TestH15UnlockAfterTakeover(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)
 	a := mustLock(t, c.Lock, name)
@@ -295,6 +295,20 @@ func TestUnlockAfterTakeover(t *testing.T) {
 		t.Fatalf("the new holder's key was touched: %+v %v", st, err)
 	}
 	b.Unlock()
+}
+
+func TestH17ExtendAfterExpiryIsLostAndRecreatesNothing(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	if ok, err := l.TryLock(bg, 0, 150*time.Millisecond); !ok || err != nil {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	wantCode(t, l.Extend(30*time.Second), CodeLost, ErrLockLost)
+	if exists(t, name) {
+		t.Fatal("the extend re-created the lock")
+	}
 }
 
 func TestExtend(t *testing.T) {
@@ -363,6 +377,40 @@ func TestLostNotification(t *testing.T) {
 	wantCode(t, l.Unlock(), CodeLost, ErrLockLost)
 	if err := l.OnLost(nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The callback runs with no library lock held: it may call the lock it reports on.
+func TestH20CallbackMayCallTheLock(t *testing.T) {
+	c := newClient(t, WithWatchdogLease(600*time.Millisecond))
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	results := make(chan error, 4)
+	if err := l.OnLost(func(LostReason) {
+		_, err := l.State(bg)
+		results <- err
+		results <- l.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := redis.Do("DEL", name); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, ErrLockLost} {
+		select {
+		case err := <-results:
+			if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+				t.Fatalf("call %d from the callback: %v, want %v", i, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the callback's calls did not return")
+		}
+	}
+	if exists(t, name) {
+		t.Fatal("the callback's calls re-created the lock")
 	}
 }
 
@@ -606,7 +654,7 @@ func TestMultiLock(t *testing.T) {
 	}
 }
 
-func TestClientCloseWakesWaitersAndReleases(t *testing.T) {
+func TestH19ClientCloseWakesWaitersAndReleases(t *testing.T) {
 	c, err := NewClient(redis.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -665,7 +713,7 @@ func TestLockCloseWakesWaiters(t *testing.T) {
 	}
 }
 
-func TestCloseWhileHeldLeavesLockToExpire(t *testing.T) {
+func TestH21CloseWhileHeldLeavesLockToExpire(t *testing.T) {
 	c := newClient(t, WithWatchdogLease(2*time.Second))
 	name := uniqueName(t)
 	l := mustLock(t, c.Lock, name)

@@ -2,11 +2,13 @@
 #include "rlock/rlock.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "guard.hpp"
+#include "handles.hpp"
 #include "rlock/core/client.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/error.hpp"
@@ -14,21 +16,25 @@
 #include "rlock/core/lock_group.hpp"
 
 using rlock::capi::guarded;
+using rlock::capi::Handles;
+using rlock::capi::Kind;
 namespace core = rlock::core;
 
-struct rlock_client {
+// What the handles stand for. The public types (rlock_client, ...) are never defined: their
+// pointer values are handle-table entries (handles.hpp), decoded by Pinned below.
+struct ClientObj {
   std::shared_ptr<core::Client> core;
 };
 
-struct rlock_lock {
+struct LockObj {
   std::shared_ptr<core::Lock> core;  // shared with the groups it is a member of
 };
 
-struct rlock_multi {
+struct MultiObj {
   std::unique_ptr<core::LockGroup> core;
 };
 
-struct rlock_cancel_token {
+struct TokenObj {
   core::CancelSet set;
 };
 
@@ -43,7 +49,8 @@ static_assert(int{RLOCK_OK} == int{core::kOk} && int{RLOCK_ERROR} == int{core::k
                   int{RLOCK_EREDIS} == int{core::kRedis} && int{RLOCK_EOOM} == int{core::kRedisOom} &&
                   int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
                   int{RLOCK_ECLOSED} == int{core::kClosed} &&
-                  int{RLOCK_EDEADLK} == int{core::kDeadlock},
+                  int{RLOCK_EDEADLK} == int{core::kDeadlock} &&
+                  int{RLOCK_EBADHANDLE} == int{core::kBadHandle},
               "C status codes and core codes must agree");
 static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} && int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
                   int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
@@ -62,6 +69,76 @@ int check_version(unsigned int version, unsigned int known, const char* what) {
   }
   return RLOCK_OK;
 }
+
+template <class T>
+struct Traits;
+template <>
+struct Traits<ClientObj> {
+  using Handle = rlock_client;
+  static constexpr Kind kind = Kind::Client;
+  static constexpr const char* type = "rlock_client";
+};
+template <>
+struct Traits<LockObj> {
+  using Handle = rlock_lock;
+  static constexpr Kind kind = Kind::Lock;
+  static constexpr const char* type = "rlock_lock";
+};
+template <>
+struct Traits<MultiObj> {
+  using Handle = rlock_multi;
+  static constexpr Kind kind = Kind::Multi;
+  static constexpr const char* type = "rlock_multi";
+};
+template <>
+struct Traits<TokenObj> {
+  using Handle = rlock_cancel_token;
+  static constexpr Kind kind = Kind::Token;
+  static constexpr const char* type = "rlock_cancel_token";
+};
+
+// Stores a new object in the handle table; its handle, or throws bad_alloc (-> RLOCK_ENOMEM).
+template <class T>
+typename Traits<T>::Handle* publish(std::unique_ptr<T> object) {
+  uintptr_t h = Handles::instance().add(Traits<T>::kind, object.get(),
+                                        [](void* p) { delete static_cast<T*>(p); });
+  if (h == 0) throw std::bad_alloc();  // every slot in use
+  object.release();
+  return reinterpret_cast<typename Traits<T>::Handle*>(h);
+}
+
+// The object behind a handle, kept alive for the scope (a concurrent free only marks it dead).
+template <class T>
+class Pinned {
+ public:
+  explicit Pinned(const typename Traits<T>::Handle* handle)
+      : handle_(handle),
+        slot_(handle == nullptr ? nullptr
+                                : Handles::instance().pin(reinterpret_cast<uintptr_t>(handle),
+                                                          Traits<T>::kind)) {}
+  ~Pinned() {
+    if (slot_ != nullptr) Handles::instance().unpin(slot_);
+  }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+
+  explicit operator bool() const { return slot_ != nullptr; }
+  T* operator->() const { return static_cast<T*>(slot_->object); }
+  // Frees the handle: false if another free got there first.
+  bool kill() { return Handles::kill(slot_); }
+  // RLOCK_EBADHANDLE naming the argument and the handle's type.
+  int bad(const char* what) const {
+    char value[32];
+    std::snprintf(value, sizeof value, "%p", static_cast<const void*>(handle_));
+    return core::fail(core::kBadHandle, std::string(what) + " (" + value + ") is not a live " +
+                                            Traits<T>::type +
+                                            " handle: it was freed, or never made by rlock");
+  }
+
+ private:
+  const typename Traits<T>::Handle* handle_;
+  Handles::Slot* slot_;
+};
 
 thread_local rlock_error_info t_error_info;
 thread_local std::string t_query_owner;
@@ -100,6 +177,7 @@ const char* rlock_strerror(int code) {
     case RLOCK_EREADONLY: return "Redis server is read-only";
     case RLOCK_ECLOSED: return "the client was closed";
     case RLOCK_EDEADLK: return "would deadlock: upgrading a read lock to a write lock";
+    case RLOCK_EBADHANDLE: return "not a live handle: freed already, or not made by rlock";
     default: return "unknown error code";
   }
 }
@@ -165,9 +243,9 @@ int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
       if (opts->poll_cap_ms != 0) config.poll_cap_ms = opts->poll_cap_ms;
       if (opts->max_name_len != 0) config.max_name_len = opts->max_name_len;
     }
-    auto client = std::make_unique<rlock_client>();
+    auto client = std::make_unique<ClientObj>();
     client->core = core::Client::create(std::move(config));
-    *out = client.release();
+    *out = publish(std::move(client));
     return RLOCK_OK;
   });
 }
@@ -187,15 +265,23 @@ int rlock_client_new_url(rlock_client** out, const char* url) {
 void rlock_client_free(rlock_client* client) {
   if (client == nullptr) return;
   guarded([&]() -> int {
-    client->core->close();
-    delete client;
-    return RLOCK_OK;
+    Pinned<ClientObj> c(client);
+    if (!c || !c.kill()) return c.bad("client");  // a second free: recorded, nothing else
+    c->core->close();
+    return RLOCK_OK;  // the object goes with the last pin, this one or a call's in progress
   });
 }
 
 const char* rlock_client_id(const rlock_client* client) {
   if (client == nullptr) return nullptr;
-  return client->core->id().c_str();
+  const char* id = nullptr;
+  guarded([&]() -> int {
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
+    id = c->core->id().c_str();
+    return RLOCK_OK;
+  });
+  return id;
 }
 
 // ---- Lock -----------------------------------------------------------------------------------
@@ -223,6 +309,8 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
     if (out == nullptr) return invalid("out must not be NULL");
     *out = nullptr;
     if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
     if (name == nullptr) return invalid("name must not be NULL");
     core::LockOptions options;
     if (opts != nullptr) {
@@ -242,14 +330,14 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
         }
       }
     }
-    if (name_len > client->core->config().max_name_len) {
+    if (name_len > c->core->config().max_name_len) {
       return invalid(("lock name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
-                      std::to_string(client->core->config().max_name_len) + " (client option max_name_len)")
+                      std::to_string(c->core->config().max_name_len) + " (client option max_name_len)")
                          .c_str());
     }
-    auto lock = std::make_unique<rlock_lock>();
-    lock->core = std::make_shared<core::Lock>(client->core, std::string(name, name_len), options);
-    *out = lock.release();
+    auto lock = std::make_unique<LockObj>();
+    lock->core = std::make_shared<core::Lock>(c->core, std::string(name, name_len), options);
+    *out = publish(std::move(lock));
     return RLOCK_OK;
   });
 }
@@ -262,7 +350,12 @@ int rlock_lock_new(rlock_lock** out, rlock_client* client, const char* name,
 void rlock_lock_free(rlock_lock* lock) {
   if (lock == nullptr) return;
   guarded([&]() -> int {
-    delete lock;
+    Pinned<LockObj> l(lock);
+    if (!l || !l.kill()) return l.bad("lock");  // a second free: recorded, nothing else
+    // The core lock may outlive the handle (in a group, or in a call still running on another
+    // thread): no callback of this handle after we return, and no wait through it goes on.
+    l->core->set_lost_callback(nullptr);
+    l->core->close_waits();
     return RLOCK_OK;
   });
 }
@@ -285,16 +378,20 @@ int rlock_acquire_options_init(rlock_acquire_options* opts, unsigned int version
 int rlock_acquire_ex(rlock_lock* lock, const rlock_acquire_options* opts) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
     core::AcquireArgs args;
+    Pinned<TokenObj> cancel(opts == nullptr ? nullptr : opts->cancel);
     if (opts != nullptr) {
       if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+      if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
       args.wait_ms = opts->wait_ms;
       args.lease_ms = opts->lease_ms;
       args.thread_id = opts->thread_id;
-      args.cancel = opts->cancel == nullptr ? nullptr : &opts->cancel->set;
+      args.cancel = opts->cancel == nullptr ? nullptr : &cancel->set;
       if (opts->version >= 2) args.token = opts->token;
     }
-    return lock->core->acquire(args);
+    return l->core->acquire(args);
   });
 }
 
@@ -307,7 +404,9 @@ int rlock_acquire(rlock_lock* lock, int64_t wait_ms) {
 int rlock_release_ex(rlock_lock* lock, int64_t thread_id) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
-    return lock->core->release(thread_id);
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    return l->core->release(thread_id);
   });
 }
 
@@ -316,7 +415,9 @@ int rlock_release(rlock_lock* lock) { return rlock_release_ex(lock, RLOCK_THREAD
 int rlock_extend_ex(rlock_lock* lock, int64_t lease_ms, int64_t thread_id) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
-    return lock->core->extend(lease_ms, thread_id);
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    return l->core->extend(lease_ms, thread_id);
   });
 }
 
@@ -327,8 +428,10 @@ int rlock_extend(rlock_lock* lock, int64_t lease_ms) {
 int rlock_force_unlock(rlock_lock* lock, int* out_deleted) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
     bool deleted = false;
-    int rc = lock->core->force_unlock(&deleted);
+    int rc = l->core->force_unlock(&deleted);
     if (rc == RLOCK_OK && out_deleted != nullptr) *out_deleted = deleted ? 1 : 0;
     return rc;
   });
@@ -337,7 +440,9 @@ int rlock_force_unlock(rlock_lock* lock, int* out_deleted) {
 int rlock_cancel(rlock_lock* lock) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
-    lock->core->cancel_waits();
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    l->core->cancel_waits();
     return RLOCK_OK;
   });
 }
@@ -346,7 +451,9 @@ int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
   if (lock == nullptr) return 0;
   int held = 0;
   guarded([&]() -> int {
-    held = lock->core->is_held(thread_id) ? 1 : 0;
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    held = l->core->is_held(thread_id) ? 1 : 0;
     return RLOCK_OK;
   });
   return held;
@@ -358,7 +465,9 @@ int rlock_is_lost(const rlock_lock* lock, int64_t thread_id) {
   if (lock == nullptr) return 0;
   int lost = 0;
   guarded([&]() -> int {
-    lost = lock->core->is_lost(thread_id) ? 1 : 0;
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    lost = l->core->is_lost(thread_id) ? 1 : 0;
     return RLOCK_OK;
   });
   return lost;
@@ -367,10 +476,12 @@ int rlock_is_lost(const rlock_lock* lock, int64_t thread_id) {
 int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
     if (out == nullptr) return invalid("out must not be NULL");
     if (int rc = check_version(out->version, RLOCK_LOCK_STATE_VERSION, "rlock_lock_state")) return rc;
     core::LockState state;
-    int rc = lock->core->query(thread_id, &state);
+    int rc = l->core->query(thread_id, &state);
     if (rc != RLOCK_OK) return rc;
     t_query_owner = std::move(state.owner);
     out->locked = state.locked ? 1 : 0;
@@ -392,8 +503,10 @@ int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
 int rlock_lock_token(const rlock_lock* lock, int64_t thread_id, int64_t* out) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
     if (out == nullptr) return invalid("out must not be NULL");
-    return lock->core->token(thread_id, out);
+    return l->core->token(thread_id, out);
   });
 }
 
@@ -401,14 +514,16 @@ int rlock_fenced_write(rlock_client* client, const char* key, size_t key_len, co
                        size_t value_len, int64_t token, int* out_accepted) {
   return guarded([&]() -> int {
     if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
     if (key == nullptr) return invalid("key must not be NULL");
     if (value == nullptr && value_len > 0) return invalid("value must not be NULL");
     if (out_accepted == nullptr) return invalid("out_accepted must not be NULL");
-    if (key_len > client->core->config().max_name_len) {
+    if (key_len > c->core->config().max_name_len) {
       return invalid("key is longer than the client's max_name_len");
     }
     bool accepted = false;
-    int rc = core::fenced_write(*client->core, std::string(key, key_len),
+    int rc = core::fenced_write(*c->core, std::string(key, key_len),
                                 std::string(value == nullptr ? "" : value, value_len), token,
                                 &accepted);
     if (rc == RLOCK_OK) *out_accepted = accepted ? 1 : 0;
@@ -419,10 +534,12 @@ int rlock_fenced_write(rlock_client* client, const char* key, size_t key_len, co
 int rlock_lock_set_lost_callback(rlock_lock* lock, rlock_lost_cb cb, void* payload) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
     if (cb == nullptr) {
-      lock->core->set_lost_callback(nullptr);
+      l->core->set_lost_callback(nullptr);
     } else {
-      lock->core->set_lost_callback(
+      l->core->set_lost_callback(
           [lock, cb, payload](const std::string& name, int64_t thread_id, int reason) {
             cb(lock, name.c_str(), name.size(), thread_id, reason, payload);
           });
@@ -445,14 +562,15 @@ int new_group(rlock_multi** out, rlock_lock* const* members, size_t count,
     std::vector<std::shared_ptr<core::Lock>> locks;
     locks.reserve(count);
     for (size_t i = 0; i < count; ++i) {
-      if (members[i] == nullptr) {
-        return invalid(("members[" + std::to_string(i) + "] must not be NULL").c_str());
-      }
-      locks.push_back(members[i]->core);
+      const std::string what = "members[" + std::to_string(i) + "]";
+      if (members[i] == nullptr) return invalid((what + " must not be NULL").c_str());
+      Pinned<LockObj> member(members[i]);
+      if (!member) return member.bad(what.c_str());
+      locks.push_back(member->core);
     }
-    auto group = std::make_unique<rlock_multi>();
+    auto group = std::make_unique<MultiObj>();
     group->core = std::make_unique<core::LockGroup>(std::move(locks), policy);
-    *out = group.release();
+    *out = publish(std::move(group));
     return RLOCK_OK;
   });
 }
@@ -470,7 +588,9 @@ int rlock_redlock_new(rlock_multi** out, rlock_lock* const* members, size_t coun
 void rlock_multi_free(rlock_multi* group) {
   if (group == nullptr) return;
   guarded([&]() -> int {
-    delete group;
+    Pinned<MultiObj> g(group);
+    if (!g || !g.kill()) return g.bad("group");  // a second free: recorded, nothing else
+    g->core->close_waits();  // a wait in progress on another thread must not go on unreachable
     return RLOCK_OK;
   });
 }
@@ -479,6 +599,8 @@ int rlock_multi_acquire(rlock_multi* group, const rlock_acquire_options* opts,
                         int64_t* out_validity_ms) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
     rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
     if (opts != nullptr) {
       if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
@@ -490,15 +612,19 @@ int rlock_multi_acquire(rlock_multi* group, const rlock_acquire_options* opts,
         return invalid("fencing tokens are not available for lock groups (opts->token)");
       }
     }
-    return group->core->acquire(o.wait_ms, o.lease_ms, o.thread_id,
-                                o.cancel == nullptr ? nullptr : &o.cancel->set, out_validity_ms);
+    Pinned<TokenObj> cancel(o.cancel);
+    if (o.cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
+    return g->core->acquire(o.wait_ms, o.lease_ms, o.thread_id,
+                            o.cancel == nullptr ? nullptr : &cancel->set, out_validity_ms);
   });
 }
 
 int rlock_multi_release(rlock_multi* group, int64_t thread_id) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
-    return group->core->release(thread_id);
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
+    return g->core->release(thread_id);
   });
 }
 
@@ -506,7 +632,9 @@ int rlock_multi_is_held(const rlock_multi* group, int64_t thread_id) {
   if (group == nullptr) return 0;
   int held = 0;
   guarded([&]() -> int {
-    held = group->core->is_held(thread_id) ? 1 : 0;
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
+    held = g->core->is_held(thread_id) ? 1 : 0;
     return RLOCK_OK;
   });
   return held;
@@ -515,7 +643,9 @@ int rlock_multi_is_held(const rlock_multi* group, int64_t thread_id) {
 int rlock_multi_cancel(rlock_multi* group) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
-    group->core->cancel_waits();
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
+    g->core->cancel_waits();
     return RLOCK_OK;
   });
 }
@@ -525,7 +655,8 @@ int rlock_multi_cancel(rlock_multi* group) {
 int rlock_cancel_token_new(rlock_cancel_token** out) {
   return guarded([&]() -> int {
     if (out == nullptr) return invalid("out must not be NULL");
-    *out = new rlock_cancel_token();
+    *out = nullptr;
+    *out = publish(std::make_unique<TokenObj>());
     return RLOCK_OK;
   });
 }
@@ -533,15 +664,32 @@ int rlock_cancel_token_new(rlock_cancel_token** out) {
 int rlock_cancel_token_cancel(rlock_cancel_token* token) {
   return guarded([&]() -> int {
     if (token == nullptr) return invalid("token must not be NULL");
-    token->set.cancel_all(true);
+    Pinned<TokenObj> t(token);
+    if (!t) return t.bad("token");
+    t->set.cancel_all(true);
     return RLOCK_OK;
   });
 }
 
 int rlock_cancel_token_is_cancelled(const rlock_cancel_token* token) {
-  return token != nullptr && token->set.cancelled() ? 1 : 0;
+  if (token == nullptr) return 0;
+  int cancelled = 0;
+  guarded([&]() -> int {
+    Pinned<TokenObj> t(token);
+    if (!t) return t.bad("token");
+    cancelled = t->set.cancelled() ? 1 : 0;
+    return RLOCK_OK;
+  });
+  return cancelled;
 }
 
-void rlock_cancel_token_free(rlock_cancel_token* token) { delete token; }
+void rlock_cancel_token_free(rlock_cancel_token* token) {
+  if (token == nullptr) return;
+  guarded([&]() -> int {
+    Pinned<TokenObj> t(token);
+    if (!t || !t.kill()) return t.bad("token");  // a second free: recorded, nothing else
+    return RLOCK_OK;  // an acquire using it keeps it pinned until it returns
+  });
+}
 
 }  // extern "C"

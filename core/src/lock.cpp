@@ -305,7 +305,9 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
     return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
   }
   CancelRegistration by_handle, by_token;
-  by_handle.attach(&waits_, waiter.get());
+  if (!by_handle.attach(&waits_, waiter.get())) {
+    return fail(kCanceled, "acquiring lock " + printable(name_) + ": its handle was freed");
+  }
   if (!by_token.attach(a.cancel, waiter.get())) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
@@ -357,7 +359,9 @@ int Lock::wait_spinning(const AcquireArgs& a, const Plan& plan) {
   const Clock::time_point deadline = deadline_after(a.wait_ms);
   Sleeper sleeper;
   CancelRegistration by_handle, by_token;
-  by_handle.attach(&waits_, &sleeper);
+  if (!by_handle.attach(&waits_, &sleeper)) {
+    return fail(kCanceled, "acquiring lock " + printable(name_) + ": its handle was freed");
+  }
   if (!by_token.attach(a.cancel, &sleeper)) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }

@@ -84,7 +84,7 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
 
   Sleeper sleeper;
   CancelRegistration by_group, by_token;
-  by_group.attach(&waits_, &sleeper);
+  if (!by_group.attach(&waits_, &sleeper)) return fail(kCanceled, "lock group: its handle was freed");
   if (!by_token.attach(cancel, &sleeper)) return fail(kCanceled, "lock group: cancelled");
   int64_t backoff_ms = kFirstBackoffMs;
 

@@ -87,7 +87,9 @@ class InvalidArgumentError(LockError, ValueError):
 
 
 class ClientClosedError(LockError):
-    """The client behind this lock was closed."""
+    """The client behind this lock was closed, or the lock or group itself was. (``code`` -22,
+    ``RLOCK_EBADHANDLE``, would mean the binding passed a freed handle: a bug; the binding checks
+    for closed objects itself and never does.)"""
 
     code = -20
 
@@ -110,6 +112,7 @@ _BY_CODE: dict[int, type[LockError]] = {
     -19: RedisError,  # RLOCK_EREADONLY
     -20: ClientClosedError,  # RLOCK_ECLOSED
     -21: DeadlockError,  # RLOCK_EDEADLK
+    -22: ClientClosedError,  # RLOCK_EBADHANDLE: a freed handle is a closed one
 }
 
 _native._set_error_classes(_BY_CODE, LockError)

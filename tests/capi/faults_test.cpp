@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,6 +219,43 @@ class CapiFaults : public ::testing::Test {
     return out;
   }
 
+  // A client authenticated as a user who may run EVAL (the creation probe uses it) but not
+  // EVALSHA, which every lock command starts with: any lock command that reached Redis would be
+  // refused and recorded in ACL LOG under that user, so an empty log for the user proves the
+  // calls under test were never sent (without MONITOR, whatever other tests do on the shared
+  // server). expect_nothing_sent() checks the log.
+  rlock_client* no_script_client(std::string* user_out, size_t max_name_len = 0) {
+    static int n = 0;
+    const std::string user =
+        "rlock-capi-noscript-" + std::to_string(::getpid()) + "-" + std::to_string(++n);
+    const std::string password = "pw-" + std::to_string(::getpid());
+    make_user(user, password, {"-evalsha", "-evalsha_ro", "-fcall", "-fcall_ro", "-script"});
+    rlock_client_options o = server_options();
+    o.username = user.c_str();
+    o.password = password.c_str();
+    o.max_name_len = max_name_len;
+    rlock_client* c = make_client(o);
+    EXPECT_TRUE(acl_denials(user).empty());
+    *user_out = user;
+    return c;
+  }
+
+  void expect_nothing_sent(const std::string& user) {
+    std::vector<std::string> denied = acl_denials(user);
+    EXPECT_TRUE(denied.empty()) << denied.size() << " command(s) reached Redis, the first: "
+                                << denied.front();
+  }
+
+  // The control for no_script_client(): a valid acquire does reach Redis, is refused
+  // (ENOPERM) and logged, so an empty log above meant something.
+  void expect_control_is_logged(rlock_lock* lock, const std::string& user) {
+    EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_ENOPERM, "");
+    std::vector<std::string> denied = acl_denials(user);
+    ASSERT_FALSE(denied.empty()) << "ACL LOG did not record the refused script: the check "
+                                    "before proves nothing";
+    EXPECT_TRUE(denied.front() == "evalsha" || denied.front() == "eval") << denied.front();
+  }
+
   std::string owner_of_this_thread() {
     return std::string(rlock_client_id(client_)) + ":" + std::to_string(rlock_current_thread_id());
   }
@@ -310,7 +348,7 @@ TEST_F(CapiFaults, UnixSocketClientRunsCommands) {
 
 // ---- NULL pointers ----------------------------------------------------------------------------
 
-TEST_F(CapiFaults, NullOutPointersAreEinval) {
+TEST_F(CapiFaults, H9_NullOutPointersAreEinval) {
   rlock_lock* lock = make_lock(unique_name("null-out"));
   ASSERT_NE(lock, nullptr);
   EXPECT_FAIL(rlock_client_new(nullptr, nullptr), RLOCK_EINVAL, "out");
@@ -328,7 +366,7 @@ TEST_F(CapiFaults, NullOutPointersAreEinval) {
   EXPECT_EQ(rlock_force_unlock(lock, nullptr), RLOCK_OK) << last_message();
 }
 
-TEST_F(CapiFaults, NullHandlesAreEinvalNamingTheArgument) {
+TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, nullptr, "x", nullptr), RLOCK_EINVAL, "client");
   EXPECT_EQ(out, nullptr);
@@ -377,7 +415,7 @@ TEST_F(CapiFaults, NullHandlesAreEinvalNamingTheArgument) {
 
 // ---- names ------------------------------------------------------------------------------------
 
-TEST_F(CapiFaults, EmptyNameIsEinval) {
+TEST_F(CapiFaults, H1_EmptyNameIsEinval) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, client_, "", nullptr), RLOCK_EINVAL, "name");
   EXPECT_EQ(out, nullptr);
@@ -386,7 +424,7 @@ TEST_F(CapiFaults, EmptyNameIsEinval) {
   EXPECT_EQ(out, nullptr);
 }
 
-TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
+TEST_F(CapiFaults, H2_NameLongerThanMaxNameLenIsEinval) {
   rlock_client_options o = server_options();
   o.max_name_len = 40;
   rlock_client* small = make_client(o);
@@ -415,6 +453,10 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   std::string too_big = big + "z";
   EXPECT_FAIL(rlock_lock_new_n(&out, client_, too_big.data(), too_big.size(), nullptr),
               RLOCK_EINVAL, "max_name_len");
+  const std::string mib(1 << 20, 'm');  // 1 MiB: refused before anything is made or sent
+  EXPECT_FAIL(rlock_lock_new_n(&out, client_, mib.data(), mib.size(), nullptr), RLOCK_EINVAL,
+              "max_name_len");
+  EXPECT_EQ(out, nullptr);
   rlock_lock* big_lock = make_lock(big);
   ASSERT_NE(big_lock, nullptr);
   EXPECT_EQ(rlock_acquire(big_lock, 0), RLOCK_OK) << last_message();
@@ -422,7 +464,7 @@ TEST_F(CapiFaults, NameLongerThanMaxNameLenIsEinval) {
   EXPECT_EQ(rlock_release(big_lock), RLOCK_OK) << last_message();
 }
 
-TEST_F(CapiFaults, MaxNameLenAboveTheHardLimitIsEinval) {
+TEST_F(CapiFaults, H2_MaxNameLenAboveTheHardLimitIsEinval) {
   rlock_client_options o = server_options();
   o.max_name_len = RLOCK_HARD_MAX_NAME_LEN + 1;
   rlock_client* c = sentinel<rlock_client>();
@@ -432,12 +474,12 @@ TEST_F(CapiFaults, MaxNameLenAboveTheHardLimitIsEinval) {
   EXPECT_NE(make_client(o), nullptr);
 }
 
-TEST_F(CapiFaults, BinaryNameWithNulBytesAndInvalidUtf8) {
+TEST_F(CapiFaults, H3_BinaryNameWithNulBytesAndInvalidUtf8) {
   exercise_name(unique_name(std::string("bin\0ary\xff\xfe\xc3\x28", 11)));
   exercise_name(std::string("\0\x80\xbf", 3) + unique_name("lead-nul"));
 }
 
-TEST_F(CapiFaults, NamesWithBraces) {
+TEST_F(CapiFaults, H4_NamesWithBraces) {
   exercise_name(unique_name("a}b{c"));
   exercise_name("{" + unique_name("tag") + "}:x");
   exercise_name(unique_name("}"));
@@ -450,7 +492,7 @@ TEST_F(CapiFaults, NamesWithBraces) {
 // refused and recorded in ACL LOG under that user, so an empty log for the user proves the
 // invalid calls were never sent (without MONITOR, and whatever other tests do on the shared
 // server). The last call is the control: a valid acquire, refused and logged.
-TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
+TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   const std::string user = "rlock-capi-noscript-" + std::to_string(::getpid());
   const std::string password = "pw-" + std::to_string(::getpid());
   make_user(user, password,
@@ -540,7 +582,7 @@ TEST_F(CapiFaults, InvalidArgumentsAreNeverSentToRedis) {
 }
 
 // lease_ms 0 in acquire options means the lock's default lease (documented), not "unlock now".
-TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
+TEST_F(CapiFaults, H5_AcquireLeaseZeroMeansTheLocksDefault) {
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.lease_ms = 4000;
   const std::string name = unique_name("lease-default");
@@ -568,7 +610,7 @@ TEST_F(CapiFaults, AcquireLeaseZeroMeansTheLocksDefault) {
 
 // RLOCK_MAX_DURATION_MS itself is accepted everywhere ("larger values are EINVAL"), and a hold
 // taken with it is held, not lost at once.
-TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
+TEST_F(CapiFaults, H6_MaxDurationIsAcceptedAndHeld) {
   const std::string name = unique_name("max-duration");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -607,7 +649,7 @@ TEST_F(CapiFaults, MaxDurationIsAcceptedAndHeld) {
 
 // ---- client construction ----------------------------------------------------------------------
 
-TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
+TEST_F(CapiFaults, H11_InvalidUrlsAreEinvalNamingTheField) {
   struct Case {
     std::string url;
     int code;
@@ -655,7 +697,7 @@ TEST_F(CapiFaults, InvalidUrlsAreEinvalNamingTheField) {
 
 // Bad option values are refused before connecting: the port refuses connections, so a client
 // that tried would report ECONN instead.
-TEST_F(CapiFaults, InvalidClientOptionsAreEinvalBeforeConnecting) {
+TEST_F(CapiFaults, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
   ClosedPort closed;
   ASSERT_GT(closed.port(), 0);
   auto base = [&] {
@@ -701,7 +743,7 @@ TEST_F(CapiFaults, InvalidClientOptionsAreEinvalBeforeConnecting) {
   }
 }
 
-TEST_F(CapiFaults, WrongPasswordIsEauth) {
+TEST_F(CapiFaults, H12_WrongPasswordIsEauth) {
   // The fixture's default user has no password: AUTH with one is refused.
   const std::string hostport = tcp_url_.substr(std::string("redis://").size());
   rlock_client* c = sentinel<rlock_client>();
@@ -786,7 +828,7 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
 
 // ---- release bookkeeping ----------------------------------------------------------------------
 
-TEST_F(CapiFaults, ReleasingTwiceIsEnotheldAndTouchesNothing) {
+TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotowner) {
   const std::string name = unique_name("release-twice");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -859,7 +901,7 @@ TEST_F(CapiFaults, LastErrorIsNeverNullAndPerThread) {
 
 // ---- handles that outlive their client --------------------------------------------------------
 
-TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
+TEST_F(CapiFaults, H19_LockHandlesAfterClientFreeAreEclosed) {
   rlock_client* c2 = nullptr;
   ASSERT_EQ(rlock_client_new_url(&c2, tcp_url_.c_str()), RLOCK_OK) << last_message();
   const std::string held_name = unique_name("closed-held");
@@ -919,6 +961,517 @@ TEST_F(CapiFaults, LockHandlesAfterClientFreeAreEclosed) {
     (void)rlock_lock_set_lost_callback(lock, nullptr, nullptr);
   }
   // TearDown frees the four handles now, after their client.
+}
+
+// ---- H12, H16, H17, H23: server refusals, unreachable server, expiry -------------------------
+
+TEST_F(CapiFaults, H12_EvalRenamedIsEunsupportedAtCreation) {
+  rlock_test::PrivateRedis server({"--rename-command", "EVAL", "\"\""});
+  rlock_client* c = sentinel<rlock_client>();
+  auto start = Clock::now();
+  EXPECT_FAIL(rlock_client_new_url(&c, server.tcp_url().c_str()), RLOCK_EUNSUPPORTED, "");
+  EXPECT_EQ(c, nullptr);
+  EXPECT_LT(ms_since(start), 2000) << "no retry loop";
+}
+
+TEST_F(CapiFaults, H16_ReleaseWhileRedisIsDownIsEconnAndBounded) {
+  auto server = std::make_unique<rlock_test::PrivateRedis>();
+  rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+  const std::string url = server->tcp_url();
+  o.url = url.c_str();
+  o.connect_timeout_ms = 500;
+  o.command_timeout_ms = 500;
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  rlock_lock* lock = make_lock(unique_name("h16"), nullptr, c);
+  ASSERT_NE(lock, nullptr);
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  server.reset();  // stops it
+  auto start = Clock::now();
+  EXPECT_FAIL(rlock_release(lock), RLOCK_ECONN, "");
+  EXPECT_LT(ms_since(start), 1500) << "the release outlived its command timeout";
+  EXPECT_EQ(rlock_is_held(lock), 0) << "the hold is still renewed after the failed release";
+}
+
+TEST_F(CapiFaults, H17_ExtendAfterExpiryIsElostAndRecreatesNothing) {
+  const std::string name = unique_name("h17");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.lease_ms = 150;
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_FALSE(redis_->exists(name));
+  EXPECT_FAIL(rlock_extend(lock, 60000), RLOCK_ELOST, "");
+  EXPECT_FALSE(redis_->exists(name)) << "the extend re-created the lock";
+
+  // Expired and taken by another owner: the extend leaves that owner's hold alone.
+  ASSERT_EQ(rlock_acquire_ex(lock, &ao), RLOCK_OK) << last_message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  rlock_acquire_options other = RLOCK_ACQUIRE_OPTIONS_INIT;
+  other.wait_ms = 0;
+  other.lease_ms = 60000;
+  other.thread_id = 4343;
+  ASSERT_EQ(rlock_acquire_ex(lock, &other), RLOCK_OK) << last_message();
+  const auto before = redis_->hgetall(name);
+  const long long ttl = redis_->pttl(name);
+  EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ELOST, "");
+  EXPECT_EQ(redis_->hgetall(name), before);
+  EXPECT_LE(redis_->pttl(name), ttl);
+  EXPECT_EQ(rlock_release_ex(lock, 4343), RLOCK_OK) << last_message();
+}
+
+// OOM, BUSY and READONLY replies come back as their own codes and never as "acquired".
+TEST_F(CapiFaults, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
+  rlock_test::PrivateRedis server({"--busy-reply-threshold", "100"});
+  RedisConn admin(server.admin_url());
+  rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
+  const std::string url = server.tcp_url();
+  o.url = url.c_str();
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  const std::string name = unique_name("h23");
+  rlock_lock* lock = make_lock(name, nullptr, c);
+  ASSERT_NE(lock, nullptr);
+
+  ASSERT_TRUE(admin.command({"CONFIG", "SET", "maxmemory", "1"}).is_status());
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EOOM, "");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  ASSERT_TRUE(admin.command({"CONFIG", "SET", "maxmemory", "0"}).is_status());
+  EXPECT_FALSE(admin.exists(name));
+
+  std::thread busy([&] {
+    RedisConn runner(server.admin_url(), 20000);
+    runner.command({"EVAL", "while true do end", "0"});  // ends with SCRIPT KILL
+  });
+  auto start = Clock::now();
+  Reply script;
+  while (ms_since(start) < 5000) {  // until the script runs past the threshold
+    script = admin.command({"PING"});
+    if (script.is_error() && script.str.rfind("BUSY", 0) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(script.is_error()) << script.describe();
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBUSY, "");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  admin.command({"SCRIPT", "KILL"});
+  busy.join();
+  EXPECT_FALSE(admin.exists(name));
+
+  rlock_test::PrivateRedis master;
+  ASSERT_TRUE(admin.command({"REPLICAOF", "127.0.0.1", std::to_string(master.port())}).is_status());
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EREADONLY, "");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  admin.command({"REPLICAOF", "NO", "ONE"});
+  EXPECT_FALSE(admin.exists(name));
+  // The same client works once the server is writable again.
+  EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+}
+
+// ---- H10: freed and made-up handles ----------------------------------------------------------
+
+// Every call on a freed lock handle is EBADHANDLE naming rlock_lock, or its documented "no";
+// nothing reaches Redis; a second free is a no-op that records EBADHANDLE.
+TEST_F(CapiFaults, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
+  std::string user;
+  rlock_client* c = no_script_client(&user);
+  ASSERT_NE(c, nullptr);
+  const std::string name = unique_name("h10-lock");
+  names_.push_back(name);
+  rlock_lock* lock = nullptr;
+  ASSERT_EQ(rlock_lock_new(&lock, c, name.c_str(), nullptr), RLOCK_OK) << last_message();
+  rlock_lock_free(lock);
+
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
+  int deleted = 7;
+  int64_t token = 7;
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release_ex(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend_ex(lock, 1000, 5), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_EQ(deleted, 7);
+  EXPECT_FAIL(rlock_cancel(lock), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_lock_token(lock, RLOCK_THREAD_CURRENT, &token), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_EQ(token, 7);
+  EXPECT_FAIL(rlock_lock_set_lost_callback(lock, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  EXPECT_EQ(rlock_is_held_ex(lock, 5), 0);
+  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+  rlock_multi* group = sentinel<rlock_multi>();
+  EXPECT_FAIL(rlock_multi_lock_new(&group, &lock, 1), RLOCK_EBADHANDLE, "members[0]");
+  EXPECT_EQ(group, nullptr);
+  EXPECT_NE(last_message().find("rlock_lock"), std::string::npos) << last_message();
+
+  prime_last_error(RLOCK_EBADHANDLE);
+  rlock_lock_free(lock);  // double free: harmless, and visible in the last error
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+  EXPECT_TRUE(names(last_message(), "rlock_lock")) << last_message();
+
+  expect_nothing_sent(user);
+  EXPECT_FALSE(redis_->exists(name));
+  // Control: a live handle of the same client does reach Redis.
+  rlock_lock* live = make_lock(name, nullptr, c);
+  ASSERT_NE(live, nullptr);
+  expect_control_is_logged(live, user);
+}
+
+TEST_F(CapiFaults, H10_UseAfterFreeOfAClientIsEbadhandle) {
+  rlock_client* c = nullptr;
+  ASSERT_EQ(rlock_client_new_url(&c, tcp_url_.c_str()), RLOCK_OK) << last_message();
+  ASSERT_NE(rlock_client_id(c), nullptr);
+  rlock_client_free(c);
+
+  const std::string name = unique_name("h10-client");
+  names_.push_back(name);
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, c, name.c_str(), nullptr), RLOCK_EBADHANDLE, "rlock_client");
+  EXPECT_EQ(out, nullptr);
+  out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new_n(&out, c, name.data(), name.size(), nullptr), RLOCK_EBADHANDLE,
+              "rlock_client");
+  EXPECT_EQ(out, nullptr);
+  int accepted = 7;
+  EXPECT_FAIL(rlock_fenced_write(c, name.data(), name.size(), "v", 1, 1, &accepted),
+              RLOCK_EBADHANDLE, "rlock_client");
+  EXPECT_EQ(accepted, 7);
+  EXPECT_EQ(rlock_client_id(c), nullptr);
+
+  prime_last_error(RLOCK_EBADHANDLE);
+  rlock_client_free(c);  // double free
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+  EXPECT_TRUE(names(last_message(), "rlock_client")) << last_message();
+  EXPECT_FALSE(redis_->exists(name));
+  EXPECT_FALSE(redis_->exists("rlock_fence:{" + name + "}"));
+}
+
+TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) {
+  std::string user;
+  rlock_client* c = no_script_client(&user);
+  ASSERT_NE(c, nullptr);
+  const std::string a = unique_name("h10-group-a"), b = unique_name("h10-group-b");
+  rlock_lock* members[2] = {make_lock(a, nullptr, c), make_lock(b, nullptr, c)};
+  ASSERT_TRUE(members[0] && members[1]);
+
+  for (bool redlock : {false, true}) {
+    SCOPED_TRACE(redlock ? "redlock" : "multi-lock");
+    rlock_multi* group = nullptr;
+    ASSERT_EQ(redlock ? rlock_redlock_new(&group, members, 2) : rlock_multi_lock_new(&group, members, 2),
+              RLOCK_OK)
+        << last_message();
+    rlock_multi_free(group);
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 0;
+    int64_t validity = 7;
+    EXPECT_FAIL(rlock_multi_acquire(group, &ao, &validity), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_acquire(group, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_EQ(validity, 7);
+    EXPECT_FAIL(rlock_multi_release(group, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_cancel(group), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0);
+    prime_last_error(RLOCK_EBADHANDLE);
+    rlock_multi_free(group);
+    EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+    EXPECT_TRUE(names(last_message(), "rlock_multi")) << last_message();
+  }
+
+  rlock_cancel_token* token = nullptr;
+  ASSERT_EQ(rlock_cancel_token_new(&token), RLOCK_OK);
+  rlock_cancel_token_free(token);
+  EXPECT_FAIL(rlock_cancel_token_cancel(token), RLOCK_EBADHANDLE, "rlock_cancel_token");
+  EXPECT_EQ(rlock_cancel_token_is_cancelled(token), 0);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ao.cancel = token;
+  EXPECT_FAIL(rlock_acquire_ex(members[0], &ao), RLOCK_EBADHANDLE, "opts->cancel");
+  EXPECT_TRUE(names(last_message(), "rlock_cancel_token")) << last_message();
+  rlock_multi* group = nullptr;
+  ASSERT_EQ(rlock_multi_lock_new(&group, members, 2), RLOCK_OK) << last_message();
+  EXPECT_FAIL(rlock_multi_acquire(group, &ao, nullptr), RLOCK_EBADHANDLE, "opts->cancel");
+  rlock_multi_free(group);
+  prime_last_error(RLOCK_EBADHANDLE);
+  rlock_cancel_token_free(token);
+  EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+
+  expect_nothing_sent(user);
+  EXPECT_FALSE(redis_->exists(a));
+  EXPECT_FALSE(redis_->exists(b));
+  expect_control_is_logged(members[0], user);
+}
+
+// Handles never made by rlock, or of another type, are recognised without being read.
+TEST_F(CapiFaults, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
+  const std::string name = unique_name("h10-forged");
+  rlock_lock* lock = make_lock(name);
+  ASSERT_NE(lock, nullptr);
+  int on_stack = 0;
+  std::vector<rlock_lock*> forged = {
+      reinterpret_cast<rlock_lock*>(&on_stack),
+      reinterpret_cast<rlock_lock*>(uintptr_t{1}),
+      reinterpret_cast<rlock_lock*>(UINTPTR_MAX),
+      reinterpret_cast<rlock_lock*>(client_),  // a live client is not a lock
+      reinterpret_cast<rlock_lock*>(reinterpret_cast<uintptr_t>(lock) + 1),  // another generation
+  };
+  for (rlock_lock* bad : forged) {
+    SCOPED_TRACE(reinterpret_cast<uintptr_t>(bad));
+    EXPECT_FAIL(rlock_acquire(bad, 0), RLOCK_EBADHANDLE, "rlock_lock");
+    EXPECT_FAIL(rlock_release(bad), RLOCK_EBADHANDLE, "rlock_lock");
+    EXPECT_EQ(rlock_is_held(bad), 0);
+    rlock_lock_free(bad);  // ignored
+    EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
+  }
+  EXPECT_EQ(on_stack, 0);
+  rlock_lock* out = sentinel<rlock_lock>();
+  EXPECT_FAIL(rlock_lock_new(&out, reinterpret_cast<rlock_client*>(lock), "x", nullptr),
+              RLOCK_EBADHANDLE, "rlock_client");
+  EXPECT_EQ(out, nullptr);
+  EXPECT_FAIL(rlock_cancel_token_cancel(reinterpret_cast<rlock_cancel_token*>(lock)),
+              RLOCK_EBADHANDLE, "rlock_cancel_token");
+  EXPECT_FAIL(rlock_multi_release(reinterpret_cast<rlock_multi*>(lock), 1), RLOCK_EBADHANDLE,
+              "rlock_multi");
+  EXPECT_FALSE(redis_->exists(name));
+  // The real ones still work after all that.
+  EXPECT_NE(rlock_client_id(client_), nullptr);
+  ASSERT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+}
+
+// A handle freed while another thread waits in a call on it: the wait ends (ECANCELED), nothing
+// is left locked for the waiter, and the object lives until that call returned (ASan checks).
+TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
+  const std::string name = unique_name("h10-free-waiting");
+  rlock_lock* holder = make_lock(name);
+  ASSERT_NE(holder, nullptr);
+  rlock_acquire_options ho = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ho.wait_ms = 0;
+  ho.lease_ms = 60000;
+  ho.thread_id = 1;
+  ASSERT_EQ(rlock_acquire_ex(holder, &ho), RLOCK_OK) << last_message();
+  const auto held = redis_->hgetall(name);
+
+  for (bool group : {false, true}) {
+    SCOPED_TRACE(group ? "rlock_multi" : "rlock_lock");
+    rlock_lock* lock = nullptr;
+    ASSERT_EQ(rlock_lock_new(&lock, client_, name.c_str(), nullptr), RLOCK_OK);
+    rlock_multi* multi = nullptr;
+    if (group) {
+      ASSERT_EQ(rlock_multi_lock_new(&multi, &lock, 1), RLOCK_OK) << last_message();
+      rlock_lock_free(lock);  // the group keeps its member alive
+    }
+    std::atomic<int> rc{1};
+    std::atomic<bool> started{false};
+    std::thread waiter([&] {
+      rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+      ao.wait_ms = 10000;  // bounded, so a free that does not wake it fails instead of hanging
+      ao.thread_id = 2;
+      started = true;
+      rc = group ? rlock_multi_acquire(multi, &ao, nullptr) : rlock_acquire_ex(lock, &ao);
+    });
+    while (!started) std::this_thread::yield();
+    if (!group) {
+      EXPECT_TRUE(redis_->wait_numsub(lock_channel(name), 1, 5000));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    auto freed = Clock::now();
+    if (group) {
+      rlock_multi_free(multi);
+    } else {
+      rlock_lock_free(lock);
+    }
+    waiter.join();
+    EXPECT_EQ(rc.load(), RLOCK_ECANCELED) << rlock_strerror(rc.load());
+    EXPECT_LT(ms_since(freed), 3000);
+    EXPECT_EQ(redis_->hgetall(name), held) << "the waiter left something in the lock";
+    if (group) {
+      EXPECT_FAIL(rlock_multi_acquire(multi, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+    } else {
+      EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBADHANDLE, "rlock_lock");
+    }
+  }
+  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+}
+
+// A token freed during an acquire that uses it stays valid for that acquire, which ends as it
+// would have (here: its wait passes).
+TEST_F(CapiFaults, H10_FreeingATokenInUseLeavesTheAcquireAlone) {
+  const std::string name = unique_name("h10-token-in-use");
+  rlock_lock* holder = make_lock(name);
+  rlock_lock* lock = make_lock(name);
+  ASSERT_TRUE(holder && lock);
+  rlock_acquire_options ho = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ho.wait_ms = 0;
+  ho.lease_ms = 60000;
+  ho.thread_id = 1;
+  ASSERT_EQ(rlock_acquire_ex(holder, &ho), RLOCK_OK) << last_message();
+  rlock_cancel_token* token = nullptr;
+  ASSERT_EQ(rlock_cancel_token_new(&token), RLOCK_OK);
+  std::atomic<int> rc{1};
+  std::thread waiter([&] {
+    rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+    ao.wait_ms = 1500;
+    ao.thread_id = 2;
+    ao.cancel = token;
+    rc = rlock_acquire_ex(lock, &ao);
+  });
+  EXPECT_TRUE(redis_->wait_numsub(lock_channel(name), 1, 5000));
+  rlock_cancel_token_free(token);
+  EXPECT_FAIL(rlock_cancel_token_cancel(token), RLOCK_EBADHANDLE, "rlock_cancel_token");
+  waiter.join();
+  EXPECT_EQ(rc.load(), RLOCK_ETIMEDOUT) << rlock_strerror(rc.load());
+  EXPECT_EQ(redis_->hgetall(name).size(), 1u);
+  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+}
+
+// Threads calling on handles while others free them (twice, at once): every call returns a
+// status code, never touches freed memory (ASan/TSan builds check), and the last free wins.
+TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
+  const std::string name = unique_name("h10-race");
+  names_.push_back(name);
+  // ECLOSED: a call that pinned the lock before it was freed may meet the client's free.
+  const std::vector<int> allowed = {RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ETIMEDOUT, RLOCK_ECANCELED,
+                                    RLOCK_EBADHANDLE, RLOCK_ENOTOWNER, RLOCK_ECLOSED};
+  std::atomic<int> unexpected{0};
+  std::atomic<int> an_unexpected_code{0};
+  std::atomic<int> bad_seen{0};
+  for (int round = 0; round < 40; ++round) {
+    rlock_client* c = nullptr;
+    ASSERT_EQ(rlock_client_new_url(&c, tcp_url_.c_str()), RLOCK_OK) << last_message();
+    rlock_lock* lock = nullptr;
+    ASSERT_EQ(rlock_lock_new(&lock, c, name.c_str(), nullptr), RLOCK_OK);
+    rlock_cancel_token* token = nullptr;
+    ASSERT_EQ(rlock_cancel_token_new(&token), RLOCK_OK);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> users;
+    for (int t = 0; t < 3; ++t) {
+      users.emplace_back([&, t] {
+        while (!go) std::this_thread::yield();
+        for (int i = 0; i < 200; ++i) {
+          rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+          ao.wait_ms = 0;
+          ao.lease_ms = 2000;
+          ao.thread_id = 100 + t;
+          ao.cancel = i % 2 == 0 ? token : nullptr;
+          int codes[4] = {rlock_acquire_ex(lock, &ao), rlock_release_ex(lock, 100 + t),
+                          rlock_cancel_token_is_cancelled(token) == 0 ? RLOCK_OK : RLOCK_ERROR,
+                          rlock_cancel(lock)};
+          (void)rlock_is_held_ex(lock, 100 + t);
+          rlock_lock* extra = nullptr;
+          int made = rlock_lock_new(&extra, c, name.c_str(), nullptr);
+          if (made == RLOCK_OK) {
+            rlock_lock_free(extra);
+          } else if (made != RLOCK_EBADHANDLE) {
+            ++unexpected;
+            an_unexpected_code = made;
+          }
+          bool bad = false;
+          for (int code : codes) {
+            if (std::find(allowed.begin(), allowed.end(), code) == allowed.end()) {
+              ++unexpected;
+              an_unexpected_code = code;
+            }
+            bad = bad || code == RLOCK_EBADHANDLE;
+          }
+          if (bad) {
+            ++bad_seen;
+            break;
+          }
+        }
+      });
+    }
+    go = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200 * (round % 10)));
+    std::thread second_free([&] { rlock_lock_free(lock); });
+    rlock_lock_free(lock);
+    rlock_cancel_token_free(token);
+    second_free.join();
+    rlock_client_free(c);
+    for (std::thread& u : users) u.join();
+    EXPECT_EQ(rlock_is_held_ex(lock, 100), 0);
+    EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
+  }
+  EXPECT_EQ(unexpected.load(), 0) << "for example " << an_unexpected_code.load() << " ("
+                                  << rlock_strerror(an_unexpected_code.load()) << ")";
+  EXPECT_GT(bad_seen.load(), 0) << "no call ever met a freed handle: the race was not exercised";
+}
+
+// The handle table's lock is taken around fork(): a child can make handles even when another
+// thread of the parent was making or freeing one at that moment (it would hang otherwise).
+TEST_F(CapiFaults, H10_ForkedChildCanMakeHandlesWhileOtherThreadsChurnThem) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> churn;
+  for (int t = 0; t < 2; ++t) {
+    churn.emplace_back([&] {
+      while (!stop) {
+        rlock_cancel_token* token = nullptr;
+        if (rlock_cancel_token_new(&token) == RLOCK_OK) rlock_cancel_token_free(token);
+      }
+    });
+  }
+  int hung = 0, failed = 0;
+  for (int i = 0; i < 100; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::alarm(5);  // a deadlocked child dies of SIGALRM
+      rlock_cancel_token* token = nullptr;
+      int rc = rlock_cancel_token_new(&token);
+      if (rc == RLOCK_OK) rlock_cancel_token_free(token);
+      ::_exit(rc == RLOCK_OK ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    if (WIFSIGNALED(status)) ++hung;
+    if (hung > 0) break;
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0) ++failed;
+  }
+  stop = true;
+  for (std::thread& t : churn) t.join();
+  EXPECT_EQ(hung, 0) << "children hung making a handle";
+  EXPECT_EQ(failed, 0);
+}
+
+// A lock handle that is a member of a group may be freed before the group (documented), but
+// its lost-lock callback must not run after rlock_lock_free returned: the caller frees the
+// payload then. The group's holds are still found lost (is_held 0).
+TEST_F(CapiFaults, H10_FreedGroupMemberRunsNoLostCallback) {
+  rlock_client_options o = server_options();
+  o.watchdog_lease_ms = 600;  // renewals every 200 ms
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  const std::string name = unique_name("h10-member-callback");
+  names_.push_back(name);
+  rlock_lock* member = nullptr;
+  ASSERT_EQ(rlock_lock_new(&member, c, name.c_str(), nullptr), RLOCK_OK);
+  static std::atomic<int> calls{0};
+  calls = 0;
+  ASSERT_EQ(rlock_lock_set_lost_callback(
+                member, [](rlock_lock*, const char*, size_t, int64_t, int, void*) { ++calls; },
+                nullptr),
+            RLOCK_OK);
+  rlock_multi* group = nullptr;
+  ASSERT_EQ(rlock_multi_lock_new(&group, &member, 1), RLOCK_OK) << last_message();
+  rlock_lock_free(member);
+  rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
+  ao.wait_ms = 0;
+  ASSERT_EQ(rlock_multi_acquire(group, &ao, nullptr), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 1);
+  redis_->del(name);  // the hold is lost; the next renewal finds out
+  auto start = Clock::now();
+  while (rlock_multi_is_held(group, RLOCK_THREAD_CURRENT) == 1 && ms_since(start) < 3000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0) << "the loss was not noticed";
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(calls.load(), 0) << "the freed handle's callback ran";
+  rlock_multi_free(group);
 }
 
 }  // namespace

@@ -204,7 +204,7 @@ TEST(Auth, AclUserWithWrongAndRightPassword) {
   admin.ok({"ACL", "DELUSER", "locker"});
 }
 
-TEST(Auth, AclUserWithoutScriptingIsRefusedAtCreation) {
+TEST(Auth, H12_AclUserWithoutScriptingIsRefusedAtCreation) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());
   admin.ok({"ACL", "SETUSER", "noscript", "on", ">pass", "~*", "&*", "+@all", "-@scripting"});

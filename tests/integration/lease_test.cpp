@@ -52,7 +52,7 @@ void on_lost(rlock_lock* lock, const char* name, size_t name_len, int64_t thread
 
 // ---- Explicit leases ------------------------------------------------------------------------
 
-TEST(LeaseExpiry, OtherClientGetsLockOnlyAfterExpiryAndOldOwnerSeesLost) {
+TEST(LeaseExpiry, H15_OtherClientGetsLockOnlyAfterExpiryAndOldOwnerSeesLost) {
   const std::string name = unique_name("lease");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
@@ -144,7 +144,7 @@ void release_on_lost(rlock_lock* lock, const char*, size_t, int64_t thread_id, i
   r->release_rc = rc;
 }
 
-TEST(LostThenRelease, ReleaseFromLostCallbackReturnsLost) {
+TEST(LostThenRelease, H20_ReleaseFromLostCallbackReturnsLost) {
   const std::string name = unique_name("lease-cb-release");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
@@ -232,7 +232,7 @@ TEST(Watchdog, RenewsEveryThirdOfTheLease) {
 // FAULTS A5 (iii): a handle freed while held is no longer renewed, so the lock expires by its
 // lease. A hold also taken through another live handle of the same owner keeps being renewed
 // until that handle goes too.
-TEST(Watchdog, StopsRenewingHoldsOfAFreedHandle) {
+TEST(Watchdog, H21_StopsRenewingHoldsOfAFreedHandle) {
   const std::string name = unique_name("freed");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());

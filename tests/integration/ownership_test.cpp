@@ -83,7 +83,7 @@ TEST(Reentrancy, DepthOneHundredIsCountedExactly) {
 
 // Acquires with an explicit lease, so the TTL only falls: a TTL that went back up would show a
 // release or extend by a non-owner touching the key.
-TEST(NonOwner, OtherClientCannotReleaseOrExtend) {
+TEST(NonOwner, H13_OtherClientCannotReleaseOrExtend) {
   const std::string name = unique_name("notowner");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
@@ -113,7 +113,7 @@ TEST(NonOwner, OtherClientCannotReleaseOrExtend) {
   EXPECT_FALSE(redis.exists(name));
 }
 
-TEST(NonOwner, OtherThreadOfSameClientCannotRelease) {
+TEST(NonOwner, H18_OtherThreadOfSameClientCannotRelease) {
   const std::string name = unique_name("notowner-thread");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
@@ -152,7 +152,7 @@ TEST(NonOwner, OtherThreadOfSameClientCannotRelease) {
 
 // ---- Several handles, explicit thread ids ---------------------------------------------------
 
-TEST(SharedHandles, TwoHandlesOfOneClientShareHolds) {
+TEST(SharedHandles, H18_TwoHandlesOfOneClientShareHolds) {
   const std::string name = unique_name("handles");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
@@ -352,7 +352,7 @@ TEST(ForceUnlock, DeletesAnyHolderAndWakesWaiter) {
 
 // ---- Client shutdown ------------------------------------------------------------------------
 
-TEST(ClientFree, ReleasesHeldLocksAndWakesWaiters) {
+TEST(ClientFree, H19_ReleasesHeldLocksAndWakesWaiters) {
   const std::string name = unique_name("client-free");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());

@@ -99,7 +99,7 @@ TEST(Scripts, OneRenewCallAnswersForEveryLock) {
   EXPECT_FALSE(redis.exists(gone)) << "renewal must never create a lock";
 }
 
-TEST(Scripts, InvalidLeaseIsRefusedBeforeAnyWrite) {
+TEST(Scripts, H8_InvalidLeaseIsRefusedBeforeAnyWrite) {
   auto client = make_client();
   RedisConn redis(rlock_test::test_redis_url());
   const std::string name = rlock_test::unique_name("badlease");

@@ -93,7 +93,7 @@ void expect_nothing_held(RedisConn& redis, const std::string& name, rlock_lock* 
   EXPECT_EQ(fields.count(it::owner_of(client, thread_id)), 0u) << "a cancelled acquire left a hold";
 }
 
-TEST(Cancel, CancelFromAnotherThreadWakesForeverWait) {
+TEST(Cancel, H22_CancelFromAnotherThreadWakesForeverWait) {
   const std::string name = unique_name("cancel");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
@@ -154,7 +154,7 @@ TEST(Cancel, TokenCancelledBeforeTheCallFailsAtOnce) {
   EXPECT_FALSE(redis.exists(name));
 }
 
-TEST(Cancel, TokenCancelledWhileWaiting) {
+TEST(Cancel, H22_TokenCancelledWhileWaiting) {
   const std::string name = unique_name("token-waiting");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());

@@ -136,7 +136,7 @@ def test_blocking_timeout_context_raises(redis_url, make_client, name):
     assert client.closed
 
 
-def test_cancelled_waiter_leaves_nothing_behind(aclient, make_client, name, r):
+def test_h22_cancelled_waiter_leaves_nothing_behind(aclient, make_client, name, r):
     holder = Holder(make_client().lock(name))
     lock = aclient.lock(name)
 

@@ -34,7 +34,7 @@ def test_reentrant_per_thread(client, name, r):
     assert r.exists(name) == 0
 
 
-def test_other_thread_is_another_owner(client, name):
+def test_h18_other_thread_is_another_owner(client, name):
     lock = client.lock(name)
     lock.acquire()
     seen = {}
@@ -179,7 +179,7 @@ def test_default_lease_of_the_lock(client, name, r):
         assert 1000 < r.pttl(name) <= 1500
 
 
-def test_lease_expiry_then_release_raises_lost(client, name, r):
+def test_h15_lease_expiry_then_release_raises_lost(client, name, r):
     lock = client.lock(name)
     assert lock.acquire(lease=0.2)
     assert wait_until(lambda: r.exists(name) == 0, timeout=3)
@@ -337,7 +337,7 @@ def test_redlock_needs_a_majority(start_redis, make_client, make_redis, name):
     assert views[0].exists(name) == 0
 
 
-def test_context_manager_client_closes_and_releases(redis_url, name, r):
+def test_h19_context_manager_client_closes_and_releases(redis_url, name, r):
     with rlock.Client(redis_url) as c:
         lock = c.lock(name)
         lock.acquire()
@@ -354,7 +354,7 @@ def test_unix_socket_url(private_redis, name):
             assert lock.held()
 
 
-def test_binary_and_unicode_names(client, r):
+def test_h3_binary_and_unicode_names(client, r):
     for n in ["zaï:锁", b"\x00\xffbin"]:
         lock = client.lock(n)
         with lock:

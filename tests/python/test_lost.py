@@ -100,10 +100,35 @@ def test_clearing_the_callback(make_client, name, r):
         lock.on_lost("not callable")
 
 
-def test_callback_does_not_keep_the_lock_alive(client, name):
+def test_h21_callback_does_not_keep_the_lock_alive(client, name):
     lock = client.lock(name)
     lock.on_lost(lambda lk, reason: None)
     ref = __import__("weakref").ref(lock)
     del lock
     gc.collect()
     assert ref() is None
+
+
+def test_h20_callback_may_call_the_library(make_client, name, r):
+    client = make_client(watchdog_lease=0.6)
+    lock = client.lock(name)
+    results = []
+    done = threading.Event()
+
+    def on_lost(lk, reason):
+        results.append(lk.held())
+        results.append(lk.locked())  # a round trip from the watchdog thread
+        try:
+            lk.release()  # the watchdog thread is another owner
+        except rlock.LockError as exc:
+            results.append(type(exc))
+        done.set()
+
+    lock.on_lost(on_lost)
+    lock.acquire()
+    r.delete(name)
+    assert done.wait(5), "the callback's calls did not return"
+    assert results == [False, False, rlock.NotHeldError]
+    with pytest.raises(rlock.LockLostError):
+        lock.release()
+    assert r.exists(name) == 0

@@ -569,7 +569,7 @@ def test_a5_holder_ends_with_os_exit(redis_url, name, r, children):
     "close-lock",
     "close-client",
 ])
-def test_a5_owner_dropped_in_process(how, make_client, name, r):
+def test_a5_h21_owner_dropped_in_process(how, make_client, name, r):
     """(iii) the Lock object is garbage-collected (or Lock.close()d) while held: renewal stops
     at once (PTTL never goes up again) and the key expires within the lease; (ii) the client is
     closed while a lock is held: close() releases it (and nothing renews it after)."""
@@ -710,7 +710,7 @@ def _assert_no_trace_of(r: redis.Redis, kind: str, name: str, cid: str, owner: b
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("kind", ["reentrant", "fair"])
-def test_ctrl_c_interrupts_a_blocked_acquire(kind, client, make_client, redis_url, name, r,
+def test_h22_ctrl_c_interrupts_a_blocked_acquire(kind, client, make_client, redis_url, name, r,
                                              children):
     holder = _make_lock(client, kind, name)
     assert holder.acquire(blocking=False)

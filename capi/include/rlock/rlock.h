@@ -9,6 +9,9 @@
  *     The detail of the last failure on the calling thread is in rlock_last_error().
  *   - Durations are int64_t milliseconds (suffix _ms). Booleans are int 0/1.
  *   - Constructors return ownership through their first argument `out`; *_free(NULL) is a no-op.
+ *   - Handles are checked values, not pointers (docs/abi.md): a call on a freed handle returns
+ *     RLOCK_EBADHANDLE (0 from the 0/1 functions); freeing one twice does nothing and records
+ *     RLOCK_EBADHANDLE in rlock_last_error().
  *   - Input strings are copied; the library never keeps a caller's pointer after a call returns.
  */
 #ifndef RLOCK_H
@@ -79,7 +82,8 @@ typedef enum rlock_error_code {
   RLOCK_EBUSY = -18,       /* Redis is busy running a long script */
   RLOCK_EREADONLY = -19,   /* the server is a read-only replica */
   RLOCK_ECLOSED = -20,     /* the client behind this handle was freed */
-  RLOCK_EDEADLK = -21      /* would wait for itself: a read holder asked for the write lock */
+  RLOCK_EDEADLK = -21,     /* would wait for itself: a read holder asked for the write lock */
+  RLOCK_EBADHANDLE = -22   /* the handle was freed already, or is not one rlock made */
 } rlock_error_code;
 
 typedef struct rlock_error_info {
@@ -204,7 +208,8 @@ RLOCK_API int rlock_lock_new_n(rlock_lock **out, rlock_client *client, const cha
 /* Frees the handle without any network call: a lock still held expires by its lease (its
  * watchdog renewal stops, unless the same owner also acquired it through another live handle
  * of the client). Waits for a lost-lock callback of this handle running on another thread to
- * return. */
+ * return; the callback never runs after this. A wait on this handle in progress on another
+ * thread ends with RLOCK_ECANCELED. */
 RLOCK_API void rlock_lock_free(rlock_lock *lock);
 
 typedef struct rlock_acquire_options {
@@ -332,7 +337,8 @@ RLOCK_API int rlock_cancel_token_new(rlock_cancel_token **out);
 RLOCK_API int rlock_cancel_token_cancel(rlock_cancel_token *token);
 /* 1 if cancelled, else 0. */
 RLOCK_API int rlock_cancel_token_is_cancelled(const rlock_cancel_token *token);
-/* Frees the token. It must not be in use by an acquire in progress. NULL is a no-op. */
+/* Frees the token. An acquire in progress that uses it keeps it until it returns. NULL is a
+ * no-op. */
 RLOCK_API void rlock_cancel_token_free(rlock_cancel_token *token);
 
 /* ---- Multi-lock and RedLock --------------------------------------------------------------- */
@@ -350,6 +356,7 @@ typedef struct rlock_multi rlock_multi;
 
 RLOCK_API int rlock_multi_lock_new(rlock_multi **out, rlock_lock *const *members, size_t count);
 RLOCK_API int rlock_redlock_new(rlock_multi **out, rlock_lock *const *members, size_t count);
+/* A wait on the group in progress on another thread ends with RLOCK_ECANCELED. */
 RLOCK_API void rlock_multi_free(rlock_multi *group);
 
 /* Acquires the group with opts' wait_ms, lease_ms (0 = the watchdog), thread_id and cancel

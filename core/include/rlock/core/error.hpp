@@ -30,6 +30,7 @@ enum Code : int {
   kReadOnly = -19,
   kClosed = -20,
   kDeadlock = -21,
+  kBadHandle = -22,
 };
 
 // Thrown inside the core for failures that carry a code and a message. Expected outcomes of

@@ -72,6 +72,9 @@ class Lock {
   int token(int64_t thread_id, int64_t* out) const;
   // Wakes every acquire in progress on this object with kCanceled.
   void cancel_waits() { waits_.cancel_all(false); }
+  // The handle is gone: wakes the waits in progress and refuses later ones (kCanceled). A
+  // group's attempts on its members never wait, so groups keep working.
+  void close_waits() { waits_.cancel_all(true); }
   void set_lost_callback(LostListener::Fn fn) { listener_->set(std::move(fn)); }
 
   const std::string& name() const { return name_; }

@@ -32,6 +32,8 @@ class LockGroup {
   int release(int64_t thread_id);
   bool is_held(int64_t thread_id) const;
   void cancel_waits() { waits_.cancel_all(false); }
+  // The handle is gone: wakes the waits in progress and refuses later ones.
+  void close_waits() { waits_.cancel_all(true); }
   size_t quorum() const { return quorum_; }
 
  private:

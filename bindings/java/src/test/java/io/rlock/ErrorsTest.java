@@ -1,6 +1,7 @@
 package io.rlock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -32,7 +33,7 @@ class ErrorsTest {
   }
 
   @Test
-  void wrongPasswordIsAnAuthException() {
+  void h12WrongPasswordIsAnAuthException() {
     String url = TestRedis.tcpUrl().replace("redis://", "redis://nobody:wrong@");
     RedisLockAuthException e =
         assertThrows(RedisLockAuthException.class, () -> RedisLockClient.create(url));
@@ -41,7 +42,7 @@ class ErrorsTest {
   }
 
   @Test
-  void badUrlsAreIllegalArguments() {
+  void h11BadUrlsAreIllegalArguments() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> RedisLockClient.create("http://example.invalid"));
     assertTrue(e.getMessage().toLowerCase().contains("url"), e.getMessage());
@@ -62,12 +63,42 @@ class ErrorsTest {
   }
 
   @Test
-  void badInputsThrowClearly() throws Exception {
+  void h1EmptyNameIsAnIllegalArgument() {
     try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
-      assertThrows(NullPointerException.class, () -> client.getLock(null));
       IllegalArgumentException empty =
           assertThrows(IllegalArgumentException.class, () -> client.getLock(""));
       assertTrue(empty.getMessage().contains("empty"), empty.getMessage());
+    }
+  }
+
+  @Test
+  void h2TooLongNameIsAnIllegalArgument() {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
+          () -> client.getLock("x".repeat(70_000)));
+      assertTrue(tooLong.getMessage().contains("name"), tooLong.getMessage());
+      assertThrows(IllegalArgumentException.class, () -> client.getLock("y".repeat(1 << 20)));
+    }
+  }
+
+  @Test
+  void h3h4NulAndBracesInNamesAreKept() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      String base = TestRedis.uniqueName("names");
+      for (String name : new String[] {base + "\u0000nul", base + "a}b{c", "{" + base + "}:x"}) {
+        RedisLock lock = client.getLock(name);
+        assertTrue(lock.tryLock(), name);
+        assertTrue(client.getLock(name).isLocked(), "another handle sees " + name);
+        assertFalse(client.getLock(base).isLocked(), "the name was cut short: " + name);
+        lock.unlock();
+        assertFalse(client.getLock(name).isLocked());
+      }
+    }
+  }
+
+  @Test
+  void h5h6h7BadDurationsThrowAndLeaveNothing() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
       RedisLock lock = client.getLock(TestRedis.uniqueName("bad"));
       IllegalArgumentException negative = assertThrows(IllegalArgumentException.class,
           () -> lock.tryLock(-1, TimeUnit.SECONDS));
@@ -76,19 +107,26 @@ class ErrorsTest {
       assertThrows(IllegalArgumentException.class, () -> lock.tryLock(1, -5, TimeUnit.SECONDS));
       assertThrows(IllegalArgumentException.class,
           () -> lock.lock(Long.MAX_VALUE / 2, TimeUnit.MILLISECONDS));
+      assertThrows(IllegalArgumentException.class,
+          () -> RedisLockClient.builder().watchdogLease(Duration.ofSeconds(-1)));
+      assertTrue(lock.tryLock(), "nothing was left locked by the bad calls");
+      lock.unlock();
+      assertTrue(lock.tryLock(Long.MAX_VALUE, TimeUnit.DAYS), "a huge wait means forever");
+      lock.unlock();
+    }
+  }
+
+  @Test
+  void h9NullArgumentsThrowAndLeaveNothing() throws Exception {
+    try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
+      assertThrows(NullPointerException.class, () -> client.getLock(null));
+      RedisLock lock = client.getLock(TestRedis.uniqueName("null"));
       assertThrows(NullPointerException.class, () -> lock.tryLock(1, null));
       assertThrows(IllegalArgumentException.class, () -> client.getMultiLock());
       assertThrows(NullPointerException.class, () -> client.getMultiLock(lock, null));
       assertThrows(IllegalArgumentException.class,
           () -> RedisLockClient.builder().poolSize(0));
-      assertThrows(IllegalArgumentException.class,
-          () -> RedisLockClient.builder().watchdogLease(Duration.ofSeconds(-1)));
-      IllegalArgumentException tooLong = assertThrows(IllegalArgumentException.class,
-          () -> client.getLock("x".repeat(70_000)));
-      assertTrue(tooLong.getMessage().contains("name"), tooLong.getMessage());
       assertTrue(lock.tryLock(), "nothing was left locked by the bad calls");
-      lock.unlock();
-      assertTrue(lock.tryLock(Long.MAX_VALUE, TimeUnit.DAYS), "a huge wait means forever");
       lock.unlock();
     }
   }
@@ -110,7 +148,7 @@ class ErrorsTest {
   }
 
   @Test
-  void closingTheClientWakesWaiters() throws Exception {
+  void h19ClosingTheClientWakesWaiters() throws Exception {
     RedisLockClient holder = RedisLockClient.create(TestRedis.url());
     RedisLockClient waiterClient = RedisLockClient.create(TestRedis.url());
     String name = TestRedis.uniqueName("close-wakes");

@@ -25,7 +25,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void reentrantPerThreadWithHoldCount() throws Exception {
+  void h18ReentrantPerThreadWithHoldCount() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("reentrant"));
     lock.lock();
     assertTrue(lock.tryLock());
@@ -87,7 +87,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void unlockByANonHolderThrowsAndLeavesTheLock() throws Exception {
+  void h13UnlockByANonHolderThrowsAndLeavesTheLock() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("nonholder"));
     IllegalMonitorStateException notHeld = assertThrows(IllegalMonitorStateException.class,
         lock::unlock, "unlock of a free lock");
@@ -113,7 +113,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void lockInterruptiblyIsWokenByInterruptPromptlyAndLeavesNothing() throws Exception {
+  void h22LockInterruptiblyIsWokenByInterruptPromptlyAndLeavesNothing() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("interrupt"));
     lock.lock();
     AtomicReference<Throwable> outcome = new AtomicReference<>();
@@ -188,7 +188,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void leaseExpires() throws Exception {
+  void h15LeaseExpiresAndTheLateUnlockIsLost() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("lease"));
     lock.lock(300, TimeUnit.MILLISECONDS);
     long ttl = lock.remainTimeToLive();
@@ -200,7 +200,9 @@ class LockTest extends ClientTestBase {
       }
       return got;
     }), "the lock frees itself when its lease runs out");
-    assertThrows(IllegalMonitorStateException.class, lock::unlock);
+    LockLostException lost = assertThrows(LockLostException.class, lock::unlock);
+    assertEquals(-11, lost.getCode());
+    assertEquals(-2, lock.remainTimeToLive(), "the unlock re-created nothing");
   }
 
   @Test
@@ -236,6 +238,31 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
+  void h20ListenerMayCallTheLock() throws Exception {
+    try (RedisLockClient shortLease = RedisLockClient.builder().url(TestRedis.url())
+        .watchdogLease(java.time.Duration.ofMillis(600)).build()) {
+      String name = TestRedis.uniqueName("lost-calls");
+      RedisLock lock = shortLease.getLock(name);
+      CompletableFuture<String> calls = new CompletableFuture<>();
+      lock.addLostListener((l, threadId, reason) -> {
+        StringBuilder seen = new StringBuilder();
+        seen.append(l.isLocked()); // a round trip from the watchdog thread
+        try {
+          l.unlock(); // the watchdog thread is another owner
+        } catch (LockNotHeldException e) {
+          seen.append(" ").append(e.getCode());
+        }
+        calls.complete(seen.toString());
+      });
+      lock.lock();
+      assertTrue(client.getLock(name).forceUnlock(), "deleted through another client");
+      assertEquals("false -3", calls.get(10, TimeUnit.SECONDS));
+      assertThrows(LockLostException.class, lock::unlock);
+      assertFalse(client.getLock(name).isLocked(), "nothing re-created");
+    }
+  }
+
+  @Test
   void fencedTokensIncrease() throws Exception {
     RedisFencedLock lock = client.getFencedLock(TestRedis.uniqueName("fenced"));
     assertNull(lock.getToken());
@@ -255,7 +282,7 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
-  void closedLockAndClientRefuseCalls() {
+  void h10ClosedLockAndClientRefuseCalls() {
     RedisLock lock = client.getLock(TestRedis.uniqueName("closed"));
     lock.close();
     lock.close();

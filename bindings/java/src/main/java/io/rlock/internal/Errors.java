@@ -42,6 +42,7 @@ final class Errors {
       case ErrorCode.EREADONLY:
         return new RedisLockServerException(message, code);
       case ErrorCode.ECLOSED:
+      case ErrorCode.EBADHANDLE: // a freed handle is a closed one
         return new RedisLockClosedException(message, code);
       case ErrorCode.EDEADLK:
         return new RedisLockDeadlockException(message, code);
