@@ -5,7 +5,8 @@
 # fault-injection catalog (tests/faults), the Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central) and a smoke
 # run of the benchmark harness, then builds again with ASan/UBSan (unit and integration tests)
 # and with TSan (integration tests, which exercise the threads).
-# Usage: scripts/test.sh            (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer pass)
+# Usage: scripts/test.sh   (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes;
+#                           RLOCK_FUZZ_SECONDS=N fuzzes each target N s, default 60)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -48,15 +49,22 @@ echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redi
 echo "== benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
 bash "$root/bench/run.sh" --smoke
 
+echo "== fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=60} s each)"
+RLOCK_FUZZ_SECONDS=$RLOCK_FUZZ_SECONDS "$root/scripts/test-fuzz.sh"
+
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
-  echo "== build and test with ASan + UBSan"
+  echo "== build and test with ASan + UBSan, then the fault cases marked 'sanitized' on that build"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
     -- -L 'unit|integration'
-  echo "== build and test the threaded parts with TSan"
+  RLOCK_FAULT_WORKER=$root/build-asan/tests/faults/rlock-fault-worker \
+    "$root/scripts/test-faults.sh" -q -m sanitized
+  echo "== build and test the threaded parts with TSan, then the 'sanitized' fault cases"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
     -DRLOCK_BUILD_CLI=OFF -- -L integration
+  RLOCK_FAULT_WORKER=$root/build-tsan/tests/faults/rlock-fault-worker \
+    "$root/scripts/test-faults.sh" -q -m sanitized
 fi
 echo "== all tests passed"

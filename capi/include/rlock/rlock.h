@@ -321,7 +321,8 @@ typedef enum rlock_lost_reason {
   RLOCK_LOST_EXPIRED = 3      /* an explicit lease ran out while the lock was still held */
 } rlock_lost_reason;
 
-/* Called once per lost hold, on the client's watchdog thread, with no library lock held:
+/* Called once per lost hold, on one of the client's two watchdog threads (deadlines, renewals),
+ * with no library lock held:
  * it may call rlock functions (on any handle). It must not block for long. `name` is borrowed
  * for the duration of the call. Exceptions or longjmp must not leave the callback. */
 typedef void (*rlock_lost_cb)(rlock_lock *lock, const char *name, size_t name_len,
