@@ -43,6 +43,7 @@ class History:
     fences: List[Tuple[str, str, int, int, int, int]] = field(default_factory=list)
     lost: List[Tuple[str, str, int, int]] = field(default_factory=list)
     calls: List[Tuple[str, str, int, int, int]] = field(default_factory=list)  # op, owner, call, ret, rc
+    valid: List[Tuple[str, str, int, int]] = field(default_factory=list)  # owner, name, ret, ms
 
 
 def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
@@ -77,6 +78,8 @@ def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
             h.wrote[f[2]] = h.wrote.get(f[2], 0) + 1
         elif f[0] == "fence":
             h.fences.append((f[1], f[2], int(f[3]), int(f[4]), int(f[5]), int(f[6])))
+        elif f[0] == "valid":
+            h.valid.append((f[1], f[2], int(f[3]), int(f[4])))
         elif f[0] == "lost":
             h.lost.append((f[1], f[2], int(f[3]), int(f[4])))
     for hold in h.holds:

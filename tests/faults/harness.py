@@ -191,7 +191,8 @@ class Worker:
 
     def ask(self, command: str, timeout: float = 15.0) -> List[str]:
         self.send(command)
-        return self.expect(command.split()[0], timeout)
+        word = command.split()[0]
+        return self.expect("acquired" if word == "acquire" else word, timeout)
 
     def signal(self, sig: int) -> None:
         if self.proc.poll() is None:

@@ -8,6 +8,10 @@
 // Options (all --key value):
 //   --url U               the lock server (often a fault proxy in front of it)
 //   --redlock U1,U2,...   instead of --url: a RedLock over one client per server
+//   --multi 1             each name "A+B+..." is a multi-lock of those names (one client)
+//   --defer-acquire 1     hold mode: acquire on the "acquire" command, not at start
+//   --read 1              hold mode with --kind rw: hold the read half (default the write half)
+//   --fair-wait-ms N      fair kind: how long a queued waiter keeps its place (fair_wait_ms)
 //   --names A,B,...       lock names (loop picks one at random per cycle); default "fault"
 //   --kind K              reentrant | fenced | fair | spin | rw
 //   --lease-ms L          -1 = watchdog (default), else the explicit lease
@@ -24,6 +28,8 @@
 //
 // History lines (one write(2) each, so lines of concurrent writers never interleave):
 //   acq OWNER NAME MODE T_CALL T_RET RC TOKEN    MODE X (exclusive), R or W; RC 0 = acquired
+//                                                (a multi-lock logs acq and rel per member)
+//   valid OWNER NAME T_RET VALIDITY_MS           a group's validity when it was acquired
 //   wrote OWNER NAME                             the counter was written (section done its work)
 //   fence OWNER NAME TOKEN T_CALL T_RET RESULT   RESULT 1 accepted, 0 refused, < 0 an error
 //   rel OWNER NAME MODE T_CALL T_RET RC
@@ -31,11 +37,15 @@
 // OWNER is PID.THREAD_INDEX.
 //
 // hold mode reads one command per stdin line and answers one stdout line:
+//   acquire -> "acquired RC TOKEN" (with --defer-acquire)
 //   write -> "write RESULT"   release -> "release RC"   held -> "held 0|1"
 //   extend MS -> "extend RC"  spin MS -> busy for MS ms, then "spin done"  quit -> exits 0
 // and prints "acquired RC TOKEN" first, "lost REASON T" whenever the callback runs.
 // Exit status of loop: 0, or 2 when set-up failed. Its last stdout line is a summary:
-//   "done cycles=N acquired=N errors=N" followed by "rc=COUNT" pairs.
+//   "done cycles=N acquired=N errors=N rss_warm_kb=N rss_end_kb=N fds_warm=N fds_end=N" and
+//   "RC=COUNT" pairs. The warm figures are taken at a fifth of the run, the end ones before
+//   the clients are freed.
+#include <dirent.h>
 #include <fcntl.h>
 #include <rlock/rlock.h>
 #include <unistd.h>
@@ -86,6 +96,10 @@ struct Options {
   std::string counter_dir;
   std::string resource_url;
   unsigned seed = 0;
+  bool multi = false;
+  bool defer_acquire = false;
+  bool read = false;
+  int64_t fair_wait_ms = 0;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -93,17 +107,19 @@ struct Options {
   std::exit(2);
 }
 
-std::vector<std::string> split(const std::string& s) {
+std::vector<std::string> split_on(const std::string& s, char sep) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= s.size()) {
-    size_t comma = s.find(',', start);
+    size_t comma = s.find(sep, start);
     if (comma == std::string::npos) comma = s.size();
     if (comma > start) out.push_back(s.substr(start, comma - start));
     start = comma + 1;
   }
   return out;
 }
+
+std::vector<std::string> split(const std::string& s) { return split_on(s, ','); }
 
 int64_t number(const std::string& key, const std::string& value) {
   char* end = nullptr;
@@ -141,6 +157,10 @@ Options parse(int argc, char** argv) {
     else if (key == "--counter-dir") o.counter_dir = v;
     else if (key == "--resource-url") o.resource_url = v;
     else if (key == "--seed") o.seed = static_cast<unsigned>(number(key, v));
+    else if (key == "--multi") o.multi = number(key, v) != 0;
+    else if (key == "--defer-acquire") o.defer_acquire = number(key, v) != 0;
+    else if (key == "--read") o.read = number(key, v) != 0;
+    else if (key == "--fair-wait-ms") o.fair_wait_ms = number(key, v);
     else usage("unknown option " + key);
   }
   if (o.url.empty() && o.redlock.empty()) usage("--url or --redlock is required");
@@ -150,7 +170,9 @@ Options parse(int argc, char** argv) {
   bool known = false;
   for (const char* k : kinds) known = known || o.kind == k;
   if (!known) usage("unknown --kind '" + o.kind + "'");
-  if (!o.redlock.empty() && o.kind != "reentrant") usage("--redlock takes --kind reentrant");
+  if ((!o.redlock.empty() || o.multi) && o.kind != "reentrant") {
+    usage("--redlock and --multi take --kind reentrant");
+  }
   return o;
 }
 
@@ -242,6 +264,7 @@ struct Target {
   rlock_lock* lock = nullptr;   // exclusive kinds, and the read half of rw
   rlock_lock* write = nullptr;  // rw only
   std::vector<rlock_lock*> members;
+  std::vector<std::string> member_names;  // a multi-lock's members, as logged
   rlock_multi* group = nullptr;
   int counter_fd = -1;
 };
@@ -262,6 +285,7 @@ rlock_lock* new_lock(World& w, rlock_client* client, const std::string& name, in
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.kind = kind;
   lo.lease_ms = w.o.lease_ms;
+  lo.fair_wait_ms = w.o.fair_wait_ms;
   rlock_lock* lock = nullptr;
   int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), &lo);
   if (rc != RLOCK_OK) usage("rlock_lock_new_n: " + std::string(rlock_last_error()->message));
@@ -284,6 +308,14 @@ void build(World& w, bool print_lost) {
       }
       int rc = rlock_redlock_new(&t.group, t.members.data(), t.members.size());
       if (rc != RLOCK_OK) usage("rlock_redlock_new: " + std::string(rlock_last_error()->message));
+      t.member_names.push_back(name);
+    } else if (o.multi) {
+      for (const std::string& member : split_on(name, '+')) {
+        t.members.push_back(new_lock(w, w.client, member, RLOCK_LOCK_REENTRANT));
+        t.member_names.push_back(member);
+      }
+      int rc = rlock_multi_lock_new(&t.group, t.members.data(), t.members.size());
+      if (rc != RLOCK_OK) usage("rlock_multi_lock_new: " + std::string(rlock_last_error()->message));
     } else if (o.kind == "rw") {
       t.lock = new_lock(w, w.client, name, RLOCK_LOCK_READ);
       t.write = new_lock(w, w.client, name, RLOCK_LOCK_WRITE);
@@ -327,6 +359,25 @@ void bump_counter(int fd, int hold_us, std::mt19937& rng) {
   if (pwrite(fd, buf, static_cast<size_t>(len), 0) != len) std::perror("counter write");
 }
 
+int64_t rss_kb() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  long long pages = 0, resident = 0;
+  if (f != nullptr) {
+    if (std::fscanf(f, "%lld %lld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+int64_t open_fds() {
+  int64_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n - 3;  // ".", ".." and the directory's own fd
+}
+
 struct Held {
   int rc = 0;
   int64_t token = 0;
@@ -338,11 +389,12 @@ Held acquire(World& w, Target& t, char mode, const std::string& owner) {
   Held h;
   int64_t token = 0;
   int64_t start = mono_ns();
+  int64_t validity = 0;
   if (t.group != nullptr) {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = o.wait_ms;
     ao.lease_ms = o.lease_ms == RLOCK_LEASE_WATCHDOG ? 0 : o.lease_ms;
-    h.rc = rlock_multi_acquire(t.group, &ao, nullptr);
+    h.rc = rlock_multi_acquire(t.group, &ao, &validity);
   } else {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = o.wait_ms;
@@ -352,8 +404,15 @@ Held acquire(World& w, Target& t, char mode, const std::string& owner) {
   }
   int64_t end = mono_ns();
   h.token = h.rc == RLOCK_OK ? token : 0;
-  w.history->line("acq %s %s %c %" PRId64 " %" PRId64 " %d %" PRId64, owner.c_str(),
-                  t.name.c_str(), mode, start, end, h.rc, h.token);
+  for (const std::string& name : t.member_names.empty() ? std::vector<std::string>{t.name}
+                                                         : t.member_names) {
+    w.history->line("acq %s %s %c %" PRId64 " %" PRId64 " %d %" PRId64, owner.c_str(),
+                    name.c_str(), mode, start, end, h.rc, h.token);
+  }
+  if (t.group != nullptr && h.rc == RLOCK_OK) {
+    w.history->line("valid %s %s %" PRId64 " %" PRId64, owner.c_str(), t.name.c_str(), end,
+                    validity);
+  }
   return h;
 }
 
@@ -374,8 +433,11 @@ int release(World& w, Target& t, char mode, const std::string& owner) {
   int rc = t.group != nullptr ? rlock_multi_release(t.group, RLOCK_THREAD_CURRENT)
                               : rlock_release(mode == 'W' ? t.write : t.lock);
   int64_t end = mono_ns();
-  w.history->line("rel %s %s %c %" PRId64 " %" PRId64 " %d", owner.c_str(), t.name.c_str(), mode,
-                  start, end, rc);
+  for (const std::string& name : t.member_names.empty() ? std::vector<std::string>{t.name}
+                                                         : t.member_names) {
+    w.history->line("rel %s %s %c %" PRId64 " %" PRId64 " %d", owner.c_str(), name.c_str(), mode,
+                    start, end, rc);
+  }
   return rc;
 }
 
@@ -432,11 +494,37 @@ int run_loop(World& w) {
       }
     });
   }
+  // Memory and descriptors once warmed up (a fifth of the run) and at the end: a leak shows as
+  // growth between the two.
+  std::atomic<bool> finished{false};
+  int64_t rss_warm = 0, fds_warm = 0;
+  std::thread monitor([&] {
+    const int64_t start = mono_ns();
+    const double total_cycles = static_cast<double>(o.cycles) * o.threads;
+    while (!finished.load()) {
+      double progress = o.duration_ms > 0
+                            ? static_cast<double>(mono_ns() - start) / (o.duration_ms * 1e6)
+                            : static_cast<double>(cycles.load()) / total_cycles;
+      if (progress >= 0.2) {
+        rss_warm = rss_kb();
+        fds_warm = open_fds();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   for (std::thread& th : pool) th.join();
+  finished.store(true);
+  monitor.join();
+  const int64_t rss_end = rss_kb(), fds_end = open_fds();
   teardown(w);
   std::string summary = "done cycles=" + std::to_string(cycles.load()) +
                         " acquired=" + std::to_string(acquired.load()) +
-                        " errors=" + std::to_string(errors.load());
+                        " errors=" + std::to_string(errors.load()) +
+                        " rss_warm_kb=" + std::to_string(rss_warm) +
+                        " rss_end_kb=" + std::to_string(rss_end) +
+                        " fds_warm=" + std::to_string(fds_warm) +
+                        " fds_end=" + std::to_string(fds_end);
   for (const auto& kv : rc_counts) {
     summary += " " + std::to_string(kv.first) + "=" + std::to_string(kv.second);
   }
@@ -448,12 +536,18 @@ int run_hold(World& w) {
   build(w, true);
   Target& t = w.targets.front();
   const std::string owner = register_owner(w, 0);
-  const char mode = w.o.kind == "rw" ? 'W' : 'X';
-  Held h = acquire(w, t, mode, owner);
-  say("acquired %d %" PRId64, h.rc, h.token);
+  const char mode = w.o.kind == "rw" ? (w.o.read ? 'R' : 'W') : 'X';
+  Held h;
+  if (!w.o.defer_acquire) {
+    h = acquire(w, t, mode, owner);
+    say("acquired %d %" PRId64, h.rc, h.token);
+  }
   std::string line;
   while (std::getline(std::cin, line)) {
-    if (line == "write") {
+    if (line == "acquire") {
+      h = acquire(w, t, mode, owner);
+      say("acquired %d %" PRId64, h.rc, h.token);
+    } else if (line == "write") {
       say("write %d", w.resource != nullptr ? fenced_write(w, t, owner, h.token) : RLOCK_EINVAL);
     } else if (line == "release") {
       say("release %d", release(w, t, mode, owner));
