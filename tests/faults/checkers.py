@@ -4,6 +4,7 @@ strings; an empty list means the run passed that check. They are independent of 
 
 from __future__ import annotations
 
+import bisect
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,13 +143,15 @@ def mutex_history(history: History, limit: int = 20) -> List[str]:
         by_name.setdefault(hold.name, []).append(hold)
     for name, holds in by_name.items():
         starts = sorted(holds, key=lambda x: x.start)
+        keys = [x.start for x in starts]
         for hold in holds:
             if hold.rel_rc != 0:
                 continue
-            for other in starts:
+            for j in range(bisect.bisect_right(keys, hold.start), len(starts)):
+                other = starts[j]
                 if other.start >= hold.end:
                     break
-                if other.start > hold.start and hold.conflicts(other):
+                if hold.conflicts(other):
                     found.append(f"{name}: {hold.owner}'s release returned ok, but {other.owner} "
                                  f"acquired at {_ms(other.start)} inside its hold "
                                  f"[{_ms(hold.start)}, {_ms(hold.end)}]")
