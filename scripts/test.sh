@@ -6,7 +6,8 @@
 # run of the benchmark harness, then builds again with ASan/UBSan (unit and integration tests)
 # and with TSan (integration tests, which exercise the threads).
 # Usage: scripts/test.sh   (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes;
-#                           RLOCK_FUZZ_SECONDS=N fuzzes each target N s, default 60)
+#                           RLOCK_FUZZ_SECONDS=N fuzzes each target N s, default 30;
+#                           RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -41,7 +42,7 @@ export RLOCK_REQUIRE_CROSSLANG=1
 "$root/scripts/test-python.sh"
 
 echo "== fault-injection catalog (tests/faults): workers under injected faults, four checkers"
-"$root/scripts/test-faults.sh" -q
+RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-180} "$root/scripts/test-faults.sh" -q
 
 echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
 "$root/scripts/test-redisson.sh"
@@ -49,7 +50,7 @@ echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redi
 echo "== benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
 bash "$root/bench/run.sh" --smoke
 
-echo "== fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=60} s each)"
+echo "== fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=30} s each)"
 RLOCK_FUZZ_SECONDS=$RLOCK_FUZZ_SECONDS "$root/scripts/test-fuzz.sh"
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then

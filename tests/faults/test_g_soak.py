@@ -8,6 +8,8 @@ import random
 import signal
 import time
 
+import pytest
+
 import checkers
 from harness import Case, now_ns, wait_until
 
@@ -128,6 +130,7 @@ class Soak:
         return owners
 
 
+@pytest.mark.timeout(SOAK_S + 300)
 def test_G1_soak_mixed_kinds_under_seeded_faults(case: Case):
     soak = Soak(case, SOAK_S)
     rng = random.Random(case.seed)
