@@ -118,8 +118,25 @@ class HiredisFloor : public Contender {
 
  private:
   static std::string load(redisContext* c, const std::string& path) {
-    Reply r = command(c, {"SCRIPT", "LOAD", read_file(path)});
+    Reply r = command(c, {"SCRIPT", "LOAD", read_script(path)});
     return std::string(r->str, r->len);
+  }
+
+  // The script as the library sends it: "-- @include NAME" lines replaced by include/NAME
+  // (what cmake/EmbedScripts.cmake does at build time).
+  static std::string read_script(const std::string& path) {
+    std::string text = read_file(path);
+    const std::string dir = path.substr(0, path.rfind('/'));
+    const std::string directive = "-- @include ";
+    for (size_t at = text.find(directive); at != std::string::npos; at = text.find(directive, at)) {
+      size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      const std::string name = text.substr(at + directive.size(), end - at - directive.size());
+      const std::string included = read_file(dir + "/include/" + name);
+      text.replace(at, end + 1 - at, included);
+      at += included.size();
+    }
+    return text;
   }
 
   class W : public Worker {
