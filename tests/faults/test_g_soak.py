@@ -122,10 +122,11 @@ class Soak:
         return kind
 
     def paused_owners(self, holds):
+        """Owners with a hold (from its acquire call to its end) that a stop overlapped."""
         owners = set()
         for hold in holds:
             for start, end in self.paused.get(hold.pid, []):
-                if hold.start < end and hold.end > start:
+                if hold.acq_call < end and hold.end > start:
                     owners.add(f" {hold.owner} ")
         return owners
 
