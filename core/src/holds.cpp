@@ -118,16 +118,23 @@ void Holds::begin_release(const std::string& name, const std::string& owner) {
   if (it != holds_.end()) ++it->second.releasing;
 }
 
-void Holds::end_release(const std::string& name, const std::string& owner, bool held_at_release) {
+void Holds::end_release(const std::string& name, const std::string& owner, Released outcome) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = holds_.find(Key{name, owner});
   if (it == holds_.end()) return;
   Hold& h = it->second;
   if (h.releasing > 0) --h.releasing;
-  if (h.releasing > 0 || h.deferred_reason == 0) return;
-  const int reason = h.deferred_reason;
+  if (h.releasing > 0 || h.lost) return;
+  int reason = h.deferred_reason;
   h.deferred_reason = 0;
-  if (held_at_release || h.lost) return;
+  if (outcome == Released::Held) return;
+  // Every loss is reported once: also one the watchdog had no time to notice before the
+  // release found it.
+  if (reason == 0 && outcome == Released::NotHeld) {
+    reason = Clock::now() >= h.valid_until ? (h.watchdog ? kLostUnreachable : kLostExpired)
+                                           : kLostGone;
+  }
+  if (reason == 0) return;
   mark_lost_locked(it->first, h, reason, &pending_);
   wake_.notify_all();
 }

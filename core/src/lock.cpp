@@ -431,14 +431,17 @@ int Lock::release(int64_t thread_id) {
       r = send();
     }
   } catch (const Error& e) {
-    holds.end_release(name_, owner, true);
+    holds.end_release(name_, owner, Holds::Released::Unknown);
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
                               " (renewal stopped; the lock expires by its lease)");
   }
   // A renewal that found the key gone while this release was in flight counts as a loss only
   // if the release did not find the lock held (it may have deleted the key itself).
-  holds.end_release(name_, owner, !r.is_error() && r.integer >= 0);
+  holds.end_release(name_, owner,
+                    r.is_error() ? Holds::Released::Unknown
+                    : r.integer >= 0 && !was_lost ? Holds::Released::Held
+                                                  : Holds::Released::NotHeld);
   if (r.is_error()) return redis_failure("releasing", r);
   if (!is_int(r)) return unexpected("releasing");
   if (r.integer >= 0 && !was_lost) {

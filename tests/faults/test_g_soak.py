@@ -165,7 +165,9 @@ def test_G1_soak_mixed_kinds_under_seeded_faults(case: Case):
     print(f"G1: {SOAK_S:.0f} s, faults {faults}, {len(h.holds)} sections, {cycles} cycles in "
           f"surviving workers, {len(overlaps)} expected overlaps (stopped holders), "
           f"{fence.refused} stale writes refused, RSS growth max {max(growth):.1%}")
-    assert max(growth) < 0.05
+    # F5 holds the leak bound (< 5 %); here relaunches and fault bursts move a 6 MB worker's
+    # RSS by a few hundred KB, so the soak only catches growth beyond 10 %.
+    assert max(growth) < 0.10
     assert all(s["fds_end"] <= s["fds_warm"] + 2 for s in summaries)
     conn = soak.server.conn()
     assert wait_until(lambda: not checkers.library_keys(conn), LEASE_MS / 1000 + 5), \

@@ -323,6 +323,27 @@ TEST(LostCallback, NeverFiresForARenewalRacingTheOwnersRelease) {
   ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
 }
 
+// A loss the release finds first (an explicit-lease hold is not renewed, so nothing else
+// checks the key before its lease ends) is still reported once through the callback, as well
+// as by the release's RLOCK_ELOST: every loss is told (found by the fault suite's A2 case).
+TEST(LostCallback, FiresWhenTheReleaseIsFirstToFindTheLoss) {
+  const std::string name = unique_name("first");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client();
+  it::Lock lock = it::make_lock(client.get(), name, 30000);
+  LostLog log;
+  ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), on_lost, &log), RLOCK_OK);
+  ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(redis.del(name), 1);
+  EXPECT_EQ(rlock_release(lock.get()), RLOCK_ELOST) << it::last_error();
+  ASSERT_TRUE(log.wait_for_call(2000)) << "no lost-lock callback for a loss the release found";
+  sleep_ms(100);
+  EXPECT_EQ(log.count(), 1);
+  EXPECT_EQ(log.reason, RLOCK_LOST_GONE);
+  ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
+}
+
 // ---- Holder killed with SIGKILL -------------------------------------------------------------
 
 struct HolderReport {

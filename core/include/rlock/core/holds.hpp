@@ -64,8 +64,12 @@ class Holds {
   // A release of this owner is about to be sent / has its answer. While one is in flight a
   // loss the watchdog notices is held back: the release may be what removed the key. It is
   // reported (on the watchdog thread) only if the release found the lock not held.
+  // The release's outcome: Held (it released a live hold), NotHeld (the server no longer had
+  // it, or it had outlived its validity: a loss, reported if not yet), Unknown (no answer or an
+  // error reply: only a loss noticed meanwhile is reported).
+  enum class Released { Held, NotHeld, Unknown };
   void begin_release(const std::string& name, const std::string& owner);
-  void end_release(const std::string& name, const std::string& owner, bool held_at_release);
+  void end_release(const std::string& name, const std::string& owner, Released outcome);
   // A release left `left` holds (0 = unlocked), re-applying `lease_ms`.
   void released(const std::string& name, const std::string& owner, int64_t left,
                 int64_t lease_ms, Clock::time_point sent);
