@@ -59,13 +59,13 @@ if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
     -- -L 'unit|integration'
-  RLOCK_FAULT_WORKER=$root/build-asan/tests/faults/rlock-fault-worker \
+  RLOCK_FAULT_WORKER=$root/build-asan/tests/faults/rlock-fault-worker RLOCK_FAULT_SANITIZED=1 \
     "$root/scripts/test-faults.sh" -q -m sanitized
-  echo "== build and test the threaded parts with TSan, then the 'sanitized' fault cases"
+  echo "== build and test the threaded parts with TSan, then the fault cases marked 'threads'"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
     -DRLOCK_BUILD_CLI=OFF -- -L integration
-  RLOCK_FAULT_WORKER=$root/build-tsan/tests/faults/rlock-fault-worker \
-    "$root/scripts/test-faults.sh" -q -m sanitized
+  RLOCK_FAULT_WORKER=$root/build-tsan/tests/faults/rlock-fault-worker RLOCK_FAULT_SANITIZED=1 \
+    "$root/scripts/test-faults.sh" -q -m threads
 fi
 echo "== all tests passed"

@@ -17,7 +17,8 @@ from harness import Case, worker_binary
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "sanitized: also run with the sanitizer-built worker")
+    config.addinivalue_line("markers", "sanitized: also run with the ASan/UBSan-built worker")
+    config.addinivalue_line("markers", "threads: also run with the TSan-built worker")
 
 
 @pytest.fixture

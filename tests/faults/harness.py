@@ -25,6 +25,15 @@ PROXY = HERE / "faultproxy.py"
 PY_WORKER = HERE / "py_worker.py"
 
 
+# Set by scripts/test.sh for the sanitizer passes: workers run several times slower there, so
+# the cases that count cycles ask for fewer.
+SANITIZED = os.environ.get("RLOCK_FAULT_SANITIZED") == "1"
+
+
+def min_cycles(normal: int) -> int:
+    return normal // 5 if SANITIZED else normal
+
+
 def worker_binary() -> str:
     return os.environ.get("RLOCK_FAULT_WORKER") or str(
         REPO / "build" / "tests" / "faults" / "rlock-fault-worker")

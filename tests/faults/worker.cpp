@@ -214,6 +214,11 @@ rlock_client* connect(const Options& o, const std::string& url) {
   opts.pool_size = o.pool_size;
   rlock_client* client = nullptr;
   int rc = rlock_client_new(&client, &opts);
+  // A fault (a killed connection, a restart) may hit the first connect: try a few more times.
+  for (int attempt = 1; rc == RLOCK_ECONN && attempt < 20; ++attempt) {
+    usleep(50000);
+    rc = rlock_client_new(&client, &opts);
+  }
   if (rc != RLOCK_OK) {
     std::fprintf(stderr, "rlock-fault-worker: cannot connect to %s: %d %s\n", url.c_str(), rc,
                  rlock_last_error()->message);
