@@ -437,17 +437,19 @@ int Lock::release(int64_t thread_id) {
                               " (renewal stopped; the lock expires by its lease)");
   }
   // A renewal that found the key gone while this release was in flight counts as a loss only
-  // if the release did not find the lock held (it may have deleted the key itself).
-  holds.end_release(name_, owner,
-                    r.is_error() ? Holds::Released::Unknown
-                    : r.integer >= 0 && !was_lost ? Holds::Released::Held
-                                                  : Holds::Released::NotHeld);
-  if (r.is_error()) return redis_failure("releasing", r);
-  if (!is_int(r)) return unexpected("releasing");
+  // if the release did not find the lock held (it may have deleted the key itself). A held
+  // release ends after the hold's own update, so a renewal answering in between finds the hold
+  // already gone rather than a hold that looks lost.
+  if (r.is_error() || !is_int(r)) {
+    holds.end_release(name_, owner, Holds::Released::Unknown);
+    return r.is_error() ? redis_failure("releasing", r) : unexpected("releasing");
+  }
   if (r.integer >= 0 && !was_lost) {
     holds.released(name_, owner, r.integer, lease_ms, sent);
+    holds.end_release(name_, owner, Holds::Released::Held);
     return kOk;
   }
+  holds.end_release(name_, owner, Holds::Released::NotHeld);
   if (r.integer >= 0) {  // was_lost: the key outlived our local validity deadline
     holds.forget(name_, owner);
     return fail(kLost, "lock " + printable(name_) + " was lost before this release: its lease ran "
