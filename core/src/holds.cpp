@@ -254,11 +254,10 @@ void Holds::lose_or_defer_locked(const Key& key, Hold& h, int reason,
     mark_lost_locked(key, h, reason, notices);
     return;
   }
+  // The release's answer decides (end_release): out of the index until then.
   h.deferred_reason = reason;
   h.renewing = false;
-  h.valid_until = Clock::time_point::max();  // the release's answer decides
-  h.next_renew = Clock::time_point::max();
-  reindex_locked(key, h);
+  unindex_locked(key, h);
 }
 
 void Holds::stop() {

@@ -18,6 +18,10 @@ Reply eval_script(Transport& transport, const Script& script, const Args& keys, 
   cmd.insert(cmd.end(), keys.begin(), keys.end());
   cmd.insert(cmd.end(), argv.begin(), argv.end());
 
+  auto with_source = [&] {
+    cmd[0] = "EVAL";
+    cmd[1] = script.source;
+  };
   Reply reply;
   try {
     reply = transport.run(cmd);
@@ -25,13 +29,11 @@ Reply eval_script(Transport& transport, const Script& script, const Args& keys, 
     if (retry == Retry::No || e.code() != kConn) throw;
     // Once more, with the source: if replies are being lost, a NOSCRIPT answer to the first
     // try may be what was lost, and EVALSHA would fail the same way again.
-    cmd[0] = "EVAL";
-    cmd[1] = script.source;
+    with_source();
     return transport.run(cmd);
   }
   if (reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0) {
-    cmd[0] = "EVAL";
-    cmd[1] = script.source;
+    with_source();
     reply = retry == Retry::Once ? transport.run_retrying(cmd) : transport.run(cmd);
   }
   return reply;

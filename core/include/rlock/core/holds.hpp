@@ -62,11 +62,11 @@ class Holds {
                 std::shared_ptr<LostListener> listener, int64_t token = 0,
                 HoldLayout layout = HoldLayout::Plain);
   // A release of this owner is about to be sent / has its answer. While one is in flight a
-  // loss the watchdog notices is held back: the release may be what removed the key. It is
-  // reported (on the watchdog thread) only if the release found the lock not held.
-  // The release's outcome: Held (it released a live hold), NotHeld (the server no longer had
-  // it, or it had outlived its validity: a loss, reported if not yet), Unknown (no answer or an
-  // error reply: only a loss noticed meanwhile is reported).
+  // loss the watchdog notices is held back, since the release may be what removed the key; the
+  // outcome decides: Held (it released a live hold: no loss), NotHeld (the server no longer
+  // had it, or it had outlived its validity: a loss, reported now if not yet), Unknown (no
+  // answer or an error reply: only a loss noticed meanwhile is reported). Losses are told on
+  // the watchdog thread.
   enum class Released { Held, NotHeld, Unknown };
   void begin_release(const std::string& name, const std::string& owner);
   void end_release(const std::string& name, const std::string& owner, Released outcome);
