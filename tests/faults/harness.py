@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -308,3 +309,37 @@ def wait_until(predicate, timeout: float, interval: float = 0.005) -> bool:
             return True
         time.sleep(interval)
     return bool(predicate())
+
+
+class Chaos:
+    """Runs `action(conn, rng)` on a connection of its own every U(lo, hi) s, on a thread,
+    until stopped; counts the runs. A failing action (the server is down) closes the
+    connection, and the next run reconnects."""
+
+    def __init__(self, port: int, action, lo: float, hi: float, seed: int) -> None:
+        self.runs = 0
+        self._stop = threading.Event()
+        self._rng = random.Random(seed)
+        self._thread = threading.Thread(target=self._run, args=(port, action, lo, hi))
+        self._thread.start()
+
+    def _run(self, port, action, lo, hi) -> None:
+        conn = redis.Redis(port=port, socket_timeout=5)
+        while not self._stop.wait(self._rng.uniform(lo, hi)):
+            try:
+                action(conn, self._rng)
+                self.runs += 1
+            except redis.RedisError:
+                conn.close()
+        conn.close()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join(10)
+        return self.runs
+
+
+def script_calls(conn: redis.Redis) -> int:
+    """EVALSHA and EVAL calls the server has run (INFO commandstats)."""
+    stats = conn.info("commandstats")
+    return sum(stats.get(k, {}).get("calls", 0) for k in ("cmdstat_evalsha", "cmdstat_eval"))

@@ -21,18 +21,6 @@ from typing import Dict, List
 
 import rlock
 
-# The C ABI's codes for the outcomes the binding raises as exceptions.
-CODES = [(rlock.LockLostError, -11), (rlock.NotHeldError, -3), (rlock.ConnectionError, -5),
-         (rlock.LockError, -1)]
-
-
-def code_of(exc: BaseException) -> int:
-    for cls, code in CODES:
-        if isinstance(exc, cls):
-            return code
-    raise exc
-
-
 class History:
     def __init__(self, path: str) -> None:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else -1
@@ -97,7 +85,7 @@ def main() -> int:
             try:
                 rc = 0 if lock.acquire(timeout=a.wait_ms / 1000 if a.wait_ms >= 0 else -1) else -2
             except rlock.LockError as exc:
-                rc = code_of(exc)
+                rc = exc.code
             end = time.monotonic_ns()
             token = (lock.token or 0) if rc == 0 else 0
             history.line(f"acq {owner} {name} X {start} {end} {rc} {token}")
@@ -116,14 +104,14 @@ def main() -> int:
                 try:
                     result = 1 if resource.fenced_write(name, owner, token) else 0
                 except rlock.LockError as exc:
-                    result = code_of(exc)
+                    result = exc.code
                 history.line(f"fence {owner} {name} {token} {s} {time.monotonic_ns()} {result}")
             start = time.monotonic_ns()
             try:
                 lock.release()
                 rc = 0
             except rlock.LockError as exc:
-                rc = code_of(exc)
+                rc = exc.code
             history.line(f"rel {owner} {name} X {start} {time.monotonic_ns()} {rc}")
             if rc != 0:
                 with mutex:

@@ -4,7 +4,6 @@ test_faultproxy.py."""
 
 from __future__ import annotations
 
-import random
 import statistics
 import threading
 import time
@@ -14,7 +13,7 @@ import redis
 
 import checkers
 import rlock
-from harness import Case, min_cycles, now_ns, wait_until
+from harness import Case, Chaos, min_cycles, now_ns, wait_until
 
 LEASE_MS = 1000
 RENEW_MS = LEASE_MS / 3
@@ -27,32 +26,6 @@ def _errors(workers) -> dict:
         for k, v in w.summary().items():
             total[k] = total.get(k, 0) + v
     return total
-
-
-class Chaos:
-    """Runs `action(conn)` every U(lo, hi) s on a thread until stopped; counts the runs."""
-
-    def __init__(self, port: int, action, lo: float, hi: float, seed: int) -> None:
-        self.runs = 0
-        self._stop = threading.Event()
-        self._rng = random.Random(seed)
-        self._thread = threading.Thread(target=self._run, args=(port, action, lo, hi))
-        self._thread.start()
-
-    def _run(self, port, action, lo, hi) -> None:
-        conn = redis.Redis(port=port, socket_timeout=5)
-        while not self._stop.wait(self._rng.uniform(lo, hi)):
-            try:
-                action(conn)
-                self.runs += 1
-            except redis.RedisError:
-                conn.close()
-        conn.close()
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join(10)
-        return self.runs
 
 
 @pytest.mark.sanitized
@@ -135,7 +108,7 @@ def test_B3_killed_command_connections_never_admit_two_owners(case: Case):
     workers = [case.worker("loop", server.url, names=["b3a", "b3b"], threads=4, duration_ms=8000,
                            wait_ms=3000, hold_us=300, lease_ms=LEASE_MS,
                            command_timeout_ms=1000) for _ in range(4)]
-    chaos = Chaos(server.port, lambda c: c.client_kill_filter(_type="normal", skipme=True),
+    chaos = Chaos(server.port, lambda c, _: c.client_kill_filter(_type="normal", skipme=True),
                   0.001, 0.020, case.seed)
     try:
         for w in workers:
@@ -329,7 +302,7 @@ def test_B11_script_flushes_are_invisible(case: Case):
     server = case.redis()
     workers = [case.worker("loop", server.url, names=["b11a", "b11b"], threads=4,
                            duration_ms=6000, wait_ms=5000, hold_us=200) for _ in range(3)]
-    chaos = Chaos(server.port, lambda c: c.script_flush(), 0.5, 0.5, case.seed)
+    chaos = Chaos(server.port, lambda c, _: c.script_flush(), 0.5, 0.5, case.seed)
     try:
         for w in workers:
             assert w.wait(30) == 0

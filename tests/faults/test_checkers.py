@@ -4,13 +4,11 @@ means something."""
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 
 import checkers
-from harness import Case
+from harness import Case, Chaos
 
 
 def _write(path: Path, lines: str) -> checkers.History:
@@ -118,25 +116,18 @@ def test_deleting_keys_under_looping_workers_is_seen(case: Case):
     server = case.redis()
     workers = [case.worker("loop", server.url, names="chaos", threads=2, duration_ms=1500,
                            hold_us=3000, wait_ms=-1) for _ in range(4)]
-    stop = threading.Event()
+    def delete_key(conn, _) -> None:
+        if conn.delete("chaos"):
+            # The owner's release will fail (its lock is gone) and publish nothing, so wake
+            # the waiters as a release would.
+            conn.publish("redisson_lock__channel:{chaos}", "0")
 
-    def delete_keys() -> None:
-        conn = server.conn()
-        while not stop.is_set():
-            if conn.delete("chaos"):
-                # The owner's release will fail (its lock is gone) and publish nothing, so
-                # wake the waiters as a release would.
-                conn.publish("redisson_lock__channel:{chaos}", "0")
-            time.sleep(0.0005)
-
-    chaos = threading.Thread(target=delete_keys)
-    chaos.start()
+    chaos = Chaos(server.port, delete_key, 0.0005, 0.0005, case.seed)
     try:
         for w in workers:
             w.wait(30)
     finally:
-        stop.set()
-        chaos.join()
+        chaos.stop()
     h = checkers.read_history(case.log)
     assert len(h.holds) > 50
     assert checkers.overlaps(h), "no overlap flagged although the lock kept vanishing"

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-import random
 import statistics
-import threading
 import time
 
 import pytest
-import redis
 
 import checkers
 import rlock
-from harness import Case, now_ns, wait_until
+from harness import Case, Chaos, now_ns, script_calls, wait_until
 
 MS = 1_000_000
 LEASE_MS = 1000
-
-
-def _script_calls(conn: redis.Redis) -> int:
-    stats = conn.info("commandstats")
-    return sum(stats.get(k, {}).get("calls", 0) for k in ("cmdstat_evalsha", "cmdstat_eval"))
 
 
 def test_F1_herd_of_1000_waiters_each_acquires_once(case: Case):
@@ -35,11 +27,11 @@ def test_F1_herd_of_1000_waiters_each_acquires_once(case: Case):
                       20)
     time.sleep(1.0)  # every thread is parked in its acquire
     connections = len(conn.client_list())
-    before = _script_calls(conn)
+    before = script_calls(conn)
     assert holder.ask("release")[1] == "0"
     for w in waiters:
         assert w.wait(120) == 0
-    calls = _script_calls(conn) - before
+    calls = script_calls(conn) - before
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     per_owner = {}
@@ -148,25 +140,14 @@ def test_F5_many_cycles_with_faults_leave_nothing_and_do_not_grow(case: Case):
     worker = case.worker("loop", server.url, names=[f"f5-{i}" for i in range(1000)],
                          threads=16, cycles=6250, wait_ms=3, lease_ms=5000, hold_us=200,
                          command_timeout_ms=1000, counters=False)
-    stop = threading.Event()
-    rng = random.Random(case.seed)
-
-    def chaos() -> None:
-        c = server.conn()
-        while not stop.wait(rng.uniform(0.05, 0.2)):
-            try:
-                c.client_kill_filter(_type=rng.choice(["normal", "pubsub"]), skipme=True)
-            except redis.RedisError:
-                pass
-        c.close()
-
-    t = threading.Thread(target=chaos)
-    t.start()
+    chaos = Chaos(server.port,
+                  lambda c, rng: c.client_kill_filter(_type=rng.choice(["normal", "pubsub"]),
+                                                      skipme=True),
+                  0.05, 0.2, case.seed)
     try:
         assert worker.wait(180) == 0
     finally:
-        stop.set()
-        t.join()
+        chaos.stop()
     s = worker.summary()
     print(f"F5: {s}")
     assert s["cycles"] == 100_000
