@@ -2,9 +2,10 @@
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
 # abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
-# fault-injection catalog (tests/faults), the Redisson interop tests (tests/redisson, JUnit with Redisson from Maven Central) and a smoke
-# run of the benchmark harness, then builds again with ASan/UBSan (unit and integration tests)
-# and with TSan (integration tests, which exercise the threads).
+# fault-injection catalog (tests/faults), the Redisson interop tests (tests/redisson, JUnit
+# with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
+# then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
+# 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
 # Usage: scripts/test.sh   (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes;
 #                           RLOCK_FUZZ_SECONDS=N fuzzes each target N s, default 30;
 #                           RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180)
