@@ -48,3 +48,37 @@ def test_exit_with_daemon_threads_waiting(redis_url, name, r):
     assert failures == []
     leftovers = [k for k in r.scan_iter(match=f"{name}:*")]
     assert leftovers == []  # every holder released at exit, no waiter left holding
+
+
+UNWIND_CHILD = textwrap.dedent("""
+    import os, sys, threading, time
+    import redis, rlock
+    url, name = sys.argv[1], sys.argv[2]
+    # Held by "someone else" for one second: the waiter gets it when the lease runs out, a wait
+    # that ends with no C++ exception thrown anywhere in the process.
+    redis.Redis.from_url(url).eval(
+        "redis.call('hset', KEYS[1], 'other:1', 1); redis.call('pexpire', KEYS[1], 1000)", 1, name)
+    waiters = rlock.Client(url)
+    rlock._client._live_clients.discard(waiters)  # not closed at exit: the wait ends by itself
+    threading.Thread(target=waiters.lock(name).acquire, daemon=True).start()
+
+    class SlowToGo:  # keeps the interpreter finalizing until the wait has ended
+        def __del__(self, os=os, time=time):
+            os.write(1, b"finalizing\\n")
+            time.sleep(2)
+
+    keep = SlowToGo()
+    print("exiting", flush=True)
+""")
+
+
+@pytest.mark.timeout(60)
+def test_exit_ends_a_daemon_thread_inside_a_native_call(redis_url, name):
+    """The waiter's acquire returns while the interpreter is finalizing, so taking the GIL back
+    ends the thread with pthread_exit, unwinding through rlock's C++ frames. That unwind runs
+    in the process's libgcc_s; with a second, static unwinder linked into the extension it
+    aborted every time (the flake of the test above, made certain)."""
+    proc = subprocess.run([sys.executable, "-c", UNWIND_CHILD, redis_url, name],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.stdout.split() == ["exiting", "finalizing"], (proc.stdout, proc.stderr)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])
