@@ -7,8 +7,11 @@
 
 namespace rlock::core {
 
+using Clock = std::chrono::steady_clock;
+
 Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
-                  Retry retry, Send send) {
+                  Retry retry, Send send, Deadline deadline) {
+  if (deadline == Deadline{}) deadline = transport.deadline_from_now();
   std::string key_count = std::to_string(keys.size());
   Args cmd;
   cmd.reserve(3 + keys.size() + argv.size());
@@ -24,17 +27,17 @@ Reply eval_script(Transport& transport, const Script& script, const Args& keys, 
   };
   Reply reply;
   try {
-    reply = transport.run(cmd);
+    reply = transport.run(cmd, deadline);
   } catch (const Error& e) {
-    if (retry == Retry::No || e.code() != kConn) throw;
+    if (retry == Retry::No || e.code() != kConn || Clock::now() >= deadline) throw;
     // Once more, with the source: if replies are being lost, a NOSCRIPT answer to the first
     // try may be what was lost, and EVALSHA would fail the same way again.
     with_source();
-    return transport.run(cmd);
+    return transport.run(cmd, deadline);
   }
   if (reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0) {
     with_source();
-    reply = retry == Retry::Once ? transport.run_retrying(cmd) : transport.run(cmd);
+    reply = retry == Retry::Once ? transport.run_retrying(cmd, deadline) : transport.run(cmd, deadline);
   }
   return reply;
 }

@@ -123,7 +123,9 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
     pipe.reading = true;
     std::shared_ptr<Connection> conn = pipe.conn;
     while (!request.done) {
-      auto deadline = pipe.queue.front()->deadline;
+      // The earliest deadline in line: a retry's shorter one may sit behind a newer command.
+      Deadline deadline = pipe.queue.front()->deadline;
+      for (const Request* r : pipe.queue) deadline = std::min(deadline, r->deadline);
       lock.unlock();
       Reply reply;
       try {
@@ -156,7 +158,8 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
   }
 }
 
-Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string& command) {
+Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string& command,
+                                 Deadline deadline) {
   std::unique_lock<std::mutex> lock(pipe.mutex);
   bool idle = pipe.queue.empty() && !pipe.writing && !pipe.reading;
   // A connection the server closed (restart, CLIENT KILL, idle timeout) while nobody used it
@@ -169,8 +172,7 @@ Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string
   }
   // The bytes and the request join their queues together: replies come in that order.
   pipe.outgoing += command;
-  request.deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.command_timeout_ms);
+  request.deadline = deadline;
   pipe.queue.push_back(&request);
   pipe.load.fetch_add(1, std::memory_order_relaxed);
   in_flight_.fetch_add(1, std::memory_order_relaxed);
@@ -184,21 +186,27 @@ Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string
   return std::move(request.reply);
 }
 
-Reply PipelinedTransport::run(const Args& args) {
+Reply PipelinedTransport::run(const Args& args, Deadline deadline) {
   if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
   std::string command;
   Connection::append_command(command, args);
   Request request;
-  return run_on(pick(), request, command);
+  return run_on(pick(), request, command, deadline);
 }
 
-Reply PipelinedTransport::run_retrying(const Args& args) {
+Deadline PipelinedTransport::deadline_from_now() const {
+  return std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.command_timeout_ms);
+}
+
+Reply Transport::run_retrying(const Args& args, Deadline deadline) {
   try {
-    return run(args);
+    return run(args, deadline);
   } catch (const Error& e) {
-    if (e.code() != kConn) throw;
+    // A timeout leaves no time: only a connection that failed early (closed while idle,
+    // reset) gets a second try.
+    if (e.code() != kConn || std::chrono::steady_clock::now() >= deadline) throw;
   }
-  return run(args);
+  return run(args, deadline);
 }
 
 void PipelinedTransport::close() {

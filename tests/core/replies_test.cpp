@@ -17,13 +17,16 @@ namespace {
 class ListTransport : public Transport {
  public:
   explicit ListTransport(std::deque<Reply>* replies) : replies_(replies) {}
-  Reply run(const Args&) override {
+  using Transport::run;
+  Reply run(const Args&, Deadline) override {
     if (replies_->empty()) throw Error(kConn, "no reply left");
     Reply r = replies_->front();
     replies_->pop_front();
     return r;
   }
-  Reply run_retrying(const Args& args) override { return run(args); }
+  Deadline deadline_from_now() const override {
+    return std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  }
   void close() override {}
 
  private:

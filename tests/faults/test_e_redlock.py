@@ -44,28 +44,37 @@ def test_E1_one_master_down_costs_nothing(case: Case):
 
 
 def test_E2_a_slow_master_is_bounded_by_the_per_node_timeout(case: Case):
+    """Criterion 11 with one master 200 ms away and a 50 ms per-node timeout: uncontended
+    acquires (four processes, names of their own) succeed, p99 within the timeout + 10 ms; and
+    no call, release included, takes longer than the timeout + 50 ms (criterion 15: a retry
+    after a timeout would double it)."""
     servers = _masters(case)
     proxy = case.proxy(servers[4])
     urls = [s.url for s in servers[:4]] + [proxy.url]
-    worker = case.worker("loop", redlock=urls, names=[f"e2-{i}" for i in range(64)], threads=4,
-                         wait_ms=1000, lease_ms=5000, hold_us=200, command_timeout_ms=50,
-                         duration_ms=5000)
-    time.sleep(0.2)  # connected (a client checks every server when it is made)
+    workers = [case.worker("loop", redlock=urls, names=[f"e2-{w}-{i}" for i in range(16)],
+                           threads=1, wait_ms=0, lease_ms=5000, hold_us=200,
+                           command_timeout_ms=50, duration_ms=6000)
+               for w in range(4)]
+    time.sleep(0.5)  # connected (a client checks every server when it is made)
+    slow_from = now_ns()
     proxy.set("all", {"name": "delay", "ms": 200})
-    assert worker.wait(60) == 0
+    for w in workers:
+        assert w.wait(60) == 0
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
-    took = sorted((ret - call) / MS for op, _, call, ret, rc in h.calls if op == "acq")
-    p99 = took[int(len(took) * 0.99)]
-    print(f"E2: {len(took)} acquires with a master 200 ms away, p50 "
-          f"{statistics.median(took):.1f} ms, p99 {p99:.1f} ms")
-    # The catalog's bound is 60 ms (the timeout + 10), met in quiet runs (p99 53 ms). Under
-    # load a request queued behind a slow one on a pipelined connection can wait for that
-    # one's reply (the timeout restarts when a reply arrives), so up to the node's delay: the
-    # bound asserted here is that delay + the timeout + slack. Tracked in docs/faults.md.
-    assert p99 <= 200 + 50 + 50
+    slow = [(op, rc, (ret - call) / MS) for op, _, call, ret, rc in h.calls if call > slow_from]
+    acquires = sorted(took for op, _, took in slow if op == "acq")
+    granted = sum(1 for op, rc, _ in slow if op == "acq" and rc == 0)
+    p99 = acquires[int(len(acquires) * 0.99)]
+    print(f"E2: {len(acquires)} acquires with a master 200 ms away, {granted} granted, p50 "
+          f"{statistics.median(acquires):.1f} ms, p99 {p99:.1f} ms, slowest call "
+          f"{max(t for _, _, t in slow):.1f} ms")
+    assert len(acquires) >= 150
+    assert granted >= 0.999 * len(acquires), f"only {granted} of {len(acquires)} granted"
+    assert p99 <= 50 + 10
+    assert checkers.slow_calls(h, 50 + 50) == []
     # The validity never claims more than the lease minus the clock-drift allowance (each
-    # attempt's own time comes off as well; earlier failed attempts released everything).
+    # attempt's own time comes off as well).
     assert all(0 < v <= 5000 - (5000 // 100 + 2) for _, _, _, v in h.valid), h.valid[:5]
 
 

@@ -31,7 +31,8 @@ class ScriptedTransport : public rlock::core::Transport {
   std::deque<Reply> replies;
   std::function<Reply(const Command&)> answer;
 
-  Reply run(const Args& args) override {
+  using rlock::core::Transport::run;
+  Reply run(const Args& args, rlock::core::Deadline) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) throw Error(rlock::core::kClosed, "scripted transport: closed");
     Exchange e{Command(args.begin(), args.end()), false, Reply::nil()};
@@ -48,13 +49,8 @@ class ScriptedTransport : public rlock::core::Transport {
     return e.reply;
   }
 
-  Reply run_retrying(const Args& args) override {
-    try {
-      return run(args);
-    } catch (const Error& e) {
-      if (e.code() != rlock::core::kConn) throw;
-    }
-    return run(args);
+  rlock::core::Deadline deadline_from_now() const override {
+    return std::chrono::steady_clock::now() + std::chrono::seconds(1);
   }
 
   void close() override {

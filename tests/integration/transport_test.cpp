@@ -155,6 +155,49 @@ TEST(Transport, StalledServerFailsTheCommandAfterItsTimeoutAndTheNextOneWorks) {
   EXPECT_EQ(transport->run({"PING"}).str, "PONG");
 }
 
+TEST(Transport, RetryAfterATimeoutIsNotMadeSoTheCallEndsWithinOneTimeout) {
+  PrivateRedis server({"--enable-debug-command", "yes"});
+  RedisConn admin(server.unix_url());
+  auto transport = make_transport(server.tcp_url(), 1, 300);
+  std::thread stall([&] { admin.ok({"DEBUG", "SLEEP", "1.5"}); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int64_t start = mono_ms();
+  try {
+    transport->run_retrying({"PING"});
+    ADD_FAILURE() << "PING answered by a sleeping server";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::kConn) << e.what();
+  }
+  int64_t took = mono_ms() - start;
+  stall.join();
+  // A second try on a new connection would wait another 300 ms for the same sleeping server.
+  EXPECT_GE(took, 290);
+  EXPECT_LT(took, 550) << "the retry doubled the call's time";
+}
+
+TEST(Transport, RetryAfterAnEarlyFailureGetsTheTimeLeft) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  auto transport = make_transport(server.tcp_url(), 1, 2000);
+  // The first try's connection is killed while the command waits for its reply (BLPOP on a
+  // key nobody pushes); the retry on a new connection runs within what is left of the 2 s.
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    admin.integer({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  });
+  int64_t start = mono_ms();
+  try {
+    transport->run_retrying({"BLPOP", "never-pushed", "0"});
+    ADD_FAILURE() << "BLPOP returned";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.code(), core::kConn) << e.what();
+  }
+  int64_t took = mono_ms() - start;
+  killer.join();
+  EXPECT_GE(took, 1900) << "no retry after the connection was killed";
+  EXPECT_LT(took, 2500) << "the retry waited a whole timeout of its own";
+}
+
 TEST(Transport, ConnectionClosedWhileIdleIsReplacedWithoutAFailure) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());

@@ -6,6 +6,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/reply.hpp"
+#include "rlock/core/transport.hpp"
 
 namespace rlock::core {
 
@@ -45,7 +46,8 @@ enum class Retry { No, Once };
 enum class Send { Sha, Source };
 
 // Runs a script. I/O failures throw Error(kConn); Redis error replies are returned as replies.
+// Every try waits for its reply until `deadline` (by default the command timeout from now).
 Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
-                  Retry retry, Send send = Send::Sha);
+                  Retry retry, Send send = Send::Sha, Deadline deadline = Deadline{});
 
 }  // namespace rlock::core

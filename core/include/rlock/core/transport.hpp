@@ -21,15 +21,25 @@
 
 namespace rlock::core {
 
+// When a call gives up waiting for its reply.
+using Deadline = std::chrono::steady_clock::time_point;
+
 class Transport {
  public:
   virtual ~Transport() = default;
-  // Runs one command. Redis error replies are returned; I/O failures and timeouts throw
-  // Error(kConn): the command may or may not have been applied.
-  virtual Reply run(const Args& args) = 0;
-  // For commands that are safe to apply twice: on an I/O failure, retries once on a fresh
-  // connection before throwing.
-  virtual Reply run_retrying(const Args& args) = 0;
+  // Runs one command, waiting for its reply until `deadline`. Redis error replies are
+  // returned; I/O failures and timeouts throw Error(kConn): the command may or may not have
+  // been applied.
+  virtual Reply run(const Args& args, Deadline deadline) = 0;
+  // The same, waiting the command timeout from now.
+  Reply run(const Args& args) { return run(args, deadline_from_now()); }
+  // For commands that are safe to apply twice: on an I/O failure with time left before the
+  // deadline, retries once on a fresh connection before throwing. Both tries share the
+  // deadline, so a retry never doubles the time a call may take.
+  Reply run_retrying(const Args& args, Deadline deadline);
+  Reply run_retrying(const Args& args) { return run_retrying(args, deadline_from_now()); }
+  // Now plus the command timeout.
+  virtual Deadline deadline_from_now() const = 0;
   // Fails every later call with Error(kClosed); commands already sent still get their replies.
   virtual void close() = 0;
 };
@@ -39,8 +49,9 @@ class PipelinedTransport : public Transport {
   explicit PipelinedTransport(const ClientConfig& config);
   ~PipelinedTransport() override;
 
-  Reply run(const Args& args) override;
-  Reply run_retrying(const Args& args) override;
+  using Transport::run;
+  Reply run(const Args& args, Deadline deadline) override;
+  Deadline deadline_from_now() const override;
   void close() override;
 
   // Opens one connection now (so bad addresses and credentials fail at client creation).
@@ -51,7 +62,7 @@ class PipelinedTransport : public Transport {
   struct Pipe;
 
   Pipe& pick();
-  Reply run_on(Pipe& pipe, Request& request, const std::string& command);
+  Reply run_on(Pipe& pipe, Request& request, const std::string& command, Deadline deadline);
   void write_queued(Pipe& pipe, std::unique_lock<std::mutex>& lock);
   void read_until_done(Pipe& pipe, Request& request, std::unique_lock<std::mutex>& lock);
   static void fail_all_locked(Pipe& pipe, int code, const std::string& message);
