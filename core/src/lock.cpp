@@ -13,6 +13,9 @@
 namespace rlock::core {
 namespace {
 
+// "Every hold" in a release script's count of holds to release.
+constexpr int64_t kAllHolds = 1 << 30;
+
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kMinBackoffMs = 20;
@@ -186,8 +189,13 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
   if (!acquire_shape(r)) return {unexpected("acquiring"), 0};
   if (r.elements[0].integer == 1) {
     HoldLayout layout = reads() ? HoldLayout::Read : writes() ? HoldLayout::Write : HoldLayout::Plain;
-    holds.acquired(name_, plan.owner, plan.thread_id, r.elements[1].integer, plan.lease_ms,
-                   plan.watchdog, sent, listener_, r.elements[2].integer, layout);
+    // The holds this owner took, counted here: the server may count more, from an acquire
+    // whose reply was lost and whose undo failed, or a release still on its way. Only this
+    // client uses this owner, so those are nobody's, and the last release removes them all.
+    // (Fewer on the server means the earlier holds were lost: this one starts afresh.)
+    const int64_t count = std::min(r.elements[1].integer, before + 1);
+    holds.acquired(name_, plan.owner, plan.thread_id, count, plan.lease_ms, plan.watchdog, sent,
+                   listener_, r.elements[2].integer, layout);
     return {kOk, 0};
   }
   if (r.elements[0].integer == -1) {
@@ -400,30 +408,38 @@ int Lock::release(int64_t thread_id) {
   const bool was_lost = holds.is_lost(name_, owner);
   Clock::time_point sent = Clock::now();
   Reply r;
+  // This owner's last hold (as counted here) takes every hold the server counts for it: the
+  // extra ones are nobody's (see acquire). Read-write locks count holds their own way.
+  const int64_t own = holds.count(name_, owner);
+  const bool last = own <= 1 && !read_write();
+  const std::string to_release = last ? std::to_string(kAllHolds) : "1";
   holds.begin_release(name_, owner);
+  // Every try, and the retries on LOADING below, end within one command timeout.
+  const Clock::time_point give_up =
+      sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
   auto send = [&] {
     if (reads()) {
       return eval_script(client_->transport(), scripts::rw_read_release,
                          {name_, channel_, read_lease_prefix(name_, owner), hash_tagged(name_), latch},
-                         {owner, latch_ttl}, Retry::Once);
+                         {owner, latch_ttl}, Retry::Once, Send::Sha, give_up);
     }
     if (writes()) {
       return eval_script(client_->transport(), scripts::rw_write_release, {name_, channel_, latch},
-                         {lease, owner, latch_ttl}, Retry::Once);
+                         {lease, owner, latch_ttl}, Retry::Once, Send::Sha, give_up);
     }
     return fair() ? eval_script(client_->transport(), scripts::fair_release,
                                 {name_, queue_, deadlines_, channel_, latch},
-                                {lease, owner, "1", latch_ttl, std::to_string(epoch_ms())},
-                                Retry::Once)
+                                {lease, owner, to_release, latch_ttl, std::to_string(epoch_ms())},
+                                Retry::Once, Send::Sha, give_up)
                   : eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
-                                {lease, owner, "1", latch_ttl}, Retry::Once);
+                                {lease, owner, to_release, latch_ttl}, Retry::Once, Send::Sha,
+                                give_up);
   };
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.
     r = send();
     // A server restarting answers LOADING until its data is back: keep trying within the
     // command timeout rather than leave the lock to expire.
-    const Clock::time_point give_up = sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
     for (int64_t pause = 5; r.is_error() && r.str.compare(0, 7, "LOADING") == 0 &&
                             Clock::now() + std::chrono::milliseconds(pause) < give_up;
          pause = std::min<int64_t>(pause * 2, 100)) {
@@ -445,7 +461,10 @@ int Lock::release(int64_t thread_id) {
     return r.is_error() ? redis_failure("releasing", r) : unexpected("releasing");
   }
   if (r.integer >= 0 && !was_lost) {
-    holds.released(name_, owner, r.integer, lease_ms, sent);
+    // Holds left as counted here: fewer on the server means the outer ones were lost, which
+    // their renewal then reports.
+    const int64_t left = read_write() ? r.integer : last ? 0 : own - 1;
+    holds.released(name_, owner, left, lease_ms, sent);
     holds.end_release(name_, owner, Holds::Released::Held);
     return kOk;
   }

@@ -146,7 +146,9 @@ int LockGroup::release(int64_t thread_id) {
   for (const Outcome& r : results) {
     if (r.code == kOk) {
       ++released;
-    } else if (first_failure == nullptr) {
+    } else if (first_failure == nullptr ||
+               (first_failure->code == kNotHeld && r.code != kNotHeld)) {
+      // A member never granted says "not held"; a failure to reach one says more.
       first_failure = &r;
     }
   }

@@ -57,6 +57,29 @@ TEST(Reentrancy, ThreeAcquiresNeedThreeReleases) {
   EXPECT_EQ(after.ttl_ms, -2);
 }
 
+TEST(Reentrancy, TheLastReleaseAlsoTakesHoldsLeftByALostReply) {
+  const std::string name = unique_name("phantom");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client();
+  it::Lock lock = it::make_lock(client.get(), name);
+  const std::string owner = it::owner_of(client.get(), rlock_current_thread_id());
+  // What an acquire leaves when it was applied, its reply was lost and its undo failed too
+  // (or a release still on its way): a hold of this owner that the library does not know of.
+  redis.ok({"HSET", name, owner, "1"});
+  redis.ok({"PEXPIRE", name, "30000"});
+
+  ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+  EXPECT_TRUE(redis.exists(name)) << "the inner release freed the lock the thread still holds";
+  EXPECT_EQ(rlock_is_held(lock.get()), 1);
+  ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+  // Left with the extra hold, the key would stay locked, and renewed by the watchdog, forever.
+  EXPECT_FALSE(redis.exists(name));
+  EXPECT_EQ(rlock_is_held(lock.get()), 0);
+}
+
 TEST(Reentrancy, DepthOneHundredIsCountedExactly) {
   const std::string name = unique_name("reentrant100");
   LockKeys cleanup(name);
