@@ -61,10 +61,13 @@ def _elf_exports(path: Path) -> list:
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils not installed")
-def test_extension_needs_only_the_c_library():
+def test_extension_needs_only_the_c_runtime():
+    """The C library and the shared unwinder libgcc_s (both on every manylinux system); libgcc_s
+    must be the process's one, or a thread ended by pthread_exit aborts (test_exit.py)."""
     ext = Path(rlock._native.__file__)
     needed = _elf_needed(ext)
-    allowed = re.compile(r"^(libc|libm|libpthread|libdl|librt|ld-linux-x86-64)\.so\.\d+$")
+    assert "libgcc_s.so.1" in needed
+    allowed = re.compile(r"^(libc|libm|libpthread|libdl|librt|libgcc_s|ld-linux-x86-64)\.so\.\d+$")
     assert needed and all(allowed.match(lib) for lib in needed), needed
     assert _elf_exports(ext) == ["PyInit__native"]
 
