@@ -40,6 +40,12 @@ def worker_binary() -> str:
         REPO / "build" / "tests" / "faults" / "rlock-fault-worker")
 
 
+def go_worker_binary() -> str:
+    """The Go binding's worker (bindings/go/cmd/rlock-fault-worker), built with the tests."""
+    return os.environ.get("RLOCK_FAULT_GO_WORKER") or str(
+        REPO / "build" / "bindings" / "go" / "rlock-fault-worker-go")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -261,11 +267,14 @@ class Case:
         self.proxies.append(p)
         return p
 
-    def worker(self, mode: str, url: Optional[str] = None, *, python: bool = False,
+    def worker(self, mode: str, url: Optional[str] = None, *, lang: str = "c",
                counters: bool = True, **options) -> Worker:
-        """A worker of `mode` ("loop" or "hold"); options become --key value (underscores to
-        dashes; lists are joined with commas)."""
-        argv = [sys.executable, str(PY_WORKER)] if python else [worker_binary()]
+        """A worker of `mode` ("loop" or "hold") on the C library, or ("loop" only) on the
+        Python or Go binding (`lang`); options become --key value (underscores to dashes;
+        lists are joined with commas)."""
+        argv = {"c": lambda: [worker_binary()],
+                "python": lambda: [sys.executable, str(PY_WORKER)],
+                "go": lambda: [go_worker_binary()]}[lang]()
         argv += [mode, "--log", str(self.log), "--seed", str(self.seed)]
         if url is not None:
             argv += ["--url", url]

@@ -6,6 +6,7 @@ usage: py_worker.py loop --url U [--names A,B] [--kind reentrant|fenced] [--thre
        [--cycles N] [--duration-ms D] [--hold-us N] [--wait-ms W] [--lease-ms L]
        [--watchdog-lease-ms W] [--command-timeout-ms T] [--poll-cap-ms P] [--log F]
        [--counter-dir D] [--resource-url U] [--seed N]
+SIGTERM ends every loop after its cycle in hand; then the summary line as usual.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import signal
 import sys
 import threading
 import time
@@ -72,12 +74,14 @@ def main() -> int:
     deadline = time.monotonic() + a.duration_ms / 1000 if a.duration_ms > 0 else float("inf")
     totals: Counter = Counter()
     mutex = threading.Lock()
+    stop = threading.Event()  # SIGTERM: every loop ends after its cycle in hand
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
 
     def run(index: int) -> None:
         owner = f"{os.getpid()}.{index}"
         rng = random.Random(a.seed * 7919 + os.getpid() * 131 + index)
         for _ in range(a.cycles):
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or stop.is_set():
                 break
             name = rng.choice(names)
             lock = locks[name]

@@ -74,7 +74,7 @@ class Soak:
             dict(names=["g-ma+g-mb", "g-mb+g-ma"], multi=1, threads=2, **common),
         ]
         self.workers = [self.launch(c) for c in self.configs]
-        self.python = case.worker("loop", self.proxy.url, python=True, names=["g-x0", "g-x1"],
+        self.python = case.worker("loop", self.proxy.url, lang="python", names=["g-x0", "g-x1"],
                                   kind="fenced", threads=2, resource_url=self.resource.url,
                                   duration_ms=int(seconds * 1000), watchdog_lease_ms=LEASE_MS,
                                   wait_ms=5000, hold_us=2000)

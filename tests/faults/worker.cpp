@@ -18,7 +18,8 @@
 //   --watchdog-lease-ms W client's watchdog lease (default the library's)
 //   --wait-ms W           acquire wait; -1 forever; default 5000
 //   --command-timeout-ms T, --connect-timeout-ms T, --poll-cap-ms P, --pool-size N
-//   --threads N, --cycles N (per thread), --duration-ms D: loop ends at whichever comes first
+//   --threads N, --cycles N (per thread), --duration-ms D: loop ends at whichever comes first,
+//                         or at SIGTERM (each thread finishes its cycle, then the summary)
 //   --hold-us N           the section lasts U(0, N) us (default 2000)
 //   --write-share F       rw kind: share of sections under the write lock (default 0.25)
 //   --log FILE            history log (appended)
@@ -48,10 +49,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <rlock/rlock.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cinttypes>
+#include <csignal>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -453,9 +456,17 @@ std::string register_owner(World& w, int index) {
   return owner;
 }
 
+// Set by SIGTERM: loop threads stop after the cycle in hand.
+volatile std::sig_atomic_t g_stop_requested = 0;
+
+void request_stop(int) { g_stop_requested = 1; }
+
 int run_loop(World& w) {
   const Options& o = w.o;
   build(w, false);
+  struct sigaction on_term {};
+  on_term.sa_handler = request_stop;
+  sigaction(SIGTERM, &on_term, nullptr);
   const int64_t deadline = o.duration_ms > 0 ? mono_ns() + o.duration_ms * 1000000 : INT64_MAX;
   std::atomic<int64_t> cycles{0}, acquired{0}, errors{0};
   std::mutex rc_mutex;
@@ -468,7 +479,7 @@ int run_loop(World& w) {
                        static_cast<unsigned>(i));
       std::uniform_int_distribution<size_t> pick(0, w.targets.size() - 1);
       std::uniform_real_distribution<double> share(0.0, 1.0);
-      for (int64_t c = 0; c < o.cycles && mono_ns() < deadline; ++c) {
+      for (int64_t c = 0; c < o.cycles && mono_ns() < deadline && !g_stop_requested; ++c) {
         Target& t = w.targets[pick(rng)];
         char mode = 'X';
         if (o.kind == "rw") mode = share(rng) < o.write_share ? 'W' : 'R';

@@ -1,0 +1,221 @@
+// Command rlock-fault-worker is the fault-injection suite's worker on the Go binding
+// (tests/faults): the `loop` mode of the C worker, writing the same history lines, so the
+// suite's checkers judge the Go binding too.
+//
+//	rlock-fault-worker loop --url U [--names A,B] [--kind reentrant|fenced] [--threads N]
+//	    [--cycles N] [--duration-ms D] [--hold-us N] [--wait-ms W] [--lease-ms L]
+//	    [--watchdog-lease-ms W] [--command-timeout-ms T] [--poll-cap-ms P] [--log F]
+//	    [--counter-dir D] [--seed N]
+//
+// Each of --threads goroutines owns its own *rlock.Lock per name (in Go the value is the
+// owner) and loops: acquire a random name, add one to DIR/NAME (read, sleep, write), release.
+// History lines, one write(2) each, stamped with CLOCK_MONOTONIC:
+//
+//	acq OWNER NAME X T_CALL T_RET RC TOKEN / wrote OWNER NAME / rel OWNER NAME X T_CALL T_RET RC
+//
+// OWNER is PID.GOROUTINE_INDEX. SIGTERM ends every loop after its cycle in hand. The last
+// stdout line is "done cycles=N acquired=N errors=N" and "RC=COUNT" pairs.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	rlock "github.com/rlock/rlock/bindings/go"
+)
+
+func monoNS() int64 {
+	var ts syscall.Timespec
+	// CLOCK_MONOTONIC, the clock every worker of the suite stamps its lines with.
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+		panic(errno)
+	}
+	return ts.Nano()
+}
+
+type history struct{ f *os.File }
+
+func (h history) line(format string, args ...any) {
+	if h.f != nil {
+		h.f.Write([]byte(fmt.Sprintf(format, args...) + "\n")) // O_APPEND: one write per line
+	}
+}
+
+func code(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e *rlock.Error
+	if errors.As(err, &e) {
+		return int(e.Code)
+	}
+	return int(rlock.CodeError)
+}
+
+func bumpCounter(path string, holdUS int, rng *rand.Rand) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	value, _ := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if holdUS > 0 {
+		time.Sleep(time.Duration(rng.Intn(holdUS+1)) * time.Microsecond) // deliberately not atomic
+	}
+	return os.WriteFile(path, []byte(fmt.Sprintf("%020d\n", value+1)), 0o644)
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "loop" {
+		fmt.Fprintln(os.Stderr, "usage: rlock-fault-worker loop --url U [options]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("loop", flag.ExitOnError)
+	url := fs.String("url", "", "lock server")
+	names := fs.String("names", "fault", "lock names, comma-separated")
+	kind := fs.String("kind", "reentrant", "reentrant or fenced")
+	threads := fs.Int("threads", 1, "goroutines")
+	cycles := fs.Int64("cycles", 1<<62, "cycles per goroutine")
+	durationMS := fs.Int64("duration-ms", 0, "stop after this long (0: no limit)")
+	holdUS := fs.Int("hold-us", 2000, "section length bound")
+	waitMS := fs.Int64("wait-ms", 5000, "acquire wait")
+	leaseMS := fs.Int64("lease-ms", -1, "-1 = watchdog")
+	watchdogMS := fs.Int64("watchdog-lease-ms", 30000, "watchdog lease")
+	timeoutMS := fs.Int64("command-timeout-ms", 3000, "command timeout")
+	pollMS := fs.Int64("poll-cap-ms", 1000, "poll cap")
+	logPath := fs.String("log", "", "history log")
+	counterDir := fs.String("counter-dir", "", "lost-update counters")
+	seed := fs.Int64("seed", 0, "seed")
+	fs.Parse(os.Args[2:])
+
+	var hist history
+	if *logPath != "" {
+		f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		hist.f = f
+	}
+	client, err := rlock.NewClient(*url, rlock.WithCommandTimeout(time.Duration(*timeoutMS)*time.Millisecond),
+		rlock.WithWatchdogLease(time.Duration(*watchdogMS)*time.Millisecond),
+		rlock.WithPollCap(time.Duration(*pollMS)*time.Millisecond))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	nameList := strings.Split(*names, ",")
+	if *counterDir != "" {
+		for _, n := range nameList {
+			f, err := os.OpenFile(filepath.Join(*counterDir, n), os.O_CREATE|os.O_WRONLY, 0o644)
+			if err == nil {
+				f.Close()
+			}
+		}
+	}
+	var stop atomic.Bool
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() { <-term; stop.Store(true) }()
+	var deadline int64 = 1<<63 - 1
+	if *durationMS > 0 {
+		deadline = monoNS() + *durationMS*1e6
+	}
+	var lease time.Duration
+	if *leaseMS > 0 {
+		lease = time.Duration(*leaseMS) * time.Millisecond
+	}
+	var total, acquired, failed atomic.Int64
+	var mu sync.Mutex
+	codes := map[int]int64{}
+	var wg sync.WaitGroup
+	for g := 0; g < *threads; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			owner := fmt.Sprintf("%d.%d", os.Getpid(), g)
+			rng := rand.New(rand.NewSource(*seed*7919 + int64(os.Getpid())*131 + int64(g)))
+			locks := map[string]*rlock.Lock{}
+			for _, n := range nameList {
+				var l *rlock.Lock
+				var err error
+				if *kind == "fenced" {
+					l, err = client.FencedLock(n)
+				} else {
+					l, err = client.Lock(n)
+				}
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				locks[n] = l
+			}
+			for c := int64(0); c < *cycles && !stop.Load() && monoNS() < deadline; c++ {
+				name := nameList[rng.Intn(len(nameList))]
+				l := locks[name]
+				total.Add(1)
+				start := monoNS()
+				ok, err := l.TryLock(context.Background(), time.Duration(*waitMS)*time.Millisecond, lease)
+				end := monoNS()
+				rc := code(err)
+				if err == nil && !ok {
+					rc = int(rlock.CodeTimedOut)
+				}
+				var token int64
+				if rc == 0 && *kind == "fenced" {
+					token, _ = l.Token()
+				}
+				hist.line("acq %s %s X %d %d %d %d", owner, name, start, end, rc, token)
+				if rc != 0 {
+					mu.Lock()
+					codes[rc]++
+					mu.Unlock()
+					if rc != int(rlock.CodeTimedOut) {
+						failed.Add(1)
+						time.Sleep(5 * time.Millisecond) // a failing server must not make a busy loop
+					}
+					continue
+				}
+				acquired.Add(1)
+				if *counterDir != "" {
+					if err := bumpCounter(filepath.Join(*counterDir, name), *holdUS, rng); err != nil {
+						fmt.Fprintln(os.Stderr, err)
+						os.Exit(1)
+					}
+					hist.line("wrote %s %s", owner, name)
+				}
+				start = monoNS()
+				rc = code(l.Unlock())
+				hist.line("rel %s %s X %d %d %d", owner, name, start, monoNS(), rc)
+				if rc != 0 {
+					mu.Lock()
+					codes[rc]++
+					mu.Unlock()
+					failed.Add(1)
+				}
+			}
+			for _, l := range locks {
+				l.Close()
+			}
+		}(g)
+	}
+	wg.Wait()
+	client.Close()
+	summary := fmt.Sprintf("done cycles=%d acquired=%d errors=%d", total.Load(), acquired.Load(), failed.Load())
+	for rc, n := range codes {
+		summary += fmt.Sprintf(" %d=%d", rc, n)
+	}
+	fmt.Println(summary)
+}
