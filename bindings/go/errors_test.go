@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rlock/rlock/bindings/go/internal/redistest"
 )
 
 func TestSentinelTable(t *testing.T) {
@@ -289,5 +291,96 @@ func TestH21FinalizerOnlyFrees(t *testing.T) {
 	}
 	if lastTTL > 2500 {
 		t.Fatalf("the key disappeared with %d ms left: deleted, not expired", lastTTL)
+	}
+}
+
+// privateServer is a redis-server of this test's own, stopped at its end.
+func privateServer(t *testing.T) *redistest.Server {
+	t.Helper()
+	s, err := redistest.StartPrivate()
+	if err != nil {
+		t.Fatalf("starting a private redis-server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func TestH16UnlockWhileRedisIsDownIsErrConnectionAndBounded(t *testing.T) {
+	server := privateServer(t)
+	client, err := NewClient(server.URL, WithCommandTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	lock, err := client.Lock(uniqueName(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := lock.Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	server.Stop()
+	start := time.Now()
+	err = lock.Unlock()
+	took := time.Since(start)
+	if !errors.Is(err, ErrConnection) {
+		t.Fatalf("Unlock with Redis down: %v, want ErrConnection", err)
+	}
+	if took > 300*time.Millisecond+250*time.Millisecond {
+		t.Errorf("Unlock took %v, more than the command timeout", took)
+	}
+	if lock.Held() {
+		t.Error("Held() after the failed Unlock: renewal should have stopped")
+	}
+}
+
+func TestH23OomAndReadOnlyAreTypedAndNeverAcquired(t *testing.T) {
+	server := privateServer(t)
+	master := privateServer(t)
+	client, err := NewClient(server.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	name := uniqueName(t)
+	lock, err := client.Lock(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	do := func(args ...string) {
+		t.Helper()
+		if _, err := server.Do(args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+
+	do("CONFIG", "SET", "maxmemory", "1") // noeviction: every write is refused
+	ok, err := lock.TryLock(context.Background(), 0, 0)
+	if ok || !errors.Is(err, ErrRedisOOM) || !errors.Is(err, ErrRedis) {
+		t.Fatalf("TryLock on a full server: %v, %v; want ErrRedisOOM (and ErrRedis)", ok, err)
+	}
+	do("CONFIG", "SET", "maxmemory", "0")
+
+	u := strings.TrimPrefix(master.URL, "redis://127.0.0.1:")
+	do("REPLICAOF", "127.0.0.1", u)
+	ok, err = lock.TryLock(context.Background(), 0, 0)
+	if ok || !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrRedis) {
+		t.Fatalf("TryLock on a replica: %v, %v; want ErrReadOnly (and ErrRedis)", ok, err)
+	}
+	if lock.Held() {
+		t.Fatal("Held() after refused acquires")
+	}
+	do("REPLICAOF", "NO", "ONE")
+	if exists, err := server.Exists(name); err != nil || exists {
+		t.Fatalf("the refused acquires left the key: %v %v", exists, err)
+	}
+	ok, err = lock.TryLock(context.Background(), 0, 0)
+	if !ok || err != nil {
+		t.Fatalf("TryLock once writable again: %v, %v", ok, err)
+	}
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
 	}
 }

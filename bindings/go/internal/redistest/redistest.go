@@ -30,6 +30,12 @@ func Start() (*Server, error) {
 	if u := os.Getenv("RLOCK_TEST_REDIS_URL"); u != "" {
 		return &Server{URL: u}, nil
 	}
+	return StartPrivate()
+}
+
+// StartPrivate always starts a throwaway redis-server of its own, for a test that stops it or
+// changes its configuration.
+func StartPrivate() (*Server, error) {
 	bin := os.Getenv("RLOCK_TEST_REDIS_SERVER")
 	if bin == "" {
 		bin = "redis-server"
