@@ -17,7 +17,7 @@ import time
 import pytest
 
 import checkers
-from harness import SANITIZED, Case
+from harness import SANITIZED, Case, wait_until
 
 CYCLES = int(os.environ.get("RLOCK_FAULT_CYCLES", "20000")) // (5 if SANITIZED else 1)
 PROCESSES = 8
@@ -105,7 +105,14 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
         "python", "go"]
     for lang in mix:
         launch(lang)
-    time.sleep(0.3)  # connected
+
+    def cycling() -> bool:  # every worker connected and through its first acquire
+        text = case.log.read_text() if case.log.exists() else ""
+        return all(f"acq {w.pid}." in text for w in workers)
+
+    # Before any fault: a client checks every server when it is made, which a 200 ms delay
+    # against a 50 ms timeout would fail.
+    assert wait_until(cycling, 30, 0.1), [w.err[-3:] for w in workers]
 
     def live(rng):
         with lock:
