@@ -2,13 +2,15 @@
 # Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
 # abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
-# fault-injection catalog (tests/faults), the Redisson interop tests (tests/redisson, JUnit
+# fault-injection catalog (tests/faults), the fault worker under valgrind memcheck, the
+# Redisson interop tests (tests/redisson, JUnit
 # with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
 # then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
 # 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
 # Usage: scripts/test.sh   (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes;
 #                           RLOCK_FUZZ_SECONDS=N fuzzes each target N s, default 30;
-#                           RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180)
+#                           RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180;
+#                           RLOCK_FAULT_CYCLES=N cycles per criterion-1 fault class, 20000)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -44,6 +46,9 @@ export RLOCK_REQUIRE_CROSSLANG=1
 
 echo "== fault-injection catalog (tests/faults): workers under injected faults, four checkers"
 RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-180} "$root/scripts/test-faults.sh" -q
+
+echo "== valgrind memcheck over the fault worker (connections killed meanwhile): no errors, no definite leaks"
+"$root/scripts/test-valgrind.sh" "$root/build"
 
 echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
 "$root/scripts/test-redisson.sh"
