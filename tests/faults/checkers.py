@@ -26,6 +26,7 @@ class Hold:
     end: float = INF  # the release was called, or the owner died; INF while still held
     rel_rc: Optional[int] = None
     rel_ret: float = INF
+    left: float = INF  # the owner logged that it was about to release (its section ended)
 
     @property
     def pid(self) -> int:
@@ -49,7 +50,9 @@ class History:
 
 def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
     """Pairs each acquire with the release that follows it for the same owner, name and mode.
-    A hold with no release ends when its owner was killed (`ended`: pid -> ns), else never."""
+    A hold with no release line ends where its owner logged that it was leaving (it may have been
+    killed with the release in flight), else at its owner's kill (`ended`: pid -> ns), else
+    never."""
     h = History()
     open_holds: Dict[Tuple[str, str, str], List[Hold]] = {}
     text = path.read_text() if path.exists() else ""
@@ -75,6 +78,10 @@ def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
                 hold.end, hold.rel_ret, hold.rel_rc = call, ret, rc
             else:
                 h.stray_releases.append((owner, name, call, rc))
+        elif f[0] == "leave":
+            stack = open_holds.get((f[1], f[2], f[3]))
+            if stack:
+                stack[-1].left = int(f[4])
         elif f[0] == "wrote":
             h.wrote[f[2]] = h.wrote.get(f[2], 0) + 1
         elif f[0] == "fence":
@@ -84,7 +91,9 @@ def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
         elif f[0] == "lost":
             h.lost.append((f[1], f[2], int(f[3]), int(f[4])))
     for hold in h.holds:
-        if hold.end == INF and ended and hold.pid in ended:
+        if hold.end == INF and hold.left != INF:
+            hold.end = hold.left
+        elif hold.end == INF and ended and hold.pid in ended:
             hold.end = ended[hold.pid]
     return h
 

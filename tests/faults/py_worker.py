@@ -111,6 +111,7 @@ def main() -> int:
                     result = exc.code
                 history.line(f"fence {owner} {name} {token} {s} {time.monotonic_ns()} {result}")
             start = time.monotonic_ns()
+            history.line(f"leave {owner} {name} X {start}")
             try:
                 lock.release()
                 rc = 0

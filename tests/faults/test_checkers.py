@@ -77,6 +77,20 @@ def test_a_kill_ends_the_hold_of_the_killed_owner(tmp_path):
     assert checkers.overlaps(checkers.read_history(path, {77: 40 * ms})) == []
     assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms}))
 
+def test_a_kill_during_the_release_ends_the_hold_where_the_owner_left(tmp_path):
+    # 77.0 logged that it was leaving at 40 ms and was killed at 60 ms with its release in
+    # flight (no rel line): the release took effect, so 2.0 entering at 50 ms is no overlap;
+    # entering at 35 ms, before 77.0 left, is one.
+    ms = 1_000_000
+    path = tmp_path / "log"
+    path.write_text(f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nleave 77.0 n X {40 * ms}\n"
+                    f"acq 2.0 n X {30 * ms} {50 * ms} 0 0\n")
+    assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms})) == []
+    path.write_text(f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nleave 77.0 n X {40 * ms}\n"
+                    f"acq 2.0 n X {30 * ms} {35 * ms} 0 0\n")
+    assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms}))
+
+
 
 def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case: Case):
     """Redis losing the lock key (the data loss that only fencing survives): the second owner

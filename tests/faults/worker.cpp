@@ -33,6 +33,7 @@
 //   valid OWNER NAME T_RET VALIDITY_MS           a group's validity when it was acquired
 //   wrote OWNER NAME                             the counter was written (section done its work)
 //   fence OWNER NAME TOKEN T_CALL T_RET RESULT   RESULT 1 accepted, 0 refused, < 0 an error
+//   leave OWNER NAME MODE T                      the section ended: a release call follows
 //   rel OWNER NAME MODE T_CALL T_RET RC
 //   lost OWNER NAME T REASON                     the lost-lock callback ran
 // OWNER is PID.THREAD_INDEX.
@@ -437,12 +438,17 @@ int fenced_write(World& w, Target& t, const std::string& owner, int64_t token) {
 }
 
 int release(World& w, Target& t, char mode, const std::string& owner) {
+  const std::vector<std::string> names =
+      t.member_names.empty() ? std::vector<std::string>{t.name} : t.member_names;
   int64_t start = mono_ns();
+  // Logged before the call: a kill may land with the release already applied but not logged.
+  for (const std::string& name : names) {
+    w.history->line("leave %s %s %c %" PRId64, owner.c_str(), name.c_str(), mode, start);
+  }
   int rc = t.group != nullptr ? rlock_multi_release(t.group, RLOCK_THREAD_CURRENT)
                               : rlock_release(mode == 'W' ? t.write : t.lock);
   int64_t end = mono_ns();
-  for (const std::string& name : t.member_names.empty() ? std::vector<std::string>{t.name}
-                                                         : t.member_names) {
+  for (const std::string& name : names) {
     w.history->line("rel %s %s %c %" PRId64 " %" PRId64 " %d", owner.c_str(), name.c_str(), mode,
                     start, end, rc);
   }

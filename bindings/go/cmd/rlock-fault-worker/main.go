@@ -11,7 +11,8 @@
 // owner) and loops: acquire a random name, add one to DIR/NAME (read, sleep, write), release.
 // History lines, one write(2) each, stamped with CLOCK_MONOTONIC:
 //
-//	acq OWNER NAME X T_CALL T_RET RC TOKEN / wrote OWNER NAME / rel OWNER NAME X T_CALL T_RET RC
+//	acq OWNER NAME X T_CALL T_RET RC TOKEN / wrote OWNER NAME / leave OWNER NAME X T /
+//	rel OWNER NAME X T_CALL T_RET RC
 //
 // OWNER is PID.GOROUTINE_INDEX. SIGTERM ends every loop after its cycle in hand. The last
 // stdout line is "done cycles=N acquired=N errors=N" and "RC=COUNT" pairs.
@@ -197,6 +198,7 @@ func main() {
 					hist.line("wrote %s %s", owner, name)
 				}
 				start = monoNS()
+				hist.line("leave %s %s X %d", owner, name, start)
 				rc = code(l.Unlock())
 				hist.line("rel %s %s X %d %d %d", owner, name, start, monoNS(), rc)
 				if rc != 0 {
