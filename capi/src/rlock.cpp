@@ -215,7 +215,7 @@ int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
     if (opts != nullptr) {
       if (int rc = check_version(opts->version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
       if (opts->url != nullptr) {
-        config.endpoint = core::parse_url(opts->url);
+        core::parse_client_url(opts->url, &config);
       } else {
         if (opts->unix_socket != nullptr) {
           config.endpoint.unix_path = opts->unix_socket;

@@ -70,16 +70,33 @@ int64_t current_thread_id() {
   return static_cast<int64_t>(::syscall(SYS_gettid));
 }
 
+namespace {
+
+void check_address(const Endpoint& ep, const std::string& what) {
+  if (ep.unix_path.empty()) {
+    if (ep.host.empty()) throw Error(kInvalid, what + "host must not be empty");
+    if (ep.port < 1 || ep.port > 65535)
+      throw Error(kInvalid, what + "port must be from 1 to 65535, got " + std::to_string(ep.port));
+  } else if (ep.unix_path[0] != '/' || ep.unix_path.size() > 107) {
+    throw Error(kInvalid, what + "unix_socket must be an absolute path of at most 107 bytes");
+  }
+}
+
+}  // namespace
+
 void validate_config(ClientConfig* c) {
   const Endpoint& ep = c->endpoint;
-  if (ep.unix_path.empty()) {
-    if (ep.host.empty()) throw Error(kInvalid, "host must not be empty");
-    if (ep.port < 1 || ep.port > 65535)
-      throw Error(kInvalid, "port must be from 1 to 65535, got " + std::to_string(ep.port));
-  } else if (ep.unix_path[0] != '/' || ep.unix_path.size() > 107) {
-    throw Error(kInvalid, "unix_socket must be an absolute path of at most 107 bytes");
+  if (c->topology == Topology::Standalone) {
+    check_address(ep, "");
+  } else {
+    const char* kind = c->topology == Topology::Sentinel ? "sentinel" : "cluster node";
+    if (c->seeds.empty()) throw Error(kInvalid, std::string("no ") + kind + " address given");
+    for (const Endpoint& seed : c->seeds) check_address(seed, std::string(kind) + " ");
+    if (c->topology == Topology::Sentinel && c->master_name.empty())
+      throw Error(kInvalid, "the sentinel master name must not be empty");
   }
   if (ep.db < 0) throw Error(kInvalid, "db must not be negative, got " + std::to_string(ep.db));
+
   // Timeouts beyond a day are surely mistakes, and keep clock arithmetic far from overflow.
   constexpr int64_t kDayMs = 24 * 3600 * 1000;
   check_duration("connect_timeout_ms", c->connect_timeout_ms, 1, kDayMs);
@@ -94,19 +111,43 @@ void validate_config(ClientConfig* c) {
 
 std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
-  auto transport = std::make_unique<PipelinedTransport>(config);
-  transport->warm_up();
-  auto client = std::make_shared<Client>(std::move(config), std::move(transport));
+  if (config.topology == Topology::Cluster) {
+    throw Error(kUnsupported, "Redis Cluster (redis-cluster://) is not supported yet");
+  }
+  std::unique_ptr<MasterSource> master;
+  SentinelWatch* watch = nullptr;
+  if (config.topology == Topology::Sentinel) {
+    auto w = std::make_unique<SentinelWatch>(config);
+    watch = w.get();
+    master = std::move(w);
+  } else {
+    master = std::make_unique<FixedMaster>(config.endpoint);
+  }
+  auto transport = std::make_unique<PipelinedTransport>(config, *master);
+  PipelinedTransport* commands = transport.get();
+  auto client = std::make_shared<Client>(std::move(config), std::move(transport), std::move(master));
+  if (watch != nullptr) {
+    // The watch is stopped in close(), before the transport and subscriber go.
+    Subscriber* subscriber = &client->subscriber_;
+    watch->add_listener([commands, subscriber] {
+      commands->reconnect();
+      subscriber->reconnect();
+    });
+    watch->start();
+  }
+  commands->warm_up();
   std::weak_ptr<Client> weak = client;
   client->holds_.set_keep_alive([weak] { return std::shared_ptr<void>(weak.lock()); });
   return client;
 }
 
-Client::Client(ClientConfig config, std::unique_ptr<Transport> transport)
+Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
+               std::unique_ptr<MasterSource> master)
     : config_(std::move(config)),
       id_(random_uuid()),
+      master_(master ? std::move(master) : std::make_unique<FixedMaster>(config_.endpoint)),
       transport_(std::move(transport)),
-      subscriber_(config_),
+      subscriber_(config_, *master_),
       holds_(config_, *transport_) {}
 
 Client::~Client() { close(); }
@@ -134,6 +175,7 @@ void Client::close() {
     }
   }
   transport_->close();
+  if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
 }
 
 }  // namespace rlock::core

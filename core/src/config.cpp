@@ -11,14 +11,22 @@ namespace {
 // to the last '@' may be a password, even past a '/' (an unescaped '/' in it is a common
 // mistake), so that much is hidden: sometimes more than the password, never less.
 std::string redacted(const std::string& url) {
-  size_t start = url.find("://");
-  if (start == std::string::npos) return url;
+  std::string out = url;
+  // The sentinels' password in the query goes first, up to the next option.
+  const std::string option = "sentinel_password=";
+  for (size_t p = out.find(option); p != std::string::npos; p = out.find(option, p + 1)) {
+    size_t from = p + option.size();
+    size_t to = out.find('&', from);
+    out = out.substr(0, from) + "***" + (to == std::string::npos ? "" : out.substr(to));
+  }
+  size_t start = out.find("://");
+  if (start == std::string::npos) return out;
   start += 3;
-  size_t at = url.rfind('@');
-  if (at == std::string::npos || at < start) return url;
-  size_t colon = url.find(':', start);
+  size_t at = out.rfind('@');
+  if (at == std::string::npos || at < start) return out;
+  size_t colon = out.find(':', start);
   size_t secret = colon != std::string::npos && colon < at ? colon + 1 : start;
-  return url.substr(0, secret) + "***" + url.substr(at);
+  return out.substr(0, secret) + "***" + out.substr(at);
 }
 
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
@@ -75,7 +83,7 @@ void parse_db(const std::string& url, const std::string& s, Endpoint* ep) {
   ep->db = static_cast<int>(db);
 }
 
-void parse_query(const std::string& url, const std::string& query, Endpoint* ep) {
+void parse_query(const std::string& url, const std::string& query, ClientConfig* config) {
   size_t start = 0;
   while (start <= query.size()) {
     size_t end = query.find('&', start);
@@ -83,10 +91,21 @@ void parse_query(const std::string& url, const std::string& query, Endpoint* ep)
     std::string item = query.substr(start, end - start);
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
-    if (key == "db" && eq != std::string::npos) {
-      parse_db(url, item.substr(eq + 1), ep);
+    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == std::string::npos) {
+      bad(url, "option " + shown(url, key) + " has no value (expected name=value)");
+    } else if (key == "db") {
+      parse_db(url, value, &config->endpoint);
+    } else if ((key == "sentinel_user" || key == "sentinel_password") &&
+               config->topology == Topology::Sentinel) {
+      std::string decoded = percent_decode(url, value, key.c_str());
+      for (Endpoint& sentinel : config->seeds) {
+        (key == "sentinel_user" ? sentinel.username : sentinel.password) = decoded;
+        if (key == "sentinel_password") sentinel.has_password = true;
+      }
     } else {
-      bad(url, "unknown option " + shown(url, key) + " (only db=N is supported)");
+      bad(url, "unknown option " + shown(url, key) +
+                   " (known: db; with redis-sentinel:// also sentinel_user, sentinel_password)");
     }
     start = end + 1;
   }
@@ -112,11 +131,82 @@ std::string Endpoint::describe() const {
   return host + ":" + std::to_string(port);
 }
 
-Endpoint parse_url(const std::string& url) {
-  Endpoint ep;
+namespace {
+
+// host[:port] or [v6]:port, into ep.
+void parse_host_port(const std::string& url, const std::string& text, int default_port,
+                     Endpoint* ep) {
+  std::string rest = text;
+  std::string port_text;
+  if (!rest.empty() && rest[0] == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string::npos) bad(url, "unbalanced '[' in IPv6 host");
+    ep->host = rest.substr(1, close - 1);
+    if (ep->host.empty()) bad(url, "empty IPv6 host");
+    std::string after = rest.substr(close + 1);
+    if (!after.empty()) {
+      if (after[0] != ':') bad(url, "unexpected text after IPv6 host");
+      port_text = after.substr(1);
+      if (port_text.empty()) bad(url, "empty port");
+    }
+  } else {
+    if (rest.find(']') != std::string::npos) bad(url, "unbalanced ']' in host");
+    size_t colon = rest.find(':');
+    if (colon != std::string::npos) {
+      if (rest.find(':', colon + 1) != std::string::npos)
+        bad(url, "IPv6 hosts must be in brackets, e.g. redis://[::1]:6379");
+      port_text = rest.substr(colon + 1);
+      if (port_text.empty()) bad(url, "empty port");
+      rest = rest.substr(0, colon);
+    }
+    ep->host = rest;
+  }
+  if (ep->host.empty()) bad(url, "missing host");
+  for (char c : ep->host) {
+    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20 ||
+        c == 0x7f)
+      bad(url, "host contains whitespace or control characters");
+  }
+  ep->port = default_port;
+  if (!port_text.empty()) {
+    long port;
+    if (!parse_int(port_text, 1, 65535, &port))
+      bad(url, "port must be a number from 1 to 65535, got " + shown(url, port_text));
+    ep->port = static_cast<int>(port);
+  }
+}
+
+// "h1:p1,h2:p2,..." into seeds, each with the credentials of `base`.
+std::vector<Endpoint> parse_host_list(const std::string& url, const std::string& text,
+                                      int default_port, const Endpoint& base) {
+  std::vector<Endpoint> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    if (end == start) bad(url, "empty host in the host list");
+    Endpoint ep = base;
+    parse_host_port(url, text.substr(start, end - start), default_port, &ep);
+    out.push_back(ep);
+    if (out.size() > 64) bad(url, "more than 64 hosts in the host list");
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+void parse_client_url(const std::string& url, ClientConfig* config) {
+  Endpoint& ep = config->endpoint;
+  ep = Endpoint{};
+  config->topology = Topology::Standalone;
+  config->seeds.clear();
+  config->master_name.clear();
   if (url.find('\0') != std::string::npos) bad(url, "contains a NUL byte");
   size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) bad(url, "missing scheme (expected redis:// or unix://)");
+  if (scheme_end == std::string::npos) {
+    bad(url, "missing scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
+  }
   std::string scheme = url.substr(0, scheme_end);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string rest = url.substr(scheme_end + 3);
@@ -142,63 +232,75 @@ Endpoint parse_url(const std::string& url) {
     if (ep.unix_path.find('\0') != std::string::npos)
       bad(url, "unix socket path contains a NUL byte");
     if (ep.unix_path.size() > 107) bad(url, "unix socket path is longer than 107 bytes");
-    if (!query.empty()) parse_query(url, query, &ep);
-    return ep;
+    if (!query.empty()) parse_query(url, query, config);
+    return;
   }
-  if (scheme == "rediss") {
+  if (scheme == "rediss" || scheme == "rediss-sentinel" || scheme == "rediss-cluster") {
     throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) +
-                                  ": TLS (rediss://) is not supported by this build");
+                                  ": TLS (" + scheme + "://) is not supported by this build");
   }
-  if (scheme != "redis") bad(url, "unknown scheme '" + scheme + "' (expected redis:// or unix://)");
+  if (scheme != "redis" && scheme != "redis-sentinel" && scheme != "redis-cluster") {
+    bad(url, "unknown scheme " + printable(scheme, 40) +
+                 " (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
+  }
 
   std::string path;
+  bool has_path = false;
   if (size_t slash = rest.find('/'); slash != std::string::npos) {
     path = rest.substr(slash + 1);
     rest = rest.substr(0, slash);
+    has_path = true;
   }
   if (size_t at = rest.rfind('@'); at != std::string::npos) {
     parse_userinfo(url, rest.substr(0, at), &ep);
     rest = rest.substr(at + 1);
   }
-  std::string port_text;
-  if (!rest.empty() && rest[0] == '[') {
-    size_t close = rest.find(']');
-    if (close == std::string::npos) bad(url, "unbalanced '[' in IPv6 host");
-    ep.host = rest.substr(1, close - 1);
-    if (ep.host.empty()) bad(url, "empty IPv6 host");
-    std::string after = rest.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') bad(url, "unexpected text after IPv6 host");
-      port_text = after.substr(1);
-      if (port_text.empty()) bad(url, "empty port");
+
+  if (scheme == "redis") {
+    parse_host_port(url, rest, 6379, &ep);
+    if (!path.empty()) parse_db(url, path, &ep);
+  } else if (scheme == "redis-sentinel") {
+    config->topology = Topology::Sentinel;
+    // The sentinels get no credentials unless sentinel_user/sentinel_password say so.
+    config->seeds = parse_host_list(url, rest, kSentinelPort, Endpoint{});
+    if (!has_path || path.empty()) {
+      bad(url, "missing master name (redis-sentinel://host:port/master-name)");
     }
+    std::string name = percent_decode(url, path, "master name");
+    if (name.find('/') != std::string::npos || name.size() > 256) {
+      bad(url, "master name must be one path segment of at most 256 bytes");
+    }
+    for (unsigned char c : name) {
+      if (c <= 0x20 || c == 0x7f) bad(url, "master name contains whitespace or control bytes");
+    }
+    config->master_name = name;
+    ep.host.clear();
+    ep.port = 0;
   } else {
-    if (rest.find(']') != std::string::npos) bad(url, "unbalanced ']' in host");
-    size_t colon = rest.find(':');
-    if (colon != std::string::npos) {
-      if (rest.find(':', colon + 1) != std::string::npos)
-        bad(url, "IPv6 hosts must be in brackets, e.g. redis://[::1]:6379");
-      port_text = rest.substr(colon + 1);
-      if (port_text.empty()) bad(url, "empty port");
-      rest = rest.substr(0, colon);
+    config->topology = Topology::Cluster;
+    config->seeds = parse_host_list(url, rest, 6379, ep);
+    if (!path.empty()) bad(url, "a cluster has no databases: nothing may follow the hosts");
+    ep.host.clear();
+    ep.port = 0;
+  }
+  if (!query.empty()) parse_query(url, query, config);
+  if (config->topology == Topology::Cluster && ep.db != 0) {
+    bad(url, "a cluster has only database 0, got db=" + std::to_string(ep.db));
+  }
+  for (const Endpoint& seed : config->seeds) {
+    if (!seed.username.empty() && !seed.has_password) {
+      bad(url, "sentinel_user needs sentinel_password");
     }
-    ep.host = rest;
   }
-  if (ep.host.empty()) bad(url, "missing host");
-  for (char c : ep.host) {
-    if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20 ||
-        c == 0x7f)
-      bad(url, "host contains whitespace or control characters");
+}
+
+Endpoint parse_url(const std::string& url) {
+  ClientConfig config;
+  parse_client_url(url, &config);
+  if (config.topology != Topology::Standalone) {
+    bad(url, "expected a single-server URL (redis:// or unix://)");
   }
-  if (!port_text.empty()) {
-    long port;
-    if (!parse_int(port_text, 1, 65535, &port))
-      bad(url, "port must be a number from 1 to 65535, got " + shown(url, port_text));
-    ep.port = static_cast<int>(port);
-  }
-  if (!path.empty()) parse_db(url, path, &ep);
-  if (!query.empty()) parse_query(url, query, &ep);
-  return ep;
+  return config.endpoint;
 }
 
 }  // namespace rlock::core

@@ -8,6 +8,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/transport.hpp"
 
 namespace rlock::core {
 namespace {
@@ -77,7 +78,8 @@ void Subscriber::Waiter::cancel() {
 
 // ---- Subscriber -----------------------------------------------------------------------------
 
-Subscriber::Subscriber(const ClientConfig& config) : config_(config) {
+Subscriber::Subscriber(const ClientConfig& config, MasterSource& master)
+    : config_(config), master_(master) {
   event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) throw Error(kError, "eventfd failed for the subscriber thread");
 }
@@ -259,11 +261,20 @@ void Subscriber::run() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stop_) break;
+      if (reconnect_) {
+        reconnect_ = false;
+        backoff_ms = kMinBackoffMs;
+        if (conn) {
+          conn.reset();
+          on_disconnected_locked();
+        }
+      }
     }
     if (!conn) {
       try {
-        conn = std::make_unique<Connection>(config_.endpoint, config_.connect_timeout_ms,
+        conn = std::make_unique<Connection>(master_.master(), config_.connect_timeout_ms,
                                             config_.command_timeout_ms);
+        if (master_.check_role()) check_master_role(*conn, master_.master());
         last_read = Clock::now();
         ping_outstanding = false;
         std::lock_guard<std::mutex> lock(mutex_);
@@ -272,6 +283,8 @@ void Subscriber::run() {
           if (entry.second.refcount > 0) mark_dirty_locked(entry.second);
         }
       } catch (const Error&) {
+        conn.reset();
+        master_.suspect();
         std::lock_guard<std::mutex> lock(mutex_);
         on_disconnected_locked();
       }
@@ -351,6 +364,7 @@ void Subscriber::run() {
       }
     } catch (const Error&) {
       conn.reset();
+      master_.suspect();
       {
         std::lock_guard<std::mutex> lock(mutex_);
         on_disconnected_locked();
@@ -376,6 +390,14 @@ void Subscriber::stop() {
   }
   notify_thread();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Subscriber::reconnect() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reconnect_ = true;
+  }
+  notify_thread();
 }
 
 size_t Subscriber::channel_count() {

@@ -18,6 +18,19 @@ constexpr int64_t kSpinUs = 100;
 
 }  // namespace
 
+void check_master_role(Connection& conn, const Endpoint& where) {
+  Reply role = conn.command({"ROLE"});
+  if (role.type == Reply::Type::Array && !role.elements.empty() &&
+      role.elements[0].str == "master") {
+    return;
+  }
+  throw Error(kReadOnly, "Redis at " + where.describe() + " is not a master (ROLE: " +
+                             (role.type == Reply::Type::Array && !role.elements.empty()
+                                  ? printable(role.elements[0].str, 40)
+                                  : printable(role.str, 80)) +
+                             "); the sentinels are asked again");
+}
+
 struct PipelinedTransport::Request {
   std::chrono::steady_clock::time_point deadline;
   Reply reply;
@@ -30,6 +43,7 @@ struct PipelinedTransport::Request {
 struct PipelinedTransport::Pipe {
   std::mutex mutex;
   std::shared_ptr<Connection> conn;  // null until first used, and again once it failed
+  uint64_t generation = 0;           // of the master address conn was made for
   std::deque<Request*> queue;        // requests sent or about to be, oldest first
   std::string outgoing;              // their commands not yet written
   bool writing = false;
@@ -37,7 +51,16 @@ struct PipelinedTransport::Pipe {
   std::atomic<int> load{0};  // queue.size(), read without the mutex when picking a pipe
 };
 
-PipelinedTransport::PipelinedTransport(const ClientConfig& config) : config_(config) {
+PipelinedTransport::PipelinedTransport(const ClientConfig& config)
+    : config_(config),
+      own_master_(std::make_unique<FixedMaster>(config.endpoint)),
+      master_(*own_master_) {
+  int n = config_.pool_size > 0 ? config_.pool_size : 1;
+  for (int i = 0; i < n; ++i) pipes_.push_back(std::make_unique<Pipe>());
+}
+
+PipelinedTransport::PipelinedTransport(const ClientConfig& config, MasterSource& master)
+    : config_(config), master_(master) {
   int n = config_.pool_size > 0 ? config_.pool_size : 1;
   for (int i = 0; i < n; ++i) pipes_.push_back(std::make_unique<Pipe>());
 }
@@ -57,7 +80,15 @@ void PipelinedTransport::warm_up() {
   }
   if (refusal != nullptr) {
     int code = code_for_redis_error(reply.str);
-    throw Error(code, "Redis at " + config_.endpoint.describe() + " " + refusal + ": " + reply.str);
+    throw Error(code, "Redis at " + master_.master().describe() + " " + refusal + ": " + reply.str);
+  }
+}
+
+void PipelinedTransport::reconnect() {
+  const std::string why = "the master moved to " + master_.master().describe();
+  for (auto& p : pipes_) {
+    std::lock_guard<std::mutex> lock(p->mutex);
+    if (p->conn) fail_all_locked(*p, kConn, why);
   }
 }
 
@@ -165,10 +196,15 @@ Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string
   // A connection the server closed (restart, CLIENT KILL, idle timeout) while nobody used it
   // is replaced before use rather than failing a command.
   if (pipe.conn && idle && pipe.conn->closed_by_peer()) pipe.conn.reset();
+  // One made for a master that has since moved goes too.
+  if (pipe.conn && idle && pipe.generation != master_.generation()) pipe.conn.reset();
   if (!pipe.conn) {
-    auto conn = std::make_shared<Connection>(config_.endpoint, config_.connect_timeout_ms,
+    const uint64_t generation = master_.generation();
+    auto conn = std::make_shared<Connection>(master_.master(), config_.connect_timeout_ms,
                                              config_.command_timeout_ms);
+    if (master_.check_role()) check_master_role(*conn, master_.master());
     pipe.conn = std::move(conn);
+    pipe.generation = generation;
   }
   // The bytes and the request join their queues together: replies come in that order.
   pipe.outgoing += command;
@@ -191,7 +227,15 @@ Reply PipelinedTransport::run(const Args& args, Deadline deadline) {
   std::string command;
   Connection::append_command(command, args);
   Request request;
-  return run_on(pick(), request, command, deadline);
+  try {
+    Reply reply = run_on(pick(), request, command, deadline);
+    // A demoted master answers writes with READONLY: the sentinels know where the master went.
+    if (reply.is_error() && reply.str.compare(0, 8, "READONLY") == 0) master_.suspect();
+    return reply;
+  } catch (const Error& e) {
+    if (e.code() == kConn || e.code() == kReadOnly) master_.suspect();
+    throw;
+  }
 }
 
 Deadline PipelinedTransport::deadline_from_now() const {

@@ -257,7 +257,8 @@ TEST(ParseUrlRejects, UnbracketedIpv6) {
 TEST(ParseUrlRejects, UnknownQueryOption) {
   expect_rejected("redis://h?timeout=5", "unknown option 'timeout'");
   expect_rejected("redis://h?db=1&ssl=true", "unknown option 'ssl'");
-  expect_rejected("redis://h?db", "unknown option 'db'");
+  expect_rejected("redis://h?db", "option 'db' has no value");
+  expect_rejected("redis://h?sentinel_password=x", "unknown option 'sentinel_password'");
   expect_rejected("unix:///tmp/r.sock?password=x", "unknown option 'password'");
 }
 
@@ -323,6 +324,93 @@ TEST(ParseUrlRejects, MessagesDoNotRevealAPasswordWithASlash) {
         << "part of the password is in the error message: " << r.message;
     EXPECT_EQ(r.message.find("w0rdXYZ"), std::string::npos)
         << "part of the password is in the error message: " << r.message;
+  }
+}
+
+// ---- redis-sentinel:// and redis-cluster:// ----------------------------------------------------
+
+ClientConfig client_url(const std::string& url) {
+  ClientConfig config;
+  try {
+    parse_client_url(url, &config);
+  } catch (const Error& e) {
+    ADD_FAILURE() << "parse_client_url(" << printable(url) << ") rejected: " << e.message();
+  }
+  return config;
+}
+
+void expect_client_url_rejected(const std::string& url, const std::string& names) {
+  SCOPED_TRACE("url " + printable(url));
+  ClientConfig config;
+  try {
+    parse_client_url(url, &config);
+    ADD_FAILURE() << "accepted, expected a rejection naming \"" << names << "\"";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), kInvalid) << e.message();
+    EXPECT_NE(e.message().find(names), std::string::npos) << e.message();
+  }
+}
+
+TEST(ParseClientUrl, SentinelHostsMasterNameAndDb) {
+  ClientConfig c = client_url("redis-sentinel://:pw@s1:5000,[::1],s3/mymaster?db=2");
+  EXPECT_EQ(c.topology, Topology::Sentinel);
+  EXPECT_EQ(c.master_name, "mymaster");
+  ASSERT_EQ(c.seeds.size(), 3u);
+  EXPECT_EQ(c.seeds[0].host, "s1");
+  EXPECT_EQ(c.seeds[0].port, 5000);
+  EXPECT_EQ(c.seeds[1].host, "::1");
+  EXPECT_EQ(c.seeds[1].port, kSentinelPort);
+  EXPECT_EQ(c.seeds[2].port, kSentinelPort);
+  // The credentials and the database are the master's; the sentinels get none.
+  EXPECT_TRUE(c.endpoint.has_password);
+  EXPECT_EQ(c.endpoint.password, "pw");
+  EXPECT_EQ(c.endpoint.db, 2);
+  EXPECT_FALSE(c.seeds[0].has_password);
+}
+
+TEST(ParseClientUrl, SentinelCredentialsOfTheirOwn) {
+  ClientConfig c =
+      client_url("redis-sentinel://h/m?sentinel_user=watch&sentinel_password=s%26cret&db=1");
+  ASSERT_EQ(c.seeds.size(), 1u);
+  EXPECT_TRUE(c.seeds[0].has_password);
+  EXPECT_EQ(c.seeds[0].username, "watch");
+  EXPECT_EQ(c.seeds[0].password, "s&cret");
+  EXPECT_FALSE(c.endpoint.has_password);
+}
+
+TEST(ParseClientUrl, ClusterSeedsCarryTheCredentials) {
+  ClientConfig c = client_url("redis-cluster://u:p@n1:7000,n2:7001");
+  EXPECT_EQ(c.topology, Topology::Cluster);
+  ASSERT_EQ(c.seeds.size(), 2u);
+  EXPECT_EQ(c.seeds[1].host, "n2");
+  EXPECT_EQ(c.seeds[1].port, 7001);
+  EXPECT_EQ(c.seeds[1].username, "u");
+  EXPECT_EQ(c.seeds[1].password, "p");
+}
+
+TEST(ParseClientUrl, Rejections) {
+  expect_client_url_rejected("redis-sentinel://h", "missing master name");
+  expect_client_url_rejected("redis-sentinel://h/", "missing master name");
+  expect_client_url_rejected("redis-sentinel://h/a/b", "one path segment");
+  expect_client_url_rejected("redis-sentinel://h,,h2/m", "empty host in the host list");
+  expect_client_url_rejected("redis-sentinel://h:0/m", "port must be a number");
+  expect_client_url_rejected("redis-sentinel://h/m?sentinel_user=u", "needs sentinel_password");
+  expect_client_url_rejected("redis-cluster://h/3", "a cluster has no databases");
+  expect_client_url_rejected("redis-cluster://h?db=3", "only database 0");
+  // A single-server parse refuses the other forms.
+  Rejection r = rejected("redis-sentinel://h/m");
+  EXPECT_TRUE(r.thrown);
+  EXPECT_NE(r.message.find("single-server URL"), std::string::npos) << r.message;
+}
+
+TEST(ParseClientUrl, SentinelPasswordIsHiddenInMessages) {
+  ClientConfig config;
+  try {
+    parse_client_url("redis-sentinel://h/m?sentinel_password=hunter2&bogus=1", &config);
+    ADD_FAILURE() << "accepted an unknown option";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message().find("hunter2"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("bogus"), std::string::npos) << e.message();
   }
 }
 

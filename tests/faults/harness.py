@@ -352,3 +352,85 @@ def script_calls(conn: redis.Redis) -> int:
     """EVALSHA and EVAL calls the server has run (INFO commandstats)."""
     stats = conn.info("commandstats")
     return sum(stats.get(k, {}).get("calls", 0) for k in ("cmdstat_evalsha", "cmdstat_eval"))
+
+
+class SentinelServer:
+    """A redis-server in sentinel mode watching one master (its config file in its own
+    directory, which sentinel rewrites)."""
+
+    def __init__(self, root: Path, master_port: int, name: str, quorum: int,
+                 down_after_ms: int, failover_timeout_ms: int) -> None:
+        self.port = free_port()
+        self.dir = root / f"sentinel-{self.port}"
+        self.dir.mkdir(parents=True)
+        conf = self.dir / "sentinel.conf"
+        conf.write_text(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
+                        f"sentinel monitor {name} 127.0.0.1 {master_port} {quorum}\n"
+                        f"sentinel down-after-milliseconds {name} {down_after_ms}\n"
+                        f"sentinel failover-timeout {name} {failover_timeout_ms}\n"
+                        f"sentinel parallel-syncs {name} 1\n")
+        self.proc = subprocess.Popen(["redis-server", str(conf), "--sentinel"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        if not wait_until(self._answers, 10, 0.02):
+            raise RuntimeError(f"sentinel did not start on port {self.port}")
+
+    def _answers(self) -> bool:
+        try:
+            return bool(self.conn().ping())
+        except redis.RedisError:
+            return False
+
+    def conn(self) -> redis.Redis:
+        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=2)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+class SentinelDeployment:
+    """A master, its replicas and sentinels watching it (FAULTS.md C2: quorum 2,
+    down-after 1000 ms, failover-timeout 5000 ms), all on loopback and stopped with the case."""
+
+    NAME = "rlock-master"
+
+    def __init__(self, case: Case, replicas: int = 1, sentinels: int = 3,
+                 down_after_ms: int = 1000, failover_timeout_ms: int = 5000) -> None:
+        sync = ("--repl-diskless-sync-delay", "0")
+        self.master = case.redis(*sync)
+        self.replicas = [case.redis(*sync, "--replicaof", "127.0.0.1", str(self.master.port))
+                         for _ in range(replicas)]
+        self.servers = [self.master] + self.replicas
+        assert wait_until(lambda: self.master.conn().info("replication")["connected_slaves"]
+                          == replicas, 10, 0.05), "the replicas did not connect"
+        self.sentinels = [SentinelServer(case.root, self.master.port, self.NAME, 2, down_after_ms,
+                                         failover_timeout_ms) for _ in range(sentinels)]
+        case.servers.extend(self.sentinels)
+        # A failover needs the sentinels to know each other and the replicas (hello messages
+        # every 2 s): wait for that, or the first kill would find no quorum.
+        def ready() -> bool:
+            for s in self.sentinels:
+                info = s.conn().sentinel_master(self.NAME)
+                if info["num-other-sentinels"] != sentinels - 1 or info["num-slaves"] != replicas:
+                    return False
+            return True
+        assert wait_until(ready, 20, 0.1), "the sentinels did not find each other"
+
+    @property
+    def url(self) -> str:
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        return f"redis-sentinel://{hosts}/{self.NAME}"
+
+    def master_port(self) -> Optional[int]:
+        """The master's port as the sentinels report it (the first that answers)."""
+        for s in self.sentinels:
+            try:
+                host, port = s.conn().sentinel_get_master_addr_by_name(self.NAME)
+                return int(port)
+            except (redis.RedisError, TypeError):
+                continue
+        return None
+
+    def server(self, port: int) -> RedisServer:
+        return next(s for s in self.servers if s.port == port)

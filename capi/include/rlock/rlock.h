@@ -122,7 +122,9 @@ typedef struct rlock_client_options {
   unsigned int version;
   /* Where to connect. `url` wins over host/port/unix_socket when set:
    *   redis://[[user]:password@]host[:port][/db]      (IPv6 hosts in brackets)
-   *   unix://[[user]:password@]/path/to/socket[?db=N]                                     */
+   *   unix://[[user]:password@]/path/to/socket[?db=N]
+   *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]
+   *     (docs/deployments.md; redis-cluster:// is RLOCK_EUNSUPPORTED for now)            */
   const char *url;
   const char *host;           /* default "127.0.0.1" */
   int port;                   /* default 6379 */

@@ -10,6 +10,7 @@
 
 #include "rlock/core/config.hpp"
 #include "rlock/core/holds.hpp"
+#include "rlock/core/sentinel.hpp"
 #include "rlock/core/subscriber.hpp"
 #include "rlock/core/transport.hpp"
 
@@ -19,8 +20,10 @@ class Client {
  public:
   // Validates the config and connects once; throws Error (kInvalid, kConn, kAuth, ...).
   static std::shared_ptr<Client> create(ClientConfig config);
-  // For tests: a client over a given transport (no connection check).
-  Client(ClientConfig config, std::unique_ptr<Transport> transport);
+  // A client over a given transport (no connection check), whose subscriber follows `master`
+  // (by default the configured endpoint). Tests give it a fake transport.
+  Client(ClientConfig config, std::unique_ptr<Transport> transport,
+         std::unique_ptr<MasterSource> master = nullptr);
   ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
@@ -46,6 +49,7 @@ class Client {
  private:
   const ClientConfig config_;
   const std::string id_;
+  std::unique_ptr<MasterSource> master_;  // before the transport and subscriber, which use it
   std::unique_ptr<Transport> transport_;
   Subscriber subscriber_;
   Holds holds_;

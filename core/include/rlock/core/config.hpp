@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace rlock::core {
 
@@ -19,12 +20,22 @@ struct Endpoint {
   std::string describe() const;  // "127.0.0.1:6379" or "unix:/path", for messages
 };
 
-// Parses redis://[[user]:password@]host[:port][/db][?db=N] and
-// unix://[[user]:password@]/path[?db=N]. Throws Error(kInvalid) naming the bad part.
-Endpoint parse_url(const std::string& url);
+// How the deployment is laid out, which decides where each command goes.
+enum class Topology {
+  Standalone,  // one server: `endpoint`
+  Sentinel,    // the master that the sentinels in `seeds` name `master_name`
+  Cluster,     // the nodes of a Redis Cluster, learned from `seeds`
+};
+
+constexpr int kSentinelPort = 26379;
 
 struct ClientConfig {
+  // Standalone: the server. Otherwise the credentials and database for the data nodes (their
+  // addresses come from the sentinels or the cluster).
   Endpoint endpoint;
+  Topology topology = Topology::Standalone;
+  std::vector<Endpoint> seeds;  // the sentinels (with their own credentials), or cluster nodes
+  std::string master_name;      // Sentinel: the monitored master's name
   int64_t connect_timeout_ms = 2000;
   int64_t command_timeout_ms = 3000;
   int pool_size = 8;
@@ -32,6 +43,19 @@ struct ClientConfig {
   int64_t poll_cap_ms = 1000;
   size_t max_name_len = 65536;
 };
+
+// Fills the connection part of `config` (topology, endpoint, seeds, master name)
+// from a URL; throws Error(kInvalid) naming the bad part:
+//   redis://[[user]:password@]host[:port][/db][?db=N]
+//   unix://[[user]:password@]/path[?db=N]
+//   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]
+//     (sentinel port 26379 by default; the credentials are the master's; sentinel_user=U and
+//     sentinel_password=P give the sentinels' own)
+//   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+void parse_client_url(const std::string& url, ClientConfig* config);
+
+// A single-server URL (redis:// or unix://) as an endpoint; other forms are kInvalid.
+Endpoint parse_url(const std::string& url);
 
 constexpr int64_t kMaxDurationMs = int64_t{1} << 53;
 

@@ -23,6 +23,7 @@
 #include "rlock/core/cancel.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/reply.hpp"
+#include "rlock/core/sentinel.hpp"
 
 namespace rlock::core {
 
@@ -81,7 +82,8 @@ class Subscriber {
     std::vector<Waiter*> members;
   };
 
-  explicit Subscriber(const ClientConfig& config);
+  // Subscribes on `master`, which must outlive the subscriber.
+  Subscriber(const ClientConfig& config, MasterSource& master);
   ~Subscriber();
 
   // Registers a waiter on a channel (subscribing if it is the first). Throws Error(kClosed)
@@ -97,6 +99,10 @@ class Subscriber {
 
   // Cancels every waiter and stops the thread. Idempotent.
   void stop();
+
+  // The master moved: drop the connection now and subscribe everything again on the new one
+  // (waiters are woken to retry, as after any lost connection).
+  void reconnect();
 
   // For tests and leak checks: channels currently known (subscribed or pending).
   size_t channel_count();
@@ -115,7 +121,9 @@ class Subscriber {
   Clock::time_point expire_idle_locked(Clock::time_point now);
 
   const ClientConfig config_;
+  MasterSource& master_;
   std::mutex mutex_;
+  bool reconnect_ = false;  // reconnect() asked for a new connection
   std::unordered_map<std::string, Channel> channels_;
   std::vector<std::string> dirty_;
   std::deque<std::pair<std::string, Clock::time_point>> idle_;  // (channel, idle_since), oldest first

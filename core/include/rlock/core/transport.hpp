@@ -18,11 +18,15 @@
 #include "rlock/core/config.hpp"
 #include "rlock/core/connection.hpp"
 #include "rlock/core/reply.hpp"
+#include "rlock/core/sentinel.hpp"
 
 namespace rlock::core {
 
 // When a call gives up waiting for its reply.
 using Deadline = std::chrono::steady_clock::time_point;
+
+// Throws Error(kReadOnly) unless the server on `conn` says it is a master (ROLE).
+void check_master_role(Connection& conn, const Endpoint& where);
 
 class Transport {
  public:
@@ -46,6 +50,9 @@ class Transport {
 
 class PipelinedTransport : public Transport {
  public:
+  // Commands go to `master`, which must outlive the transport.
+  PipelinedTransport(const ClientConfig& config, MasterSource& master);
+  // Commands go to the configured endpoint.
   explicit PipelinedTransport(const ClientConfig& config);
   ~PipelinedTransport() override;
 
@@ -56,6 +63,9 @@ class PipelinedTransport : public Transport {
 
   // Opens one connection now (so bad addresses and credentials fail at client creation).
   void warm_up();
+  // The master moved: every connection goes, and the commands in flight on them fail with
+  // Error(kConn) (they may have been applied); later commands connect to the new master.
+  void reconnect();
 
  private:
   struct Request;
@@ -68,6 +78,8 @@ class PipelinedTransport : public Transport {
   static void fail_all_locked(Pipe& pipe, int code, const std::string& message);
 
   const ClientConfig config_;
+  std::unique_ptr<MasterSource> own_master_;  // when none was given
+  MasterSource& master_;
   std::vector<std::unique_ptr<Pipe>> pipes_;  // config_.pool_size of them, connected lazily
   std::atomic<unsigned> next_pipe_{0};
   std::atomic<int> in_flight_{0};  // requests of every pipe awaiting replies

@@ -1,0 +1,89 @@
+// Where the master is: fixed for a lone server, followed through the sentinels otherwise.
+//
+// SentinelWatch asks the sentinels for the master's address at start, then keeps one
+// subscription to "+switch-master" on one sentinel (moving to the next when it fails), asks
+// again after every reconnect (a switch may have been missed meanwhile), every few seconds,
+// and soon after a command failed on the master (connection lost, READONLY). When the address
+// changes it tells its listeners (the transport and the subscriber drop their connections and
+// reconnect to the new master).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rlock/core/config.hpp"
+
+namespace rlock::core {
+
+class MasterSource {
+ public:
+  virtual ~MasterSource() = default;
+  // The master's address now, with the configured credentials and database.
+  virtual Endpoint master() const = 0;
+  // Bumped on every change of master().
+  virtual uint64_t generation() const = 0;
+  // A command failed on the master in a way a failover explains: look again soon.
+  virtual void suspect() = 0;
+  // Whether a new connection must first check that its server is a master (ROLE).
+  virtual bool check_role() const = 0;
+};
+
+// A lone server: the configured endpoint, forever.
+class FixedMaster final : public MasterSource {
+ public:
+  explicit FixedMaster(Endpoint endpoint) : endpoint_(std::move(endpoint)) {}
+  Endpoint master() const override { return endpoint_; }
+  uint64_t generation() const override { return 0; }
+  void suspect() override {}
+  bool check_role() const override { return false; }
+
+ private:
+  const Endpoint endpoint_;
+};
+
+class SentinelWatch final : public MasterSource {
+ public:
+  explicit SentinelWatch(const ClientConfig& config);
+  ~SentinelWatch() override;
+
+  // Finds the master and starts following it. Throws Error(kConn) when no sentinel answers,
+  // Error(kInvalid) when every sentinel that answered does not know the master name.
+  void start();
+  // Called on the watch thread after every change of master. Set before start().
+  void add_listener(std::function<void()> fn) { listeners_.push_back(std::move(fn)); }
+  void stop();
+
+  Endpoint master() const override;
+  uint64_t generation() const override { return generation_.load(); }
+  void suspect() override;
+  bool check_role() const override { return true; }
+
+ private:
+  enum class Answer { Found, Unknown, Unreachable };
+  // Asks the sentinels in turn (the last one that answered first) for the master's address.
+  Answer ask(Endpoint* found, std::string* why);
+  // Takes `found` as the master; true if it changed.
+  bool adopt(const Endpoint& found);
+  void run();
+  void notify_thread();
+  void pause(int64_t ms);
+
+  const ClientConfig config_;
+  mutable std::mutex mutex_;
+  Endpoint master_;
+  std::atomic<uint64_t> generation_{0};
+  size_t preferred_ = 0;  // index in config_.seeds of the sentinel that answered last
+  std::atomic<bool> suspected_{false};
+  std::atomic<bool> stop_{false};
+  std::vector<std::function<void()>> listeners_;
+  std::thread thread_;
+  int event_fd_ = -1;
+};
+
+}  // namespace rlock::core

@@ -1,0 +1,246 @@
+#include "rlock/core/sentinel.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "rlock/core/connection.hpp"
+#include "rlock/core/error.hpp"
+
+namespace rlock::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How often the sentinels are asked even when nothing seems wrong: a +switch-master message
+// can be lost with the connection that carried it.
+constexpr auto kRefresh = std::chrono::milliseconds(2000);
+// The least time between two rounds of asking, however many commands fail meanwhile.
+constexpr auto kMinAskGap = std::chrono::milliseconds(100);
+constexpr int64_t kMinBackoffMs = 50;
+constexpr int64_t kMaxBackoffMs = 1000;
+constexpr const char* kSwitchChannel = "+switch-master";
+
+bool parse_port(const std::string& text, int* port) {
+  if (text.empty() || text.size() > 5) return false;
+  int value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  if (value < 1 || value > 65535) return false;
+  *port = value;
+  return true;
+}
+
+int64_t ms_until(Clock::time_point t) {
+  auto d = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now());
+  return std::max<int64_t>(0, d.count());
+}
+
+}  // namespace
+
+SentinelWatch::SentinelWatch(const ClientConfig& config) : config_(config) {
+  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (event_fd_ < 0) throw Error(kError, "eventfd failed for the sentinel thread");
+}
+
+SentinelWatch::~SentinelWatch() {
+  stop();
+  ::close(event_fd_);
+}
+
+Endpoint SentinelWatch::master() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return master_;
+}
+
+void SentinelWatch::suspect() {
+  if (!suspected_.exchange(true)) notify_thread();
+}
+
+void SentinelWatch::notify_thread() {
+  uint64_t one = 1;
+  ssize_t ignored = ::write(event_fd_, &one, sizeof one);
+  (void)ignored;
+}
+
+void SentinelWatch::pause(int64_t ms) {
+  pollfd pfd{event_fd_, POLLIN, 0};
+  ::poll(&pfd, 1, static_cast<int>(ms));
+  uint64_t drained;
+  ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
+  (void)ignored;
+}
+
+SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
+  const size_t n = config_.seeds.size();
+  size_t first;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = preferred_;
+  }
+  bool someone_answered = false;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t index = (first + i) % n;
+    const Endpoint& sentinel = config_.seeds[index];
+    try {
+      Connection conn(sentinel, config_.connect_timeout_ms, config_.command_timeout_ms);
+      Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
+      if (r.is_error()) {
+        *why = "sentinel " + sentinel.describe() + " answered: " + r.str;
+        if (code_for_redis_error(r.str) == kAuth || r.str.find("NOAUTH") == 0) *why += " (see sentinel_password)";
+        continue;
+      }
+      someone_answered = true;
+      int port = 0;
+      if (r.type == Reply::Type::Array && r.elements.size() == 2 &&
+          r.elements[0].type == Reply::Type::String && !r.elements[0].str.empty() &&
+          parse_port(r.elements[1].str, &port)) {
+        *found = config_.endpoint;
+        found->host = r.elements[0].str;
+        found->port = port;
+        found->unix_path.clear();
+        std::lock_guard<std::mutex> lock(mutex_);
+        preferred_ = index;
+        return Answer::Found;
+      }
+      *why = "sentinel " + sentinel.describe() + " does not know a master named " +
+             printable(config_.master_name, 80);
+    } catch (const Error& e) {
+      *why = e.message();
+    }
+  }
+  return someone_answered ? Answer::Unknown : Answer::Unreachable;
+}
+
+bool SentinelWatch::adopt(const Endpoint& found) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (generation_.load() != 0 && master_.host == found.host && master_.port == found.port) {
+    return false;
+  }
+  master_ = found;
+  generation_.fetch_add(1);
+  return true;
+}
+
+void SentinelWatch::start() {
+  Endpoint found;
+  std::string why;
+  switch (ask(&found, &why)) {
+    case Answer::Found:
+      adopt(found);
+      break;
+    case Answer::Unknown:
+      throw Error(kInvalid, "no sentinel knows a master named " +
+                                printable(config_.master_name, 80) + ": " + why);
+    case Answer::Unreachable:
+      throw Error(kConn, "no sentinel answered (" + std::to_string(config_.seeds.size()) +
+                             " tried); last: " + why);
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void SentinelWatch::stop() {
+  stop_.store(true);
+  notify_thread();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void SentinelWatch::run() {
+  std::unique_ptr<Connection> sub;
+  int64_t backoff_ms = kMinBackoffMs;
+  Clock::time_point last_ask = Clock::now();
+  Clock::time_point next_ask = last_ask + kRefresh;
+  auto tell = [this] {
+    for (auto& fn : listeners_) fn();
+  };
+
+  while (!stop_.load()) {
+    if (!sub) {
+      size_t first;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        first = preferred_;
+      }
+      for (size_t i = 0; i < config_.seeds.size() && !sub && !stop_.load(); ++i) {
+        try {
+          sub = std::make_unique<Connection>(config_.seeds[(first + i) % config_.seeds.size()],
+                                             config_.connect_timeout_ms,
+                                             config_.command_timeout_ms);
+          sub->send({"SUBSCRIBE", kSwitchChannel});
+        } catch (const Error&) {
+          sub.reset();
+        }
+      }
+      if (!sub) {
+        pause(backoff_ms);
+        backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+        continue;
+      }
+      backoff_ms = kMinBackoffMs;
+      suspected_.store(true);  // a switch may have gone by while nobody listened
+    }
+
+    Clock::time_point now = Clock::now();
+    const bool due = now >= next_ask || (suspected_.load() && now - last_ask >= kMinAskGap);
+    if (due) {
+      suspected_.store(false);
+      last_ask = now;
+      next_ask = now + kRefresh;
+      Endpoint found;
+      std::string why;
+      if (ask(&found, &why) == Answer::Found && adopt(found)) tell();
+      continue;
+    }
+
+    Clock::time_point wake = next_ask;
+    if (suspected_.load()) wake = std::min(wake, last_ask + kMinAskGap);
+    pollfd pfds[2] = {{sub->fd(), POLLIN, 0}, {event_fd_, POLLIN, 0}};
+    ::poll(pfds, 2, static_cast<int>(ms_until(wake)) + 1);
+    if (pfds[1].revents & POLLIN) {
+      uint64_t drained;
+      ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
+      (void)ignored;
+    }
+    if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      std::vector<Reply> replies;
+      try {
+        replies = sub->read_available();
+      } catch (const Error&) {
+        sub.reset();
+        continue;
+      }
+      for (const Reply& r : replies) {
+        // "message" "+switch-master" "<name> <old-ip> <old-port> <new-ip> <new-port>"
+        if (r.type != Reply::Type::Array || r.elements.size() != 3 ||
+            r.elements[0].str != "message" || r.elements[1].str != kSwitchChannel) {
+          continue;
+        }
+        std::vector<std::string> words;
+        const std::string& text = r.elements[2].str;
+        for (size_t p = 0; p <= text.size();) {
+          size_t space = text.find(' ', p);
+          if (space == std::string::npos) space = text.size();
+          words.push_back(text.substr(p, space - p));
+          p = space + 1;
+        }
+        int port = 0;
+        if (words.size() != 5 || words[0] != config_.master_name || !parse_port(words[4], &port)) {
+          continue;
+        }
+        Endpoint found = config_.endpoint;
+        found.host = words[3];
+        found.port = port;
+        found.unix_path.clear();
+        if (adopt(found)) tell();
+      }
+    }
+  }
+}
+
+}  // namespace rlock::core
