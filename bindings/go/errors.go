@@ -32,6 +32,7 @@ const (
 	CodeClosed      Code = -20 // the client or handle was closed
 	CodeDeadlock    Code = -21 // a read holder asked for the write lock
 	CodeBadHandle   Code = -22 // a freed C handle was used (a binding bug: values check first)
+	CodeNotSynced   Code = -23 // replicas did not confirm the acquire in time; it was taken back
 )
 
 // Sentinels for errors.Is. Every error this package returns is an *Error, whose Is method
@@ -56,6 +57,7 @@ var (
 	ErrDeadlock        = errors.New("rlock: would deadlock")
 	ErrOutOfMemory     = errors.New("rlock: out of memory")
 	ErrInternal        = errors.New("rlock: internal error")
+	ErrNotSynced       = errors.New("rlock: replicas did not confirm the acquire")
 )
 
 // The one table from C codes to sentinels. CodeError and CodeUser match none (use errors.As).
@@ -82,6 +84,7 @@ var sentinels = map[Code][]error{
 	CodeClosed:      {ErrClosed},
 	CodeDeadlock:    {ErrDeadlock},
 	CodeBadHandle:   {ErrClosed},
+	CodeNotSynced:   {ErrNotSynced},
 }
 
 var codeNames = map[Code]string{
@@ -92,7 +95,7 @@ var codeNames = map[Code]string{
 	CodeAuth: "RLOCK_EAUTH", CodeNoPerm: "RLOCK_ENOPERM", CodeUnsupported: "RLOCK_EUNSUPPORTED",
 	CodeRedis: "RLOCK_EREDIS", CodeRedisOOM: "RLOCK_EOOM", CodeBusy: "RLOCK_EBUSY",
 	CodeReadOnly: "RLOCK_EREADONLY", CodeClosed: "RLOCK_ECLOSED", CodeDeadlock: "RLOCK_EDEADLK",
-	CodeBadHandle: "RLOCK_EBADHANDLE",
+	CodeBadHandle: "RLOCK_EBADHANDLE", CodeNotSynced: "RLOCK_ENOTSYNCED",
 }
 
 // String returns the C name of the code, such as "RLOCK_ETIMEDOUT".

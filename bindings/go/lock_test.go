@@ -726,3 +726,26 @@ func TestH21CloseWhileHeldLeavesLockToExpire(t *testing.T) {
 	}
 	waitFor(t, "the abandoned lock to expire", 15*time.Second, func() bool { return !exists(t, name) })
 }
+
+// Replica sync asked in the URL, on a server with no replica: the grant is taken back and the
+// error is ErrNotSynced; nothing is held or left on the server.
+func TestReplicaSyncWithoutReplicaIsErrNotSynced(t *testing.T) {
+	c, err := NewClient(redis.URL + "?sync_replicas=1&sync_timeout_ms=50")
+	if err != nil {
+		t.Fatalf("NewClient with sync options: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	ok, err := l.TryLock(bg, 0, 0)
+	if ok || !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("TryLock: want false, ErrNotSynced; got %v, %v", ok, err)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeNotSynced || e.Code.String() != "RLOCK_ENOTSYNCED" {
+		t.Fatalf("error %v: want code RLOCK_ENOTSYNCED", err)
+	}
+	if exists(t, name) {
+		t.Fatalf("the unconfirmed grant was left on the server")
+	}
+}

@@ -2,6 +2,7 @@
 #include "rlock/rlock.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -50,7 +51,8 @@ static_assert(int{RLOCK_OK} == int{core::kOk} && int{RLOCK_ERROR} == int{core::k
                   int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
                   int{RLOCK_ECLOSED} == int{core::kClosed} &&
                   int{RLOCK_EDEADLK} == int{core::kDeadlock} &&
-                  int{RLOCK_EBADHANDLE} == int{core::kBadHandle},
+                  int{RLOCK_EBADHANDLE} == int{core::kBadHandle} &&
+                  int{RLOCK_ENOTSYNCED} == int{core::kNotSynced},
               "C status codes and core codes must agree");
 static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} && int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
                   int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
@@ -178,6 +180,7 @@ const char* rlock_strerror(int code) {
     case RLOCK_ECLOSED: return "the client was closed";
     case RLOCK_EDEADLK: return "would deadlock: upgrading a read lock to a write lock";
     case RLOCK_EBADHANDLE: return "not a live handle: freed already, or not made by rlock";
+    case RLOCK_ENOTSYNCED: return "the replicas did not confirm the acquire in time";
     default: return "unknown error code";
   }
 }
@@ -193,7 +196,8 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
   return guarded([&]() -> int {
     if (opts == nullptr) return invalid("opts must not be NULL");
     if (int rc = check_version(version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
-    *opts = rlock_client_options{};
+    // A caller's older struct ends where its version's fields end: write nothing past them.
+    std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_client_options, sync_replicas));
     opts->version = version;
     opts->host = "127.0.0.1";
     opts->port = 6379;
@@ -203,6 +207,10 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
     opts->watchdog_lease_ms = 30000;
     opts->poll_cap_ms = 1000;
     opts->max_name_len = RLOCK_DEFAULT_MAX_NAME_LEN;
+    if (version >= 2) {
+      opts->sync_replicas = 0;
+      opts->sync_timeout_ms = 1000;
+    }
     return RLOCK_OK;
   });
 }
@@ -242,6 +250,20 @@ int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
       if (opts->watchdog_lease_ms != 0) config.watchdog_lease_ms = opts->watchdog_lease_ms;
       if (opts->poll_cap_ms != 0) config.poll_cap_ms = opts->poll_cap_ms;
       if (opts->max_name_len != 0) config.max_name_len = opts->max_name_len;
+      if (opts->version >= 2) {
+        if (opts->sync_replicas < -1) {
+          return core::fail(core::kInvalid,
+                            "sync_replicas must be 0 (auto), -1 (never) or a replica count, got " +
+                                std::to_string(opts->sync_replicas));
+        }
+        if (opts->sync_replicas != 0) {
+          const int wanted = opts->sync_replicas == -1 ? 0 : opts->sync_replicas;
+          if (config.sync_replicas != core::kSyncAuto && config.sync_replicas != wanted)
+            return invalid("sync_replicas given both in the URL and in the options, with different values");
+          config.sync_replicas = wanted;
+        }
+        if (opts->sync_timeout_ms != 0) config.sync_timeout_ms = opts->sync_timeout_ms;
+      }
     }
     auto client = std::make_unique<ClientObj>();
     client->core = core::Client::create(std::move(config));
@@ -290,7 +312,7 @@ int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
   return guarded([&]() -> int {
     if (opts == nullptr) return invalid("opts must not be NULL");
     if (int rc = check_version(version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
-    *opts = rlock_lock_options{};
+    std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_lock_options, kind));
     opts->version = version;
     opts->lease_ms = RLOCK_LEASE_WATCHDOG;
     if (version >= 2) {
@@ -364,7 +386,7 @@ int rlock_acquire_options_init(rlock_acquire_options* opts, unsigned int version
   return guarded([&]() -> int {
     if (opts == nullptr) return invalid("opts must not be NULL");
     if (int rc = check_version(version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
-    *opts = rlock_acquire_options{};
+    std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_acquire_options, token));
     opts->version = version;
     opts->wait_ms = RLOCK_WAIT_FOREVER;
     opts->lease_ms = 0;

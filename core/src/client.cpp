@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 
 #include "rlock/core/error.hpp"
@@ -96,6 +97,10 @@ void validate_config(ClientConfig* c) {
       throw Error(kInvalid, "the sentinel master name must not be empty");
   }
   if (ep.db < 0) throw Error(kInvalid, "db must not be negative, got " + std::to_string(ep.db));
+  if (c->sync_replicas < kSyncAuto || c->sync_replicas > 1000) {
+    throw Error(kInvalid, "sync_replicas must be -1 (auto), 0 (off) or up to 1000, got " +
+                              std::to_string(c->sync_replicas));
+  }
 
   // Timeouts beyond a day are surely mistakes, and keep clock arithmetic far from overflow.
   constexpr int64_t kDayMs = 24 * 3600 * 1000;
@@ -103,6 +108,7 @@ void validate_config(ClientConfig* c) {
   check_duration("command_timeout_ms", c->command_timeout_ms, 1, kDayMs);
   check_duration("watchdog_lease_ms", c->watchdog_lease_ms, 30, kMaxDurationMs);
   check_duration("poll_cap_ms", c->poll_cap_ms, 1, kDayMs);
+  check_duration("sync_timeout_ms", c->sync_timeout_ms, 1, kDayMs);
   if (c->pool_size < 1 || c->pool_size > 1024)
     throw Error(kInvalid, "pool_size must be from 1 to 1024, got " + std::to_string(c->pool_size));
   if (c->max_name_len < 1 || c->max_name_len > (size_t{16} << 20))
@@ -136,6 +142,17 @@ std::shared_ptr<Client> Client::create(ClientConfig config) {
     watch->start();
   }
   commands->warm_up();
+  if (client->sync_replicas() > 0) {
+    // Replica sync needs WAIT: fail now, not at every acquire, if it is renamed or refused.
+    Reply reply = commands->run({"WAIT", "0", "1"});
+    if (reply.is_error()) {
+      int code = code_for_redis_error(reply.str);
+      throw Error(code == kRedis ? kUnsupported : code,
+                  "Redis refused WAIT, which replica sync (sync_replicas=" +
+                      std::to_string(client->sync_replicas()) +
+                      ") needs; set sync_replicas=0 to run without it: " + reply.str);
+    }
+  }
   std::weak_ptr<Client> weak = client;
   client->holds_.set_keep_alive([weak] { return std::shared_ptr<void>(weak.lock()); });
   return client;
@@ -151,6 +168,38 @@ Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
       holds_(config_, *transport_) {}
 
 Client::~Client() { close(); }
+
+int Client::sync_replicas() {
+  if (config_.sync_replicas != kSyncAuto) return config_.sync_replicas;
+  if (config_.topology == Topology::Standalone) return 0;
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t generation = master_->generation();
+  {
+    std::lock_guard<std::mutex> lock(replicas_mutex_);
+    if (replicas_ >= 0 && replicas_generation_ == generation &&
+        now - replicas_counted_ < std::chrono::seconds(1)) {
+      return std::min(replicas_, 1);
+    }
+  }
+  int count = 1;  // when the master cannot tell, wait for one: never weaker than asked
+  try {
+    Reply r = transport_->run({"INFO", "replication"});
+    const std::string field = "connected_slaves:";
+    size_t at = r.is_error() ? std::string::npos : r.str.find(field);
+    if (at != std::string::npos) count = std::atoi(r.str.c_str() + at + field.size());
+  } catch (const Error&) {
+  }
+  std::lock_guard<std::mutex> lock(replicas_mutex_);
+  replicas_ = count;
+  replicas_generation_ = generation;
+  replicas_counted_ = now;
+  return std::min(count, 1);
+}
+
+void Client::recount_replicas() {
+  std::lock_guard<std::mutex> lock(replicas_mutex_);
+  replicas_ = -1;
+}
 
 void Client::close() {
   if (closed_.exchange(true)) return;

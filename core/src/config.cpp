@@ -96,6 +96,21 @@ void parse_query(const std::string& url, const std::string& query, ClientConfig*
       bad(url, "option " + shown(url, key) + " has no value (expected name=value)");
     } else if (key == "db") {
       parse_db(url, value, &config->endpoint);
+    } else if (key == "sync_replicas") {
+      long number;
+      if (value == "auto") {
+        config->sync_replicas = kSyncAuto;
+      } else if (parse_int(value, 0, 1000, &number)) {
+        config->sync_replicas = static_cast<int>(number);
+      } else {
+        bad(url, "sync_replicas must be 'auto' or a number from 0 to 1000, got " +
+                     shown(url, value));
+      }
+    } else if (key == "sync_timeout_ms") {
+      long number;
+      if (!parse_int(value, 1, 24L * 3600 * 1000, &number))
+        bad(url, "sync_timeout_ms must be a number from 1 to 86400000, got " + shown(url, value));
+      config->sync_timeout_ms = number;
     } else if ((key == "sentinel_user" || key == "sentinel_password") &&
                config->topology == Topology::Sentinel) {
       std::string decoded = percent_decode(url, value, key.c_str());
@@ -105,7 +120,8 @@ void parse_query(const std::string& url, const std::string& query, ClientConfig*
       }
     } else {
       bad(url, "unknown option " + shown(url, key) +
-                   " (known: db; with redis-sentinel:// also sentinel_user, sentinel_password)");
+                   " (known: db, sync_replicas, sync_timeout_ms; with redis-sentinel:// also "
+                   "sentinel_user, sentinel_password)");
     }
     start = end + 1;
   }

@@ -148,33 +148,58 @@ int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
   return fail(code, doing + " lock " + printable(name_) + ": Redis replied: " + reply.str + hint);
 }
 
+Reply Lock::run_synced(const Script& script, const Args& keys, const Args& argv, Retry retry,
+                       Deadline deadline, int replicas, int64_t* acked) {
+  if (replicas <= 0) return eval_script(client_->transport(), script, keys, argv, retry, Send::Sha, deadline);
+  const int64_t timeout = client_->config().sync_timeout_ms;
+  SyncedReply s = eval_script_synced(client_->transport(), script, keys, argv, replicas, timeout,
+                                     retry, deadline + std::chrono::milliseconds(timeout));
+  *acked = s.acked;
+  return std::move(s.reply);
+}
+
 Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
+  Attempt at = try_acquire_once(plan, join_queue);
+  if (at.code == kNotSynced) {
+    client_->recount_replicas();  // auto mode: the replica may be gone rather than slow
+    at = try_acquire_once(plan, join_queue);
+  }
+  return at;
+}
+
+Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   std::shared_lock<std::shared_mutex> in_flight(client_->acquire_gate());
   if (client_->closed()) return {check_open(), 0};
   Holds& holds = client_->holds();
   int64_t before = holds.count(name_, plan.owner);
   std::string lease = std::to_string(plan.lease_ms);
+  const int wanted = client_->sync_replicas();
   Clock::time_point sent = Clock::now();
+  const Clock::time_point deadline =
+      sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
   Reply r;
+  int64_t acked = -1;
   try {
     if (reads()) {
       const std::string prefix = read_lease_prefix(name_, plan.base_owner);
-      r = eval_script(client_->transport(), scripts::rw_read_acquire, {name_, prefix},
-                      {lease, plan.base_owner, plan.base_owner + ":write"}, Retry::No);
+      r = run_synced(scripts::rw_read_acquire, {name_, prefix},
+                     {lease, plan.base_owner, plan.base_owner + ":write"}, Retry::No, deadline,
+                     wanted, &acked);
     } else if (writes()) {
-      r = eval_script(client_->transport(), scripts::rw_write_acquire, {name_},
-                      {lease, plan.owner, plan.base_owner}, Retry::No);
+      r = run_synced(scripts::rw_write_acquire, {name_}, {lease, plan.owner, plan.base_owner},
+                     Retry::No, deadline, wanted, &acked);
     } else if (fair()) {
       Args keys{name_, queue_, deadlines_};
       if (plan.fenced) keys.push_back(token_counter_);
-      r = eval_script(client_->transport(), scripts::fair_acquire, keys,
-                      {lease, plan.owner, std::to_string(plan.fair_allowance_ms),
-                       std::to_string(epoch_ms()), join_queue ? "1" : "0"},
-                      Retry::No);
+      const std::string allowance = std::to_string(plan.fair_allowance_ms);
+      const std::string now = std::to_string(epoch_ms());
+      r = run_synced(scripts::fair_acquire, keys,
+                     {lease, plan.owner, allowance, now, join_queue ? "1" : "0"}, Retry::No,
+                     deadline, wanted, &acked);
     } else {
       Args keys{name_};
       if (plan.fenced) keys.push_back(token_counter_);
-      r = eval_script(client_->transport(), scripts::acquire, keys, {lease, plan.owner}, Retry::No);
+      r = run_synced(scripts::acquire, keys, {lease, plan.owner}, Retry::No, deadline, wanted, &acked);
     }
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
@@ -196,6 +221,31 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
     const int64_t count = std::min(r.elements[1].integer, before + 1);
     holds.acquired(name_, plan.owner, plan.thread_id, count, plan.lease_ms, plan.watchdog, sent,
                    listener_, r.elements[2].integer, layout);
+    const int64_t elapsed_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
+    if (elapsed_ms >= plan.lease_ms - Holds::drift_ms(plan.lease_ms)) {
+      // The answer came after the lease it granted ran out (a slow WAIT, a stalled link):
+      // whatever it granted is no longer ours to use.
+      in_flight.unlock();
+      release_hold(plan.thread_id, false);
+      return {fail(kConn, "lock " + printable(name_) + ": the grant arrived after its lease of " +
+                              std::to_string(plan.lease_ms) + " ms ran out; it was taken back"),
+              0};
+    }
+    if (wanted > 0 && acked < wanted) {
+      // Granted on the master only: a failover now would hand the lock to another owner.
+      // Take this hold back (the outer ones of a re-entry stay).
+      in_flight.unlock();
+      release_hold(plan.thread_id, false);
+      return {fail(kNotSynced, "lock " + printable(name_) + " was granted, but " +
+                                   (acked < 0 ? std::string("WAIT failed") :
+                                                std::to_string(acked) + " of " +
+                                                    std::to_string(wanted)) +
+                                   " replicas confirmed it within " +
+                                   std::to_string(client_->config().sync_timeout_ms) +
+                                   " ms (sync_replicas): it was taken back"),
+              0};
+    }
     return {kOk, 0};
   }
   if (r.elements[0].integer == -1) {
@@ -393,7 +443,7 @@ int Lock::give_up(int last_code, int64_t wait_ms) {
                              std::to_string(wait_ms) + " ms");
 }
 
-int Lock::release(int64_t thread_id) {
+int Lock::release_hold(int64_t thread_id, bool synced) {
   if (int c = check_open()) return c;
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
   const std::string owner = owner_field(thread_id);
@@ -417,23 +467,30 @@ int Lock::release(int64_t thread_id) {
   // Every try, and the retries on LOADING below, end within one command timeout.
   const Clock::time_point give_up =
       sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
+  // With replica sync the release is followed by WAIT too (its answer is not checked: the lock
+  // is free on the master either way, and a replica that missed it frees it by its lease).
+  int64_t acked = -1;
+  const int replicas = synced ? client_->sync_replicas() : 0;
+  auto run = [&](const Script& script, const Args& keys, const Args& argv) {
+    return replicas > 0 ? run_synced(script, keys, argv, Retry::Once, give_up, replicas, &acked)
+                  : eval_script(client_->transport(), script, keys, argv, Retry::Once, Send::Sha,
+                                give_up);
+  };
+  const std::string read_prefix = reads() ? read_lease_prefix(name_, owner) : std::string();
+  const std::string tagged = reads() ? hash_tagged(name_) : std::string();
+  const std::string now = fair() ? std::to_string(epoch_ms()) : std::string();
   auto send = [&] {
     if (reads()) {
-      return eval_script(client_->transport(), scripts::rw_read_release,
-                         {name_, channel_, read_lease_prefix(name_, owner), hash_tagged(name_), latch},
-                         {owner, latch_ttl}, Retry::Once, Send::Sha, give_up);
+      return run(scripts::rw_read_release, {name_, channel_, read_prefix, tagged, latch},
+                 {owner, latch_ttl});
     }
     if (writes()) {
-      return eval_script(client_->transport(), scripts::rw_write_release, {name_, channel_, latch},
-                         {lease, owner, latch_ttl}, Retry::Once, Send::Sha, give_up);
+      return run(scripts::rw_write_release, {name_, channel_, latch}, {lease, owner, latch_ttl});
     }
-    return fair() ? eval_script(client_->transport(), scripts::fair_release,
-                                {name_, queue_, deadlines_, channel_, latch},
-                                {lease, owner, to_release, latch_ttl, std::to_string(epoch_ms())},
-                                Retry::Once, Send::Sha, give_up)
-                  : eval_script(client_->transport(), scripts::release, {name_, channel_, latch},
-                                {lease, owner, to_release, latch_ttl}, Retry::Once, Send::Sha,
-                                give_up);
+    return fair() ? run(scripts::fair_release, {name_, queue_, deadlines_, channel_, latch},
+                        {lease, owner, to_release, latch_ttl, now})
+                  : run(scripts::release, {name_, channel_, latch},
+                        {lease, owner, to_release, latch_ttl});
   };
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.

@@ -42,4 +42,47 @@ Reply eval_script(Transport& transport, const Script& script, const Args& keys, 
   return reply;
 }
 
+SyncedReply eval_script_synced(Transport& transport, const Script& script, const Args& keys,
+                               const Args& argv, int replicas, int64_t timeout_ms, Retry retry,
+                               Deadline deadline) {
+  std::string key_count = std::to_string(keys.size());
+  Args cmd;
+  cmd.reserve(3 + keys.size() + argv.size());
+  cmd.push_back("EVALSHA");
+  cmd.push_back(script.sha1);
+  cmd.push_back(key_count);
+  cmd.insert(cmd.end(), keys.begin(), keys.end());
+  cmd.insert(cmd.end(), argv.begin(), argv.end());
+  const std::string count = std::to_string(replicas);
+  const std::string timeout = std::to_string(timeout_ms);
+  const Args wait{"WAIT", count, timeout};
+
+  auto with_source = [&] {
+    cmd[0] = "EVAL";
+    cmd[1] = script.source;
+  };
+  auto send = [&] { return transport.run_batch({cmd, wait}, deadline); };
+  std::vector<Reply> replies;
+  try {
+    replies = send();
+  } catch (const Error& e) {
+    if (retry == Retry::No || e.code() != kConn || Clock::now() >= deadline) throw;
+    with_source();  // as in eval_script: the NOSCRIPT answer may be what was lost
+    replies = send();
+  }
+  if (replies[0].is_error() && replies[0].str.compare(0, 8, "NOSCRIPT") == 0) {
+    with_source();
+    try {
+      replies = send();
+    } catch (const Error& e) {
+      if (retry == Retry::No || e.code() != kConn || Clock::now() >= deadline) throw;
+      replies = send();
+    }
+  }
+  SyncedReply out;
+  out.reply = std::move(replies[0]);
+  if (replies[1].type == Reply::Type::Integer) out.acked = replies[1].integer;
+  return out;
+}
+
 }  // namespace rlock::core

@@ -38,6 +38,8 @@ struct PipelinedTransport::Request {
   std::string error_message;
   bool done = false;
   std::condition_variable wake;
+  // Whose thread waits for this request: its own, or for a batch the last request's.
+  std::condition_variable* waker = &wake;
 };
 
 struct PipelinedTransport::Pipe {
@@ -111,7 +113,7 @@ void PipelinedTransport::fail_all_locked(Pipe& pipe, int code, const std::string
     r->error_code = code;
     r->error_message = message;
     r->done = true;
-    r->wake.notify_one();
+    r->waker->notify_one();
   }
   pipe.queue.clear();
   pipe.load.store(0, std::memory_order_relaxed);
@@ -182,15 +184,15 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
       pipe.load.fetch_sub(1, std::memory_order_relaxed);
       first->reply = std::move(reply);
       first->done = true;
-      if (first != &request) first->wake.notify_one();
+      if (first != &request) first->waker->notify_one();
     }
     pipe.reading = false;
-    if (!pipe.queue.empty()) pipe.queue.front()->wake.notify_one();
+    if (!pipe.queue.empty()) pipe.queue.front()->waker->notify_one();
   }
 }
 
-Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string& command,
-                                 Deadline deadline) {
+void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
+                                const std::string& bytes, Deadline deadline) {
   std::unique_lock<std::mutex> lock(pipe.mutex);
   bool idle = pipe.queue.empty() && !pipe.writing && !pipe.reading;
   // A connection the server closed (restart, CLIENT KILL, idle timeout) while nobody used it
@@ -206,40 +208,75 @@ Reply PipelinedTransport::run_on(Pipe& pipe, Request& request, const std::string
     pipe.conn = std::move(conn);
     pipe.generation = generation;
   }
-  // The bytes and the request join their queues together: replies come in that order.
-  pipe.outgoing += command;
-  request.deadline = deadline;
-  pipe.queue.push_back(&request);
-  pipe.load.fetch_add(1, std::memory_order_relaxed);
-  in_flight_.fetch_add(1, std::memory_order_relaxed);
+  // The bytes and the requests join their queues together: replies come in that order.
+  pipe.outgoing += bytes;
+  for (size_t i = 0; i < count; ++i) {
+    requests[i].deadline = deadline;
+    requests[i].waker = &requests[count - 1].wake;
+    pipe.queue.push_back(&requests[i]);
+  }
+  pipe.load.fetch_add(static_cast<int>(count), std::memory_order_relaxed);
+  in_flight_.fetch_add(static_cast<int>(count), std::memory_order_relaxed);
   struct Landed {
-    std::atomic<int>& count;
-    ~Landed() { count.fetch_sub(1, std::memory_order_relaxed); }
-  } landed{in_flight_};
+    std::atomic<int>& in_flight;
+    int count;
+    ~Landed() { in_flight.fetch_sub(count, std::memory_order_relaxed); }
+  } landed{in_flight_, static_cast<int>(count)};
   if (!pipe.writing) write_queued(pipe, lock);
-  read_until_done(pipe, request, lock);
-  if (request.error_code != 0) throw Error(request.error_code, request.error_message);
-  return std::move(request.reply);
+  // Replies come in order, so the last one done means all are (or all failed together).
+  read_until_done(pipe, requests[count - 1], lock);
+  for (size_t i = 0; i < count; ++i) {
+    if (requests[i].error_code != 0) throw Error(requests[i].error_code, requests[i].error_message);
+  }
 }
 
-Reply PipelinedTransport::run(const Args& args, Deadline deadline) {
+void PipelinedTransport::run_noted(Request* requests, size_t count, const std::string& bytes,
+                                   Deadline deadline) {
   if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
-  std::string command;
-  Connection::append_command(command, args);
-  Request request;
   try {
-    Reply reply = run_on(pick(), request, command, deadline);
-    // A demoted master answers writes with READONLY: the sentinels know where the master went.
-    if (reply.is_error() && reply.str.compare(0, 8, "READONLY") == 0) master_.suspect();
-    return reply;
+    run_on(pick(), requests, count, bytes, deadline);
   } catch (const Error& e) {
     if (e.code() == kConn || e.code() == kReadOnly) master_.suspect();
     throw;
   }
+  // A demoted master answers writes with READONLY: the sentinels know where the master went.
+  for (size_t i = 0; i < count; ++i) {
+    if (requests[i].reply.is_error() && requests[i].reply.str.compare(0, 8, "READONLY") == 0) {
+      master_.suspect();
+    }
+  }
+}
+
+Reply PipelinedTransport::run(const Args& args, Deadline deadline) {
+  std::string command;
+  Connection::append_command(command, args);
+  Request request;
+  run_noted(&request, 1, command, deadline);
+  return std::move(request.reply);
+}
+
+std::vector<Reply> PipelinedTransport::run_batch(const std::vector<Args>& commands,
+                                                 Deadline deadline) {
+  if (commands.empty()) return {};
+  std::string bytes;
+  for (const Args& args : commands) Connection::append_command(bytes, args);
+  std::vector<Request> requests(commands.size());
+  run_noted(requests.data(), requests.size(), bytes, deadline);
+  std::vector<Reply> replies;
+  replies.reserve(requests.size());
+  for (Request& r : requests) replies.push_back(std::move(r.reply));
+  return replies;
 }
 
 Deadline PipelinedTransport::deadline_from_now() const {
   return std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.command_timeout_ms);
+}
+
+std::vector<Reply> Transport::run_batch(const std::vector<Args>& commands, Deadline deadline) {
+  std::vector<Reply> replies;
+  replies.reserve(commands.size());
+  for (const Args& args : commands) replies.push_back(run(args, deadline));
+  return replies;
 }
 
 Reply Transport::run_retrying(const Args& args, Deadline deadline) {

@@ -25,6 +25,7 @@ from ._errors import (
     LockTimeoutError,
     NoPermissionError,
     NotHeldError,
+    NotSyncedError,
     RedisConnectionError,
     RedisError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "LockError",
     "LockTimeoutError",
     "NotHeldError",
+    "NotSyncedError",
     "LockLostError",
     "AcquireCancelledError",
     "DeadlockError",

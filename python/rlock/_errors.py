@@ -80,6 +80,13 @@ class RedisError(LockError):
     code = -16
 
 
+class NotSyncedError(LockError):
+    """Replica sync: the master granted the lock, but fewer replicas than asked confirmed it in
+    time, twice; each grant was taken back, so nothing is held (``RLOCK_ENOTSYNCED``)."""
+
+    code = -23
+
+
 class InvalidArgumentError(LockError, ValueError):
     """An argument the C library refused (the message names it). Also a ``ValueError``."""
 
@@ -113,6 +120,7 @@ _BY_CODE: dict[int, type[LockError]] = {
     -20: ClientClosedError,  # RLOCK_ECLOSED
     -21: DeadlockError,  # RLOCK_EDEADLK
     -22: ClientClosedError,  # RLOCK_EBADHANDLE: a freed handle is a closed one
+    -23: NotSyncedError,  # RLOCK_ENOTSYNCED
 }
 
 _native._set_error_classes(_BY_CODE, LockError)

@@ -159,12 +159,13 @@ static void test_initializer_macros(void) {
   rlock_acquire_options ao2;
 
   CHECK_EQ_INT(co.version, RLOCK_CLIENT_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 1);
+  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 2);
   CHECK(co.url == NULL && co.host == NULL && co.unix_socket == NULL);
   CHECK(co.username == NULL && co.password == NULL);
   CHECK(co.port == 0 && co.db == 0 && co.pool_size == 0);
   CHECK(co.connect_timeout_ms == 0 && co.command_timeout_ms == 0);
   CHECK(co.watchdog_lease_ms == 0 && co.poll_cap_ms == 0 && co.max_name_len == 0);
+  CHECK(co.sync_replicas == 0 && co.sync_timeout_ms == 0); /* version 2 */
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
   CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 2);
@@ -259,6 +260,32 @@ static void test_options_init_versions(void) {
 }
 
 /* Calls that fail before any connection is made. */
+/* A version-1 struct, as a program built against version 1 has it, ends where the version-1
+ * fields end: *_options_init with version 1 must not write past that (the canary after it). */
+static void test_options_init_writes_only_its_version(void) {
+  unsigned char buf[256];
+  size_t sizes[3];
+  size_t i, j;
+  int rc[3];
+  sizes[0] = offsetof(rlock_client_options, sync_replicas);
+  sizes[1] = offsetof(rlock_lock_options, kind);
+  sizes[2] = offsetof(rlock_acquire_options, token);
+  for (i = 0; i < 3; i++) {
+    memset(buf, 0xa5, sizeof buf);
+    if (i == 0) rc[i] = rlock_client_options_init((rlock_client_options *)(void *)buf, 1);
+    else if (i == 1) rc[i] = rlock_lock_options_init((rlock_lock_options *)(void *)buf, 1);
+    else rc[i] = rlock_acquire_options_init((rlock_acquire_options *)(void *)buf, 1);
+    CHECK_EQ_INT(rc[i], RLOCK_OK);
+    CHECK_EQ_INT(*(unsigned int *)(void *)buf, 1);
+    for (j = sizes[i]; j < sizeof buf; j++) {
+      if (buf[j] != 0xa5) {
+        CHECK(!"a version-1 init wrote past the version-1 fields");
+        break;
+      }
+    }
+  }
+}
+
 static void test_no_redis_failures(void) {
   rlock_client *client = (rlock_client *)&failures; /* a non-NULL sentinel the call must reset */
   rlock_lock *lock = (rlock_lock *)&failures;
@@ -358,7 +385,9 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_client_options, watchdog_lease_ms), 88);
   CHECK_EQ_INT(offsetof(rlock_client_options, poll_cap_ms), 96);
   CHECK_EQ_INT(offsetof(rlock_client_options, max_name_len), 104);
-  CHECK_EQ_INT(sizeof(rlock_client_options), 112);
+  CHECK_EQ_INT(offsetof(rlock_client_options, sync_replicas), 112); /* version 2 */
+  CHECK_EQ_INT(offsetof(rlock_client_options, sync_timeout_ms), 120);
+  CHECK_EQ_INT(sizeof(rlock_client_options), 128);
 
   CHECK_EQ_INT(offsetof(rlock_lock_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_lock_options, lease_ms), 8);
@@ -428,6 +457,7 @@ int main(void) {
   test_initializer_macros();
   test_client_options_init_defaults();
   test_options_init_versions();
+  test_options_init_writes_only_its_version();
   test_no_redis_failures();
   test_null_frees();
   test_cancel_token();

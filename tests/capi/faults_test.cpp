@@ -732,6 +732,13 @@ TEST_F(CapiFaults, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
          o->url = "redis://127.0.0.1:1/2";
          o->db = 3;
        }},
+      {"sync_replicas", [](rlock_client_options* o) { o->sync_replicas = -2; }},
+      {"sync_replicas", [](rlock_client_options* o) {
+         o->url = "redis://127.0.0.1:1?sync_replicas=1";
+         o->sync_replicas = 2;
+       }},
+      {"sync_timeout_ms", [](rlock_client_options* o) { o->sync_timeout_ms = -1; }},
+      {"sync_timeout_ms", [](rlock_client_options* o) { o->sync_timeout_ms = kMax; }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.field);
@@ -1068,6 +1075,52 @@ TEST_F(CapiFaults, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
   // The same client works once the server is writable again.
   EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+}
+
+// Replica sync on a server with no replica: the master grants, WAIT confirms nothing, so the
+// grant is taken back (twice) and the call reports RLOCK_ENOTSYNCED; nothing is held or left.
+// With the option off (-1) the same server grants at once. A version-1 options struct still
+// works and means the defaults (auto: no WAIT on a lone server).
+TEST_F(CapiFaults, ReplicaSyncWithoutReplicasIsEnotsyncedAndHoldsNothing) {
+  RedisConn& admin = *redis_;
+  const std::string name = unique_name("sync");
+  rlock_client_options o = server_options();
+  o.sync_replicas = 1;
+  o.sync_timeout_ms = 50;
+  rlock_client* c = make_client(o);
+  ASSERT_NE(c, nullptr);
+  rlock_lock* lock = make_lock(name, nullptr, c);
+  ASSERT_NE(lock, nullptr);
+  auto start = Clock::now();
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_ENOTSYNCED, "0 of 1 replicas confirmed");
+  EXPECT_LT(ms_since(start), 1000);
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  EXPECT_FALSE(admin.exists(name));
+  // A waiting acquire fails the same way, at once rather than at the end of its wait.
+  start = Clock::now();
+  EXPECT_FAIL(rlock_acquire(lock, 5000), RLOCK_ENOTSYNCED, "sync_replicas");
+  EXPECT_LT(ms_since(start), 2000);
+  EXPECT_FALSE(admin.exists(name));
+  EXPECT_STREQ(rlock_strerror(RLOCK_ENOTSYNCED), "the replicas did not confirm the acquire in time");
+
+  rlock_client_options off = server_options();
+  off.sync_replicas = -1;
+  rlock_client* c2 = make_client(off);
+  ASSERT_NE(c2, nullptr);
+  rlock_lock* free_lock = make_lock(name, nullptr, c2);
+  ASSERT_NE(free_lock, nullptr);
+  EXPECT_EQ(rlock_acquire(free_lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(free_lock), RLOCK_OK) << last_message();
+
+  rlock_client_options v1 = server_options();
+  v1.version = 1;
+  v1.sync_replicas = 5;  // not read: past the end of a version-1 struct
+  rlock_client* c3 = make_client(v1);
+  ASSERT_NE(c3, nullptr);
+  rlock_lock* v1_lock = make_lock(name, nullptr, c3);
+  ASSERT_NE(v1_lock, nullptr);
+  EXPECT_EQ(rlock_acquire(v1_lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(v1_lock), RLOCK_OK) << last_message();
 }
 
 // ---- H10: freed and made-up handles ----------------------------------------------------------

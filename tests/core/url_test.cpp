@@ -327,7 +327,7 @@ TEST(ParseUrlRejects, MessagesDoNotRevealAPasswordWithASlash) {
   }
 }
 
-// ---- redis-sentinel:// and redis-cluster:// ----------------------------------------------------
+// ---- redis-sentinel://, redis-cluster:// and replica sync -----------------------------------
 
 ClientConfig client_url(const std::string& url) {
   ClientConfig config;
@@ -388,6 +388,15 @@ TEST(ParseClientUrl, ClusterSeedsCarryTheCredentials) {
   EXPECT_EQ(c.seeds[1].password, "p");
 }
 
+TEST(ParseClientUrl, SyncOptions) {
+  ClientConfig c = client_url("redis://h?sync_replicas=2&sync_timeout_ms=250");
+  EXPECT_EQ(c.sync_replicas, 2);
+  EXPECT_EQ(c.sync_timeout_ms, 250);
+  EXPECT_EQ(client_url("redis-sentinel://h/m?sync_replicas=0").sync_replicas, 0);
+  EXPECT_EQ(client_url("redis://h?sync_replicas=auto").sync_replicas, kSyncAuto);
+  EXPECT_EQ(client_url("redis://h").sync_replicas, kSyncAuto);
+}
+
 TEST(ParseClientUrl, Rejections) {
   expect_client_url_rejected("redis-sentinel://h", "missing master name");
   expect_client_url_rejected("redis-sentinel://h/", "missing master name");
@@ -397,6 +406,8 @@ TEST(ParseClientUrl, Rejections) {
   expect_client_url_rejected("redis-sentinel://h/m?sentinel_user=u", "needs sentinel_password");
   expect_client_url_rejected("redis-cluster://h/3", "a cluster has no databases");
   expect_client_url_rejected("redis-cluster://h?db=3", "only database 0");
+  expect_client_url_rejected("redis://h?sync_replicas=-2", "sync_replicas must be");
+  expect_client_url_rejected("redis://h?sync_timeout_ms=0", "sync_timeout_ms must be");
   // A single-server parse refuses the other forms.
   Rejection r = rejected("redis-sentinel://h/m");
   EXPECT_TRUE(r.thrown);

@@ -24,7 +24,7 @@ def test_exception_hierarchy():
     assert issubclass(rlock.InvalidArgumentError, ValueError)
     for cls in (rlock.NotHeldError, rlock.LockLostError, rlock.AcquireCancelledError,
                 rlock.DeadlockError, rlock.NoPermissionError, rlock.RedisError,
-                rlock.ClientClosedError, rlock.LockTimeoutError):
+                rlock.ClientClosedError, rlock.LockTimeoutError, rlock.NotSyncedError):
         assert issubclass(cls, rlock.LockError)
     assert not issubclass(rlock.LockLostError, rlock.NotHeldError)
 
@@ -386,5 +386,22 @@ def test_h23_oom_and_readonly_are_typed_and_never_acquired(private_redis, start_
         assert not lock.held()
         admin.replicaof("NO", "ONE")
         assert admin.exists(name) == 0
+        assert lock.acquire(blocking=False)
+        lock.release()
+
+
+def test_replica_sync_without_a_replica_raises_not_synced_and_holds_nothing(redis_url, r, name):
+    # The URL option reaches the library unchanged; the server has no replica, so WAIT confirms
+    # nothing and the grant is taken back.
+    with rlock.Client(redis_url + "?sync_replicas=1&sync_timeout_ms=50") as client:
+        lock = client.lock(name)
+        with pytest.raises(rlock.NotSyncedError) as info:
+            lock.acquire(blocking=False)
+        assert info.value.code == -23
+        assert "replicas confirmed" in str(info.value)
+        assert not lock.held()
+        assert r.exists(name) == 0
+    with rlock.Client(redis_url + "?sync_replicas=0") as client:
+        lock = client.lock(name)
         assert lock.acquire(blocking=False)
         lock.release()

@@ -83,7 +83,8 @@ typedef enum rlock_error_code {
   RLOCK_EREADONLY = -19,   /* the server is a read-only replica */
   RLOCK_ECLOSED = -20,     /* the client behind this handle was freed */
   RLOCK_EDEADLK = -21,     /* would wait for itself: a read holder asked for the write lock */
-  RLOCK_EBADHANDLE = -22   /* the handle was freed already, or is not one rlock made */
+  RLOCK_EBADHANDLE = -22,  /* the handle was freed already, or is not one rlock made */
+  RLOCK_ENOTSYNCED = -23   /* the replicas did not confirm an acquire in time: taken back */
 } rlock_error_code;
 
 typedef struct rlock_error_info {
@@ -138,11 +139,17 @@ typedef struct rlock_client_options {
   int64_t watchdog_lease_ms;  /* lease used and renewed (every third) for watchdog holds; 30000 */
   int64_t poll_cap_ms;        /* longest a waiter sleeps without retrying, default 1000 */
   size_t max_name_len;        /* default RLOCK_DEFAULT_MAX_NAME_LEN */
+  /* version 2: replica sync (docs/deployments.md). Also settable in the URL
+   * (?sync_replicas=N|auto&sync_timeout_ms=T); a value given both ways must agree. */
+  int sync_replicas;          /* WAIT for this many replicas after each acquire and release:
+                               * 0 = auto (one on Sentinel, when the master has a replica;
+                               * none on a lone server), -1 = never, N = N (strict) */
+  int64_t sync_timeout_ms;    /* how long each WAIT waits, default 1000 */
 } rlock_client_options;
 
-#define RLOCK_CLIENT_OPTIONS_VERSION 1
+#define RLOCK_CLIENT_OPTIONS_VERSION 2
 #define RLOCK_CLIENT_OPTIONS_INIT \
-  { RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0 }
+  { RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 /* Fills `opts` with defaults (zero fields mean "default" too). For bindings that cannot expand
  * RLOCK_CLIENT_OPTIONS_INIT. Returns RLOCK_EVERSION for an unknown version. */

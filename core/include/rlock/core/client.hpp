@@ -34,6 +34,13 @@ class Client {
   Subscriber& subscriber() { return subscriber_; }
   Holds& holds() { return holds_; }
 
+  // Replicas to WAIT for after an acquire or release now (0 = none): sync_replicas, or with
+  // auto, one on Sentinel and Cluster deployments while the master has a replica connected
+  // (INFO replication, asked at most once a second), none otherwise.
+  int sync_replicas();
+  // Auto mode: the next sync_replicas() asks the master again (a replica may have gone).
+  void recount_replicas();
+
   std::string owner(int64_t thread_id) const { return id_ + ":" + std::to_string(thread_id); }
 
   // Stops renewals, releases what this client still holds (best effort, bounded by one command
@@ -55,6 +62,10 @@ class Client {
   Holds holds_;
   std::atomic<bool> closed_{false};
   std::shared_mutex acquire_gate_;
+  std::mutex replicas_mutex_;
+  int replicas_ = -1;  // connected to the master as last counted; -1 = count again
+  uint64_t replicas_generation_ = 0;  // of the master they were counted on
+  std::chrono::steady_clock::time_point replicas_counted_;
 };
 
 // A random version-4 UUID, lower-case with dashes.

@@ -29,6 +29,11 @@ enum class Topology {
 
 constexpr int kSentinelPort = 26379;
 
+// sync_replicas: after each acquire and release, WAIT for this many replicas (0 = never).
+// kSyncAuto waits for one on Sentinel and Cluster deployments whenever the master has a replica
+// connected, and never on a lone server.
+constexpr int kSyncAuto = -1;
+
 struct ClientConfig {
   // Standalone: the server. Otherwise the credentials and database for the data nodes (their
   // addresses come from the sentinels or the cluster).
@@ -36,6 +41,8 @@ struct ClientConfig {
   Topology topology = Topology::Standalone;
   std::vector<Endpoint> seeds;  // the sentinels (with their own credentials), or cluster nodes
   std::string master_name;      // Sentinel: the monitored master's name
+  int sync_replicas = kSyncAuto;
+  int64_t sync_timeout_ms = 1000;  // how long WAIT waits for the replicas
   int64_t connect_timeout_ms = 2000;
   int64_t command_timeout_ms = 3000;
   int pool_size = 8;
@@ -44,7 +51,7 @@ struct ClientConfig {
   size_t max_name_len = 65536;
 };
 
-// Fills the connection part of `config` (topology, endpoint, seeds, master name)
+// Fills the connection part of `config` (topology, endpoint, seeds, master name, replica sync)
 // from a URL; throws Error(kInvalid) naming the bad part:
 //   redis://[[user]:password@]host[:port][/db][?db=N]
 //   unix://[[user]:password@]/path[?db=N]
@@ -52,6 +59,7 @@ struct ClientConfig {
 //     (sentinel port 26379 by default; the credentials are the master's; sentinel_user=U and
 //     sentinel_password=P give the sentinels' own)
 //   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+// Every form also takes sync_replicas=N|auto and sync_timeout_ms=T.
 void parse_client_url(const std::string& url, ClientConfig* config);
 
 // A single-server URL (redis:// or unix://) as an endpoint; other forms are kInvalid.

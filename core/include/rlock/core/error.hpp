@@ -31,6 +31,7 @@ enum Code : int {
   kClosed = -20,
   kDeadlock = -21,
   kBadHandle = -22,
+  kNotSynced = -23,
 };
 
 // Thrown inside the core for failures that carry a code and a message. Expected outcomes of

@@ -11,6 +11,7 @@
 #include "rlock/core/cancel.hpp"
 #include "rlock/core/client.hpp"
 #include "rlock/core/holds.hpp"
+#include "rlock/core/scripts.hpp"
 
 namespace rlock::core {
 
@@ -62,7 +63,7 @@ class Lock {
   ~Lock();
 
   int acquire(const AcquireArgs& args);
-  int release(int64_t thread_id);
+  int release(int64_t thread_id) { return release_hold(thread_id, true); }
   int extend(int64_t lease_ms, int64_t thread_id);
   int force_unlock(bool* deleted);
   int query(int64_t thread_id, LockState* out);
@@ -96,7 +97,15 @@ class Lock {
     int64_t fair_allowance_ms;  // fair lock: how long our place in the queue is kept
     bool undo_lost_reply;
   };
+  // One attempt; with replica sync, a grant the replicas did not confirm is taken back and
+  // tried once more before kNotSynced.
   Attempt try_acquire(const Plan& plan, bool join_queue);
+  Attempt try_acquire_once(const Plan& plan, bool join_queue);
+  // Runs an acquire or release script, followed by WAIT for `replicas` when that is above 0;
+  // `acked` gets the replicas that confirmed (-1: WAIT failed; unchanged without WAIT).
+  Reply run_synced(const Script& script, const Args& keys, const Args& argv, Retry retry,
+                   Deadline deadline, int replicas, int64_t* acked);
+  int release_hold(int64_t thread_id, bool synced);
   int wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark);
   std::string wake_channel(const Plan& plan) const;
   int wait_spinning(const AcquireArgs& a, const Plan& plan);

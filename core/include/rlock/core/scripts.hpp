@@ -50,4 +50,15 @@ enum class Send { Sha, Source };
 Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
                   Retry retry, Send send = Send::Sha, Deadline deadline = Deadline{});
 
+// A script followed by WAIT on the same connection (replica sync). `acked` is how many
+// replicas confirmed the script's writes within `timeout_ms` (WAIT's answer), or -1 when WAIT
+// answered with an error. `deadline` must leave room for the WAIT.
+struct SyncedReply {
+  Reply reply;
+  int64_t acked = -1;
+};
+SyncedReply eval_script_synced(Transport& transport, const Script& script, const Args& keys,
+                               const Args& argv, int replicas, int64_t timeout_ms, Retry retry,
+                               Deadline deadline);
+
 }  // namespace rlock::core

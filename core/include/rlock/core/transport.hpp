@@ -42,6 +42,10 @@ class Transport {
   // deadline, so a retry never doubles the time a call may take.
   Reply run_retrying(const Args& args, Deadline deadline);
   Reply run_retrying(const Args& args) { return run_retrying(args, deadline_from_now()); }
+  // Runs several commands back to back on one connection (WAIT must follow the write it waits
+  // for on the same connection) and returns their replies in order. A failure throws as run()
+  // does. This default runs them one by one, for transports with a single connection.
+  virtual std::vector<Reply> run_batch(const std::vector<Args>& commands, Deadline deadline);
   // Now plus the command timeout.
   virtual Deadline deadline_from_now() const = 0;
   // Fails every later call with Error(kClosed); commands already sent still get their replies.
@@ -58,6 +62,7 @@ class PipelinedTransport : public Transport {
 
   using Transport::run;
   Reply run(const Args& args, Deadline deadline) override;
+  std::vector<Reply> run_batch(const std::vector<Args>& commands, Deadline deadline) override;
   Deadline deadline_from_now() const override;
   void close() override;
 
@@ -72,7 +77,11 @@ class PipelinedTransport : public Transport {
   struct Pipe;
 
   Pipe& pick();
-  Reply run_on(Pipe& pipe, Request& request, const std::string& command, Deadline deadline);
+  // Queues `count` requests whose commands are `bytes` and waits for all their replies.
+  void run_on(Pipe& pipe, Request* requests, size_t count, const std::string& bytes,
+              Deadline deadline);
+  // run_on with the master's failures noted (a failover may explain them).
+  void run_noted(Request* requests, size_t count, const std::string& bytes, Deadline deadline);
   void write_queued(Pipe& pipe, std::unique_lock<std::mutex>& lock);
   void read_until_done(Pipe& pipe, Request& request, std::unique_lock<std::mutex>& lock);
   static void fail_all_locked(Pipe& pipe, int code, const std::string& message);

@@ -52,6 +52,21 @@ class ErrorsTest {
   }
 
   @Test
+  void replicaSyncWithoutAReplicaIsNotSyncedAndHoldsNothing() {
+    // The URL option reaches the library unchanged; the server has no replica to confirm.
+    String url = TestRedis.tcpUrl() + "?sync_replicas=1&sync_timeout_ms=50";
+    try (RedisLockClient client = RedisLockClient.create(url)) {
+      RedisLock lock = client.getLock(TestRedis.uniqueName("sync"));
+      RedisLockNotSyncedException e =
+          assertThrows(RedisLockNotSyncedException.class, () -> lock.tryLock());
+      assertEquals(-23, e.getCode());
+      assertTrue(e.getMessage().contains("replicas confirmed"), e.getMessage());
+      assertFalse(lock.isHeldByCurrentThread());
+      assertFalse(lock.isLocked());
+    }
+  }
+
+  @Test
   void wrongTypeKeyIsAServerError() {
     try (RedisLockClient client = RedisLockClient.create(TestRedis.url())) {
       String key = TestRedis.uniqueName("wrongtype");

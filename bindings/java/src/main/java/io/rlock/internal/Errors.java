@@ -7,6 +7,7 @@ import io.rlock.RedisLockClosedException;
 import io.rlock.RedisLockConnectionException;
 import io.rlock.RedisLockDeadlockException;
 import io.rlock.RedisLockException;
+import io.rlock.RedisLockNotSyncedException;
 import io.rlock.RedisLockPermissionException;
 import io.rlock.RedisLockServerException;
 import java.nio.charset.StandardCharsets;
@@ -46,6 +47,8 @@ final class Errors {
         return new RedisLockClosedException(message, code);
       case ErrorCode.EDEADLK:
         return new RedisLockDeadlockException(message, code);
+      case ErrorCode.ENOTSYNCED:
+        return new RedisLockNotSyncedException(message, code);
       default:
         return new RedisLockException(message, code);
     }
