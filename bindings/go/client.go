@@ -89,7 +89,8 @@ func WithMaxNameLen(n int) Option {
 
 // NewClient connects to Redis once to check the address and credentials. url is
 // redis://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or
-// redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]; when
+// redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N] or
+// redis-cluster://[[user]:password@]host[:port][,host[:port]...]; when
 // empty, $RLOCK_URL is used, then DefaultURL.
 //
 // It fails with ErrVersion if the loaded rlock library does not match the headers this package

@@ -117,9 +117,7 @@ void validate_config(ClientConfig* c) {
 
 std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
-  if (config.topology == Topology::Cluster) {
-    throw Error(kUnsupported, "Redis Cluster (redis-cluster://) is not supported yet");
-  }
+  if (config.topology == Topology::Cluster) return create_cluster(std::move(config));
   std::unique_ptr<MasterSource> master;
   SentinelWatch* watch = nullptr;
   if (config.topology == Topology::Sentinel) {
@@ -142,20 +140,54 @@ std::shared_ptr<Client> Client::create(ClientConfig config) {
     watch->start();
   }
   commands->warm_up();
-  if (client->sync_replicas() > 0) {
+  finish_start(client);
+  return client;
+}
+
+namespace {
+
+// Forwards to the cluster transport, which the client owns as its transport.
+class ClusterNodeSource final : public MasterSource {
+ public:
+  explicit ClusterNodeSource(ClusterTransport* cluster) : cluster_(cluster) {}
+  Endpoint master() const override { return cluster_->master(); }
+  uint64_t generation() const override { return cluster_->generation(); }
+  void suspect() override { cluster_->suspect(); }
+  bool check_role() const override { return false; }
+
+ private:
+  ClusterTransport* cluster_;
+};
+
+}  // namespace
+
+std::shared_ptr<Client> Client::create_cluster(ClientConfig config) {
+  auto transport = std::make_unique<ClusterTransport>(config);
+  ClusterTransport* cluster = transport.get();
+  cluster->start();
+  cluster->warm_up();
+  auto source = std::make_unique<ClusterNodeSource>(cluster);
+  auto client = std::make_shared<Client>(std::move(config), std::move(transport), std::move(source));
+  client->cluster_ = cluster;
+  finish_start(client);
+  return client;
+}
+
+void Client::finish_start(const std::shared_ptr<Client>& client) {
+  const ClientConfig& config = client->config_;
+  if (config.sync_replicas > 0 ||
+      (config.sync_replicas == kSyncAuto && config.topology != Topology::Standalone)) {
     // Replica sync needs WAIT: fail now, not at every acquire, if it is renamed or refused.
-    Reply reply = commands->run({"WAIT", "0", "1"});
+    Reply reply = client->transport_->run({"WAIT", "0", "1"});
     if (reply.is_error()) {
       int code = code_for_redis_error(reply.str);
       throw Error(code == kRedis ? kUnsupported : code,
-                  "Redis refused WAIT, which replica sync (sync_replicas=" +
-                      std::to_string(client->sync_replicas()) +
-                      ") needs; set sync_replicas=0 to run without it: " + reply.str);
+                  "Redis refused WAIT, which replica sync needs; set sync_replicas=0 to run "
+                  "without it: " + reply.str);
     }
   }
   std::weak_ptr<Client> weak = client;
   client->holds_.set_keep_alive([weak] { return std::shared_ptr<void>(weak.lock()); });
-  return client;
 }
 
 Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
@@ -169,9 +201,10 @@ Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
 
 Client::~Client() { close(); }
 
-int Client::sync_replicas() {
+int Client::sync_replicas(const std::string& name) {
   if (config_.sync_replicas != kSyncAuto) return config_.sync_replicas;
   if (config_.topology == Topology::Standalone) return 0;
+  if (cluster_ != nullptr) return std::min(cluster_->replicas_of(key_slot(name)), 1);
   const auto now = std::chrono::steady_clock::now();
   const uint64_t generation = master_->generation();
   {

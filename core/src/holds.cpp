@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
@@ -324,13 +325,17 @@ void Holds::run() {
         batch.push_back({it->first, h.generation, h.layout == HoldLayout::Read});
       }
     }
-    // Read holds renew their per-hold lease keys too, with a script of their own.
-    std::vector<Renewal> plain, read;
-    for (Renewal& r : batch) (r.read ? read : plain).push_back(std::move(r));
-    for (const std::vector<Renewal>* group : {&plain, &read}) {
-      for (size_t i = 0; i < group->size(); i += kRenewBatch) {
-        auto end = group->begin() + static_cast<long>(std::min(group->size(), i + kRenewBatch));
-        renew_queue_.emplace_back(group->begin() + static_cast<long>(i), end);
+    // Read holds renew their per-hold lease keys too, with a script of their own. In a
+    // cluster one script call may only touch one slot: renewals go in batches per slot.
+    const bool per_slot = config_.topology == Topology::Cluster;
+    std::map<std::pair<bool, int>, std::vector<Renewal>> groups;
+    for (Renewal& r : batch) {
+      groups[{r.read, per_slot ? key_slot(r.key.first) : 0}].push_back(std::move(r));
+    }
+    for (auto& [kind, group] : groups) {
+      for (size_t i = 0; i < group.size(); i += kRenewBatch) {
+        auto end = group.begin() + static_cast<long>(std::min(group.size(), i + kRenewBatch));
+        renew_queue_.emplace_back(group.begin() + static_cast<long>(i), end);
       }
     }
     if (!renew_queue_.empty()) {

@@ -68,7 +68,8 @@ bool status_shape(const Reply& r) {
 bool is_transient(int code, const std::string& message) {
   return code == kConn || code == kRedisBusy ||
          message.find("LOADING") != std::string::npos ||
-         message.find("TRYAGAIN") != std::string::npos;
+         message.find("TRYAGAIN") != std::string::npos ||
+         message.find("CLUSTERDOWN") != std::string::npos;
 }
 
 }  // namespace
@@ -103,6 +104,15 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
                               " (client option max_name_len)");
   }
   if (!valid_lease(options.lease_ms)) throw Error(kInvalid, lease_problem(options.lease_ms));
+  // Every script of a lock names its key with the channel and auxiliary keys: in a cluster they
+  // must share one slot, which the hash-tag rule gives unless the name's braces defeat it.
+  if (client_->config().topology == Topology::Cluster &&
+      key_slot(name_) != key_slot(lock_channel(name_))) {
+    throw Error(kInvalid, "lock name " + printable(name_) +
+                              " cannot be used on a Redis Cluster: its braces put the lock key "
+                              "and its channel in different slots (use no braces, or one "
+                              "non-empty {tag} before any other '}')");
+  }
   if (options.spin_initial_ms < 1 || options.spin_initial_ms > kMaxSpinMs ||
       options.spin_max_ms < options.spin_initial_ms || options.spin_max_ms > kMaxSpinMs) {
     throw Error(kInvalid, "spin backoff must satisfy 1 <= spin_initial_ms <= spin_max_ms <= " +
@@ -173,7 +183,7 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   Holds& holds = client_->holds();
   int64_t before = holds.count(name_, plan.owner);
   std::string lease = std::to_string(plan.lease_ms);
-  const int wanted = client_->sync_replicas();
+  const int wanted = client_->sync_replicas(name_);
   Clock::time_point sent = Clock::now();
   const Clock::time_point deadline =
       sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
@@ -223,9 +233,10 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
                    listener_, r.elements[2].integer, layout);
     const int64_t elapsed_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
-    if (elapsed_ms >= plan.lease_ms - Holds::drift_ms(plan.lease_ms)) {
-      // The answer came after the lease it granted ran out (a slow WAIT, a stalled link):
-      // whatever it granted is no longer ours to use.
+    if (wanted > 0 && elapsed_ms >= plan.lease_ms - Holds::drift_ms(plan.lease_ms)) {
+      // The answer came after the lease it granted ran out (WAIT took most of it): whatever
+      // it granted is no longer ours to use. (Without WAIT such a late grant is reported
+      // acquired and at once lost, through the lost-lock callback, as it always was.)
       in_flight.unlock();
       release_hold(plan.thread_id, false);
       return {fail(kConn, "lock " + printable(name_) + ": the grant arrived after its lease of " +
@@ -470,7 +481,7 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   // With replica sync the release is followed by WAIT too (its answer is not checked: the lock
   // is free on the master either way, and a replica that missed it frees it by its lease).
   int64_t acked = -1;
-  const int replicas = synced ? client_->sync_replicas() : 0;
+  const int replicas = synced ? client_->sync_replicas(name_) : 0;
   auto run = [&](const Script& script, const Args& keys, const Args& argv) {
     return replicas > 0 ? run_synced(script, keys, argv, Retry::Once, give_up, replicas, &acked)
                   : eval_script(client_->transport(), script, keys, argv, Retry::Once, Send::Sha,

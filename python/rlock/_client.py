@@ -147,7 +147,8 @@ class Client:
 
     ``url`` is ``redis://[[user]:password@]host[:port][/db]`` or
     ``unix://[[user]:password@]/path/to/socket[?db=N]`` or
-    ``redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]``; it defaults to ``$RLOCK_URL``, then
+    ``redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]`` or
+    ``redis-cluster://[[user]:password@]host[:port][,host[:port]...]``; it defaults to ``$RLOCK_URL``, then
     ``redis://127.0.0.1:6379``. Creating a client connects once, so a wrong address or password
     fails here (``ConnectionError``, ``AuthenticationError``).
 

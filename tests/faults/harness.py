@@ -434,3 +434,104 @@ class SentinelDeployment:
 
     def server(self, port: int) -> RedisServer:
         return next(s for s in self.servers if s.port == port)
+
+
+class ClusterDeployment:
+    """A Redis Cluster of `masters` masters with a replica each, built with
+    `redis-cli --cluster create` on loopback (node timeout 1000 ms, so a killed master's replica
+    takes over in about 2 s), stopped with the case."""
+
+    def __init__(self, case: Case, masters: int = 3, node_timeout_ms: int = 1000) -> None:
+        self.servers: List[RedisServer] = []
+        for _ in range(masters * 2):
+            s = RedisServer(case.root, "--cluster-enabled", "yes", "--cluster-node-timeout",
+                            str(node_timeout_ms), "--repl-diskless-sync-delay", "0")
+            s.port = self._port_with_bus()
+            s.config += ["--cluster-config-file", str(s.dir / "nodes.conf")]
+            case.servers.append(s)
+            self.servers.append(s.start())
+        out = subprocess.run(["redis-cli", "--cluster", "create",
+                              *[f"127.0.0.1:{s.port}" for s in self.servers],
+                              "--cluster-replicas", "1", "--cluster-yes"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        def ready() -> bool:
+            for s in self.servers:
+                try:
+                    info = s.conn().execute_command("CLUSTER", "INFO").decode()
+                except redis.RedisError:
+                    return False
+                if "cluster_state:ok" not in info:
+                    return False
+            return len(self.masters()) == masters and all(
+                s.conn().info("replication")["connected_slaves"] == 1 for s in self.masters())
+        assert wait_until(ready, 30, 0.1), "the cluster did not come up"
+
+    @staticmethod
+    def _port_with_bus() -> int:
+        """A free port whose cluster bus port (port + 10000) exists and is free too."""
+        for _ in range(100):
+            port = free_port()
+            if port + 10000 > 65535:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            return port
+        raise RuntimeError("no free port pair for a cluster node")
+
+    @property
+    def url(self) -> str:
+        return "redis-cluster://" + ",".join(f"127.0.0.1:{s.port}" for s in self.servers[:2])
+
+    def alive(self) -> List[RedisServer]:
+        return [s for s in self.servers if s.proc is not None and s.proc.poll() is None]
+
+    def masters(self) -> List[RedisServer]:
+        out = []
+        for s in self.alive():
+            try:
+                if s.conn().execute_command("ROLE")[0] == b"master":
+                    out.append(s)
+            except redis.RedisError:
+                pass
+        return out
+
+    def node_id(self, server: RedisServer) -> str:
+        return server.conn().execute_command("CLUSTER", "MYID").decode()
+
+    def owner(self, slot: int) -> RedisServer:
+        """The master serving `slot`, as a live node sees it."""
+        for s in self.alive():
+            try:
+                for first, last, master, *_ in s.conn().execute_command("CLUSTER", "SLOTS"):
+                    if first <= slot <= last:
+                        return next(x for x in self.servers if x.port == int(master[1]))
+            except redis.RedisError:
+                continue
+        raise AssertionError(f"no node serves slot {slot}")
+
+    def key_slot(self, key: str) -> int:
+        return int(self.alive()[0].conn().execute_command("CLUSTER", "KEYSLOT", key))
+
+    def migrate_slot(self, slot: int, src: RedisServer, dst: RedisServer) -> int:
+        """Moves `slot` from src to dst the way redis-cli does (IMPORTING, MIGRATING, MIGRATE
+        the keys a few at a time, then SETSLOT NODE everywhere). Returns the keys moved."""
+        s, d = src.conn(), dst.conn()
+        src_id, dst_id = self.node_id(src), self.node_id(dst)
+        d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+        s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+        moved = 0
+        while True:
+            keys = s.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 2)
+            if not keys:
+                break
+            s.execute_command("MIGRATE", "127.0.0.1", dst.port, "", 0, 5000, "REPLACE",
+                              "KEYS", *keys)
+            moved += len(keys)
+            time.sleep(0.01)  # let commands land while the slot is half moved
+        for node in [dst, src] + [m for m in self.masters() if m not in (src, dst)]:
+            node.conn().execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+        return moved

@@ -125,7 +125,8 @@ typedef struct rlock_client_options {
    *   redis://[[user]:password@]host[:port][/db]      (IPv6 hosts in brackets)
    *   unix://[[user]:password@]/path/to/socket[?db=N]
    *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]
-   *     (docs/deployments.md; redis-cluster:// is RLOCK_EUNSUPPORTED for now)            */
+   *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
+   *   each also with ?sync_replicas=N|auto&sync_timeout_ms=T (docs/deployments.md)       */
   const char *url;
   const char *host;           /* default "127.0.0.1" */
   int port;                   /* default 6379 */

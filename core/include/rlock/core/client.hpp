@@ -8,6 +8,7 @@
 #include <shared_mutex>
 #include <string>
 
+#include "rlock/core/cluster.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/holds.hpp"
 #include "rlock/core/sentinel.hpp"
@@ -34,10 +35,11 @@ class Client {
   Subscriber& subscriber() { return subscriber_; }
   Holds& holds() { return holds_; }
 
-  // Replicas to WAIT for after an acquire or release now (0 = none): sync_replicas, or with
-  // auto, one on Sentinel and Cluster deployments while the master has a replica connected
-  // (INFO replication, asked at most once a second), none otherwise.
-  int sync_replicas();
+  // Replicas to WAIT for after an acquire or release of the lock `name` now (0 = none):
+  // sync_replicas, or with auto, one on Sentinel and Cluster deployments while the master
+  // (of the name's slot) has a replica (Sentinel: INFO replication, asked at most once a
+  // second; Cluster: the slot map), none otherwise.
+  int sync_replicas(const std::string& name);
   // Auto mode: the next sync_replicas() asks the master again (a replica may have gone).
   void recount_replicas();
 
@@ -54,10 +56,15 @@ class Client {
   std::shared_mutex& acquire_gate() { return acquire_gate_; }
 
  private:
+  static std::shared_ptr<Client> create_cluster(ClientConfig config);
+  // The last steps of create(): the WAIT check of replica sync, the watchdog's keep-alive.
+  static void finish_start(const std::shared_ptr<Client>& client);
+
   const ClientConfig config_;
   const std::string id_;
   std::unique_ptr<MasterSource> master_;  // before the transport and subscriber, which use it
   std::unique_ptr<Transport> transport_;
+  ClusterTransport* cluster_ = nullptr;  // transport_, on a Cluster deployment
   Subscriber subscriber_;
   Holds holds_;
   std::atomic<bool> closed_{false};

@@ -1,0 +1,100 @@
+"""Redis Cluster: locks on names in many slots under looping owners while slots migrate between
+masters and a master is killed and its replica promoted (the topology issue's cluster run)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import defaultdict
+
+import redis
+
+import checkers
+from harness import Case, ClusterDeployment, now_ns, wait_until
+
+MS = 1_000_000
+
+
+def _lock_keys(dep: ClusterDeployment) -> list:
+    keys = []
+    for s in dep.masters():
+        keys += [k for k in s.conn().scan_iter(count=1000)
+                 if not k.startswith(b"redisson_lock_token:")]
+    return keys
+
+
+def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
+    dep = ClusterDeployment(case)
+    resource = case.redis()
+    names = [f"cl-{i}" for i in range(24)]
+    by_owner = defaultdict(list)
+    for n in names:
+        by_owner[dep.owner(dep.key_slot(n)).port].append(n)
+    assert len(by_owner) == 3, f"the names do not cover every master: {dict(by_owner)}"
+
+    loops = [case.worker("loop", dep.url, names=names, threads=3, kind="fenced", wait_ms=20000,
+                         hold_us=300, lease_ms=-1, watchdog_lease_ms=5000,
+                         resource_url=resource.url, duration_ms=120000)
+             for _ in range(4)]
+    assert wait_until(lambda: case.log.exists() and case.log.read_text().count("\nrel ") >= 500,
+                      30), "the workers did not get going"
+
+    # Move the slots of the names on one master to another while the workers run.
+    masters = sorted(dep.masters(), key=lambda s: s.port)
+    src, dst = masters[0], masters[1]
+    moving = by_owner[src.port]
+    moved_keys = sum(dep.migrate_slot(dep.key_slot(n), src, dst) for n in moving)
+    for n in moving:
+        assert dep.owner(dep.key_slot(n)).port == dst.port
+    migrated = now_ns()
+    assert wait_until(lambda: sum(1 for h in checkers.read_history(case.log).holds
+                                  if h.name in moving and h.acq_call > migrated) >= 20, 10), \
+        "no acquires on the moved names after the migration"
+
+    # Kill the master that now serves the most names; its replica takes over.
+    victim = dst
+    victims = [n for n in names if dep.owner(dep.key_slot(n)).port == victim.port]
+    killed = now_ns()
+    victim.kill(signal.SIGKILL)
+    assert wait_until(lambda: all(dep.owner(dep.key_slot(n)).port != victim.port for n in victims),
+                      20), "no replica took over"
+    promoted = now_ns()
+    def resumed() -> bool:
+        h = checkers.read_history(case.log)
+        return {x.name for x in h.holds if x.name in victims and x.acq_call > killed} == set(victims)
+    assert wait_until(resumed, 15, 0.05), "not every name of the killed master was locked again"
+    h = checkers.read_history(case.log)
+    first = min(x.start for x in h.holds if x.name in victims and x.acq_call > killed)
+    print(f"cluster: {moved_keys} keys migrated with {len(moving)} slots; replica promoted "
+          f"{(promoted - killed) / MS:.0f} ms after the kill, first acquire there at "
+          f"{(first - killed) / MS:.0f} ms")
+
+    for w in loops:
+        w.signal(signal.SIGTERM)
+    for w in loops:
+        assert w.wait(60) == 0, w.err[-5:]
+    h = checkers.read_history(case.log, case.ended())
+    checkers.assert_clean_run(h, case.counters)
+    summaries = [w.summary() for w in loops]
+    assert sum(s["acquired"] for s in summaries) > 1000
+    # Nothing is left behind but the token counters, on any master.
+    assert wait_until(lambda: _lock_keys(dep) == [], 10), _lock_keys(dep)[:10]
+
+
+def test_cluster_rejects_names_whose_keys_span_slots_and_runs_every_kind(case: Case):
+    dep = ClusterDeployment(case)
+    # A name whose braces put the lock key and its channel in different slots is refused.
+    bad = case.worker("hold", dep.url, names="a{}b{c", counters=False, defer_acquire=1)
+    assert bad.wait(15) != 0
+    assert any("different slots" in line for line in bad.err), bad.err[-3:]
+    # Every kind works, with names landing on each master.
+    for kind in ("reentrant", "fenced", "fair", "spin", "rw"):
+        w = case.worker("loop", dep.url, names=[f"k-{kind}-{i}" for i in range(6)], threads=2,
+                        kind=kind, wait_ms=10000, hold_us=200, lease_ms=-1,
+                        watchdog_lease_ms=3000, cycles=200)
+        assert w.wait(60) == 0, w.err[-5:]
+        summary = w.summary()
+        assert summary["acquired"] == summary["cycles"] == 400, (kind, summary)
+    h = checkers.read_history(case.log)
+    checkers.assert_clean_run(h, case.counters)
+    assert wait_until(lambda: _lock_keys(dep) == [], 10), _lock_keys(dep)[:10]
