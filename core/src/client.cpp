@@ -229,6 +229,20 @@ int Client::sync_replicas(const std::string& name) {
   return std::min(count, 1);
 }
 
+Subscriber& Client::subscriber_for(const std::string& channel) {
+  if (cluster_ == nullptr || !cluster_->sharded_pubsub()) return subscriber_;
+  const Endpoint node = cluster_->node_of(key_slot(channel));
+  const std::string key = node.host + ":" + std::to_string(node.port);
+  std::lock_guard<std::mutex> lock(node_subscribers_mutex_);
+  if (node_subscribers_stopped_) return subscriber_;  // stopped too: join() says kClosed
+  NodeSubscriber& entry = node_subscribers_[key];
+  if (!entry.subscriber) {
+    entry.node = std::make_unique<FixedMaster>(node);
+    entry.subscriber = std::make_unique<Subscriber>(config_, *entry.node, true, &marks_);
+  }
+  return *entry.subscriber;
+}
+
 void Client::recount_replicas() {
   std::lock_guard<std::mutex> lock(replicas_mutex_);
   replicas_ = -1;
@@ -238,6 +252,11 @@ void Client::close() {
   if (closed_.exchange(true)) return;
   holds_.stop();
   subscriber_.stop();
+  {
+    std::lock_guard<std::mutex> lock(node_subscribers_mutex_);
+    node_subscribers_stopped_ = true;
+    for (auto& [key, entry] : node_subscribers_) entry.subscriber->stop();
+  }
   std::unique_lock<std::shared_mutex> no_acquire_in_flight(acquire_gate_);
   // Best effort: free what we still hold so others need not wait for the leases.
   for (const Holds::Active& hold : holds_.active()) {

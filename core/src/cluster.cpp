@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <set>
 #include <thread>
 
@@ -225,7 +226,22 @@ bool ClusterTransport::refresh(bool force, std::string* why) {
 
 void ClusterTransport::start() {
   std::string why;
-  if (refresh(true, &why)) return;
+  if (refresh(true, &why)) {
+    if (config_.pubsub == PubSubMode::Classic) return;
+    // Sharded pub/sub came with Redis 7.
+    std::shared_ptr<Node> node = route(-1);
+    Reply info = node->transport->run({"INFO", "server"});
+    const std::string field = "redis_version:";
+    size_t at = info.is_error() ? std::string::npos : info.str.find(field);
+    const int major = at == std::string::npos ? 0 : std::atoi(info.str.c_str() + at + field.size());
+    if (config_.pubsub == PubSubMode::Sharded && major < 7) {
+      throw Error(kUnsupported, "pubsub=sharded needs Redis 7 or newer; " +
+                                    node->endpoint.describe() + " runs " +
+                                    (major > 0 ? std::to_string(major) : std::string("an unknown version")));
+    }
+    sharded_ = major >= 7;
+    return;
+  }
   if (why.find("cluster support disabled") != std::string::npos) {
     throw Error(kInvalid, "redis-cluster:// names a server that is not a cluster node: " + why);
   }

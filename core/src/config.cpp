@@ -111,6 +111,16 @@ void parse_query(const std::string& url, const std::string& query, ClientConfig*
       if (!parse_int(value, 1, 24L * 3600 * 1000, &number))
         bad(url, "sync_timeout_ms must be a number from 1 to 86400000, got " + shown(url, value));
       config->sync_timeout_ms = number;
+    } else if (key == "pubsub" && config->topology == Topology::Cluster) {
+      if (value == "auto") {
+        config->pubsub = PubSubMode::Auto;
+      } else if (value == "sharded") {
+        config->pubsub = PubSubMode::Sharded;
+      } else if (value == "classic") {
+        config->pubsub = PubSubMode::Classic;
+      } else {
+        bad(url, "pubsub must be auto, sharded or classic, got " + shown(url, value));
+      }
     } else if ((key == "sentinel_user" || key == "sentinel_password") &&
                config->topology == Topology::Sentinel) {
       std::string decoded = percent_decode(url, value, key.c_str());
@@ -121,7 +131,7 @@ void parse_query(const std::string& url, const std::string& query, ClientConfig*
     } else {
       bad(url, "unknown option " + shown(url, key) +
                    " (known: db, sync_replicas, sync_timeout_ms; with redis-sentinel:// also "
-                   "sentinel_user, sentinel_password)");
+                   "sentinel_user, sentinel_password; with redis-cluster:// also pubsub)");
     }
     start = end + 1;
   }

@@ -312,7 +312,7 @@ int Lock::acquire(const AcquireArgs& a) {
   // its failed attempt is still current.
   bool others_sleeping = false;
   uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin
-                      ? client_->subscriber().message_mark(wake_channel(plan), &others_sleeping)
+                      ? client_->subscriber_for(channel_).message_mark(wake_channel(plan), &others_sleeping)
                       : 0;
   // A call that waits for as long as it takes does not barge past this client's waiters of a
   // reentrant lock: it sleeps behind them without an attempt (the next unlock message wakes the
@@ -369,7 +369,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
   const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
   std::unique_ptr<Subscriber::Waiter> waiter;
   try {
-    waiter = client_->subscriber().join(wake_channel(plan), mark);
+    waiter = client_->subscriber_for(channel_).join(wake_channel(plan), mark);
   } catch (const Error& e) {
     return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
   }
@@ -399,6 +399,26 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
     }
     attempt_now = true;
     if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
+    if (waiter->moved()) {
+      // Sharded pub/sub: the channel's slot went to another node. Listen there, then try
+      // again at once (an unlock may have been published while nobody listened).
+      std::unique_ptr<Subscriber::Waiter> fresh;
+      try {
+        fresh = client_->subscriber_for(channel_).join(wake_channel(plan));
+      } catch (const Error& e) {
+        return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
+      }
+      if (!by_handle.attach(&waits_, fresh.get())) {
+        return fail(kCanceled, "acquiring lock " + printable(name_) + ": its handle was freed");
+      }
+      if (!by_token.attach(a.cancel, fresh.get())) {
+        return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
+      }
+      waiter = std::move(fresh);
+      waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
+      if (Clock::now() >= deadline) return give_up(at.code, a.wait_ms);
+      continue;
+    }
     Clock::time_point now = Clock::now();
     if (now >= deadline) return give_up(at.code, a.wait_ms);
     std::chrono::milliseconds sleep = poll_cap;

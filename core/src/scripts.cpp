@@ -9,8 +9,10 @@ namespace rlock::core {
 
 using Clock = std::chrono::steady_clock;
 
-Reply eval_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
+Reply eval_script(Transport& transport, const Script& chosen, const Args& keys, const Args& argv,
                   Retry retry, Send send, Deadline deadline) {
+  const Script& script =
+      transport.sharded_pubsub() && chosen.sharded != nullptr ? *chosen.sharded : chosen;
   if (deadline == Deadline{}) deadline = transport.deadline_from_now();
   std::string key_count = std::to_string(keys.size());
   Args cmd;
@@ -42,9 +44,11 @@ Reply eval_script(Transport& transport, const Script& script, const Args& keys, 
   return reply;
 }
 
-SyncedReply eval_script_synced(Transport& transport, const Script& script, const Args& keys,
+SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const Args& keys,
                                const Args& argv, int replicas, int64_t timeout_ms, Retry retry,
                                Deadline deadline) {
+  const Script& script =
+      transport.sharded_pubsub() && chosen.sharded != nullptr ? *chosen.sharded : chosen;
   std::string key_count = std::to_string(keys.size());
   Args cmd;
   cmd.reserve(3 + keys.size() + argv.size());

@@ -20,10 +20,11 @@ constexpr int64_t kMaxBackoffMs = 1000;
 constexpr auto kIdleLinger = std::chrono::milliseconds(500);
 constexpr size_t kMaxIdleChannels = 1024;
 
-void send_in_chunks(Connection& conn, const char* verb, const std::vector<std::string>& names) {
-  for (size_t i = 0; i < names.size(); i += kChannelsPerCommand) {
+void send_in_chunks(Connection& conn, const char* verb, const std::vector<std::string>& names,
+                    size_t per_command) {
+  for (size_t i = 0; i < names.size(); i += per_command) {
     Args cmd{verb};
-    for (size_t j = i; j < names.size() && j < i + kChannelsPerCommand; ++j) cmd.push_back(names[j]);
+    for (size_t j = i; j < names.size() && j < i + per_command; ++j) cmd.push_back(names[j]);
     conn.send(cmd);
   }
 }
@@ -78,8 +79,17 @@ void Subscriber::Waiter::cancel() {
 
 // ---- Subscriber -----------------------------------------------------------------------------
 
-Subscriber::Subscriber(const ClientConfig& config, MasterSource& master)
-    : config_(config), master_(master) {
+bool Subscriber::Waiter::moved() const {
+  std::lock_guard<std::mutex> lock(owner_->mutex_);
+  return channel_->moved;
+}
+
+Subscriber::Subscriber(const ClientConfig& config, MasterSource& master, bool sharded,
+                       std::atomic<uint64_t>* marks)
+    : config_(config),
+      master_(master),
+      sharded_(sharded),
+      marks_(marks != nullptr ? marks : &own_marks_) {
   event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd_ < 0) throw Error(kError, "eventfd failed for the subscriber thread");
 }
@@ -110,6 +120,10 @@ std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, ui
   std::unique_ptr<Waiter> w(new Waiter(this, &c));
   w->nothing_missed_ = mark != 0 && c.confirmed && c.mark == mark;
   c.members.push_back(w.get());
+  if (c.moved) {  // routed here again: try this node once more
+    c.moved = false;
+    mark_dirty_locked(c);
+  }
   if (++c.refcount == 1) mark_dirty_locked(c);
   return w;
 }
@@ -183,6 +197,7 @@ void Subscriber::wake_all_locked(Channel& c) {
 void Subscriber::on_disconnected_locked() {
   connected_ = false;
   dirty_.clear();
+  unanswered_.clear();
   for (auto it = channels_.begin(); it != channels_.end();) {
     Channel& c = it->second;
     c.inflight = 0;
@@ -204,6 +219,23 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
     *pong = true;
     return;
   }
+  if (reply.type == Reply::Type::Error) {
+    // Sharded: SSUBSCRIBE of a channel whose slot this node does not serve (MOVED). Its
+    // waiters are told to join again, which routes them to the slot's owner.
+    if (unanswered_.empty()) return;
+    auto it = channels_.find(unanswered_.front());
+    unanswered_.pop_front();
+    if (it == channels_.end()) return;
+    Channel& c = it->second;
+    if (c.inflight > 0) --c.inflight;
+    if (c.sub_sent) {
+      c.sub_sent = false;
+      c.confirmed = false;
+      c.moved = true;
+      wake_all_locked(c);
+    }
+    return;
+  }
   if (reply.type != Reply::Type::Array || reply.elements.size() < 2) return;
   const std::string& kind = reply.elements[0].str;
   if (kind == "pong") {
@@ -212,28 +244,42 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
   }
   if (reply.elements.size() < 3) return;
   auto it = channels_.find(reply.elements[1].str);
-  if (it == channels_.end()) return;
+  if (it == channels_.end()) {
+    if (sharded_ && (kind == "ssubscribe" || kind == "sunsubscribe") && !unanswered_.empty() &&
+        unanswered_.front() == reply.elements[1].str) {
+      unanswered_.pop_front();
+    }
+    return;
+  }
   Channel& c = it->second;
-  if (kind == "message") {
-    c.mark = ++marks_;
+  if (kind == "message" || kind == "smessage") {
+    c.mark = next_mark();
     const std::string& payload = reply.elements[2].str;
     if (payload == "0") {
       wake_one_locked(c);
     } else if (payload == "1") {
       wake_all_locked(c);
     }
-  } else if (kind == "subscribe") {
+  } else if (kind == "subscribe" || kind == "ssubscribe") {
+    if (sharded_ && !unanswered_.empty()) unanswered_.pop_front();
     if (c.inflight > 0) --c.inflight;
     if (c.inflight == 0 && c.sub_sent && !c.confirmed) {
       c.confirmed = true;
-      c.mark = ++marks_;
+      c.mark = next_mark();
       for (Waiter* w : c.members) w->cv_.notify_all();
       if (c.wake_all_on_confirm) {
         c.wake_all_on_confirm = false;
         wake_all_locked(c);
       }
     }
-  } else if (kind == "unsubscribe") {
+  } else if (kind == "sunsubscribe" && c.sub_sent && c.confirmed && c.inflight == 0) {
+    // Not asked for: the server dropped the subscription because the slot moved away.
+    c.sub_sent = false;
+    c.confirmed = false;
+    c.moved = true;
+    wake_all_locked(c);
+  } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
+    if (sharded_ && !unanswered_.empty()) unanswered_.pop_front();
     if (c.inflight > 0) --c.inflight;
     if (c.inflight == 0 && c.refcount == 0 && !c.sub_sent && !c.dirty) channels_.erase(it);
   }
@@ -324,8 +370,17 @@ void Subscriber::run() {
         dirty_.clear();
         have_channels = !channels_.empty();
       }
-      send_in_chunks(*conn, "SUBSCRIBE", subscribe);
-      send_in_chunks(*conn, "UNSUBSCRIBE", unsubscribe);
+      if (sharded_) {
+        // One channel per command: Redis refuses an SSUBSCRIBE whose channels span slots.
+        send_in_chunks(*conn, "SSUBSCRIBE", subscribe, 1);
+        send_in_chunks(*conn, "SUNSUBSCRIBE", unsubscribe, 1);
+        std::lock_guard<std::mutex> lock(mutex_);
+        unanswered_.insert(unanswered_.end(), subscribe.begin(), subscribe.end());
+        unanswered_.insert(unanswered_.end(), unsubscribe.begin(), unsubscribe.end());
+      } else {
+        send_in_chunks(*conn, "SUBSCRIBE", subscribe, kChannelsPerCommand);
+        send_in_chunks(*conn, "UNSUBSCRIBE", unsubscribe, kChannelsPerCommand);
+      }
 
       Clock::time_point now = Clock::now();
       if (have_channels && !ping_outstanding && now - last_read >= ping_idle) {

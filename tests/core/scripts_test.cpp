@@ -67,10 +67,20 @@ std::string sha1_hex(std::string_view data) {
 }
 
 const std::vector<const Script*>& all_scripts() {
-  static const std::vector<const Script*> all = {
-      &scripts::acquire, &scripts::release,      &scripts::renew,       &scripts::extend,
-      &scripts::force_unlock, &scripts::status, &scripts::undo_acquire,
-  };
+  static const std::vector<const Script*> all = [] {
+    std::vector<const Script*> list = {
+        &scripts::acquire,          &scripts::release,          &scripts::renew,
+        &scripts::extend,           &scripts::force_unlock,     &scripts::status,
+        &scripts::undo_acquire,     &scripts::fenced_write,     &scripts::fair_acquire,
+        &scripts::fair_release,     &scripts::fair_leave,       &scripts::fair_force_unlock,
+        &scripts::rw_read_acquire,  &scripts::rw_read_release,  &scripts::rw_read_renew,
+        &scripts::rw_write_acquire, &scripts::rw_write_release, &scripts::rw_force_unlock,
+    };
+    for (size_t i = 0, n = list.size(); i < n; ++i) {
+      if (list[i]->sharded != nullptr) list.push_back(list[i]->sharded);
+    }
+    return list;
+  }();
   return all;
 }
 
@@ -115,6 +125,27 @@ TEST(Scripts, Sha1sAreDistinct) {
 }
 
 // What Redis computes for SCRIPT LOAD / EVAL: the SHA1 of the exact source bytes.
+// Every script that publishes a wake-up has a sharded twin that is the same text but for
+// SPUBLISH, and only those have one.
+TEST(Scripts, PublishingScriptsHaveShardedTwins) {
+  for (const Script* s : all_scripts()) {
+    if (s->name.size() > 8 && s->name.substr(s->name.size() - 8) == "_sharded") continue;
+    const bool publishes = s->source.find("redis.call('publish'") != std::string_view::npos;
+    ASSERT_EQ(s->sharded != nullptr, publishes) << "script " << s->name;
+    if (!publishes) continue;
+    std::string expected(s->source);
+    for (size_t at = expected.find("redis.call('publish'"); at != std::string::npos;
+         at = expected.find("redis.call('publish'", at + 1)) {
+      expected.replace(at, 20, "redis.call('spublish'");
+    }
+    EXPECT_EQ(s->sharded->source, expected) << "script " << s->name;
+    EXPECT_EQ(s->sharded->source.find("redis.call('publish'"), std::string_view::npos);
+    EXPECT_EQ(s->sharded->name, std::string(s->name) + "_sharded");
+  }
+  EXPECT_NE(scripts::release.sharded, nullptr);
+  EXPECT_EQ(scripts::acquire.sharded, nullptr);
+}
+
 TEST(Scripts, Sha1MatchesTheEmbeddedSource) {
   for (const Script* s : all_scripts()) {
     EXPECT_EQ(s->sha1, sha1_hex(s->source)) << "script " << s->name;

@@ -397,6 +397,15 @@ TEST(ParseClientUrl, SyncOptions) {
   EXPECT_EQ(client_url("redis://h").sync_replicas, kSyncAuto);
 }
 
+TEST(ParseClientUrl, PubSubModeOnClusters) {
+  EXPECT_EQ(client_url("redis-cluster://h").pubsub, PubSubMode::Auto);
+  EXPECT_EQ(client_url("redis-cluster://h?pubsub=sharded").pubsub, PubSubMode::Sharded);
+  EXPECT_EQ(client_url("redis-cluster://h?pubsub=classic").pubsub, PubSubMode::Classic);
+  expect_client_url_rejected("redis-cluster://h?pubsub=fast", "pubsub must be auto, sharded or classic");
+  // Only a cluster has shards: elsewhere the option is unknown.
+  expect_client_url_rejected("redis://h?pubsub=sharded", "unknown option 'pubsub'");
+}
+
 TEST(ParseClientUrl, Rejections) {
   expect_client_url_rejected("redis-sentinel://h", "missing master name");
   expect_client_url_rejected("redis-sentinel://h/", "missing master name");

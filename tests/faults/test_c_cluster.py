@@ -98,3 +98,69 @@ def test_cluster_rejects_names_whose_keys_span_slots_and_runs_every_kind(case: C
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     assert wait_until(lambda: _lock_keys(dep) == [], 10), _lock_keys(dep)[:10]
+
+
+def _shardnumsub(server, channel: str) -> int:
+    reply = server.conn().execute_command("PUBSUB", "SHARDNUMSUB", channel)
+    return int(reply[1])
+
+
+def _numsub(server, channel: str) -> int:
+    return int(server.conn().execute_command("PUBSUB", "NUMSUB", channel)[1])
+
+
+def _handoff(holder, waiter) -> float:
+    """The holder releases; seconds until the waiter (already waiting) has the lock."""
+    started = time.monotonic()
+    holder.send("release")
+    fields = waiter.expect("acquired", 15)
+    assert fields[1] == "0", fields
+    took = time.monotonic() - started
+    assert holder.expect("release")[1] == "0"
+    return took
+
+
+def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
+    """On Redis 7 the default is sharded pub/sub, as Redisson's: the waiter listens with
+    SSUBSCRIBE on the node serving the lock's slot, is woken by the holder's SPUBLISH (well
+    before its 10 s poll), and when the slot moves while it waits, it listens on the new
+    owner and is still woken there. pubsub=classic listens with SUBSCRIBE instead."""
+    dep = ClusterDeployment(case)
+    name = "wake-me"
+    channel = "redisson_lock__channel:{" + name + "}"
+    slot = dep.key_slot(name)
+    opts = dict(names=name, counters=False, lease_ms=-1, poll_cap_ms=10000, wait_ms=30000)
+
+    holder = case.worker("hold", dep.url, **opts)
+    assert holder.expect("acquired")[1] == "0"
+    waiter = case.worker("hold", dep.url, defer_acquire=1, **opts)
+    waiter.send("acquire")
+    owner = dep.owner(slot)
+    assert wait_until(lambda: _shardnumsub(owner, channel) == 1, 5), "no SSUBSCRIBE on the owner"
+    assert all(_numsub(s, channel) == 0 for s in dep.masters())
+    took = _handoff(holder, waiter)
+    assert took < 0.5, f"the waiter got the lock {took:.2f} s after the release (its poll is 10 s)"
+
+    # The waiter holds it now; the first holder waits for it while the slot moves: it follows.
+    holder.send("acquire")
+    assert wait_until(lambda: _shardnumsub(owner, channel) >= 1, 5)
+    target = next(m for m in dep.masters() if m.port != owner.port)
+    dep.migrate_slot(slot, owner, target)
+    assert wait_until(lambda: _shardnumsub(target, channel) == 1, 5), \
+        "the waiter did not listen on the slot's new owner"
+    took = _handoff(waiter, holder)
+    assert took < 0.5, f"after the move the waiter got the lock {took:.2f} s after the release"
+    holder.send("release")
+    assert holder.expect("release")[1] == "0"
+
+    # pubsub=classic: SUBSCRIBE, and PUBLISH reaches it from any node.
+    classic = dict(opts, names="classic-wake")
+    cchannel = "redisson_lock__channel:{classic-wake}"
+    holder3 = case.worker("hold", dep.url + "?pubsub=classic", **classic)
+    assert holder3.expect("acquired")[1] == "0"
+    waiter3 = case.worker("hold", dep.url + "?pubsub=classic", defer_acquire=1, **classic)
+    waiter3.send("acquire")
+    assert wait_until(lambda: sum(_numsub(s, cchannel) for s in dep.masters()) >= 1, 5)
+    assert all(_shardnumsub(s, cchannel) == 0 for s in dep.masters())
+    took = _handoff(holder3, waiter3)
+    assert took < 0.5, f"classic: the waiter got the lock {took:.2f} s after the release"

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <shared_mutex>
 #include <string>
@@ -33,6 +34,9 @@ class Client {
   const std::string& id() const { return id_; }
   Transport& transport() { return *transport_; }
   Subscriber& subscriber() { return subscriber_; }
+  // The subscriber a lock's wake-up channel is heard on: the one subscriber, or with sharded
+  // pub/sub the one of the node serving the channel's slot.
+  Subscriber& subscriber_for(const std::string& channel);
   Holds& holds() { return holds_; }
 
   // Replicas to WAIT for after an acquire or release of the lock `name` now (0 = none):
@@ -69,6 +73,15 @@ class Client {
   Holds holds_;
   std::atomic<bool> closed_{false};
   std::shared_mutex acquire_gate_;
+  // Sharded pub/sub: one subscriber per node ("host:port"), with the node as its master.
+  struct NodeSubscriber {
+    std::unique_ptr<FixedMaster> node;
+    std::unique_ptr<Subscriber> subscriber;
+  };
+  std::mutex node_subscribers_mutex_;
+  std::map<std::string, NodeSubscriber> node_subscribers_;
+  bool node_subscribers_stopped_ = false;
+  std::atomic<uint64_t> marks_{0};  // shared by the node subscribers
   std::mutex replicas_mutex_;
   int replicas_ = -1;  // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on

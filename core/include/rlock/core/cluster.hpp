@@ -40,8 +40,9 @@ class ClusterTransport final : public Transport, public MasterSource {
   explicit ClusterTransport(const ClientConfig& config);
   ~ClusterTransport() override;
 
-  // Learns the slot map. Throws Error(kConn) when no seed answers, Error(kInvalid) when a seed
-  // is not a cluster node.
+  // Learns the slot map and settles the pub/sub mode. Throws Error(kConn) when no seed
+  // answers, Error(kInvalid) when a seed is not a cluster node, Error(kUnsupported) when
+  // sharded pub/sub is asked of a server older than Redis 7.
   void start();
   // PING and a no-op script on a node, as PipelinedTransport::warm_up does.
   void warm_up();
@@ -51,6 +52,7 @@ class ClusterTransport final : public Transport, public MasterSource {
   std::vector<Reply> run_batch(const std::vector<Args>& commands, Deadline deadline) override;
   Deadline deadline_from_now() const override;
   void close() override;
+  bool sharded_pubsub() const override { return sharded_; }
 
   // Replicas the master of `slot` had, per the last slot map.
   int replicas_of(int slot);
@@ -95,6 +97,7 @@ class ClusterTransport final : public Transport, public MasterSource {
   std::atomic<uint64_t> subscriber_generation_{1};
   std::atomic<size_t> subscriber_pick_{0};
   std::atomic<bool> closed_{false};
+  bool sharded_ = false;  // decided by start()
 };
 
 }  // namespace rlock::core

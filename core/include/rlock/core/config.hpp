@@ -34,6 +34,11 @@ constexpr int kSentinelPort = 26379;
 // connected, and never on a lone server.
 constexpr int kSyncAuto = -1;
 
+// How wake-ups travel on a cluster: classic pub/sub (PUBLISH, every node hears it) or sharded
+// (SPUBLISH/SSUBSCRIBE on the channel's slot owner, Redis 7+). Auto is sharded on a Redis 7+
+// cluster, as Redisson's default, and classic everywhere else.
+enum class PubSubMode { Auto, Classic, Sharded };
+
 struct ClientConfig {
   // Standalone: the server. Otherwise the credentials and database for the data nodes (their
   // addresses come from the sentinels or the cluster).
@@ -43,6 +48,7 @@ struct ClientConfig {
   std::string master_name;      // Sentinel: the monitored master's name
   int sync_replicas = kSyncAuto;
   int64_t sync_timeout_ms = 1000;  // how long WAIT waits for the replicas
+  PubSubMode pubsub = PubSubMode::Auto;
   int64_t connect_timeout_ms = 2000;
   int64_t command_timeout_ms = 3000;
   int pool_size = 8;
@@ -59,7 +65,8 @@ struct ClientConfig {
 //     (sentinel port 26379 by default; the credentials are the master's; sentinel_user=U and
 //     sentinel_password=P give the sentinels' own)
 //   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
-// Every form also takes sync_replicas=N|auto and sync_timeout_ms=T.
+// Every form also takes sync_replicas=N|auto and sync_timeout_ms=T; redis-cluster:// also
+// pubsub=auto|sharded|classic.
 void parse_client_url(const std::string& url, ClientConfig* config);
 
 // A single-server URL (redis:// or unix://) as an endpoint; other forms are kInvalid.

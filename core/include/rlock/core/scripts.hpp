@@ -16,6 +16,8 @@ struct Script {
   std::string_view name;
   std::string_view source;
   std::string_view sha1;
+  // The same script publishing with SPUBLISH, for sharded pub/sub; null if it publishes nothing.
+  const Script* sharded;
 };
 
 namespace scripts {

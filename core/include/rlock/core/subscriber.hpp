@@ -9,6 +9,7 @@
 // with a bound (see Lock), so a lost message costs at most one bounded sleep.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -52,6 +53,9 @@ class Subscriber {
     // True when join() was given a mark and no message (nor re-subscription) has come on the
     // channel since it was taken: whatever the caller saw after taking it is still news.
     bool nothing_missed() const { return nothing_missed_; }
+    // Sharded pub/sub: the server dropped or refused the subscription because the channel's
+    // slot is served elsewhere now; the waiter should join again (on the new owner).
+    bool moved() const;
 
    private:
     friend class Subscriber;
@@ -75,6 +79,7 @@ class Subscriber {
     bool confirmed = false;
     bool wake_all_on_confirm = false;
     bool dirty = false;       // queued for the thread to (un)subscribe
+    bool moved = false;       // sharded: its slot went to another node
     int permits = 0;          // wake-ups that arrived while nobody slept
     uint64_t mark = 0;        // renewed by every message and every confirmation
     Clock::time_point idle_since;  // when refcount last fell to 0
@@ -82,8 +87,11 @@ class Subscriber {
     std::vector<Waiter*> members;
   };
 
-  // Subscribes on `master`, which must outlive the subscriber.
-  Subscriber(const ClientConfig& config, MasterSource& master);
+  // Subscribes on `master`, which must outlive the subscriber. `sharded`: SSUBSCRIBE (the
+  // master must own each channel's slot). `marks`: a counter shared by several subscribers,
+  // so marks of different ones never match (default: the subscriber's own).
+  Subscriber(const ClientConfig& config, MasterSource& master, bool sharded = false,
+             std::atomic<uint64_t>* marks = nullptr);
   ~Subscriber();
 
   // Registers a waiter on a channel (subscribing if it is the first). Throws Error(kClosed)
@@ -127,7 +135,13 @@ class Subscriber {
   std::unordered_map<std::string, Channel> channels_;
   std::vector<std::string> dirty_;
   std::deque<std::pair<std::string, Clock::time_point>> idle_;  // (channel, idle_since), oldest first
-  uint64_t marks_ = 0;
+  uint64_t next_mark() { return ++*marks_; }
+  const bool sharded_;
+  std::atomic<uint64_t> own_marks_{0};
+  std::atomic<uint64_t>* marks_;
+  // Sharded: the channel of each (S)SUBSCRIBE/SUNSUBSCRIBE sent and not yet answered, in
+  // order, so an error reply (MOVED) can be put down to its channel.
+  std::deque<std::string> unanswered_;
   bool stop_ = false;
   bool connected_ = false;
   std::thread thread_;

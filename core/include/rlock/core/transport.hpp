@@ -48,6 +48,8 @@ class Transport {
   virtual std::vector<Reply> run_batch(const std::vector<Args>& commands, Deadline deadline);
   // Now plus the command timeout.
   virtual Deadline deadline_from_now() const = 0;
+  // Whether wake-ups go by sharded pub/sub (SPUBLISH): scripts then run their sharded twins.
+  virtual bool sharded_pubsub() const { return false; }
   // Fails every later call with Error(kClosed); commands already sent still get their replies.
   virtual void close() = 0;
 };

@@ -22,8 +22,13 @@ final class Peer implements AutoCloseable {
 
   /** watchdogSeconds and pollCapSeconds: the rlock client's options (null = defaults). */
   Peer(Double watchdogSeconds, Double pollCapSeconds) throws IOException {
+    this(Env.URL, watchdogSeconds, pollCapSeconds);
+  }
+
+  /** A peer on another deployment (a redis-cluster:// URL, say). */
+  Peer(String url, Double watchdogSeconds, Double pollCapSeconds) throws IOException {
     List<String> command = new ArrayList<>(List.of(Env.PYTHON,
-        Env.REPO.resolve("tests/redisson/rlock_peer.py").toString(), Env.URL));
+        Env.REPO.resolve("tests/redisson/rlock_peer.py").toString(), url));
     if (watchdogSeconds != null) {
       command.add(watchdogSeconds.toString());
       if (pollCapSeconds != null) {
