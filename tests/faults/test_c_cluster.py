@@ -87,11 +87,16 @@ def test_cluster_rejects_names_whose_keys_span_slots_and_runs_every_kind(case: C
     bad = case.worker("hold", dep.url, names="a{}b{c", counters=False, defer_acquire=1)
     assert bad.wait(15) != 0
     assert any("different slots" in line for line in bad.err), bad.err[-3:]
-    # Every kind works, with names landing on each master.
-    for kind in ("reentrant", "fenced", "fair", "spin", "rw"):
-        w = case.worker("loop", dep.url, names=[f"k-{kind}-{i}" for i in range(6)], threads=2,
-                        kind=kind, wait_ms=10000, hold_us=200, lease_ms=-1,
-                        watchdog_lease_ms=3000, cycles=200)
+    # Every kind works, with names landing on each master; multi-locks span slots.
+    for kind in ("reentrant", "fenced", "fair", "spin", "rw", "multi"):
+        names = [f"k-{kind}-{i}" for i in range(6)]
+        extra = {}
+        if kind == "multi":
+            names = [f"{a}+{b}" for a, b in zip(names, names[1:] + names[:1])]
+            extra = dict(multi=1)
+        w = case.worker("loop", dep.url, names=names, threads=2,
+                        kind="reentrant" if kind == "multi" else kind, wait_ms=10000,
+                        hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=200, **extra)
         assert w.wait(60) == 0, w.err[-5:]
         summary = w.summary()
         assert summary["acquired"] == summary["cycles"] == 400, (kind, summary)
@@ -164,3 +169,23 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
     assert all(_shardnumsub(s, cchannel) == 0 for s in dep.masters())
     took = _handoff(holder3, waiter3)
     assert took < 0.5, f"classic: the waiter got the lock {took:.2f} s after the release"
+
+
+def test_cluster_watchdog_renews_holds_in_many_slots(case: Case):
+    """One client holds 12 locks spread over every master (a multi-lock) with a 1 s watchdog
+    lease: renewals, one script call per slot, keep every key alive for 4 leases."""
+    dep = ClusterDeployment(case)
+    names = [f"renew-{i}" for i in range(12)]
+    assert len({dep.owner(dep.key_slot(n)).port for n in names}) == 3
+    holder = case.worker("hold", dep.url, names="+".join(names), multi=1, counters=False,
+                         lease_ms=-1, watchdog_lease_ms=1000)
+    assert holder.expect("acquired")[1] == "0"
+    time.sleep(4)
+    assert holder.ask("held")[1] == "1", "a hold was lost: renewals failed"
+    assert not [line for line in holder.lines if line.startswith("lost")], holder.lines
+    for n in names:
+        ttl = dep.owner(dep.key_slot(n)).conn().pttl(n)
+        assert 0 < ttl <= 1000, f"{n}: PTTL {ttl}"
+    assert holder.ask("release")[1] == "0"
+    assert not any(dep.owner(dep.key_slot(n)).conn().exists(n) for n in names)
+    assert wait_until(lambda: _lock_keys(dep) == [], 10), _lock_keys(dep)[:10]  # latches expire

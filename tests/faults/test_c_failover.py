@@ -141,3 +141,34 @@ def test_C1_with_wait_an_acquire_the_replica_missed_is_refused_and_not_held(case
     second = case.worker("hold", replica.url, names="c1w", kind="fenced", counters=False,
                          lease_ms=30000, defer_acquire=1, wait_ms=0)
     assert second.ask("acquire")[1] == "-2", "the promoted replica granted a held lock again"
+
+
+def test_sentinel_every_kind_and_a_demoted_master_is_refused(case: Case):
+    """Every lock kind works through a sentinel URL (replica sync on); and a master demoted
+    behind the sentinels' back answers the acquire with READONLY: RLOCK_EREADONLY, never
+    acquired, nothing written."""
+    dep = SentinelDeployment(case)
+    for kind in ("reentrant", "fenced", "fair", "spin", "rw", "multi"):
+        names = [f"s-{kind}-{i}" for i in range(4)]
+        extra = {}
+        if kind == "multi":
+            names = [f"{a}+{b}" for a, b in zip(names, names[1:] + names[:1])]
+            extra = dict(multi=1)
+        w = case.worker("loop", dep.url, names=names, threads=2,
+                        kind="reentrant" if kind == "multi" else kind, wait_ms=10000,
+                        hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=100, **extra)
+        assert w.wait(60) == 0, w.err[-5:]
+        summary = w.summary()
+        assert summary["acquired"] == summary["cycles"] == 200, (kind, summary)
+    h = checkers.read_history(case.log)
+    checkers.assert_clean_run(h, case.counters)
+
+    holder = case.worker("hold", dep.url, names="demoted", counters=False, defer_acquire=1,
+                         wait_ms=0)
+    assert holder.ask("acquire")[1] == "0"
+    assert holder.ask("release")[1] == "0"
+    other = case.redis()
+    dep.master.conn().replicaof("127.0.0.1", other.port)  # the sentinels do not know yet
+    assert holder.ask("acquire")[1] == "-19", "a replica's answer was taken for a grant"
+    assert holder.ask("held")[1] == "0"
+    assert dep.master.conn().exists("demoted") == 0
