@@ -12,21 +12,24 @@ namespace {
 // mistake), so that much is hidden: sometimes more than the password, never less.
 std::string redacted(const std::string& url) {
   std::string out = url;
-  // The sentinels' password in the query goes first, up to the next option.
+  size_t start = out.find("://");
+  if (start != std::string::npos) {
+    start += 3;
+    size_t at = out.rfind('@');
+    if (at != std::string::npos && at >= start) {
+      size_t colon = out.find(':', start);
+      size_t secret = colon != std::string::npos && colon < at ? colon + 1 : start;
+      out = out.substr(0, secret) + "***" + out.substr(at);
+    }
+  }
+  // Then the sentinels' password in the query, up to the next option.
   const std::string option = "sentinel_password=";
   for (size_t p = out.find(option); p != std::string::npos; p = out.find(option, p + 1)) {
     size_t from = p + option.size();
     size_t to = out.find('&', from);
     out = out.substr(0, from) + "***" + (to == std::string::npos ? "" : out.substr(to));
   }
-  size_t start = out.find("://");
-  if (start == std::string::npos) return out;
-  start += 3;
-  size_t at = out.rfind('@');
-  if (at == std::string::npos || at < start) return out;
-  size_t colon = out.find(':', start);
-  size_t secret = colon != std::string::npos && colon < at ? colon + 1 : start;
-  return out.substr(0, secret) + "***" + out.substr(at);
+  return out;
 }
 
 [[noreturn]] void bad(const std::string& url, const std::string& why) {
@@ -266,7 +269,7 @@ void parse_client_url(const std::string& url, ClientConfig* config) {
                                   ": TLS (" + scheme + "://) is not supported by this build");
   }
   if (scheme != "redis" && scheme != "redis-sentinel" && scheme != "redis-cluster") {
-    bad(url, "unknown scheme " + printable(scheme, 40) +
+    bad(url, "unknown scheme " + shown(url, scheme) +
                  " (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
   }
 

@@ -11,6 +11,9 @@
 // - validate_config accepts it (the two checks agree).
 // - A rejection's message never shows a password: text written as ":S3CRET@" after the scheme
 //   (the marker is in the dictionary and the seeds) must not appear in it.
+// - parse_client_url (every form, redis-sentinel:// and redis-cluster:// too) returns or throws
+//   kInvalid/kUnsupported; what it accepts validate_config accepts; a single-server URL gives
+//   the endpoint parse_url gives; a rejection never shows "sentinel_password=S3CRET".
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -122,8 +125,45 @@ void check_rejected(const std::string& url, const Error& e) {
 
 }  // namespace
 
+// The multi-host forms, through the parser the client uses.
+void check_client_url(const std::string& url) {
+  rlock::core::ClientConfig config;
+  try {
+    rlock::core::parse_client_url(url, &config);
+  } catch (const Error& e) {
+    check_rejected(url, e);
+    // Unless the marker also stands elsewhere in the URL, the sentinels' password must not
+    // show either.
+    const std::string option = std::string("sentinel_password=") + kSecret;
+    if (url.find(option) != std::string::npos) {
+      std::string rest = url;
+      for (size_t at = rest.find(option); at != std::string::npos; at = rest.find(option))
+        rest.erase(at, option.size());
+      if (rest.find(kSecret) == std::string::npos &&
+          e.message().find(kSecret) != std::string::npos) {
+        failed(url, "the sentinel password is in the message: " + e.message());
+      }
+    }
+    return;
+  }
+  using rlock::core::Topology;
+  if (config.topology != Topology::Standalone) {
+    if (config.seeds.empty() || config.seeds.size() > 64) failed(url, "seed count");
+    if (config.topology == Topology::Sentinel && config.master_name.empty())
+      failed(url, "sentinel URL without a master name");
+    if (config.topology == Topology::Cluster && config.endpoint.db != 0)
+      failed(url, "cluster URL with a database");
+  }
+  try {
+    rlock::core::validate_config(&config);
+  } catch (const Error& e) {
+    failed(url, "validate_config rejects a parsed client URL: " + e.message());
+  }
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);
+  check_client_url(url);
   Endpoint ep;
   try {
     ep = rlock::core::parse_url(url);
