@@ -7,12 +7,16 @@ import signal
 import time
 from collections import defaultdict
 
-import redis
+import pytest
 
 import checkers
 from harness import Case, ClusterDeployment, now_ns, wait_until
 
 MS = 1_000_000
+
+# The cluster transport, the per-node subscribers and their threads run under ASan/UBSan and
+# TSan too (scripts/test.sh).
+pytestmark = [pytest.mark.sanitized, pytest.mark.threads]
 
 
 def _lock_keys(dep: ClusterDeployment) -> list:

@@ -8,16 +8,19 @@ import signal
 import time
 
 import pytest
+import redis
 
 import checkers
 from harness import Case, SentinelDeployment, now_ns, wait_until
 
 MS = 1_000_000
+
+# The sentinel watch, the reconnects and replica sync run under ASan/UBSan and TSan too.
+pytestmark = [pytest.mark.sanitized, pytest.mark.threads]
 LEASE_MS = 2000
 
 
 def _role(port: int) -> str:
-    import redis
     try:
         return redis.Redis(port=port, socket_timeout=2).execute_command("ROLE")[0].decode()
     except redis.RedisError:
@@ -25,7 +28,6 @@ def _role(port: int) -> str:
 
 
 def _numsub(port: int, channel: str) -> int:
-    import redis
     try:
         conn = redis.Redis(port=port, socket_timeout=2)
         return dict(conn.pubsub_numsub(channel)).get(channel.encode(), 0)

@@ -462,10 +462,12 @@ std::string register_owner(World& w, int index) {
   return owner;
 }
 
-// Set by SIGTERM: loop threads stop after the cycle in hand.
-volatile std::sig_atomic_t g_stop_requested = 0;
+// Set by SIGTERM: loop threads stop after the cycle in hand. A lock-free atomic, so the
+// handler's store and the threads' loads are neither a race nor unsafe in a signal handler.
+std::atomic<int> g_stop_requested{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the SIGTERM flag must be lock-free");
 
-void request_stop(int) { g_stop_requested = 1; }
+void request_stop(int) { g_stop_requested.store(1); }
 
 int run_loop(World& w) {
   const Options& o = w.o;
