@@ -3,6 +3,10 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -747,5 +751,65 @@ func TestReplicaSyncWithoutReplicaIsErrNotSynced(t *testing.T) {
 	}
 	if exists(t, name) {
 		t.Fatalf("the unconfirmed grant was left on the server")
+	}
+}
+
+// clusterURL is the redis-cluster:// URL of the CTest cluster fixture.
+func clusterURL(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("RLOCK_TEST_CLUSTER_DIR")
+	if dir == "" {
+		if os.Getenv("RLOCK_TEST_REDIS_URL") != "" {
+			t.Fatal("RLOCK_TEST_CLUSTER_DIR is not set: the CTest test lacks the cluster fixture")
+		}
+		t.Skip("no cluster: run through CTest (go_test), which starts one")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "url"))
+	if err != nil {
+		t.Fatalf("reading the cluster fixture's URL: %v", err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// The binding takes a redis-cluster:// URL unchanged: names over every slot range exclude
+// across clients, fenced tokens grow, and every key goes with the unlock.
+func TestClusterURLLocksNamesInManySlots(t *testing.T) {
+	url := clusterURL(t)
+	a, err := NewClient(url)
+	if err != nil {
+		t.Fatalf("NewClient(%q): %v", url, err)
+	}
+	t.Cleanup(func() { a.Close() })
+	b, err := NewClient(url)
+	if err != nil {
+		t.Fatalf("NewClient(%q): %v", url, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	for i := 0; i < 16; i++ {
+		name := fmt.Sprintf("%s-%d", uniqueName(t), i)
+		mine := mustLock(t, a.FencedLock, name)
+		theirs := mustLock(t, b.FencedLock, name)
+		if ok, err := mine.TryLock(bg, 0, 0); !ok || err != nil {
+			t.Fatalf("%s: TryLock: %v %v", name, ok, err)
+		}
+		first, err := mine.Token()
+		if err != nil || first <= 0 {
+			t.Fatalf("%s: token %d, %v", name, first, err)
+		}
+		if ok, err := theirs.TryLock(bg, 0, 0); ok || err != nil {
+			t.Fatalf("%s: the other client got a held lock: %v %v", name, ok, err)
+		}
+		if err := mine.Unlock(); err != nil {
+			t.Fatalf("%s: Unlock: %v", name, err)
+		}
+		if ok, err := theirs.TryLock(bg, time.Second, 0); !ok || err != nil {
+			t.Fatalf("%s: the other client could not take the released lock: %v %v", name, ok, err)
+		}
+		if second, _ := theirs.Token(); second <= first {
+			t.Fatalf("%s: token %d after %d", name, second, first)
+		}
+		if err := theirs.Unlock(); err != nil {
+			t.Fatalf("%s: Unlock: %v", name, err)
+		}
 	}
 }
