@@ -85,6 +85,7 @@ SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
     first = preferred_;
   }
   bool someone_answered = false;
+  size_t refused = 0, reached = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t index = (first + i) % n;
     const Endpoint& sentinel = config_.seeds[index];
@@ -92,8 +93,10 @@ SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
       Connection conn(sentinel, config_.connect_timeout_ms, config_.command_timeout_ms);
       Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
       if (r.is_error()) {
+        // NOAUTH: it wants a password we did not give (sentinel_password).
         *why = "sentinel " + sentinel.describe() + " answered: " + r.str;
-        if (code_for_redis_error(r.str) == kAuth || r.str.find("NOAUTH") == 0) *why += " (see sentinel_password)";
+        ++reached;
+        if (r.str.rfind("NOAUTH", 0) == 0 || code_for_redis_error(r.str) == kAuth) ++refused;
         continue;
       }
       someone_answered = true;
@@ -113,9 +116,12 @@ SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
              printable(config_.master_name, 80);
     } catch (const Error& e) {
       *why = e.message();
+      if (e.code() != kConn) ++reached;
+      if (e.code() == kAuth || e.code() == kNoPerm) ++refused;
     }
   }
-  return someone_answered ? Answer::Unknown : Answer::Unreachable;
+  if (someone_answered) return Answer::Unknown;
+  return refused > 0 && refused == reached ? Answer::Refused : Answer::Unreachable;
 }
 
 bool SentinelWatch::adopt(const Endpoint& found) {
@@ -141,6 +147,9 @@ void SentinelWatch::start() {
     case Answer::Unreachable:
       throw Error(kConn, "no sentinel answered (" + std::to_string(config_.seeds.size()) +
                              " tried); last: " + why);
+    case Answer::Refused:
+      throw Error(kAuth, "the sentinels refused the credentials given for them "
+                         "(sentinel_user, sentinel_password); last: " + why);
   }
   thread_ = std::thread([this] { run(); });
 }

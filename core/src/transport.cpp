@@ -20,6 +20,11 @@ constexpr int64_t kSpinUs = 100;
 
 void check_master_role(Connection& conn, const Endpoint& where) {
   Reply role = conn.command({"ROLE"});
+  if (role.is_error()) {  // NOAUTH: the master wants the password the URL did not give
+    const int code = code_for_redis_error(role.str);
+    throw Error(code == kRedis ? kConn : code,
+                "Redis at " + where.describe() + " refused ROLE: " + role.str);
+  }
   if (role.type == Reply::Type::Array && !role.elements.empty() &&
       role.elements[0].str == "master") {
     return;

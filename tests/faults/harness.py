@@ -66,6 +66,9 @@ class RedisServer:
         self.dir.mkdir(parents=True)
         self.config = list(config)
         self.proc: Optional[subprocess.Popen] = None
+        # Its requirepass, if any: the harness's own connections authenticate with it.
+        self.password = next((config[i + 1] for i, c in enumerate(config[:-1])
+                              if c == "--requirepass"), "")
 
     @property
     def url(self) -> str:
@@ -88,7 +91,8 @@ class RedisServer:
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def conn(self, timeout: float = 5.0) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout)
+        return redis.Redis(port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout,
+                           password=self.password or None)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -359,7 +363,9 @@ class SentinelServer:
     directory, which sentinel rewrites)."""
 
     def __init__(self, root: Path, master_port: int, name: str, quorum: int,
-                 down_after_ms: int, failover_timeout_ms: int) -> None:
+                 down_after_ms: int, failover_timeout_ms: int, master_password: str = "",
+                 password: str = "") -> None:
+        self.password = password
         self.port = free_port()
         self.dir = root / f"sentinel-{self.port}"
         self.dir.mkdir(parents=True)
@@ -368,7 +374,10 @@ class SentinelServer:
                         f"sentinel monitor {name} 127.0.0.1 {master_port} {quorum}\n"
                         f"sentinel down-after-milliseconds {name} {down_after_ms}\n"
                         f"sentinel failover-timeout {name} {failover_timeout_ms}\n"
-                        f"sentinel parallel-syncs {name} 1\n")
+                        f"sentinel parallel-syncs {name} 1\n"
+                        + (f"sentinel auth-pass {name} {master_password}\n" if master_password else "")
+                        + (f"requirepass {password}\nsentinel sentinel-pass {password}\n"
+                           if password else ""))
         self.proc = subprocess.Popen(["redis-server", str(conf), "--sentinel"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         if not wait_until(self._answers, 10, 0.02):
@@ -381,7 +390,8 @@ class SentinelServer:
             return False
 
     def conn(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=2)
+        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=2,
+                           password=self.password or None)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -396,8 +406,13 @@ class SentinelDeployment:
     NAME = "rlock-master"
 
     def __init__(self, case: Case, replicas: int = 1, sentinels: int = 3,
-                 down_after_ms: int = 1000, failover_timeout_ms: int = 5000) -> None:
-        sync = ("--repl-diskless-sync-delay", "0")
+                 down_after_ms: int = 1000, failover_timeout_ms: int = 5000,
+                 password: str = "", sentinel_password: str = "") -> None:
+        """`password`: the master's and replicas' requirepass; `sentinel_password`: the
+        sentinels' own."""
+        sync = ["--repl-diskless-sync-delay", "0"]
+        if password:
+            sync += ["--requirepass", password, "--masterauth", password]
         self.master = case.redis(*sync)
         self.replicas = [case.redis(*sync, "--replicaof", "127.0.0.1", str(self.master.port))
                          for _ in range(replicas)]
@@ -405,7 +420,8 @@ class SentinelDeployment:
         assert wait_until(lambda: self.master.conn().info("replication")["connected_slaves"]
                           == replicas, 10, 0.05), "the replicas did not connect"
         self.sentinels = [SentinelServer(case.root, self.master.port, self.NAME, 2, down_after_ms,
-                                         failover_timeout_ms) for _ in range(sentinels)]
+                                         failover_timeout_ms, password, sentinel_password)
+                          for _ in range(sentinels)]
         case.servers.extend(self.sentinels)
         # A failover needs the sentinels to know each other and the replicas (hello messages
         # every 2 s): wait for that, or the first kill would find no quorum.

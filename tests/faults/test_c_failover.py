@@ -174,3 +174,28 @@ def test_sentinel_every_kind_and_a_demoted_master_is_refused(case: Case):
     assert holder.ask("acquire")[1] == "-19", "a replica's answer was taken for a grant"
     assert holder.ask("held")[1] == "0"
     assert dep.master.conn().exists("demoted") == 0
+
+
+def test_sentinel_credentials_master_and_sentinels_of_their_own(case: Case):
+    """The master (and replica) require a password and the sentinels one of their own: the URL
+    gives the master's as userinfo and the sentinels' as sentinel_password; a wrong sentinel
+    password fails client creation with a message that never shows it."""
+    dep = SentinelDeployment(case, password="m-secret", sentinel_password="s-secret")
+    hosts = dep.url.split("://", 1)[1]
+    good = f"redis-sentinel://:m-secret@{hosts}?sentinel_password=s-secret"
+    w = case.worker("loop", good, names=["auth-a", "auth-b"], threads=2, kind="fenced",
+                    wait_ms=5000, hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=50,
+                    counters=False)
+    assert w.wait(60) == 0, w.err[-5:]
+    assert w.summary()["acquired"] == 100
+    # The worker prints the URL it was given, then the library's code and message.
+    for url, words in [
+            (f"redis-sentinel://:m-secret@{hosts}?sentinel_password=wrong-pw",
+             ["-13 ", "sentinels refused the credentials"]),
+            (f"redis-sentinel://:m-secret@{hosts}", ["-13 ", "NOAUTH"]),
+            (f"redis-sentinel://{hosts}?sentinel_password=s-secret", ["-13 "])]:
+        bad = case.worker("hold", url, names="auth-a", counters=False)
+        assert bad.wait(30) != 0
+        said = " ".join(bad.err).split(url, 1)[-1]
+        assert all(w in said for w in words), (url, bad.err[-3:])
+        assert "wrong-pw" not in said and "m-secret" not in said and "s-secret" not in said

@@ -65,8 +65,9 @@ class SentinelWatch final : public MasterSource {
   bool check_role() const override { return true; }
 
  private:
-  enum class Answer { Found, Unknown, Unreachable };
+  enum class Answer { Found, Unknown, Unreachable, Refused };
   // Asks the sentinels in turn (the last one that answered first) for the master's address.
+  // Refused: every sentinel reached refused our credentials.
   Answer ask(Endpoint* found, std::string* why);
   // Takes `found` as the master; true if it changed.
   bool adopt(const Endpoint& found);
