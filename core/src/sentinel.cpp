@@ -1,7 +1,6 @@
 #include "rlock/core/sentinel.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,15 +43,9 @@ int64_t ms_until(Clock::time_point t) {
 
 }  // namespace
 
-SentinelWatch::SentinelWatch(const ClientConfig& config) : config_(config) {
-  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (event_fd_ < 0) throw Error(kError, "eventfd failed for the sentinel thread");
-}
+SentinelWatch::SentinelWatch(const ClientConfig& config) : config_(config) {}
 
-SentinelWatch::~SentinelWatch() {
-  stop();
-  ::close(event_fd_);
-}
+SentinelWatch::~SentinelWatch() { stop(); }
 
 Endpoint SentinelWatch::master() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -60,21 +53,7 @@ Endpoint SentinelWatch::master() const {
 }
 
 void SentinelWatch::suspect() {
-  if (!suspected_.exchange(true)) notify_thread();
-}
-
-void SentinelWatch::notify_thread() {
-  uint64_t one = 1;
-  ssize_t ignored = ::write(event_fd_, &one, sizeof one);
-  (void)ignored;
-}
-
-void SentinelWatch::pause(int64_t ms) {
-  pollfd pfd{event_fd_, POLLIN, 0};
-  ::poll(&pfd, 1, static_cast<int>(ms));
-  uint64_t drained;
-  ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
-  (void)ignored;
+  if (!suspected_.exchange(true)) doorbell_.ring();
 }
 
 SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
@@ -156,7 +135,7 @@ void SentinelWatch::start() {
 
 void SentinelWatch::stop() {
   stop_.store(true);
-  notify_thread();
+  doorbell_.ring();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
@@ -187,7 +166,7 @@ void SentinelWatch::run() {
         }
       }
       if (!sub) {
-        pause(backoff_ms);
+        doorbell_.wait(backoff_ms);
         backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
         continue;
       }
@@ -209,13 +188,9 @@ void SentinelWatch::run() {
 
     Clock::time_point wake = next_ask;
     if (suspected_.load()) wake = std::min(wake, last_ask + kMinAskGap);
-    pollfd pfds[2] = {{sub->fd(), POLLIN, 0}, {event_fd_, POLLIN, 0}};
+    pollfd pfds[2] = {{sub->fd(), POLLIN, 0}, {doorbell_.fd(), POLLIN, 0}};
     ::poll(pfds, 2, static_cast<int>(ms_until(wake)) + 1);
-    if (pfds[1].revents & POLLIN) {
-      uint64_t drained;
-      ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
-      (void)ignored;
-    }
+    if (pfds[1].revents & POLLIN) doorbell_.clear();
     if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       std::vector<Reply> replies;
       try {

@@ -1,7 +1,6 @@
 #include "rlock/core/subscriber.hpp"
 
 #include <poll.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -89,15 +88,9 @@ Subscriber::Subscriber(const ClientConfig& config, MasterSource& master, bool sh
     : config_(config),
       master_(master),
       sharded_(sharded),
-      marks_(marks != nullptr ? marks : &own_marks_) {
-  event_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (event_fd_ < 0) throw Error(kError, "eventfd failed for the subscriber thread");
-}
+      marks_(marks != nullptr ? marks : &own_marks_) {}
 
-Subscriber::~Subscriber() {
-  stop();
-  ::close(event_fd_);
-}
+Subscriber::~Subscriber() { stop(); }
 
 uint64_t Subscriber::message_mark(const std::string& name, bool* others_sleeping) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -167,11 +160,6 @@ void Subscriber::mark_dirty_locked(Channel& c) {
   notify_thread();
 }
 
-void Subscriber::notify_thread() {
-  uint64_t one = 1;
-  ssize_t ignored = ::write(event_fd_, &one, sizeof one);
-  (void)ignored;
-}
 
 void Subscriber::wake_one_locked(Channel& c) {
   if (!c.sleeping.empty()) {
@@ -285,14 +273,6 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
   }
 }
 
-// Sleeps up to `ms`, returning early when stop() or a join/leave pokes the event fd.
-void Subscriber::pause(int64_t ms) {
-  pollfd pfd{event_fd_, POLLIN, 0};
-  ::poll(&pfd, 1, static_cast<int>(ms));
-  uint64_t drained;
-  ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
-  (void)ignored;
-}
 
 void Subscriber::run() {
   std::unique_ptr<Connection> conn;
@@ -335,7 +315,7 @@ void Subscriber::run() {
         on_disconnected_locked();
       }
       if (!conn) {
-        pause(backoff_ms);
+        doorbell_.wait(backoff_ms);
         backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
         continue;
       }
@@ -401,13 +381,9 @@ void Subscriber::run() {
         int expiry_ms = static_cast<int>(ms_until(next_expiry)) + 1;
         timeout_ms = timeout_ms < 0 ? expiry_ms : std::min(timeout_ms, expiry_ms);
       }
-      pollfd pfds[2] = {{conn->fd(), POLLIN, 0}, {event_fd_, POLLIN, 0}};
+      pollfd pfds[2] = {{conn->fd(), POLLIN, 0}, {doorbell_.fd(), POLLIN, 0}};
       ::poll(pfds, 2, timeout_ms);
-      if (pfds[1].revents & POLLIN) {
-        uint64_t drained;
-        ssize_t ignored = ::read(event_fd_, &drained, sizeof drained);
-        (void)ignored;
-      }
+      if (pfds[1].revents & POLLIN) doorbell_.clear();
       if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
         std::vector<Reply> replies = conn->read_available();
         last_read = Clock::now();
@@ -426,7 +402,7 @@ void Subscriber::run() {
       }
       // Back off here too: a server that accepts and then fails every command (at its client
       // limit, say) must not be hammered with reconnects.
-      pause(backoff_ms);
+      doorbell_.wait(backoff_ms);
       backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
     }
   }

@@ -311,6 +311,24 @@ class Case:
             s.stop()
 
 
+def run_every_kind(case: Case, url: str, prefix: str, names: int, cycles: int) -> None:
+    """Loops every lock kind (reentrant, fenced, fair, spin, read-write, and multi-locks of two
+    names) through `url`: two threads of one worker per kind, each for `cycles` cycles, all
+    of which must acquire."""
+    for kind in ("reentrant", "fenced", "fair", "spin", "rw", "multi"):
+        kind_names = [f"{prefix}-{kind}-{i}" for i in range(names)]
+        extra = {}
+        if kind == "multi":
+            kind_names = [f"{a}+{b}" for a, b in zip(kind_names, kind_names[1:] + kind_names[:1])]
+            extra = dict(multi=1)
+        w = case.worker("loop", url, names=kind_names, threads=2,
+                        kind="reentrant" if kind == "multi" else kind, wait_ms=10000,
+                        hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=cycles, **extra)
+        assert w.wait(60) == 0, w.err[-5:]
+        summary = w.summary()
+        assert summary["acquired"] == summary["cycles"] == 2 * cycles, (kind, summary)
+
+
 def pids_alive(workers: List[Worker]) -> bool:
     return any(w.proc.poll() is None for w in workers)
 

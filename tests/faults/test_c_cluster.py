@@ -10,7 +10,7 @@ from collections import defaultdict
 import pytest
 
 import checkers
-from harness import Case, ClusterDeployment, now_ns, wait_until
+from harness import Case, ClusterDeployment, now_ns, run_every_kind, wait_until
 
 MS = 1_000_000
 
@@ -92,18 +92,7 @@ def test_cluster_rejects_names_whose_keys_span_slots_and_runs_every_kind(case: C
     assert bad.wait(15) != 0
     assert any("different slots" in line for line in bad.err), bad.err[-3:]
     # Every kind works, with names landing on each master; multi-locks span slots.
-    for kind in ("reentrant", "fenced", "fair", "spin", "rw", "multi"):
-        names = [f"k-{kind}-{i}" for i in range(6)]
-        extra = {}
-        if kind == "multi":
-            names = [f"{a}+{b}" for a, b in zip(names, names[1:] + names[:1])]
-            extra = dict(multi=1)
-        w = case.worker("loop", dep.url, names=names, threads=2,
-                        kind="reentrant" if kind == "multi" else kind, wait_ms=10000,
-                        hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=200, **extra)
-        assert w.wait(60) == 0, w.err[-5:]
-        summary = w.summary()
-        assert summary["acquired"] == summary["cycles"] == 400, (kind, summary)
+    run_every_kind(case, dep.url, "k", names=6, cycles=200)
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     assert wait_until(lambda: _lock_keys(dep) == [], 10), _lock_keys(dep)[:10]

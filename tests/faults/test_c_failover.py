@@ -11,7 +11,7 @@ import pytest
 import redis
 
 import checkers
-from harness import Case, SentinelDeployment, now_ns, wait_until
+from harness import Case, SentinelDeployment, now_ns, run_every_kind, wait_until
 
 MS = 1_000_000
 
@@ -150,18 +150,7 @@ def test_sentinel_every_kind_and_a_demoted_master_is_refused(case: Case):
     behind the sentinels' back answers the acquire with READONLY: RLOCK_EREADONLY, never
     acquired, nothing written."""
     dep = SentinelDeployment(case)
-    for kind in ("reentrant", "fenced", "fair", "spin", "rw", "multi"):
-        names = [f"s-{kind}-{i}" for i in range(4)]
-        extra = {}
-        if kind == "multi":
-            names = [f"{a}+{b}" for a, b in zip(names, names[1:] + names[:1])]
-            extra = dict(multi=1)
-        w = case.worker("loop", dep.url, names=names, threads=2,
-                        kind="reentrant" if kind == "multi" else kind, wait_ms=10000,
-                        hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=100, **extra)
-        assert w.wait(60) == 0, w.err[-5:]
-        summary = w.summary()
-        assert summary["acquired"] == summary["cycles"] == 200, (kind, summary)
+    run_every_kind(case, dep.url, "s", names=4, cycles=100)
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "rlock/core/config.hpp"
+#include "rlock/core/doorbell.hpp"
 
 namespace rlock::core {
 
@@ -72,8 +73,6 @@ class SentinelWatch final : public MasterSource {
   // Takes `found` as the master; true if it changed.
   bool adopt(const Endpoint& found);
   void run();
-  void notify_thread();
-  void pause(int64_t ms);
 
   const ClientConfig config_;
   mutable std::mutex mutex_;
@@ -84,7 +83,7 @@ class SentinelWatch final : public MasterSource {
   std::atomic<bool> stop_{false};
   std::vector<std::function<void()>> listeners_;
   std::thread thread_;
-  int event_fd_ = -1;
+  Doorbell doorbell_;
 };
 
 }  // namespace rlock::core

@@ -23,6 +23,7 @@
 
 #include "rlock/core/cancel.hpp"
 #include "rlock/core/config.hpp"
+#include "rlock/core/doorbell.hpp"
 #include "rlock/core/reply.hpp"
 #include "rlock/core/sentinel.hpp"
 
@@ -123,8 +124,7 @@ class Subscriber {
   void wake_all_locked(Channel& c);
   void on_disconnected_locked();
   void handle_reply_locked(const Reply& reply, bool* pong);
-  void notify_thread();
-  void pause(int64_t ms);
+  void notify_thread() { doorbell_.ring(); }
   // Unsubscribes channels idle for long enough (or too many); returns when to look again.
   Clock::time_point expire_idle_locked(Clock::time_point now);
 
@@ -145,7 +145,7 @@ class Subscriber {
   bool stop_ = false;
   bool connected_ = false;
   std::thread thread_;
-  int event_fd_ = -1;
+  Doorbell doorbell_;
 };
 
 }  // namespace rlock::core
