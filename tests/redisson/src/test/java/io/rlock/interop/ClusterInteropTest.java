@@ -4,12 +4,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
 import org.junit.jupiter.api.AfterAll;
@@ -75,14 +72,6 @@ class ClusterInteropTest {
     }
   }
 
-  private static void awaitWaiting(String kind, String name) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (waiting(kind, name) < 1) {
-      assertTrue(System.nanoTime() < deadline, "nobody started waiting for " + name);
-      Thread.sleep(5);
-    }
-  }
-
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
   void eachSideExcludesTheOther(String kind) throws Exception {
@@ -106,56 +95,20 @@ class ClusterInteropTest {
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
   void rlockWaiterWakesWhenRedissonUnlocks(String kind) throws Exception {
-    List<Long> latencies = new ArrayList<>();
     try (Peer peer = new Peer(url(), 30.0, 10.0)) {
-      for (int round = 0; round < ROUNDS; round++) {
-        String name = unique(kind + "-to-rlock");
-        Lock lock = Env.redissonLock(redisson, kind, name);
-        lock.lock();
-        peer.send("lock " + kind + " " + name);
-        awaitWaiting(kind, name);
-        long unlocked = System.currentTimeMillis();
-        lock.unlock();
-        String[] answer = peer.answer().split(" ");
-        assertEquals("locked", answer[0], String.join(" ", answer));
-        latencies.add(Long.parseLong(answer[1]) - unlocked);
-        assertTrue(peer.ask("unlock " + kind + " " + name).startsWith("unlocked"));
-      }
+      WakeUps.report(kind + ": Redisson unlock -> rlock waiter acquires (cluster)",
+          WakeUps.rlockWaiterWakes(redisson, peer, ClusterInteropTest::waiting, kind,
+              "cluster-interop", ROUNDS));
     }
-    report(kind + ": Redisson unlock -> rlock waiter acquires (cluster)", latencies);
   }
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
   void redissonWaiterWakesWhenRlockUnlocks(String kind) throws Exception {
-    List<Long> latencies = new ArrayList<>();
     try (Peer peer = new Peer(url(), null, null)) {
-      for (int round = 0; round < ROUNDS; round++) {
-        String name = unique(kind + "-to-redisson");
-        assertTrue(peer.ask("lock " + kind + " " + name).startsWith("locked"));
-        Future<Long> acquired = pool.submit(() -> {
-          Lock lock = Env.redissonLock(redisson, kind, name);
-          assertTrue(lock.tryLock(20, TimeUnit.SECONDS), "the Redisson waiter timed out");
-          long at = System.currentTimeMillis();
-          lock.unlock();
-          return at;
-        });
-        awaitWaiting(kind, name);
-        String[] answer = peer.ask("unlock " + kind + " " + name).split(" ");
-        assertEquals("unlocked", answer[0], String.join(" ", answer));
-        latencies.add(acquired.get(30, TimeUnit.SECONDS) - Long.parseLong(answer[1]));
-      }
-    }
-    report(kind + ": rlock unlock -> Redisson waiter acquires (cluster)", latencies);
-  }
-
-  private static void report(String what, List<Long> latencies) {
-    List<Long> sorted = new ArrayList<>(latencies);
-    sorted.sort(null);
-    System.out.println(what + ": median " + sorted.get(sorted.size() / 2) + " ms, max "
-        + sorted.get(sorted.size() - 1) + " ms over " + sorted.size());
-    for (long ms : latencies) {
-      assertTrue(ms < 2000, "woken by the unlock message, not by polling: " + latencies);
+      WakeUps.report(kind + ": rlock unlock -> Redisson waiter acquires (cluster)",
+          WakeUps.redissonWaiterWakes(redisson, peer, ClusterInteropTest::waiting, pool, kind,
+              "cluster-interop", ROUNDS));
     }
   }
 }

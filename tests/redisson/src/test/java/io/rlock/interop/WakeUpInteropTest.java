@@ -25,47 +25,21 @@ class WakeUpInteropTest extends InteropTest {
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
   void rlockWaiterWakesWhenRedissonUnlocks(String kind) throws Exception {
-    List<Long> latencies = new ArrayList<>();
     try (Peer peer = new Peer(30.0, 10.0)) {
-      for (int round = 0; round < ROUNDS; round++) {
-        String name = unique(kind + "-to-rlock");
-        Lock lock = Env.redissonLock(redisson, kind, name);
-        lock.lock();
-        peer.send("lock " + kind + " " + name);
-        awaitWaiting(kind, name);
-        long unlocked = System.currentTimeMillis();
-        lock.unlock();
-        String[] answer = peer.answer().split(" ");
-        assertEquals("locked", answer[0], String.join(" ", answer));
-        latencies.add(Long.parseLong(answer[1]) - unlocked);
-        assertTrue(peer.ask("unlock " + kind + " " + name).startsWith("unlocked"));
-      }
+      WakeUps.report(kind + ": Redisson unlock -> rlock waiter acquires",
+          WakeUps.rlockWaiterWakes(redisson, peer, WakeUpInteropTest::waiting, kind, "interop",
+              ROUNDS));
     }
-    report(kind + ": Redisson unlock -> rlock waiter acquires", latencies);
   }
 
   @ParameterizedTest(name = "{0}")
   @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
   void redissonWaiterWakesWhenRlockUnlocks(String kind) throws Exception {
-    List<Long> latencies = new ArrayList<>();
     try (Peer peer = new Peer()) {
-      for (int round = 0; round < ROUNDS; round++) {
-        String name = unique(kind + "-to-redisson");
-        assertTrue(peer.ask("lock " + kind + " " + name).startsWith("locked"));
-        Future<Long> acquired = pool.submit(() -> {
-          Lock lock = Env.redissonLock(redisson, kind, name);
-          assertTrue(lock.tryLock(20, TimeUnit.SECONDS), "the Redisson waiter timed out");
-          long at = System.currentTimeMillis();
-          lock.unlock();
-          return at;
-        });
-        awaitWaiting(kind, name);
-        String[] answer = peer.ask("unlock " + kind + " " + name).split(" ");
-        assertEquals("unlocked", answer[0], String.join(" ", answer));
-        latencies.add(acquired.get(30, TimeUnit.SECONDS) - Long.parseLong(answer[1]));
-      }
+      WakeUps.report(kind + ": rlock unlock -> Redisson waiter acquires",
+          WakeUps.redissonWaiterWakes(redisson, peer, WakeUpInteropTest::waiting, pool, kind,
+              "interop", ROUNDS));
     }
-    report(kind + ": rlock unlock -> Redisson waiter acquires", latencies);
   }
 
   @Test
@@ -112,22 +86,15 @@ class WakeUpInteropTest extends InteropTest {
     report("read after write: rlock writer unlocks -> Redisson reader acquires", latencies);
   }
 
-  private static void awaitWaiting(String kind, String name) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (Env.waiting(redisson, kind, name) < 1) {
-      assertTrue(System.nanoTime() < deadline, "nobody started waiting for " + name);
-      Thread.sleep(5);
-    }
+  private static long waiting(String kind, String name) {
+    return Env.waiting(redisson, kind, name);
   }
 
-  /** Prints the median and maximum; fails only on a wait that polling would explain. */
+  private static void awaitWaiting(String kind, String name) throws InterruptedException {
+    WakeUps.awaitWaiting(WakeUpInteropTest::waiting, kind, name);
+  }
+
   private static void report(String what, List<Long> latencies) {
-    List<Long> sorted = new ArrayList<>(latencies);
-    sorted.sort(null);
-    System.out.println(what + ": median " + sorted.get(sorted.size() / 2) + " ms, max "
-        + sorted.get(sorted.size() - 1) + " ms over " + sorted.size());
-    for (long ms : latencies) {
-      assertTrue(ms < 2000, "woken by the unlock message, not by polling: " + latencies);
-    }
+    WakeUps.report(what, latencies);
   }
 }
