@@ -197,7 +197,8 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
     if (opts == nullptr) return invalid("opts must not be NULL");
     if (int rc = check_version(version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
     // A caller's older struct ends where its version's fields end: write nothing past them.
-    std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_client_options, sync_replicas));
+    std::memset(opts, 0,
+                version >= 2 ? sizeof *opts : offsetof(rlock_client_options, sync_replicas));
     opts->version = version;
     opts->host = "127.0.0.1";
     opts->port = 6379;
@@ -259,7 +260,8 @@ int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
         if (opts->sync_replicas != 0) {
           const int wanted = opts->sync_replicas == -1 ? 0 : opts->sync_replicas;
           if (config.sync_replicas != core::kSyncAuto && config.sync_replicas != wanted)
-            return invalid("sync_replicas given both in the URL and in the options, with different values");
+            return invalid("sync_replicas given both in the URL and in the options, with "
+                           "different values");
           config.sync_replicas = wanted;
         }
         if (opts->sync_timeout_ms != 0) config.sync_timeout_ms = opts->sync_timeout_ms;

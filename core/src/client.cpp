@@ -129,7 +129,8 @@ std::shared_ptr<Client> Client::create(ClientConfig config) {
   }
   auto transport = std::make_unique<PipelinedTransport>(config, *master);
   PipelinedTransport* commands = transport.get();
-  auto client = std::make_shared<Client>(std::move(config), std::move(transport), std::move(master));
+  auto client =
+      std::make_shared<Client>(std::move(config), std::move(transport), std::move(master));
   if (watch != nullptr) {
     // The watch is stopped in close(), before the transport and subscriber go.
     Subscriber* subscriber = &client->subscriber_;
@@ -167,7 +168,8 @@ std::shared_ptr<Client> Client::create_cluster(ClientConfig config) {
   cluster->start();
   cluster->warm_up();
   auto source = std::make_unique<ClusterNodeSource>(cluster);
-  auto client = std::make_shared<Client>(std::move(config), std::move(transport), std::move(source));
+  auto client =
+      std::make_shared<Client>(std::move(config), std::move(transport), std::move(source));
   client->cluster_ = cluster;
   finish_start(client);
   return client;
@@ -231,7 +233,14 @@ int Client::sync_replicas(const std::string& name) {
 
 Subscriber& Client::subscriber_for(const std::string& channel) {
   if (cluster_ == nullptr || !cluster_->sharded_pubsub()) return subscriber_;
-  const Endpoint node = cluster_->node_of(key_slot(channel));
+  Endpoint node;
+  try {
+    node = cluster_->node_of(key_slot(channel));
+  } catch (const Error&) {
+    // No node serves the slot right now (the cluster is failing over): the classic
+    // subscriber hears no SPUBLISH, so waiters retry by their poll until the slot is back.
+    return subscriber_;
+  }
   const std::string key = node.host + ":" + std::to_string(node.port);
   std::lock_guard<std::mutex> lock(node_subscribers_mutex_);
   if (node_subscribers_stopped_) return subscriber_;  // stopped too: join() says kClosed

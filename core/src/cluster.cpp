@@ -233,11 +233,12 @@ void ClusterTransport::start() {
     Reply info = node->transport->run({"INFO", "server"});
     const std::string field = "redis_version:";
     size_t at = info.is_error() ? std::string::npos : info.str.find(field);
-    const int major = at == std::string::npos ? 0 : std::atoi(info.str.c_str() + at + field.size());
+    const int major =
+        at == std::string::npos ? 0 : std::atoi(info.str.c_str() + at + field.size());
     if (config_.pubsub == PubSubMode::Sharded && major < 7) {
       throw Error(kUnsupported, "pubsub=sharded needs Redis 7 or newer; " +
-                                    node->endpoint.describe() + " runs " +
-                                    (major > 0 ? std::to_string(major) : std::string("an unknown version")));
+                                    node->endpoint.describe() + " runs version " +
+                                    (major > 0 ? std::to_string(major) : std::string("unknown")));
     }
     sharded_ = major >= 7;
     return;

@@ -160,7 +160,9 @@ int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
 
 Reply Lock::run_synced(const Script& script, const Args& keys, const Args& argv, Retry retry,
                        Deadline deadline, int replicas, int64_t* acked) {
-  if (replicas <= 0) return eval_script(client_->transport(), script, keys, argv, retry, Send::Sha, deadline);
+  if (replicas <= 0) {
+    return eval_script(client_->transport(), script, keys, argv, retry, Send::Sha, deadline);
+  }
   const int64_t timeout = client_->config().sync_timeout_ms;
   SyncedReply s = eval_script_synced(client_->transport(), script, keys, argv, replicas, timeout,
                                      retry, deadline + std::chrono::milliseconds(timeout));
@@ -209,7 +211,8 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
     } else {
       Args keys{name_};
       if (plan.fenced) keys.push_back(token_counter_);
-      r = run_synced(scripts::acquire, keys, {lease, plan.owner}, Retry::No, deadline, wanted, &acked);
+      r = run_synced(scripts::acquire, keys, {lease, plan.owner}, Retry::No, deadline, wanted,
+                     &acked);
     }
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
@@ -312,7 +315,8 @@ int Lock::acquire(const AcquireArgs& a) {
   // its failed attempt is still current.
   bool others_sleeping = false;
   uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin
-                      ? client_->subscriber_for(channel_).message_mark(wake_channel(plan), &others_sleeping)
+                      ? client_->subscriber_for(channel_).message_mark(wake_channel(plan),
+                                                                      &others_sleeping)
                       : 0;
   // A call that waits for as long as it takes does not barge past this client's waiters of a
   // reentrant lock: it sleeps behind them without an attempt (the next unlock message wakes the
@@ -503,9 +507,7 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   int64_t acked = -1;
   const int replicas = synced ? client_->sync_replicas(name_) : 0;
   auto run = [&](const Script& script, const Args& keys, const Args& argv) {
-    return replicas > 0 ? run_synced(script, keys, argv, Retry::Once, give_up, replicas, &acked)
-                  : eval_script(client_->transport(), script, keys, argv, Retry::Once, Send::Sha,
-                                give_up);
+    return run_synced(script, keys, argv, Retry::Once, give_up, replicas, &acked);
   };
   const std::string read_prefix = reads() ? read_lease_prefix(name_, owner) : std::string();
   const std::string tagged = reads() ? hash_tagged(name_) : std::string();
