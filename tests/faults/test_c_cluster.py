@@ -27,6 +27,11 @@ def _lock_keys(dep: ClusterDeployment) -> list:
     return keys
 
 
+def _errors(server, kind: str) -> int:
+    """How many error replies of a kind (MOVED, ASK, TRYAGAIN) the node has sent."""
+    return int(server.conn().info("errorstats").get(f"errorstat_{kind}", {}).get("count", 0))
+
+
 def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
     dep = ClusterDeployment(case)
     resource = case.redis()
@@ -54,6 +59,10 @@ def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
     assert wait_until(lambda: sum(1 for h in checkers.read_history(case.log).holds
                                   if h.name in moving and h.acq_call > migrated) >= 20, 10), \
         "no acquires on the moved names after the migration"
+    # The clients were redirected while the slots moved (ASK, or TRYAGAIN for a lock whose
+    # keys were half moved) and after (MOVED), and got through.
+    redirects = {k: _errors(src, k) for k in ("ASK", "TRYAGAIN", "MOVED")}
+    assert redirects["MOVED"] > 0 and redirects["ASK"] + redirects["TRYAGAIN"] > 0, redirects
 
     # Kill the master that now serves the most names; its replica takes over.
     victim = dst
@@ -69,7 +78,8 @@ def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
     assert wait_until(resumed, 15, 0.05), "not every name of the killed master was locked again"
     h = checkers.read_history(case.log)
     first = min(x.start for x in h.holds if x.name in victims and x.acq_call > killed)
-    print(f"cluster: {moved_keys} keys migrated with {len(moving)} slots; replica promoted "
+    print(f"cluster: {moved_keys} keys migrated with {len(moving)} slots ({redirects}); "
+          f"replica promoted "
           f"{(promoted - killed) / MS:.0f} ms after the kill, first acquire there at "
           f"{(first - killed) / MS:.0f} ms")
 
