@@ -23,18 +23,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-start_redis() {  # dir -> prints the port
-  local port
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$1" \
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+# Not in a $(...) subshell: the server's pid must reach this shell's list, or cleanup misses it.
+start_redis() {  # dir port
+  redis-server --port "$2" --bind 127.0.0.1 --save "" --appendonly no --dir "$1" \
     >/dev/null 2>&1 &
   pids+=($!)
-  for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.05; done
-  echo "$port"
+  for _ in $(seq 100); do redis-cli -p "$2" ping >/dev/null 2>&1 && break; sleep 0.05; done
 }
 mkdir -p "$work/locks" "$work/resource" "$work/counters"
-locks=$(start_redis "$work/locks")
-resource=$(start_redis "$work/resource")
+locks=$(free_port)
+start_redis "$work/locks" "$locks"
+resource=$(free_port)
+start_redis "$work/resource" "$resource"
 
 # Connections are killed while the worker runs: reconnects and resubscribes are exercised too.
 (
