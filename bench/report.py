@@ -27,92 +27,143 @@ import matplotlib.ticker  # noqa: E402
 REFERENCE = "rlock-c"
 # Table order: the reference, the bare-hiredis floor, then each language's rlock binding
 # before its peers, then the baselines.
-ORDER = ["rlock-c", "hiredis-floor", "rlock-py", "redis-py", "python-redis-lock", "rlock-go",
-         "redsync", "rlock-java", "redisson", "evalsha-ceiling", "ping"]
+ORDER = [
+    "rlock-c",
+    "hiredis-floor",
+    "rlock-py",
+    "redis-py",
+    "python-redis-lock",
+    "rlock-go",
+    "redsync",
+    "rlock-java",
+    "redisson",
+    "evalsha-ceiling",
+    "ping",
+]
 
 SCENARIOS = {
-    "uncontended": ("Scenario 1: uncontended",
-                    "One thread; each iteration acquires and releases a lock named "
-                    "`bench:u:<contender>:<i % 1024>` (the library's idiomatic acquire, default "
-                    "lease or watchdog). 10% of the duration (at least 0.2 s) warms up first. "
-                    "Acquire+release pairs per second; higher is better."),
-    "throughput": ("Scenario 2: throughput",
-                   "{threads} threads; each iteration picks one of {names} names "
-                   "`bench:t:<contender>:<k>` at random, acquires it blocking (the library's "
-                   "default waiting) and releases it. Total pairs per second; higher is better. "
-                   "`evalsha-ceiling` is `redis-benchmark` sending EVALSHA of the acquire script "
-                   "alone, pipelined: Redis's own limit for that script, in scripts per second "
-                   "(a pair is two scripts, so its pair equivalent is half of it)."),
-    "handoff": ("Scenario 3: handoff latency",
-                "Two processes, each with its own client, take turns on one lock "
-                "`bench:h:<contender>:0`. The holder keeps the lock {hold} so that the other "
-                "process, which asked for it as soon as the holder had it, is blocked in "
-                "acquire; after releasing, the holder waits (on shared memory, not Redis) until "
-                "the other has the lock before asking again, so every hold is a real hand-off. "
-                "Latency: acquire returning in one process minus release returning in the "
-                "other, both on CLOCK_MONOTONIC. Microseconds; lower is better."),
-    "herd": ("Scenario 4: herd",
-             "{processes} processes × {threads_per_process} threads, one client per process, "
-             "all on one lock: each thread loops blocking acquire, a tiny critical section, "
-             "release. Requests per handoff: what clients sent to Redis during the measured "
-             "window (INFO commandstats: scripts, SUBSCRIBE, PING and the like; not the data "
-             "commands the scripts run inside, nor the harness's INFO), divided by the "
-             "handoffs in it. Handoff gap: next acquire returning minus the previous release "
-             "returning, over all holds sorted by acquire time. It can be negative: Redis sends "
-             "the releaser's reply and the next owner's wake-up together, and a releasing "
-             "thread that is scheduled late, or whose library does more work after the reply, "
-             "returns after the next owner already has the lock. The run fails if a "
-             "hold began before the previous holder asked to release. Lower requests and gaps "
-             "are better; pairs/s is the handoff rate."),
-    "herd-fair": ("Scenario 4b: herd on the fair lock",
-                  "As the herd above, with the fair lock (Redisson's RFairLock layout: "
-                  "first come, first served across processes)."),
-    "watchdog": ("Scenario 5: watchdog cost",
-                 "One client takes {locks} distinct locks with the watchdog and holds them. "
-                 "The watchdog renews every lease/3; the run uses a watchdog lease of {lease} "
-                 "(renewal period {period}) to see several periods, and measures over "
-                 "{periods} periods after one to settle: script calls per period (EVAL, "
-                 "EVALSHA, FCALL from INFO commandstats) and the client process's CPU (user + "
-                 "system, getrusage) as a share of one core. Then it releases everything and "
-                 "checks that no lock is left. Lower is better. The CPU target is evaluated for the "
-                 "default period (10 s): CPU per period ÷ 10 s."),
-    "memory": ("Scenario 6: memory",
-               "Resident memory (VmRSS) of the contender's process: growth from creating "
-               "{handles} lock handles (not acquired) on one client, and growth from "
-               "{waiters} threads blocked in acquire on one held lock, each thread with a "
-               "{stack} KiB stack. A bare thread with that stack, parked, costs "
-               "{bare_thread} KiB by itself (measured in a separate process), part of every "
-               "waiter. Lower is better."),
-    "ping": ("Baseline: PING round trip",
-             "One connection sending PING and waiting for each reply: the network and Redis "
-             "floor under any lock call. Microseconds; lower is better."),
+    "uncontended": (
+        "Scenario 1: uncontended",
+        "One thread; each iteration acquires and releases a lock named "
+        "`bench:u:<contender>:<i % 1024>` (the library's idiomatic acquire, default "
+        "lease or watchdog). 10% of the duration (at least 0.2 s) warms up first. "
+        "Acquire+release pairs per second; higher is better.",
+    ),
+    "throughput": (
+        "Scenario 2: throughput",
+        "{threads} threads; each iteration picks one of {names} names "
+        "`bench:t:<contender>:<k>` at random, acquires it blocking (the library's "
+        "default waiting) and releases it. Total pairs per second; higher is better. "
+        "`evalsha-ceiling` is `redis-benchmark` sending EVALSHA of the acquire script "
+        "alone, pipelined: Redis's own limit for that script, in scripts per second "
+        "(a pair is two scripts, so its pair equivalent is half of it).",
+    ),
+    "handoff": (
+        "Scenario 3: handoff latency",
+        "Two processes, each with its own client, take turns on one lock "
+        "`bench:h:<contender>:0`. The holder keeps the lock {hold} so that the other "
+        "process, which asked for it as soon as the holder had it, is blocked in "
+        "acquire; after releasing, the holder waits (on shared memory, not Redis) until "
+        "the other has the lock before asking again, so every hold is a real hand-off. "
+        "Latency: acquire returning in one process minus release returning in the "
+        "other, both on CLOCK_MONOTONIC. Microseconds; lower is better.",
+    ),
+    "herd": (
+        "Scenario 4: herd",
+        "{processes} processes × {threads_per_process} threads, one client per process, "
+        "all on one lock: each thread loops blocking acquire, a tiny critical section, "
+        "release. Requests per handoff: what clients sent to Redis during the measured "
+        "window (INFO commandstats: scripts, SUBSCRIBE, PING and the like; not the data "
+        "commands the scripts run inside, nor the harness's INFO), divided by the "
+        "handoffs in it. Handoff gap: next acquire returning minus the previous release "
+        "returning, over all holds sorted by acquire time. It can be negative: Redis sends "
+        "the releaser's reply and the next owner's wake-up together, and a releasing "
+        "thread that is scheduled late, or whose library does more work after the reply, "
+        "returns after the next owner already has the lock. The run fails if a "
+        "hold began before the previous holder asked to release. Lower requests and gaps "
+        "are better; pairs/s is the handoff rate.",
+    ),
+    "herd-fair": (
+        "Scenario 4b: herd on the fair lock",
+        "As the herd above, with the fair lock (Redisson's RFairLock layout: "
+        "first come, first served across processes).",
+    ),
+    "watchdog": (
+        "Scenario 5: watchdog cost",
+        "One client takes {locks} distinct locks with the watchdog and holds them. "
+        "The watchdog renews every lease/3; the run uses a watchdog lease of {lease} "
+        "(renewal period {period}) to see several periods, and measures over "
+        "{periods} periods after one to settle: script calls per period (EVAL, "
+        "EVALSHA, FCALL from INFO commandstats) and the client process's CPU (user + "
+        "system, getrusage) as a share of one core. Then it releases everything and "
+        "checks that no lock is left. Lower is better. The CPU target is evaluated for the "
+        "default period (10 s): CPU per period ÷ 10 s.",
+    ),
+    "memory": (
+        "Scenario 6: memory",
+        "Resident memory (VmRSS) of the contender's process: growth from creating "
+        "{handles} lock handles (not acquired) on one client, and growth from "
+        "{waiters} threads blocked in acquire on one held lock, each thread with a "
+        "{stack} KiB stack. A bare thread with that stack, parked, costs "
+        "{bare_thread} KiB by itself (measured in a separate process), part of every "
+        "waiter. Lower is better.",
+    ),
+    "ping": (
+        "Baseline: PING round trip",
+        "One connection sending PING and waiting for each reply: the network and Redis "
+        "floor under any lock call. Microseconds; lower is better.",
+    ),
 }
 
 
 # Scenarios with several figures per contender: one row per contender, one column per metric.
 # columns: (metric, header); extras: (extra key, header); chart: the metrics charted.
 WIDE = {
-    "handoff": {"columns": [("handoff_p50_us", "p50 (µs)"), ("handoff_p99_us", "p99 (µs)"),
-                            ("handoff_max_us", "max (µs)")],
-                "extras": [("handoffs", "handoffs")],
-                "chart": ["handoff_p50_us", "handoff_p99_us"]},
-    "herd": {"columns": [("requests_per_handoff", "requests / handoff"),
-                         ("handoff_p99_us", "gap p99 (µs)"), ("pairs_per_s", "pairs/s")],
-             "extras": [("scripts_per_handoff", "scripts / handoff"),
-                        ("inner_commands_per_handoff", "commands inside scripts / handoff"),
-                        ("handoff_p50_us", "gap p50 (µs)"),
-                        ("same_thread_share", "same thread again")],
-             "chart": ["requests_per_handoff"]},
-    "watchdog": {"columns": [("scripts_per_period", "scripts / period"),
-                             ("cpu_percent", "CPU (% of a core)")],
-                 "extras": [("cpu_ms_per_period", "CPU ms / period"), ("locks", "locks"),
-                            ("lease_ms", "lease (ms)")],
-                 "chart": ["scripts_per_period"]},
-    "memory": {"columns": [("kib_per_handle", "KiB / handle"), ("kib_per_waiter", "KiB / waiter"),
-                           ("handles_rss_kib", "handles (KiB)"),
-                           ("waiters_rss_kib", "waiters (KiB)")],
-               "extras": [("client_kib", "client (KiB)"), ("bare_thread_kib", "bare thread (KiB)")],
-               "chart": ["kib_per_handle", "kib_per_waiter"]},
+    "handoff": {
+        "columns": [
+            ("handoff_p50_us", "p50 (µs)"),
+            ("handoff_p99_us", "p99 (µs)"),
+            ("handoff_max_us", "max (µs)"),
+        ],
+        "extras": [("handoffs", "handoffs")],
+        "chart": ["handoff_p50_us", "handoff_p99_us"],
+    },
+    "herd": {
+        "columns": [
+            ("requests_per_handoff", "requests / handoff"),
+            ("handoff_p99_us", "gap p99 (µs)"),
+            ("pairs_per_s", "pairs/s"),
+        ],
+        "extras": [
+            ("scripts_per_handoff", "scripts / handoff"),
+            ("inner_commands_per_handoff", "commands inside scripts / handoff"),
+            ("handoff_p50_us", "gap p50 (µs)"),
+            ("same_thread_share", "same thread again"),
+        ],
+        "chart": ["requests_per_handoff"],
+    },
+    "watchdog": {
+        "columns": [
+            ("scripts_per_period", "scripts / period"),
+            ("cpu_percent", "CPU (% of a core)"),
+        ],
+        "extras": [
+            ("cpu_ms_per_period", "CPU ms / period"),
+            ("locks", "locks"),
+            ("lease_ms", "lease (ms)"),
+        ],
+        "chart": ["scripts_per_period"],
+    },
+    "memory": {
+        "columns": [
+            ("kib_per_handle", "KiB / handle"),
+            ("kib_per_waiter", "KiB / waiter"),
+            ("handles_rss_kib", "handles (KiB)"),
+            ("waiters_rss_kib", "waiters (KiB)"),
+        ],
+        "extras": [("client_kib", "client (KiB)"), ("bare_thread_kib", "bare thread (KiB)")],
+        "chart": ["kib_per_handle", "kib_per_waiter"],
+    },
 }
 WIDE["herd-fair"] = WIDE["herd"]
 
@@ -145,8 +196,12 @@ def scenario_order(records):
 def value_of(records, scenario, contender, metric=None):
     """The value of a successful measurement, or None."""
     for r in records:
-        if (r["scenario"] == scenario and r["contender"] == contender and not r.get("failed")
-                and (metric is None or r["metric"] == metric)):
+        if (
+            r["scenario"] == scenario
+            and r["contender"] == contender
+            and not r.get("failed")
+            and (metric is None or r["metric"] == metric)
+        ):
             return float(r["value"])
     return None
 
@@ -176,21 +231,26 @@ def machine():
     except OSError:
         pass
     try:
-        out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run(
+            ["redis-server", "--version"], capture_output=True, text=True, check=True
+        ).stdout
         m = re.search(r"v=(\S+)", out)
         redis = m.group(1) if m else out.strip()
     except (OSError, subprocess.CalledProcessError):
         redis = "unknown"
-    return [f"CPU: {cpu}, {os.cpu_count()} logical cores",
-            f"RAM: {ram}",
-            f"Kernel: {platform.system()} {platform.release()}",
-            f"redis-server: {redis} (local, TCP loopback, no persistence)"]
+    return [
+        f"CPU: {cpu}, {os.cpu_count()} logical cores",
+        f"RAM: {ram}",
+        f"Kernel: {platform.system()} {platform.release()}",
+        f"redis-server: {redis} (local, TCP loopback, no persistence)",
+    ]
 
 
 def table(records, scenario):
-    rows = sorted((r for r in records if r["scenario"] == scenario),
-                  key=lambda r: (rank(r["contender"]), r.get("metric", "")))
+    rows = sorted(
+        (r for r in records if r["scenario"] == scenario),
+        key=lambda r: (rank(r["contender"]), r.get("metric", "")),
+    )
     several = {}
     for r in rows:
         several[r["contender"]] = several.get(r["contender"], 0) + 1
@@ -210,8 +270,10 @@ def table(records, scenario):
         lines.append(f"| {label} | {fmt(r['value'], r['unit'])} | {r['unit']} | {ratio} |")
         extra = r.get("extra") or {}
         if extra.get("failed_acquires"):
-            notes.append(f"- {name}: {extra['failed_acquires']} failed acquires "
-                         "(acquires the library gave up on, then retried)")
+            notes.append(
+                f"- {name}: {extra['failed_acquires']} failed acquires "
+                "(acquires the library gave up on, then retried)"
+            )
     ceiling = value_of(records, scenario, "evalsha-ceiling")
     if ceiling is not None:
         ref = value_of(records, scenario, REFERENCE)
@@ -225,8 +287,12 @@ def wide_table(records, scenario):
     rows = [r for r in records if r["scenario"] == scenario]
     contenders = sorted({r["contender"] for r in rows}, key=rank)
     first = spec["columns"][0][0]
-    header = (["Contender"] + [h for _, h in spec["columns"]] + [h for _, h in spec["extras"]]
-              + [f"{spec['columns'][0][1]}: ratio to rlock-c"])
+    header = (
+        ["Contender"]
+        + [h for _, h in spec["columns"]]
+        + [h for _, h in spec["extras"]]
+        + [f"{spec['columns'][0][1]}: ratio to rlock-c"]
+    )
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
     notes = []
     ref = value_of(records, scenario, REFERENCE, first)
@@ -253,8 +319,9 @@ def wide_table(records, scenario):
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
         by_command = extra.get("requests_per_handoff_by_command")
         if isinstance(by_command, dict) and by_command:
-            parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_command.items(),
-                                                                  key=lambda kv: -kv[1]))
+            parts = ", ".join(
+                f"{k} {v:.2f}" for k, v in sorted(by_command.items(), key=lambda kv: -kv[1])
+            )
             notes.append(f"- {name}: requests per handoff by command: {parts}")
     return lines + ([""] + notes if notes else [])
 
@@ -268,19 +335,25 @@ def short_metric(metric):
     """handoff_p50_us -> p50, kib_per_handle -> per handle."""
     for prefix in ("handoff_", "rtt_"):
         if metric.startswith(prefix):
-            metric = metric[len(prefix):]
+            metric = metric[len(prefix) :]
     metric = metric.removesuffix("_us").removeprefix("kib_")
     return metric.replace("_", " ")
 
 
 def chart(records, scenario, path):
-    rows = sorted((r for r in records if r["scenario"] == scenario),
-                  key=lambda r: (rank(r["contender"]), r.get("metric", "")))
+    rows = sorted(
+        (r for r in records if r["scenario"] == scenario),
+        key=lambda r: (rank(r["contender"]), r.get("metric", "")),
+    )
     if scenario in WIDE:
         charted = WIDE[scenario]["chart"]
-        rows = sorted((r for r in rows if r.get("failed") or r["metric"] in charted),
-                      key=lambda r: (rank(r["contender"]),
-                                     charted.index(r["metric"]) if r["metric"] in charted else 0))
+        rows = sorted(
+            (r for r in rows if r.get("failed") or r["metric"] in charted),
+            key=lambda r: (
+                rank(r["contender"]),
+                charted.index(r["metric"]) if r["metric"] in charted else 0,
+            ),
+        )
     ok = [r for r in rows if not r.get("failed")]
     if not rows:
         return False
@@ -314,8 +387,9 @@ def chart(records, scenario, path):
     ax.set_yticks(y)
     ax.set_yticklabels(labels)
     ax.set_xlim(0, top * 1.18)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
-        lambda v, _: f"{v:,.0f}" if top >= 10 else f"{v:,.1f}"))
+    ax.xaxis.set_major_formatter(
+        matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}" if top >= 10 else f"{v:,.1f}")
+    )
     ax.set_xlabel(unit)
     ax.set_title(SCENARIOS.get(scenario, (scenario,))[0])
     ax.spines[["top", "right"]].set_visible(False)
@@ -346,8 +420,10 @@ def targets(records):
         ("S1: rlock-c ≥ 0.9 × hiredis-floor", at_least(u, "rlock-c", 0.9, "hiredis-floor")),
         ("S1: rlock-c ≥ 1.2 × redisson", at_least(u, "rlock-c", 1.2, "redisson")),
         ("S2: rlock-c ≥ 1.3 × redisson", at_least(t, "rlock-c", 1.3, "redisson")),
-        ("S2: rlock-c ≥ 0.5 × (evalsha-ceiling ÷ 2)",
-         at_least(t, "rlock-c", 0.5, "evalsha-ceiling", divisor=2)),
+        (
+            "S2: rlock-c ≥ 0.5 × (evalsha-ceiling ÷ 2)",
+            at_least(t, "rlock-c", 0.5, "evalsha-ceiling", divisor=2),
+        ),
     ]
     rows += latency_and_cost_targets(records)
     rows += [
@@ -364,12 +440,19 @@ def targets(records):
 
 def latency_and_cost_targets(records):
     """Targets of scenarios 3 to 5, for rlock-c."""
+
     def figure(scenario, metric, contender=REFERENCE):
         return value_of(records, scenario, contender, metric)
 
     def extra_of(scenario):
-        return next((r.get("extra") or {} for r in records if r["scenario"] == scenario
-                     and r["contender"] == REFERENCE and not r.get("failed")), {})
+        return next(
+            (
+                r.get("extra") or {}
+                for r in records
+                if r["scenario"] == scenario and r["contender"] == REFERENCE and not r.get("failed")
+            ),
+            {},
+        )
 
     def compare(value, bound, shape, missing, strict=False, unit=""):
         """value <= bound (or <); shape describes the bound, e.g. "2 × 77.8"."""
@@ -394,38 +477,67 @@ def latency_and_cost_targets(records):
     cpu_ms = extra_of("watchdog").get("cpu_ms_per_period")
     cpu_default = cpu_ms / 10000 * 100 if isinstance(cpu_ms, (int, float)) else None
     return [
-        ("S3: handoff p50 ≤ 2 × PING p50",
-         compare(p50, 2 * ping if ping is not None else None,
-                 f"2 × {fmt(ping, 'us')}" if ping is not None else "", "handoff or ping",
-                 unit=" µs")),
-        ("S3: handoff p99 ≤ 2 ms",
-         compare(figure("handoff", "handoff_p99_us"), 2000.0, "2,000.0", "handoff", unit=" µs")),
-        ("S3: handoff p50 < redisson's",
-         compare(p50, redisson, "redisson",
-                 "handoff of rlock-c or redisson", strict=True, unit=" µs")),
-        (f"S4: herd requests per handoff ≤ {processes} (the processes)",
-         compare(herd, float(processes), f"{processes}", "herd")),
+        (
+            "S3: handoff p50 ≤ 2 × PING p50",
+            compare(
+                p50,
+                2 * ping if ping is not None else None,
+                f"2 × {fmt(ping, 'us')}" if ping is not None else "",
+                "handoff or ping",
+                unit=" µs",
+            ),
+        ),
+        (
+            "S3: handoff p99 ≤ 2 ms",
+            compare(figure("handoff", "handoff_p99_us"), 2000.0, "2,000.0", "handoff", unit=" µs"),
+        ),
+        (
+            "S3: handoff p50 < redisson's",
+            compare(
+                p50, redisson, "redisson", "handoff of rlock-c or redisson", strict=True, unit=" µs"
+            ),
+        ),
+        (
+            f"S4: herd requests per handoff ≤ {processes} (the processes)",
+            compare(herd, float(processes), f"{processes}", "herd"),
+        ),
         # The issue's reading of that budget: "one retry per process per release". Every
         # hand-off also costs the release itself, which the requests above include.
-        (f"S4: herd acquire attempts per handoff (requests less the release) ≤ {processes}",
-         compare(herd - 1 if herd is not None else None, float(processes), f"{processes}",
-                 "herd")),
-        ("S4: fair herd requests per handoff ≤ 3",
-         compare(figure("herd-fair", "requests_per_handoff"), 3.0, "3", "herd-fair")),
-        ("S5: script calls per renewal period ≤ 100 (10,000 locks)",
-         compare(figure("watchdog", "scripts_per_period"), 100.0, "100", "watchdog")),
-        ("S5: renewal CPU < 2% of a core (CPU per period over the default 10 s period)",
-         compare(cpu_default, 2.0, "2", "watchdog", strict=True, unit=" %")),
+        (
+            f"S4: herd acquire attempts per handoff (requests less the release) ≤ {processes}",
+            compare(
+                herd - 1 if herd is not None else None, float(processes), f"{processes}", "herd"
+            ),
+        ),
+        (
+            "S4: fair herd requests per handoff ≤ 3",
+            compare(figure("herd-fair", "requests_per_handoff"), 3.0, "3", "herd-fair"),
+        ),
+        (
+            "S5: script calls per renewal period ≤ 100 (10,000 locks)",
+            compare(figure("watchdog", "scripts_per_period"), 100.0, "100", "watchdog"),
+        ),
+        (
+            "S5: renewal CPU < 2% of a core (CPU per period over the default 10 s period)",
+            compare(cpu_default, 2.0, "2", "watchdog", strict=True, unit=" %"),
+        ),
     ]
 
 
 def scenario_shape(records, scenario):
     """Placeholders for a scenario's description, from rlock-c's extra (or any contender's)."""
-    extras = [r.get("extra") or {} for r in records
-              if r["scenario"] == scenario and not r.get("failed")]
+    extras = [
+        r.get("extra") or {} for r in records if r["scenario"] == scenario and not r.get("failed")
+    ]
     extras.sort(key=lambda e: 0)  # stable: the first line found wins
-    ref = next((r.get("extra") or {} for r in records if r["scenario"] == scenario
-                and r["contender"] == REFERENCE and not r.get("failed")), None)
+    ref = next(
+        (
+            r.get("extra") or {}
+            for r in records
+            if r["scenario"] == scenario and r["contender"] == REFERENCE and not r.get("failed")
+        ),
+        None,
+    )
     e = ref if ref is not None else (extras[0] if extras else {})
 
     def get(key, suffix="", scale=1.0):
@@ -435,21 +547,41 @@ def scenario_shape(records, scenario):
         v = v * scale
         return (f"{v:,.0f}" if v == int(v) else f"{v:,.2f}".rstrip("0").rstrip(".")) + suffix
 
-    return {"hold": get("hold_ms", " ms"), "processes": get("processes"),
-            "threads_per_process": get("threads_per_process"), "locks": get("locks"),
-            "lease": get("lease_ms", " s", 1e-3), "period": get("period_ms", " s", 1e-3),
-            "periods": get("periods"), "handles": get("handles"), "waiters": get("waiters"),
-            "stack": get("waiter_stack_kib"), "bare_thread": get("bare_thread_kib")}
+    return {
+        "hold": get("hold_ms", " ms"),
+        "processes": get("processes"),
+        "threads_per_process": get("threads_per_process"),
+        "locks": get("locks"),
+        "lease": get("lease_ms", " s", 1e-3),
+        "period": get("period_ms", " s", 1e-3),
+        "periods": get("periods"),
+        "handles": get("handles"),
+        "waiters": get("waiters"),
+        "stack": get("waiter_stack_kib"),
+        "bare_thread": get("bare_thread_kib"),
+    }
 
 
 def run_shape(records):
     """Duration and threads/names as the contenders reported them."""
-    extra = next((r["extra"] for r in records
-                  if r["scenario"] == "throughput" and "threads" in (r.get("extra") or {})), {})
-    seconds = [float((r.get("extra") or {}).get("seconds", 0)) for r in records
-               if not r.get("failed") and r["scenario"] in ("uncontended", "throughput")]
-    return {"threads": extra.get("threads", "?"), "names": extra.get("names", "?"),
-            "seconds": f"{max(seconds):.1f}" if seconds else "?"}
+    extra = next(
+        (
+            r["extra"]
+            for r in records
+            if r["scenario"] == "throughput" and "threads" in (r.get("extra") or {})
+        ),
+        {},
+    )
+    seconds = [
+        float((r.get("extra") or {}).get("seconds", 0))
+        for r in records
+        if not r.get("failed") and r["scenario"] in ("uncontended", "throughput")
+    ]
+    return {
+        "threads": extra.get("threads", "?"),
+        "names": extra.get("names", "?"),
+        "seconds": f"{max(seconds):.1f}" if seconds else "?",
+    }
 
 
 def main(argv):
@@ -467,27 +599,38 @@ def main(argv):
 
     shape = run_shape(records)
     now = datetime.datetime.now(datetime.timezone.utc)
-    out = ["# rlock benchmark results", "",
-           f"Run on {now:%Y-%m-%d %H:%M} UTC with `bench/run.sh`, about {shape['seconds']} s "
-           "measured per contender and scenario, every contender alone against one local "
-           "redis-server. bench/README.md tells what each scenario and contender "
-           "does. Raw numbers: [results/raw.jsonl](results/raw.jsonl).", "",
-           "## Machine", ""]
+    out = [
+        "# rlock benchmark results",
+        "",
+        f"Run on {now:%Y-%m-%d %H:%M} UTC with `bench/run.sh`, about {shape['seconds']} s "
+        "measured per contender and scenario, every contender alone against one local "
+        "redis-server. bench/README.md tells what each scenario and contender "
+        "does. Raw numbers: [results/raw.jsonl](results/raw.jsonl).",
+        "",
+        "## Machine",
+        "",
+    ]
     out += [f"- {line}" for line in machine()]
-    out += ["- Everything (Redis, the contender, redis-benchmark) shares these cores, so "
-            "figures are noisy when the machine is busy.", ""]
+    out += [
+        "- Everything (Redis, the contender, redis-benchmark) shares these cores, so "
+        "figures are noisy when the machine is busy.",
+        "",
+    ]
     for scenario in scenario_order(records):
         title, text = SCENARIOS.get(scenario, (scenario, ""))
         out += [f"## {title}", ""]
         if text:
             out += [text.format(**shape, **scenario_shape(records, scenario)), ""]
-        out += (wide_table(records, scenario) if scenario in WIDE else table(records, scenario))
+        out += wide_table(records, scenario) if scenario in WIDE else table(records, scenario)
         out += [""]
         if chart(records, scenario, os.path.join(results, f"{scenario}.png")):
             out += [f"![{scenario}](results/{scenario}.png)", ""]
-    out += ["## Targets", "",
-            "Evaluated from the figures above; a target whose figures are missing is not "
-            "measured.", ""]
+    out += [
+        "## Targets",
+        "",
+        "Evaluated from the figures above; a target whose figures are missing is not measured.",
+        "",
+    ]
     out += targets(records) + [""]
     with open(os.path.join(outdir, "RESULTS.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(out))

@@ -20,9 +20,9 @@ struct Options {
   double seconds = 10;
   int threads = 16;
   int names = 256;
-  int processes = 8;      // herd: processes, each with --threads threads
-  int locks = 10000;      // watchdog and memory: held locks / lock handles
-  int waiters = 1000;     // memory: threads blocked in acquire
+  int processes = 8;   // herd: processes, each with --threads threads
+  int locks = 10000;   // watchdog and memory: held locks / lock handles
+  int waiters = 1000;  // memory: threads blocked in acquire
   std::string scripts_dir = RLOCK_BENCH_SCRIPTS_DIR;
 };
 

@@ -151,10 +151,10 @@ class HiredisFloor : public Contender {
 
     bool pair(size_t k) override {
       const std::string& name = f_.names_[k];
-      const char* acquire[] = {"EVALSHA", f_.acquire_sha_.c_str(), "1", name.c_str(), kLeaseMs,
-                               owner_.c_str()};
-      const size_t acquire_len[] = {7, f_.acquire_sha_.size(), 1, name.size(), sizeof kLeaseMs - 1,
-                                    owner_.size()};
+      const char* acquire[] = {"EVALSHA", f_.acquire_sha_.c_str(), "1", name.c_str(),
+                               kLeaseMs,  owner_.c_str()};
+      const size_t acquire_len[] = {7,           f_.acquire_sha_.size(), 1,
+                                    name.size(), sizeof kLeaseMs - 1,    owner_.size()};
       while (!send(6, acquire, acquire_len, "acquire", [](redisReply* r) {
         if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
             r->element[0]->type != REDIS_REPLY_INTEGER) {
@@ -171,9 +171,9 @@ class HiredisFloor : public Contender {
       uint64_t id = next_random();
       for (int i = 0; i < 16; ++i, id >>= 4) latch_.push_back("0123456789abcdef"[id & 15]);
       const std::string& channel = f_.channels_[k];
-      const char* release[] = {"EVALSHA",     f_.release_sha_.c_str(), "3", name.c_str(),
-                               channel.c_str(), latch_.c_str(),        kLeaseMs, owner_.c_str(),
-                               "1",           kLatchTtlMs};
+      const char* release[] = {
+          "EVALSHA", f_.release_sha_.c_str(), "3", name.c_str(), channel.c_str(), latch_.c_str(),
+          kLeaseMs,  owner_.c_str(),          "1", kLatchTtlMs};
       const size_t release_len[] = {7,
                                     f_.release_sha_.size(),
                                     1,

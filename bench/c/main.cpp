@@ -162,8 +162,8 @@ Result uncontended(Contender& contender, double seconds) {
   auto [pairs, elapsed] = loop(seconds);
   Result r;
   r.value = pairs / elapsed;
-  r.extra = {{"pairs", number(pairs)}, {"seconds", number(elapsed)},
-             {"failed_acquires", number(failed)}};
+  r.extra = {
+      {"pairs", number(pairs)}, {"seconds", number(elapsed)}, {"failed_acquires", number(failed)}};
   return r;
 }
 
@@ -234,8 +234,10 @@ Result throughput(Contender& contender, const Options& o) {
   }
   Result r;
   r.value = total.pairs / elapsed;
-  r.extra = {{"threads", number(int64_t{o.threads})}, {"names", number(int64_t{o.names})},
-             {"pairs", number(total.pairs)}, {"seconds", number(elapsed)},
+  r.extra = {{"threads", number(int64_t{o.threads})},
+             {"names", number(int64_t{o.names})},
+             {"pairs", number(total.pairs)},
+             {"seconds", number(elapsed)},
              {"failed_acquires", number(total.failed)}};
   if (o.contender == "hiredis-floor") r.extra.emplace_back("retries", number(total.retries));
   return r;
@@ -252,8 +254,8 @@ std::vector<Result> ping(const Options& o) {
     Reply r(static_cast<redisReply*>(redisCommandArgv(c.get(), 1, argv, lens)));
     if (!r || r->type != REDIS_REPLY_STATUS) throw Failure("PING failed");
   };
-  Clock::time_point warm_end =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(Seconds(std::max(o.seconds / 10, 0.2)));
+  Clock::time_point warm_end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                  Seconds(std::max(o.seconds / 10, 0.2)));
   while (Clock::now() < warm_end) round_trip();
 
   int64_t samples = 0;
@@ -311,9 +313,8 @@ int run(const Options& o) {
     names.push_back("bench:" + std::string(single ? "u" : "t") + ":" + o.contender + ":" +
                     std::to_string(k));
   }
-  std::unique_ptr<Contender> contender = o.contender == "rlock-c"
-                                             ? make_rlock_c(o, names)
-                                             : make_hiredis_floor(o, names);
+  std::unique_ptr<Contender> contender =
+      o.contender == "rlock-c" ? make_rlock_c(o, names) : make_hiredis_floor(o, names);
   Result r;
   try {
     r = single ? uncontended(*contender, o.seconds) : throughput(*contender, o);

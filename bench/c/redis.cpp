@@ -1,6 +1,7 @@
+#include <sys/time.h>
+
 #include <algorithm>
 #include <cstdlib>
-#include <sys/time.h>
 
 #include "bench.hpp"
 

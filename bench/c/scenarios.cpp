@@ -242,8 +242,8 @@ struct Traffic {
 
 Traffic traffic(const std::map<std::string, int64_t>& before,
                 const std::map<std::string, int64_t>& after) {
-  static const std::set<std::string> scripts = {"eval", "evalsha", "eval_ro", "evalsha_ro",
-                                                "fcall", "fcall_ro"};
+  static const std::set<std::string> scripts = {"eval",       "evalsha", "eval_ro",
+                                                "evalsha_ro", "fcall",   "fcall_ro"};
   static const std::set<std::string> client_level = {
       "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe",
       "ping",      "hello",       "auth",       "select",       "echo",       "multi",
@@ -385,8 +385,7 @@ std::vector<Result> herd(const Options& o, redisContext* admin, bool fair) {
   const std::string name = lock_name(o, fair ? "hf" : "hd", 0);
   const int n = o.processes * o.threads;
   // Far more than one lock can hand over in the time; running out fails the run.
-  const size_t capacity =
-      static_cast<size_t>((o.seconds + warm_up_s(o.seconds) + 5) * 100000);
+  const size_t capacity = static_cast<size_t>((o.seconds + warm_up_s(o.seconds) + 5) * 100000);
   Shared shared(64 + capacity * sizeof(HoldRecord));
   auto* h = shared.at<HerdHeader>(0);
   auto* records = shared.at<HoldRecord>(64);
@@ -540,8 +539,7 @@ std::vector<Result> watchdog(const Options& o, redisContext* admin) {
       {"cpu_ms", number(cpu_ms)},
       {"cpu_ms_per_period", number(cpu_ms / measured_periods)},
       {"acquire_all_s", number(acquire_s)}};
-  return {{"scripts_per_period", script_calls(before, after) / measured_periods, "scripts",
-           extra},
+  return {{"scripts_per_period", script_calls(before, after) / measured_periods, "scripts", extra},
           {"cpu_percent", 100 * (cpu1 - cpu0) / wall, "% of a core", extra}};
 }
 
@@ -587,11 +585,14 @@ int64_t bare_threads_kib(int n) {
   const int64_t before = rss_kib();
   for (int i = 0; i < n; ++i) {
     pthread_t t;
-    if (pthread_create(&t, &attr, [](void* p) -> void* {
-          auto* w = static_cast<Word*>(p);
-          while (w->load() == 0) futex_wait(w, 0, 1000000000);
-          return nullptr;
-        }, &release) != 0) {
+    if (pthread_create(
+            &t, &attr,
+            [](void* p) -> void* {
+              auto* w = static_cast<Word*>(p);
+              while (w->load() == 0) futex_wait(w, 0, 1000000000);
+              return nullptr;
+            },
+            &release) != 0) {
       break;
     }
     threads.push_back(t);

@@ -22,6 +22,7 @@ class RlockPy:
 
     def __init__(self, url):
         import rlock
+
         self.client = rlock.Client(url)
 
     def make(self, name):
@@ -60,6 +61,7 @@ class PythonRedisLock:
 
     def __init__(self, url):
         import redis_lock
+
         self.lock_class = redis_lock.Lock
         self.conn = redis.Redis.from_url(url)
 
@@ -166,8 +168,13 @@ def throughput(impl, names, threads, seconds):
     if errors:
         raise errors[0]
     total = sum(done)
-    return total / elapsed, {"threads": threads, "names": len(names), "pairs": total,
-                             "seconds": elapsed, "failed_acquires": sum(failed)}
+    return total / elapsed, {
+        "threads": threads,
+        "names": len(names),
+        "pairs": total,
+        "seconds": elapsed,
+        "failed_acquires": sum(failed),
+    }
 
 
 def main(argv):
@@ -189,9 +196,18 @@ def main(argv):
     delete_keys(admin, pattern)
     if left:
         raise RuntimeError(f"{left} lock(s) still locked after the run")
-    print(json.dumps({"scenario": args.scenario, "contender": args.contender,
-                      "metric": "pairs_per_s", "value": value, "unit": "pairs/s",
-                      "extra": extra}))
+    print(
+        json.dumps(
+            {
+                "scenario": args.scenario,
+                "contender": args.contender,
+                "metric": "pairs_per_s",
+                "value": value,
+                "unit": "pairs/s",
+                "extra": extra,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -7,15 +7,14 @@
 #ifndef RLOCK_GO_SHIM_H
 #define RLOCK_GO_SHIM_H
 
+#include <rlock/rlock.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <rlock/rlock.h>
-
 /* The API this binding was written for: rlock 0.1.x. */
 #if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 100 || RLOCK_VERSION_NUMBER >= 200
-#error "the rlock Go binding needs the rlock 0.1.x headers (check PKG_CONFIG_PATH)"
+#  error "the rlock Go binding needs the rlock 0.1.x headers (check PKG_CONFIG_PATH)"
 #endif
 
 typedef struct rlock_go_result {
@@ -30,8 +29,8 @@ static inline rlock_go_result rlock_go_result_of(int rc) {
   if (rc != RLOCK_OK) {
     const rlock_error_info *info = rlock_last_error();
     /* The thread-local message belongs to this call only if its code matches. */
-    const char *text = (info->code == rc && info->message[0] != '\0') ? info->message
-                                                                       : rlock_strerror(rc);
+    const char *text =
+        (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
     size_t len = strlen(text);
     r.message = (char *)malloc(len + 1);
     if (r.message != NULL) memcpy(r.message, text, len + 1);
@@ -78,9 +77,8 @@ static inline rlock_go_result rlock_go_cancel_token_new(rlock_cancel_token **out
 
 /* token_out: NULL unless the caller wants a fencing token. */
 /* A fenced lock's acquire takes a token by its kind; Token() reads it afterwards. */
-static inline rlock_go_result rlock_go_acquire(rlock_lock *lock, int64_t wait_ms,
-                                               int64_t lease_ms, int64_t thread_id,
-                                               rlock_cancel_token *cancel) {
+static inline rlock_go_result rlock_go_acquire(rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
+                                               int64_t thread_id, rlock_cancel_token *cancel) {
   rlock_acquire_options opts;
   int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
@@ -152,7 +150,7 @@ static inline rlock_go_result rlock_go_multi_release(rlock_multi *group, int64_t
 extern void rlockGoLost(int reason, uintptr_t payload);
 
 static inline void rlock_go_lost_trampoline(rlock_lock *lock, const char *name, size_t name_len,
-                                     int64_t thread_id, int reason, void *payload) {
+                                            int64_t thread_id, int reason, void *payload) {
   /* Each handle has one owner, so the handle's hook is all Go needs. */
   (void)lock;
   (void)name;

@@ -1,9 +1,8 @@
 // rlock: the command-line tool. A distributed flock(1): named locks on Redis, shared by every
 // process and host that uses the same Redis. Uses only the stable C ABI (rlock/rlock.h).
 
-#include <rlock/rlock.h>
-
 #include <pthread.h>
+#include <rlock/rlock.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/types.h>
@@ -364,13 +363,20 @@ const int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
 const char *signal_name(int sig) {
   switch (sig) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
-    default: return "a signal";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    default:
+      return "a signal";
   }
 }
 
@@ -378,9 +384,9 @@ const char *signal_name(int sig) {
 // is detached and may still look at it while the process exits.
 struct SignalState {
   std::mutex mu;
-  pid_t child = 0;          // > 0 while COMMAND runs: signals are forwarded to it
-  bool done = false;        // COMMAND ended (or never will start): signals are dropped
-  int stop_signal = 0;      // a signal that came before COMMAND started
+  pid_t child = 0;      // > 0 while COMMAND runs: signals are forwarded to it
+  bool done = false;    // COMMAND ended (or never will start): signals are dropped
+  int stop_signal = 0;  // a signal that came before COMMAND started
   rlock_cancel_token *token = nullptr;
   sigset_t watched;
 };

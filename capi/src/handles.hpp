@@ -62,8 +62,8 @@ class Handles {
   uintptr_t base_ = 0;
   uint32_t capacity_ = 0;  // slots the reservation can address
   std::atomic<Slot*> chunks_[kMaxChunks] = {};
-  std::mutex mutex_;       // slot allocation only; pin/unpin never take it
-  uint32_t next_ = 0;      // slots below this have been handed out at least once
+  std::mutex mutex_;          // slot allocation only; pin/unpin never take it
+  uint32_t next_ = 0;         // slots below this have been handed out at least once
   uint32_t* free_ = nullptr;  // FIFO ring of recycled slot indexes
   size_t free_head_ = 0;
   size_t free_count_ = 0;

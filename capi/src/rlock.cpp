@@ -39,22 +39,25 @@ struct TokenObj {
   core::CancelSet set;
 };
 
-static_assert(int{RLOCK_OK} == int{core::kOk} && int{RLOCK_ERROR} == int{core::kError} &&
-                  int{RLOCK_ETIMEDOUT} == int{core::kTimedOut} && int{RLOCK_ENOTHELD} == int{core::kNotHeld} &&
-                  int{RLOCK_ECANCELED} == int{core::kCanceled} && int{RLOCK_ECONN} == int{core::kConn} &&
-                  int{RLOCK_EINVAL} == int{core::kInvalid} && int{RLOCK_ENOMEM} == int{core::kNoMemory} &&
-                  int{RLOCK_EVERSION} == int{core::kVersion} && int{RLOCK_EINTERNAL} == int{core::kInternal} &&
-                  int{RLOCK_EUSER} == int{core::kUser} && int{RLOCK_ELOST} == int{core::kLost} &&
-                  int{RLOCK_ENOTOWNER} == int{core::kNotOwner} && int{RLOCK_EAUTH} == int{core::kAuth} &&
-                  int{RLOCK_ENOPERM} == int{core::kNoPerm} && int{RLOCK_EUNSUPPORTED} == int{core::kUnsupported} &&
-                  int{RLOCK_EREDIS} == int{core::kRedis} && int{RLOCK_EOOM} == int{core::kRedisOom} &&
-                  int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
-                  int{RLOCK_ECLOSED} == int{core::kClosed} &&
-                  int{RLOCK_EDEADLK} == int{core::kDeadlock} &&
-                  int{RLOCK_EBADHANDLE} == int{core::kBadHandle} &&
-                  int{RLOCK_ENOTSYNCED} == int{core::kNotSynced},
-              "C status codes and core codes must agree");
-static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} && int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
+static_assert(
+    int{RLOCK_OK} == int{core::kOk} && int{RLOCK_ERROR} == int{core::kError} &&
+        int{RLOCK_ETIMEDOUT} == int{core::kTimedOut} &&
+        int{RLOCK_ENOTHELD} == int{core::kNotHeld} &&
+        int{RLOCK_ECANCELED} == int{core::kCanceled} && int{RLOCK_ECONN} == int{core::kConn} &&
+        int{RLOCK_EINVAL} == int{core::kInvalid} && int{RLOCK_ENOMEM} == int{core::kNoMemory} &&
+        int{RLOCK_EVERSION} == int{core::kVersion} &&
+        int{RLOCK_EINTERNAL} == int{core::kInternal} && int{RLOCK_EUSER} == int{core::kUser} &&
+        int{RLOCK_ELOST} == int{core::kLost} && int{RLOCK_ENOTOWNER} == int{core::kNotOwner} &&
+        int{RLOCK_EAUTH} == int{core::kAuth} && int{RLOCK_ENOPERM} == int{core::kNoPerm} &&
+        int{RLOCK_EUNSUPPORTED} == int{core::kUnsupported} &&
+        int{RLOCK_EREDIS} == int{core::kRedis} && int{RLOCK_EOOM} == int{core::kRedisOom} &&
+        int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
+        int{RLOCK_ECLOSED} == int{core::kClosed} && int{RLOCK_EDEADLK} == int{core::kDeadlock} &&
+        int{RLOCK_EBADHANDLE} == int{core::kBadHandle} &&
+        int{RLOCK_ENOTSYNCED} == int{core::kNotSynced},
+    "C status codes and core codes must agree");
+static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} &&
+                  int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
                   int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
               "lost reasons must agree");
 static_assert(RLOCK_MAX_DURATION_MS == core::kMaxDurationMs, "duration limits must agree");
@@ -115,9 +118,10 @@ class Pinned {
  public:
   explicit Pinned(const typename Traits<T>::Handle* handle)
       : handle_(handle),
-        slot_(handle == nullptr ? nullptr
-                                : Handles::instance().pin(reinterpret_cast<uintptr_t>(handle),
-                                                          Traits<T>::kind)) {}
+        slot_(handle == nullptr
+                  ? nullptr
+                  : Handles::instance().pin(reinterpret_cast<uintptr_t>(handle), Traits<T>::kind)) {
+  }
   ~Pinned() {
     if (slot_ != nullptr) Handles::instance().unpin(slot_);
   }
@@ -157,31 +161,56 @@ const rlock_error_info* rlock_last_error(void) {
 
 const char* rlock_strerror(int code) {
   switch (code) {
-    case RLOCK_OK: return "success";
-    case RLOCK_ERROR: return "error";
-    case RLOCK_ETIMEDOUT: return "timed out waiting for the lock";
-    case RLOCK_ENOTHELD: return "the lock is not held";
-    case RLOCK_ECANCELED: return "the wait was cancelled";
-    case RLOCK_ECONN: return "Redis connection failed";
-    case RLOCK_EINVAL: return "invalid argument";
-    case RLOCK_ENOMEM: return "out of memory";
-    case RLOCK_EVERSION: return "unknown options version";
-    case RLOCK_EINTERNAL: return "internal error";
-    case RLOCK_EUSER: return "a user callback failed";
-    case RLOCK_ELOST: return "the lock was lost";
-    case RLOCK_ENOTOWNER: return "the lock is held by another owner";
-    case RLOCK_EAUTH: return "Redis authentication failed";
-    case RLOCK_ENOPERM: return "Redis permission denied";
-    case RLOCK_EUNSUPPORTED: return "not supported by the Redis server";
-    case RLOCK_EREDIS: return "Redis returned an error";
-    case RLOCK_EOOM: return "Redis is out of memory";
-    case RLOCK_EBUSY: return "Redis is busy";
-    case RLOCK_EREADONLY: return "Redis server is read-only";
-    case RLOCK_ECLOSED: return "the client was closed";
-    case RLOCK_EDEADLK: return "would deadlock: upgrading a read lock to a write lock";
-    case RLOCK_EBADHANDLE: return "not a live handle: freed already, or not made by rlock";
-    case RLOCK_ENOTSYNCED: return "the replicas did not confirm the acquire in time";
-    default: return "unknown error code";
+    case RLOCK_OK:
+      return "success";
+    case RLOCK_ERROR:
+      return "error";
+    case RLOCK_ETIMEDOUT:
+      return "timed out waiting for the lock";
+    case RLOCK_ENOTHELD:
+      return "the lock is not held";
+    case RLOCK_ECANCELED:
+      return "the wait was cancelled";
+    case RLOCK_ECONN:
+      return "Redis connection failed";
+    case RLOCK_EINVAL:
+      return "invalid argument";
+    case RLOCK_ENOMEM:
+      return "out of memory";
+    case RLOCK_EVERSION:
+      return "unknown options version";
+    case RLOCK_EINTERNAL:
+      return "internal error";
+    case RLOCK_EUSER:
+      return "a user callback failed";
+    case RLOCK_ELOST:
+      return "the lock was lost";
+    case RLOCK_ENOTOWNER:
+      return "the lock is held by another owner";
+    case RLOCK_EAUTH:
+      return "Redis authentication failed";
+    case RLOCK_ENOPERM:
+      return "Redis permission denied";
+    case RLOCK_EUNSUPPORTED:
+      return "not supported by the Redis server";
+    case RLOCK_EREDIS:
+      return "Redis returned an error";
+    case RLOCK_EOOM:
+      return "Redis is out of memory";
+    case RLOCK_EBUSY:
+      return "Redis is busy";
+    case RLOCK_EREADONLY:
+      return "Redis server is read-only";
+    case RLOCK_ECLOSED:
+      return "the client was closed";
+    case RLOCK_EDEADLK:
+      return "would deadlock: upgrading a read lock to a write lock";
+    case RLOCK_EBADHANDLE:
+      return "not a live handle: freed already, or not made by rlock";
+    case RLOCK_ENOTSYNCED:
+      return "the replicas did not confirm the acquire in time";
+    default:
+      return "unknown error code";
   }
 }
 
@@ -195,7 +224,8 @@ int64_t rlock_current_thread_id(void) { return core::current_thread_id(); }
 int rlock_client_options_init(rlock_client_options* opts, unsigned int version) {
   return guarded([&]() -> int {
     if (opts == nullptr) return invalid("opts must not be NULL");
-    if (int rc = check_version(version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
+    if (int rc = check_version(version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options"))
+      return rc;
     // A caller's older struct ends where its version's fields end: write nothing past them.
     std::memset(opts, 0,
                 version >= 2 ? sizeof *opts : offsetof(rlock_client_options, sync_replicas));
@@ -222,7 +252,9 @@ int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
     *out = nullptr;
     core::ClientConfig config;
     if (opts != nullptr) {
-      if (int rc = check_version(opts->version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options")) return rc;
+      if (int rc =
+              check_version(opts->version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options"))
+        return rc;
       if (opts->url != nullptr) {
         core::parse_client_url(opts->url, &config);
       } else {
@@ -260,8 +292,9 @@ int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
         if (opts->sync_replicas != 0) {
           const int wanted = opts->sync_replicas == -1 ? 0 : opts->sync_replicas;
           if (config.sync_replicas != core::kSyncAuto && config.sync_replicas != wanted)
-            return invalid("sync_replicas given both in the URL and in the options, with "
-                           "different values");
+            return invalid(
+                "sync_replicas given both in the URL and in the options, with "
+                "different values");
           config.sync_replicas = wanted;
         }
         if (opts->sync_timeout_ms != 0) config.sync_timeout_ms = opts->sync_timeout_ms;
@@ -313,7 +346,8 @@ const char* rlock_client_id(const rlock_client* client) {
 int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
   return guarded([&]() -> int {
     if (opts == nullptr) return invalid("opts must not be NULL");
-    if (int rc = check_version(version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
+    if (int rc = check_version(version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options"))
+      return rc;
     std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_lock_options, kind));
     opts->version = version;
     opts->lease_ms = RLOCK_LEASE_WATCHDOG;
@@ -338,11 +372,13 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
     if (name == nullptr) return invalid("name must not be NULL");
     core::LockOptions options;
     if (opts != nullptr) {
-      if (int rc = check_version(opts->version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options")) return rc;
+      if (int rc = check_version(opts->version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options"))
+        return rc;
       if (opts->lease_ms != 0) options.lease_ms = opts->lease_ms;
       if (opts->version >= 2) {
         if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_WRITE) {
-          return invalid(("kind " + std::to_string(opts->kind) + " is not an rlock_lock_kind").c_str());
+          return invalid(
+              ("kind " + std::to_string(opts->kind) + " is not an rlock_lock_kind").c_str());
         }
         options.kind = static_cast<core::LockKind>(opts->kind);
         if (opts->spin_initial_ms != 0) options.spin_initial_ms = opts->spin_initial_ms;
@@ -355,9 +391,10 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
       }
     }
     if (name_len > c->core->config().max_name_len) {
-      return invalid(("lock name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
-                      std::to_string(c->core->config().max_name_len) + " (client option max_name_len)")
-                         .c_str());
+      return invalid(
+          ("lock name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
+           std::to_string(c->core->config().max_name_len) + " (client option max_name_len)")
+              .c_str());
     }
     auto lock = std::make_unique<LockObj>();
     lock->core = std::make_shared<core::Lock>(c->core, std::string(name, name_len), options);
@@ -387,7 +424,8 @@ void rlock_lock_free(rlock_lock* lock) {
 int rlock_acquire_options_init(rlock_acquire_options* opts, unsigned int version) {
   return guarded([&]() -> int {
     if (opts == nullptr) return invalid("opts must not be NULL");
-    if (int rc = check_version(version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+    if (int rc = check_version(version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
+      return rc;
     std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_acquire_options, token));
     opts->version = version;
     opts->wait_ms = RLOCK_WAIT_FOREVER;
@@ -407,7 +445,9 @@ int rlock_acquire_ex(rlock_lock* lock, const rlock_acquire_options* opts) {
     core::AcquireArgs args;
     Pinned<TokenObj> cancel(opts == nullptr ? nullptr : opts->cancel);
     if (opts != nullptr) {
-      if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+      if (int rc =
+              check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
+        return rc;
       if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
       args.wait_ms = opts->wait_ms;
       args.lease_ms = opts->lease_ms;
@@ -503,7 +543,8 @@ int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
     Pinned<LockObj> l(lock);
     if (!l) return l.bad("lock");
     if (out == nullptr) return invalid("out must not be NULL");
-    if (int rc = check_version(out->version, RLOCK_LOCK_STATE_VERSION, "rlock_lock_state")) return rc;
+    if (int rc = check_version(out->version, RLOCK_LOCK_STATE_VERSION, "rlock_lock_state"))
+      return rc;
     core::LockState state;
     int rc = l->core->query(thread_id, &state);
     if (rc != RLOCK_OK) return rc;
@@ -517,8 +558,9 @@ int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
     out->owner_len = t_query_owner.size();
     out->owner_hold_count = state.owner_hold_count;
     if (out->version >= 2) {
-      out->mode = state.mode == "read" ? RLOCK_MODE_READ : state.mode == "write" ? RLOCK_MODE_WRITE
-                                                                                : RLOCK_MODE_NONE;
+      out->mode = state.mode == "read"    ? RLOCK_MODE_READ
+                  : state.mode == "write" ? RLOCK_MODE_WRITE
+                                          : RLOCK_MODE_NONE;
     }
     return RLOCK_OK;
   });
@@ -547,9 +589,9 @@ int rlock_fenced_write(rlock_client* client, const char* key, size_t key_len, co
       return invalid("key is longer than the client's max_name_len");
     }
     bool accepted = false;
-    int rc = core::fenced_write(*c->core, std::string(key, key_len),
-                                std::string(value == nullptr ? "" : value, value_len), token,
-                                &accepted);
+    int rc =
+        core::fenced_write(*c->core, std::string(key, key_len),
+                           std::string(value == nullptr ? "" : value, value_len), token, &accepted);
     if (rc == RLOCK_OK) *out_accepted = accepted ? 1 : 0;
     return rc;
   });
@@ -627,7 +669,9 @@ int rlock_multi_acquire(rlock_multi* group, const rlock_acquire_options* opts,
     if (!g) return g.bad("group");
     rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
     if (opts != nullptr) {
-      if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options")) return rc;
+      if (int rc =
+              check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
+        return rc;
       o.wait_ms = opts->wait_ms;
       o.lease_ms = opts->lease_ms;
       o.thread_id = opts->thread_id;

@@ -42,8 +42,7 @@ std::string hex(const unsigned char* bytes, size_t n) {
 void check_duration(const char* field, int64_t value, int64_t min, int64_t max) {
   if (value < min || value > max) {
     throw Error(kInvalid, std::string(field) + " must be from " + std::to_string(min) + " to " +
-                              std::to_string(max) + " ms, got " +
-                              std::to_string(value));
+                              std::to_string(max) + " ms, got " + std::to_string(value));
   }
 }
 
@@ -185,7 +184,8 @@ void Client::finish_start(const std::shared_ptr<Client>& client) {
       int code = code_for_redis_error(reply.str);
       throw Error(code == kRedis ? kUnsupported : code,
                   "Redis refused WAIT, which replica sync needs; set sync_replicas=0 to run "
-                  "without it: " + reply.str);
+                  "without it: " +
+                      reply.str);
     }
   }
   std::weak_ptr<Client> weak = client;

@@ -233,8 +233,7 @@ void ClusterTransport::start() {
     Reply info = node->transport->run({"INFO", "server"});
     const std::string field = "redis_version:";
     size_t at = info.is_error() ? std::string::npos : info.str.find(field);
-    const int major =
-        at == std::string::npos ? 0 : std::atoi(info.str.c_str() + at + field.size());
+    const int major = at == std::string::npos ? 0 : std::atoi(info.str.c_str() + at + field.size());
     if (config_.pubsub == PubSubMode::Sharded && major < 7) {
       throw Error(kUnsupported, "pubsub=sharded needs Redis 7 or newer; " +
                                     node->endpoint.describe() + " runs version " +
@@ -351,9 +350,7 @@ int ClusterTransport::replicas_of(int slot) {
   return slots_[slot] ? slots_[slot]->replicas : 0;
 }
 
-Endpoint ClusterTransport::node_of(int slot) {
-  return route(slot)->endpoint;
-}
+Endpoint ClusterTransport::node_of(int slot) { return route(slot)->endpoint; }
 
 Endpoint ClusterTransport::master() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);

@@ -106,8 +106,8 @@ void parse_query(const std::string& url, const std::string& query, ClientConfig*
       } else if (parse_int(value, 0, 1000, &number)) {
         config->sync_replicas = static_cast<int>(number);
       } else {
-        bad(url, "sync_replicas must be 'auto' or a number from 0 to 1000, got " +
-                     shown(url, value));
+        bad(url,
+            "sync_replicas must be 'auto' or a number from 0 to 1000, got " + shown(url, value));
       }
     } else if (key == "sync_timeout_ms") {
       long number;
@@ -265,8 +265,8 @@ void parse_client_url(const std::string& url, ClientConfig* config) {
     return;
   }
   if (scheme == "rediss" || scheme == "rediss-sentinel" || scheme == "rediss-cluster") {
-    throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) +
-                                  ": TLS (" + scheme + "://) is not supported by this build");
+    throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) + ": TLS (" +
+                                  scheme + "://) is not supported by this build");
   }
   if (scheme != "redis" && scheme != "redis-sentinel" && scheme != "redis-cluster") {
     bad(url, "unknown scheme " + shown(url, scheme) +

@@ -1,7 +1,7 @@
 #include "rlock/core/connection.hpp"
 
-#include <hiredis/hiredis.h>
 #include <fcntl.h>
+#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -43,7 +43,8 @@ std::atomic<int> spinning_threads{0};
 const int kMaxSpinningThreads = static_cast<int>(std::thread::hardware_concurrency() / 2);
 
 struct SpinSlot {
-  SpinSlot() : taken(spinning_threads.fetch_add(1, std::memory_order_relaxed) < kMaxSpinningThreads) {
+  SpinSlot()
+      : taken(spinning_threads.fetch_add(1, std::memory_order_relaxed) < kMaxSpinningThreads) {
     if (!taken) spinning_threads.fetch_sub(1, std::memory_order_relaxed);
   }
   ~SpinSlot() { release(); }
@@ -196,8 +197,9 @@ void Connection::write_all(std::string_view bytes, std::chrono::steady_clock::ti
       fail(std::string("sending a command failed: ") + std::strerror(errno));
     pollfd p{ctx_->fd, POLLOUT, 0};
     int ms = poll_ms(deadline);
-    if (ms == 0) fail("sending a command failed: the socket accepted nothing within " +
-                      std::to_string(command_timeout_ms_) + " ms");
+    if (ms == 0)
+      fail("sending a command failed: the socket accepted nothing within " +
+           std::to_string(command_timeout_ms_) + " ms");
     if (::poll(&p, 1, ms) < 0 && errno != EINTR)
       fail(std::string("poll failed: ") + std::strerror(errno));
   }
@@ -287,8 +289,8 @@ std::vector<Reply> Connection::read_available() {
 bool Connection::closed_by_peer() const {
   char byte;
   ssize_t n = ::recv(ctx_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 0) return true;   // orderly close (CLIENT KILL, server restart, idle timeout)
-  if (n > 0) return true;    // unasked data on an idle request connection: unusable
+  if (n == 0) return true;  // orderly close (CLIENT KILL, server restart, idle timeout)
+  if (n > 0) return true;   // unasked data on an idle request connection: unusable
   return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
 }
 

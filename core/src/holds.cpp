@@ -18,7 +18,6 @@ constexpr auto kLostRetention = std::chrono::minutes(10);
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
 
-
 }  // namespace
 
 // ---- LostListener ---------------------------------------------------------------------------
@@ -83,8 +82,7 @@ void Holds::reindex_locked(const Key& key, Hold& h) {
 
 void Holds::acquired(const std::string& name, const std::string& owner, int64_t thread_id,
                      int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
-                     std::shared_ptr<LostListener> listener, int64_t token,
-                     HoldLayout layout) {
+                     std::shared_ptr<LostListener> listener, int64_t token, HoldLayout layout) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto [it, inserted] = holds_.try_emplace(Key{name, owner});
   Hold& h = it->second;
@@ -132,8 +130,8 @@ void Holds::end_release(const std::string& name, const std::string& owner, Relea
   // Every loss is reported once: also one the watchdog had no time to notice before the
   // release found it.
   if (reason == 0 && outcome == Released::NotHeld) {
-    reason = Clock::now() >= h.valid_until ? (h.watchdog ? kLostUnreachable : kLostExpired)
-                                           : kLostGone;
+    reason =
+        Clock::now() >= h.valid_until ? (h.watchdog ? kLostUnreachable : kLostExpired) : kLostGone;
   }
   if (reason == 0) return;
   mark_lost_locked(it->first, h, reason, &pending_);

@@ -22,7 +22,9 @@ constexpr int64_t kMinBackoffMs = 20;
 constexpr int64_t kMaxSpinMs = 60000;
 constexpr int64_t kMaxBackoffMs = 1000;
 
-bool valid_lease(int64_t lease) { return lease == kLeaseWatchdog || (lease > 0 && lease <= kMaxDurationMs); }
+bool valid_lease(int64_t lease) {
+  return lease == kLeaseWatchdog || (lease > 0 && lease <= kMaxDurationMs);
+}
 
 std::string lease_problem(int64_t lease) {
   return "lease_ms must be -1 (watchdog) or from 1 to " + std::to_string(kMaxDurationMs) +
@@ -66,8 +68,7 @@ bool status_shape(const Reply& r) {
 }
 
 bool is_transient(int code, const std::string& message) {
-  return code == kConn || code == kRedisBusy ||
-         message.find("LOADING") != std::string::npos ||
+  return code == kConn || code == kRedisBusy || message.find("LOADING") != std::string::npos ||
          message.find("TRYAGAIN") != std::string::npos ||
          message.find("CLUSTERDOWN") != std::string::npos;
 }
@@ -77,7 +78,8 @@ bool is_transient(int code, const std::string& message) {
 int check_wait(int64_t wait_ms) {
   if (wait_ms < -1 || wait_ms > kMaxDurationMs) {
     return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
-                              std::to_string(kMaxDurationMs) + " ms, got " + std::to_string(wait_ms));
+                              std::to_string(kMaxDurationMs) + " ms, got " +
+                              std::to_string(wait_ms));
   }
   return kOk;
 }
@@ -132,7 +134,8 @@ Lock::~Lock() {
 }
 
 int Lock::check_open() const {
-  if (client_->closed()) return fail(kClosed, "lock " + printable(name_) + ": the client was closed");
+  if (client_->closed())
+    return fail(kClosed, "lock " + printable(name_) + ": the client was closed");
   return kOk;
 }
 
@@ -226,7 +229,9 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
   if (!acquire_shape(r)) return {unexpected("acquiring"), 0};
   if (r.elements[0].integer == 1) {
-    HoldLayout layout = reads() ? HoldLayout::Read : writes() ? HoldLayout::Write : HoldLayout::Plain;
+    HoldLayout layout = reads()    ? HoldLayout::Read
+                        : writes() ? HoldLayout::Write
+                                   : HoldLayout::Plain;
     // The holds this owner took, counted here: the server may count more, from an acquire
     // whose reply was lost and whose undo failed, or a release still on its way. Only this
     // client uses this owner, so those are nobody's, and the last release removes them all.
@@ -251,13 +256,13 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
       // Take this hold back (the outer ones of a re-entry stay).
       in_flight.unlock();
       release_hold(plan.thread_id, false);
-      return {fail(kNotSynced, "lock " + printable(name_) + " was granted, but " +
-                                   (acked < 0 ? std::string("WAIT failed") :
-                                                std::to_string(acked) + " of " +
-                                                    std::to_string(wanted)) +
-                                   " replicas confirmed it within " +
-                                   std::to_string(client_->config().sync_timeout_ms) +
-                                   " ms (sync_replicas): it was taken back"),
+      return {fail(kNotSynced,
+                   "lock " + printable(name_) + " was granted, but " +
+                       (acked < 0 ? std::string("WAIT failed")
+                                  : std::to_string(acked) + " of " + std::to_string(wanted)) +
+                       " replicas confirmed it within " +
+                       std::to_string(client_->config().sync_timeout_ms) +
+                       " ms (sync_replicas): it was taken back"),
               0};
     }
     return {kOk, 0};
@@ -314,10 +319,10 @@ int Lock::acquire(const AcquireArgs& a) {
   // or still, for one that left a moment ago) and no message comes before this caller joins,
   // its failed attempt is still current.
   bool others_sleeping = false;
-  uint64_t mark = a.wait_ms != 0 && options_.kind != LockKind::Spin
-                      ? client_->subscriber_for(channel_).message_mark(wake_channel(plan),
-                                                                      &others_sleeping)
-                      : 0;
+  uint64_t mark =
+      a.wait_ms != 0 && options_.kind != LockKind::Spin
+          ? client_->subscriber_for(channel_).message_mark(wake_channel(plan), &others_sleeping)
+          : 0;
   // A call that waits for as long as it takes does not barge past this client's waiters of a
   // reentrant lock: it sleeps behind them without an attempt (the next unlock message wakes the
   // first of them), so a busy lock costs one attempt per client per release. Not for a thread
@@ -339,8 +344,8 @@ int Lock::acquire(const AcquireArgs& a) {
     }
     return at.code;
   }
-  int rc = options_.kind == LockKind::Spin ? wait_spinning(a, plan)
-                                           : wait_subscribed(a, plan, at, mark);
+  int rc =
+      options_.kind == LockKind::Spin ? wait_spinning(a, plan) : wait_subscribed(a, plan, at, mark);
   if (rc == kOk) return acquired(a, plan);
   if (fair()) leave_queue(plan);
   return rc;
@@ -432,7 +437,8 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
       // A fair waiter keeps its place by coming back at least every quarter allowance (the
       // script refreshes its deadline in the last half).
       if (fair()) {
-        sleep = std::min(sleep, std::chrono::milliseconds(std::max<int64_t>(1, plan.fair_allowance_ms / 4)));
+        sleep = std::min(
+            sleep, std::chrono::milliseconds(std::max<int64_t>(1, plan.fair_allowance_ms / 4)));
       }
       backoff_ms = kMinBackoffMs;
     } else {
@@ -561,8 +567,10 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   holds.end_release(name_, owner, Holds::Released::NotHeld);
   if (r.integer >= 0) {  // was_lost: the key outlived our local validity deadline
     holds.forget(name_, owner);
-    return fail(kLost, "lock " + printable(name_) + " was lost before this release: its lease ran "
-                       "out or it could not be renewed in time (the key, still present, was released)");
+    return fail(
+        kLost, "lock " + printable(name_) +
+                   " was lost before this release: its lease ran "
+                   "out or it could not be renewed in time (the key, still present, was released)");
   }
   return not_held(owner, r.integer == -2, was_lost, "release");
 }
@@ -575,7 +583,8 @@ int Lock::not_held(const std::string& owner, bool other_owner, bool known_lost, 
                            (other_owner ? ", and another owner holds it now" : ""));
   }
   if (other_owner) {
-    return fail(kNotOwner, "lock " + printable(name_) + " is held by another owner, not by " + owner);
+    return fail(kNotOwner,
+                "lock " + printable(name_) + " is held by another owner, not by " + owner);
   }
   return fail(kNotHeld, "lock " + printable(name_) + " is not locked");
 }
@@ -591,8 +600,9 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
   Holds& holds = client_->holds();
   if (holds.is_lost(name_, owner)) {
     holds.forget(name_, owner);
-    return fail(kLost, "lock " + printable(name_) + " was lost before this extend: its lease ran "
-                       "out or it could not be renewed in time");
+    return fail(kLost, "lock " + printable(name_) +
+                           " was lost before this extend: its lease ran "
+                           "out or it could not be renewed in time");
   }
   Clock::time_point sent = Clock::now();
   Reply r;
@@ -629,11 +639,11 @@ int Lock::force_unlock(bool* deleted) {
   try {
     r = read_write() ? eval_script(client_->transport(), scripts::rw_force_unlock,
                                    {name_, channel_}, {reads() ? "read" : "write"}, Retry::Once)
-      : fair() ? eval_script(client_->transport(), scripts::fair_force_unlock,
-                             {name_, queue_, deadlines_, channel_}, {std::to_string(epoch_ms())},
-                             Retry::Once)
-               : eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
-                             Retry::Once);
+        : fair()     ? eval_script(client_->transport(), scripts::fair_force_unlock,
+                                   {name_, queue_, deadlines_, channel_}, {std::to_string(epoch_ms())},
+                                   Retry::Once)
+                 : eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
+                               Retry::Once);
   } catch (const Error& e) {
     return fail(e.code(), "force-unlocking lock " + printable(name_) + ": " + e.message());
   }
@@ -681,8 +691,8 @@ int Lock::token(int64_t thread_id, int64_t* out) const {
   const std::string owner = owner_field(thread_id);
   int64_t token = client_->holds().token(name_, owner);
   if (token <= 0 || !client_->holds().is_held(name_, owner)) {
-    return fail(kNotHeld, "lock " + printable(name_) + " is not held by " + owner +
-                              " with a fencing token");
+    return fail(kNotHeld,
+                "lock " + printable(name_) + " is not held by " + owner + " with a fencing token");
   }
   *out = token;
   return kOk;

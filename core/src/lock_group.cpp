@@ -53,8 +53,8 @@ LockGroup::LockGroup(std::vector<std::shared_ptr<Lock>> members, Policy policy)
   for (const auto& m : members_) {
     if (!m) throw Error(kInvalid, "a lock group member is NULL");
     if (!seen.insert({&m->client(), m->name()}).second) {
-      throw Error(kInvalid, "lock " + printable(m->name()) +
-                                " is in the group twice (same client and name)");
+      throw Error(kInvalid,
+                  "lock " + printable(m->name()) + " is in the group twice (same client and name)");
     }
   }
   quorum_ = policy == Policy::All ? members_.size() : members_.size() / 2 + 1;
@@ -84,7 +84,8 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
 
   Sleeper sleeper;
   CancelRegistration by_group, by_token;
-  if (!by_group.attach(&waits_, &sleeper)) return fail(kCanceled, "lock group: its handle was freed");
+  if (!by_group.attach(&waits_, &sleeper))
+    return fail(kCanceled, "lock group: its handle was freed");
   if (!by_token.attach(cancel, &sleeper)) return fail(kCanceled, "lock group: cancelled");
   int64_t backoff_ms = kFirstBackoffMs;
 
@@ -106,8 +107,8 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
         worst = &r;
       }
     }
-    const int64_t spent = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              Clock::now() - round_start).count();
+    const int64_t spent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - round_start).count();
     const int64_t validity = lease_applied - spent - Holds::drift_ms(lease_applied);
     if (granted >= quorum_ && validity > 0) {
       if (validity_ms != nullptr) *validity_ms = validity;

@@ -39,7 +39,8 @@ Reply eval_script(Transport& transport, const Script& chosen, const Args& keys, 
   }
   if (reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0) {
     with_source();
-    reply = retry == Retry::Once ? transport.run_retrying(cmd, deadline) : transport.run(cmd, deadline);
+    reply =
+        retry == Retry::Once ? transport.run_retrying(cmd, deadline) : transport.run(cmd, deadline);
   }
   return reply;
 }

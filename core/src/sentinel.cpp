@@ -127,8 +127,10 @@ void SentinelWatch::start() {
       throw Error(kConn, "no sentinel answered (" + std::to_string(config_.seeds.size()) +
                              " tried); last: " + why);
     case Answer::Refused:
-      throw Error(kAuth, "the sentinels refused the credentials given for them "
-                         "(sentinel_user, sentinel_password); last: " + why);
+      throw Error(kAuth,
+                  "the sentinels refused the credentials given for them "
+                  "(sentinel_user, sentinel_password); last: " +
+                      why);
   }
   thread_ = std::thread([this] { run(); });
 }
@@ -157,9 +159,9 @@ void SentinelWatch::run() {
       }
       for (size_t i = 0; i < config_.seeds.size() && !sub && !stop_.load(); ++i) {
         try {
-          sub = std::make_unique<Connection>(config_.seeds[(first + i) % config_.seeds.size()],
-                                             config_.connect_timeout_ms,
-                                             config_.command_timeout_ms);
+          sub =
+              std::make_unique<Connection>(config_.seeds[(first + i) % config_.seeds.size()],
+                                           config_.connect_timeout_ms, config_.command_timeout_ms);
           sub->send({"SUBSCRIBE", kSwitchChannel});
         } catch (const Error&) {
           sub.reset();

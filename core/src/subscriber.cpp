@@ -142,7 +142,8 @@ Subscriber::Clock::time_point Subscriber::expire_idle_locked(Clock::time_point n
   while (!idle_.empty()) {
     auto& [name, since] = idle_.front();
     auto it = channels_.find(name);
-    bool current = it != channels_.end() && it->second.refcount == 0 && it->second.idle_since == since;
+    bool current =
+        it != channels_.end() && it->second.refcount == 0 && it->second.idle_since == since;
     if (current && since + kIdleLinger > now && idle_.size() <= kMaxIdleChannels) {
       return since + kIdleLinger;
     }
@@ -159,7 +160,6 @@ void Subscriber::mark_dirty_locked(Channel& c) {
   }
   notify_thread();
 }
-
 
 void Subscriber::wake_one_locked(Channel& c) {
   if (!c.sleeping.empty()) {
@@ -272,7 +272,6 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
     if (c.inflight == 0 && c.refcount == 0 && !c.sub_sent && !c.dirty) channels_.erase(it);
   }
 }
-
 
 void Subscriber::run() {
   std::unique_ptr<Connection> conn;

@@ -13,6 +13,7 @@ crashed process frees it within ``watchdog_lease`` seconds.
 """
 
 from . import _native
+from ._client import Client, Lock, LostReason, MultiLock, ReadWriteLock, RedLock
 from ._errors import (
     AcquireCancelledError,
     AuthenticationError,
@@ -29,7 +30,6 @@ from ._errors import (
     RedisConnectionError,
     RedisError,
 )
-from ._client import Client, Lock, LostReason, MultiLock, ReadWriteLock, RedLock
 
 __version__: str = _native.version()
 

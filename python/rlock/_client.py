@@ -148,9 +148,9 @@ class Client:
     ``url`` is ``redis://[[user]:password@]host[:port][/db]`` or
     ``unix://[[user]:password@]/path/to/socket[?db=N]`` or
     ``redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]`` or
-    ``redis-cluster://[[user]:password@]host[:port][,host[:port]...]``; it defaults to ``$RLOCK_URL``, then
-    ``redis://127.0.0.1:6379``. Creating a client connects once, so a wrong address or password
-    fails here (``ConnectionError``, ``AuthenticationError``).
+    ``redis-cluster://[[user]:password@]host[:port][,host[:port]...]``; it defaults to
+    ``$RLOCK_URL``, then ``redis://127.0.0.1:6379``. Creating a client connects once, so a wrong
+    address or password fails here (``ConnectionError``, ``AuthenticationError``).
 
     Durations are seconds: ``connect_timeout`` and ``command_timeout`` bound every connect and
     round trip; ``watchdog_lease`` is the lease a lock acquired without one gets, renewed every
@@ -185,7 +185,8 @@ class Client:
             raise TypeError(f"max_name_len must be an int, not {type(max_name_len).__name__}")
         elif not 1 <= max_name_len <= _native.HARD_MAX_NAME_LEN:
             raise InvalidArgumentError(
-                f"max_name_len must be between 1 and {_native.HARD_MAX_NAME_LEN}, got {max_name_len}"
+                f"max_name_len must be between 1 and {_native.HARD_MAX_NAME_LEN}, "
+                f"got {max_name_len}"
             )
         self._pid = os.getpid()
         self._native = _native.Client(
@@ -238,8 +239,9 @@ class Client:
 
     # -- locks
 
-    def lock(self, name: Name, *, lease: Optional[float] = None,
-             blocking_timeout: Optional[float] = None) -> "Lock":
+    def lock(
+        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+    ) -> "Lock":
         """A reentrant lock (Redisson ``RLock`` layout), woken by pub/sub.
 
         ``lease`` (seconds) is the default lease of its acquires; None means the watchdog:
@@ -248,33 +250,58 @@ class Client:
         bound). Makes no network call."""
         return Lock._make(self, name, _native.KIND_REENTRANT, lease, blocking_timeout)
 
-    def fenced_lock(self, name: Name, *, lease: Optional[float] = None,
-                    blocking_timeout: Optional[float] = None) -> "Lock":
+    def fenced_lock(
+        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+    ) -> "Lock":
         """A reentrant lock whose every acquire gets a fencing token (``lock.token``), strictly
         increasing across holders (Redisson ``RFencedLock``)."""
         return Lock._make(self, name, _native.KIND_FENCED, lease, blocking_timeout)
 
-    def spin_lock(self, name: Name, *, lease: Optional[float] = None,
-                  blocking_timeout: Optional[float] = None, initial_backoff: float = 0.001,
-                  max_backoff: float = 0.128) -> "Lock":
+    def spin_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        initial_backoff: float = 0.001,
+        max_backoff: float = 0.128,
+    ) -> "Lock":
         """A reentrant lock that waits by retrying with jittered exponential backoff from
         ``initial_backoff`` to ``max_backoff`` seconds instead of subscribing (Redisson
         ``RSpinLock``)."""
-        return Lock._make(self, name, _native.KIND_SPIN, lease, blocking_timeout,
-                          spin_initial_ms=_duration_ms(initial_backoff, "initial_backoff"),
-                          spin_max_ms=_duration_ms(max_backoff, "max_backoff"))
+        return Lock._make(
+            self,
+            name,
+            _native.KIND_SPIN,
+            lease,
+            blocking_timeout,
+            spin_initial_ms=_duration_ms(initial_backoff, "initial_backoff"),
+            spin_max_ms=_duration_ms(max_backoff, "max_backoff"),
+        )
 
-    def fair_lock(self, name: Name, *, lease: Optional[float] = None,
-                  blocking_timeout: Optional[float] = None,
-                  waiter_timeout: float = 300.0) -> "Lock":
+    def fair_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        waiter_timeout: float = 300.0,
+    ) -> "Lock":
         """A reentrant lock served first come, first served across processes (Redisson
         ``RFairLock``). A waiter that stops coming back (its process died) keeps its place in
         the queue for at most ``waiter_timeout`` seconds."""
-        return Lock._make(self, name, _native.KIND_FAIR, lease, blocking_timeout,
-                          fair_wait_ms=_duration_ms(waiter_timeout, "waiter_timeout"))
+        return Lock._make(
+            self,
+            name,
+            _native.KIND_FAIR,
+            lease,
+            blocking_timeout,
+            fair_wait_ms=_duration_ms(waiter_timeout, "waiter_timeout"),
+        )
 
-    def read_write_lock(self, name: Name, *, lease: Optional[float] = None,
-                        blocking_timeout: Optional[float] = None) -> "ReadWriteLock":
+    def read_write_lock(
+        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+    ) -> "ReadWriteLock":
         """A lock with a shared read half and an exclusive write half (Redisson
         ``RReadWriteLock``)."""
         return ReadWriteLock(self, name, lease, blocking_timeout)
@@ -307,8 +334,15 @@ class Lock:
     frees itself within the lease.
     """
 
-    __slots__ = ("_client", "_handle", "_name", "_kind", "_lease", "_blocking_timeout",
-                 "__weakref__")
+    __slots__ = (
+        "_client",
+        "_handle",
+        "_name",
+        "_kind",
+        "_lease",
+        "_blocking_timeout",
+        "__weakref__",
+    )
     _client: Client
     _handle: _native.Lock
     _name: Name
@@ -326,12 +360,23 @@ class Lock:
     }
 
     def __init__(self) -> None:
-        raise TypeError("locks are made by a Client: client.lock(name), client.fair_lock(name), ...")
+        raise TypeError(
+            "locks are made by a Client: client.lock(name), client.fair_lock(name), ..."
+        )
 
     @classmethod
-    def _make(cls, client: Client, name: Name, kind: int, lease: Optional[float],
-              blocking_timeout: Optional[float], *, spin_initial_ms: int = 0,
-              spin_max_ms: int = 0, fair_wait_ms: int = 0) -> "Lock":
+    def _make(
+        cls,
+        client: Client,
+        name: Name,
+        kind: int,
+        lease: Optional[float],
+        blocking_timeout: Optional[float],
+        *,
+        spin_initial_ms: int = 0,
+        spin_max_ms: int = 0,
+        fair_wait_ms: int = 0,
+    ) -> "Lock":
         if not isinstance(client, Client):
             raise TypeError(f"client must be an rlock.Client, not {type(client).__name__}")
         raw_name = _name_bytes(name)
@@ -344,8 +389,9 @@ class Lock:
         self._kind = kind
         self._lease = lease
         self._blocking_timeout = blocking_timeout
-        self._handle = _native.Lock(client._checked(), raw_name, kind, lease_ms,
-                                    spin_initial_ms, spin_max_ms, fair_wait_ms)
+        self._handle = _native.Lock(
+            client._checked(), raw_name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms
+        )
         return self
 
     # -- properties
@@ -367,8 +413,9 @@ class Lock:
 
     # -- acquire and release
 
-    def acquire(self, blocking: bool = True, timeout: float = -1,
-                lease: Optional[float] = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None
+    ) -> bool:
         """Acquires the lock for the calling thread, like ``threading.Lock.acquire``.
 
         Blocks until acquired when ``blocking`` (for at most ``timeout`` seconds unless it is
@@ -381,8 +428,9 @@ class Lock:
         want_token = self._kind == _native.KIND_FENCED
 
         def attempt(interruptible: bool, receipt: List[Any]) -> bool:
-            return native.acquire(wait_ms, lease_ms, _CALLING_THREAD, None, want_token,
-                                  interruptible, receipt)
+            return native.acquire(
+                wait_ms, lease_ms, _CALLING_THREAD, None, want_token, interruptible, receipt
+            )
 
         return _acquire(attempt, lambda: native.release(_CALLING_THREAD))
 
@@ -404,15 +452,18 @@ class Lock:
             self.acquire()
         elif not self.acquire(timeout=self._blocking_timeout):
             raise LockTimeoutError(
-                f"lock {self._name!r} was not acquired within {self._blocking_timeout} s")
+                f"lock {self._name!r} was not acquired within {self._blocking_timeout} s"
+            )
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
         self.release()
 
     async def __aenter__(self) -> None:
-        raise TypeError("a blocking rlock.Lock does not support 'async with': "
-                        "make the lock from an rlock.asyncio.Client")
+        raise TypeError(
+            "a blocking rlock.Lock does not support 'async with': "
+            "make the lock from an rlock.asyncio.Client"
+        )
 
     async def __aexit__(self, *exc_info: Any) -> None:  # pragma: no cover - never entered
         return None
@@ -494,8 +545,13 @@ class ReadWriteLock:
 
     __slots__ = ("_read", "_write", "_name")
 
-    def __init__(self, client: Client, name: Name, lease: Optional[float] = None,
-                 blocking_timeout: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        client: Client,
+        name: Name,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+    ) -> None:
         self._name = name
         self._read = Lock._make(client, name, _native.KIND_READ, lease, blocking_timeout)
         self._write = Lock._make(client, name, _native.KIND_WRITE, lease, blocking_timeout)
@@ -539,8 +595,9 @@ class MultiLock:
     def locks(self) -> Sequence[Lock]:
         return self._locks
 
-    def acquire(self, blocking: bool = True, timeout: float = -1,
-                lease: Optional[float] = None) -> bool:
+    def acquire(
+        self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None
+    ) -> bool:
         """Like ``Lock.acquire``; sets ``validity`` when it returns True."""
         wait_ms = _wait_ms(blocking, timeout)
         lease_ms = _lease_ms(lease)
@@ -549,8 +606,7 @@ class MultiLock:
             member._client._checked()
 
         def attempt(interruptible: bool, receipt: List[Any]) -> Optional[int]:
-            return native.acquire(wait_ms, lease_ms, _CALLING_THREAD, None, interruptible,
-                                  receipt)
+            return native.acquire(wait_ms, lease_ms, _CALLING_THREAD, None, interruptible, receipt)
 
         validity_ms = _acquire(attempt, lambda: native.release(_CALLING_THREAD))
         if validity_ms is None:

@@ -54,8 +54,9 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
     global _io_pool
     with _io_pool_mu:
         if _io_pool is None:
-            _io_pool = concurrent.futures.ThreadPoolExecutor(max_workers=4,
-                                                             thread_name_prefix="rlock-io")
+            _io_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=4, thread_name_prefix="rlock-io"
+            )
         return _io_pool
 
 
@@ -76,8 +77,9 @@ async def _until_done(fut: "asyncio.Future[_T]") -> None:
             return
 
 
-async def _acquire_off_loop(attempt: Callable[[Any], _T], undo: Callable[[], None],
-                            waits: bool) -> _T:
+async def _acquire_off_loop(
+    attempt: Callable[[Any], _T], undo: Callable[[], None], waits: bool
+) -> _T:
     """Runs attempt(cancel_token) off the event loop. If the calling task is cancelled, the
     attempt is cancelled too; if it had got the lock by then, undo() releases it."""
     loop = asyncio.get_running_loop()
@@ -156,36 +158,60 @@ class Client:
     def __repr__(self) -> str:
         return f"<rlock.asyncio.Client id={self.id} {'closed' if self.closed else 'open'}>"
 
-    def lock(self, name: Name, *, lease: Optional[float] = None,
-             blocking_timeout: Optional[float] = None) -> "Lock":
+    def lock(
+        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+    ) -> "Lock":
         """See ``rlock.Client.lock``."""
         return Lock(self._sync.lock(name, lease=lease, blocking_timeout=blocking_timeout))
 
-    def fenced_lock(self, name: Name, *, lease: Optional[float] = None,
-                    blocking_timeout: Optional[float] = None) -> "Lock":
+    def fenced_lock(
+        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+    ) -> "Lock":
         """See ``rlock.Client.fenced_lock``."""
         return Lock(self._sync.fenced_lock(name, lease=lease, blocking_timeout=blocking_timeout))
 
-    def spin_lock(self, name: Name, *, lease: Optional[float] = None,
-                  blocking_timeout: Optional[float] = None, initial_backoff: float = 0.001,
-                  max_backoff: float = 0.128) -> "Lock":
+    def spin_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        initial_backoff: float = 0.001,
+        max_backoff: float = 0.128,
+    ) -> "Lock":
         """See ``rlock.Client.spin_lock``."""
-        return Lock(self._sync.spin_lock(name, lease=lease, blocking_timeout=blocking_timeout,
-                                         initial_backoff=initial_backoff,
-                                         max_backoff=max_backoff))
+        return Lock(
+            self._sync.spin_lock(
+                name,
+                lease=lease,
+                blocking_timeout=blocking_timeout,
+                initial_backoff=initial_backoff,
+                max_backoff=max_backoff,
+            )
+        )
 
-    def fair_lock(self, name: Name, *, lease: Optional[float] = None,
-                  blocking_timeout: Optional[float] = None,
-                  waiter_timeout: float = 300.0) -> "Lock":
+    def fair_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        waiter_timeout: float = 300.0,
+    ) -> "Lock":
         """See ``rlock.Client.fair_lock``."""
-        return Lock(self._sync.fair_lock(name, lease=lease, blocking_timeout=blocking_timeout,
-                                         waiter_timeout=waiter_timeout))
+        return Lock(
+            self._sync.fair_lock(
+                name, lease=lease, blocking_timeout=blocking_timeout, waiter_timeout=waiter_timeout
+            )
+        )
 
-    def read_write_lock(self, name: Name, *, lease: Optional[float] = None,
-                        blocking_timeout: Optional[float] = None) -> "ReadWriteLock":
+    def read_write_lock(
+        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+    ) -> "ReadWriteLock":
         """See ``rlock.Client.read_write_lock``."""
-        return ReadWriteLock(self._sync.read_write_lock(name, lease=lease,
-                                                        blocking_timeout=blocking_timeout))
+        return ReadWriteLock(
+            self._sync.read_write_lock(name, lease=lease, blocking_timeout=blocking_timeout)
+        )
 
     async def fenced_write(self, key: Name, value: Any, token: int) -> bool:
         """See ``rlock.Client.fenced_write``."""
@@ -208,10 +234,11 @@ class Lock:
         return self._lock.name
 
     def __repr__(self) -> str:
-        return "<rlock.asyncio." + repr(self._lock)[len("<rlock."):]
+        return "<rlock.asyncio." + repr(self._lock)[len("<rlock.") :]
 
-    async def acquire(self, blocking: bool = True, timeout: float = -1,
-                      lease: Optional[float] = None) -> bool:
+    async def acquire(
+        self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None
+    ) -> bool:
         """Acquires the lock for the current task, like ``threading.Lock.acquire`` but
         awaited: True when acquired, False when ``timeout`` seconds passed (``blocking=False``
         tries once). The event loop keeps running while it waits."""

@@ -9,14 +9,13 @@
 // - A handle created before fork() is never freed in the child: its threads and mutexes did not
 //   survive the fork, so freeing could hang. The child leaks it instead.
 #include <pybind11/pybind11.h>
-
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <memory>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
@@ -51,7 +50,8 @@ Outcome outcome_of(int rc) {
   Outcome out{rc, {}};
   if (rc != RLOCK_OK) {
     const rlock_error_info* info = rlock_last_error();
-    out.message = (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
+    out.message =
+        (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
   }
   return out;
 }
@@ -316,7 +316,7 @@ class NativeClient {
       client = std::exchange(client_, nullptr);
     }
     if (client == nullptr) return;
-    if (forked_since(pid_)) return;  // see the file comment
+    if (forked_since(pid_)) return;                              // see the file comment
     maybe_without_gil([client] { rlock_client_free(client); });  // releases holds: round trips
   }
 
@@ -382,8 +382,7 @@ class NativeLock {
  public:
   NativeLock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
              int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms)
-      : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms,
-                         fair_wait_ms),
+      : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms),
                 "the lock handle is closed") {}
 
   // Frees the handle (no network call: a hold left expires by its lease). rlock_lock_free
@@ -472,9 +471,8 @@ class NativeLock {
     });
     check(rc);
     py::object owner_obj = has_owner ? py::object(py::bytes(owner)) : py::object(py::none());
-    return py::make_tuple(state.locked == 1, state.held_by_me == 1, state.hold_count,
-                          state.ttl_ms, state.owner_count, owner_obj, state.owner_hold_count,
-                          state.mode);
+    return py::make_tuple(state.locked == 1, state.held_by_me == 1, state.hold_count, state.ttl_ms,
+                          state.owner_count, owner_obj, state.owner_hold_count, state.mode);
   }
 
   // fn(name: bytes, thread_id: int, reason: int) on the watchdog thread, or None to clear.
@@ -546,8 +544,8 @@ class NativeMulti {
 
   // The validity in ms when acquired (also appended to `receipt`), None when the wait ran out.
   // `interruptible` as for NativeLock::acquire.
-  py::object acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
-                     const py::object& cancel, bool interruptible, const py::object& receipt) {
+  py::object acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, const py::object& cancel,
+                     bool interruptible, const py::object& receipt) {
     int64_t validity = 0;
     auto attempt = [&validity, lease_ms](rlock_multi* group, int64_t wait, int64_t owner,
                                          rlock_cancel_token* token) {
@@ -560,8 +558,9 @@ class NativeMulti {
       opts.cancel = token;
       return rlock_multi_acquire(group, &opts, &validity);
     };
-    if (!handle_.acquire(wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-                         [](rlock_multi* group, int64_t owner) { rlock_multi_release(group, owner); })) {
+    if (!handle_.acquire(
+            wait_ms, thread_id, token_of(cancel), interruptible, attempt,
+            [](rlock_multi* group, int64_t owner) { rlock_multi_release(group, owner); })) {
       return py::none();
     }
     py::int_ result(validity);
@@ -654,9 +653,7 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("closed", &NativeClient::closed)
       .def("close", &NativeClient::close);
 
-  py::class_<CancelToken>(m, "CancelToken")
-      .def(py::init<>())
-      .def("cancel", &CancelToken::cancel);
+  py::class_<CancelToken>(m, "CancelToken").def(py::init<>()).def("cancel", &CancelToken::cancel);
 
   py::class_<NativeLock>(m, "Lock")
       .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),

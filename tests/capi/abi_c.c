@@ -2,31 +2,31 @@
  * -Wextra -Werror), and the functions that need no Redis: status texts, version, options
  * initialisers, NULL handling, the v1 struct layouts and the status code values, which are all
  * part of the stable ABI (docs/abi.md). Prints every failed check; exits 1 if any failed. */
-#include "rlock/rlock.h"
-
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "rlock/rlock.h"
+
 static int failures = 0;
 
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);   \
-      ++failures;                                                                \
-    }                                                                            \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      ++failures;                                                              \
+    }                                                                          \
   } while (0)
 
-#define CHECK_EQ_INT(a, b)                                                               \
-  do {                                                                                   \
-    long long a_ = (long long)(a), b_ = (long long)(b);                                  \
-    if (a_ != b_) {                                                                      \
-      fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, \
-              #a, #b, a_, b_);                                                           \
-      ++failures;                                                                        \
-    }                                                                                    \
+#define CHECK_EQ_INT(a, b)                                                                      \
+  do {                                                                                          \
+    long long a_ = (long long)(a), b_ = (long long)(b);                                         \
+    if (a_ != b_) {                                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s == %s (%lld != %lld)\n", __FILE__, __LINE__, #a, \
+              #b, a_, b_);                                                                      \
+      ++failures;                                                                               \
+    }                                                                                           \
   } while (0)
 
 /* The last error must be `code`, with a non-empty message containing `needle`. */
@@ -77,14 +77,18 @@ static void test_status_codes(void) {
     int code;
     int value;
   } codes[] = {
-      {RLOCK_OK, 0},           {RLOCK_ERROR, -1},       {RLOCK_ETIMEDOUT, -2},
-      {RLOCK_ENOTHELD, -3},    {RLOCK_ECANCELED, -4},   {RLOCK_ECONN, -5},
-      {RLOCK_EINVAL, -6},      {RLOCK_ENOMEM, -7},      {RLOCK_EVERSION, -8},
-      {RLOCK_EINTERNAL, -9},   {RLOCK_EUSER, -10},      {RLOCK_ELOST, -11},
-      {RLOCK_ENOTOWNER, -12},  {RLOCK_EAUTH, -13},      {RLOCK_ENOPERM, -14},
-      {RLOCK_EUNSUPPORTED, -15}, {RLOCK_EREDIS, -16},   {RLOCK_EOOM, -17},
-      {RLOCK_EBUSY, -18},      {RLOCK_EREADONLY, -19},  {RLOCK_ECLOSED, -20},
-      {RLOCK_EDEADLK, -21},    {RLOCK_EBADHANDLE, -22},
+      {RLOCK_OK, 0},           {RLOCK_ERROR, -1},
+      {RLOCK_ETIMEDOUT, -2},   {RLOCK_ENOTHELD, -3},
+      {RLOCK_ECANCELED, -4},   {RLOCK_ECONN, -5},
+      {RLOCK_EINVAL, -6},      {RLOCK_ENOMEM, -7},
+      {RLOCK_EVERSION, -8},    {RLOCK_EINTERNAL, -9},
+      {RLOCK_EUSER, -10},      {RLOCK_ELOST, -11},
+      {RLOCK_ENOTOWNER, -12},  {RLOCK_EAUTH, -13},
+      {RLOCK_ENOPERM, -14},    {RLOCK_EUNSUPPORTED, -15},
+      {RLOCK_EREDIS, -16},     {RLOCK_EOOM, -17},
+      {RLOCK_EBUSY, -18},      {RLOCK_EREADONLY, -19},
+      {RLOCK_ECLOSED, -20},    {RLOCK_EDEADLK, -21},
+      {RLOCK_EBADHANDLE, -22},
   };
   const size_t n = sizeof codes / sizeof codes[0];
   const char *unknown = rlock_strerror(12345);
@@ -272,9 +276,12 @@ static void test_options_init_writes_only_its_version(void) {
   sizes[2] = offsetof(rlock_acquire_options, token);
   for (i = 0; i < 3; i++) {
     memset(buf, 0xa5, sizeof buf);
-    if (i == 0) rc[i] = rlock_client_options_init((rlock_client_options *)(void *)buf, 1);
-    else if (i == 1) rc[i] = rlock_lock_options_init((rlock_lock_options *)(void *)buf, 1);
-    else rc[i] = rlock_acquire_options_init((rlock_acquire_options *)(void *)buf, 1);
+    if (i == 0)
+      rc[i] = rlock_client_options_init((rlock_client_options *)(void *)buf, 1);
+    else if (i == 1)
+      rc[i] = rlock_lock_options_init((rlock_lock_options *)(void *)buf, 1);
+    else
+      rc[i] = rlock_acquire_options_init((rlock_acquire_options *)(void *)buf, 1);
     CHECK_EQ_INT(rc[i], RLOCK_OK);
     CHECK_EQ_INT(*(unsigned int *)(void *)buf, 1);
     for (j = sizes[i]; j < sizeof buf; j++) {
@@ -427,22 +434,38 @@ static void test_every_function_links(void) {
   typedef void (*any_fn)(void);
   rlock_lost_cb cb = lost_cb;
   const any_fn fns[] = {
-      (any_fn)rlock_last_error,        (any_fn)rlock_strerror,
-      (any_fn)rlock_version_number,    (any_fn)rlock_version_string,
-      (any_fn)rlock_client_options_init, (any_fn)rlock_client_new,
-      (any_fn)rlock_client_new_url,    (any_fn)rlock_client_free,
-      (any_fn)rlock_client_id,         (any_fn)rlock_lock_options_init,
-      (any_fn)rlock_lock_new,          (any_fn)rlock_lock_new_n,
-      (any_fn)rlock_lock_free,         (any_fn)rlock_acquire_options_init,
-      (any_fn)rlock_acquire,           (any_fn)rlock_acquire_ex,
-      (any_fn)rlock_release,           (any_fn)rlock_release_ex,
-      (any_fn)rlock_extend,            (any_fn)rlock_extend_ex,
-      (any_fn)rlock_force_unlock,      (any_fn)rlock_cancel,
-      (any_fn)rlock_is_held,           (any_fn)rlock_is_held_ex,
-      (any_fn)rlock_is_lost,           (any_fn)rlock_query,
-      (any_fn)rlock_lock_set_lost_callback, (any_fn)rlock_cancel_token_new,
-      (any_fn)rlock_cancel_token_cancel, (any_fn)rlock_cancel_token_is_cancelled,
-      (any_fn)rlock_cancel_token_free, (any_fn)rlock_current_thread_id,
+      (any_fn)rlock_last_error,
+      (any_fn)rlock_strerror,
+      (any_fn)rlock_version_number,
+      (any_fn)rlock_version_string,
+      (any_fn)rlock_client_options_init,
+      (any_fn)rlock_client_new,
+      (any_fn)rlock_client_new_url,
+      (any_fn)rlock_client_free,
+      (any_fn)rlock_client_id,
+      (any_fn)rlock_lock_options_init,
+      (any_fn)rlock_lock_new,
+      (any_fn)rlock_lock_new_n,
+      (any_fn)rlock_lock_free,
+      (any_fn)rlock_acquire_options_init,
+      (any_fn)rlock_acquire,
+      (any_fn)rlock_acquire_ex,
+      (any_fn)rlock_release,
+      (any_fn)rlock_release_ex,
+      (any_fn)rlock_extend,
+      (any_fn)rlock_extend_ex,
+      (any_fn)rlock_force_unlock,
+      (any_fn)rlock_cancel,
+      (any_fn)rlock_is_held,
+      (any_fn)rlock_is_held_ex,
+      (any_fn)rlock_is_lost,
+      (any_fn)rlock_query,
+      (any_fn)rlock_lock_set_lost_callback,
+      (any_fn)rlock_cancel_token_new,
+      (any_fn)rlock_cancel_token_cancel,
+      (any_fn)rlock_cancel_token_is_cancelled,
+      (any_fn)rlock_cancel_token_free,
+      (any_fn)rlock_current_thread_id,
   };
   size_t i;
   CHECK(cb != NULL);

@@ -1,11 +1,11 @@
 // The public header as a C++ program sees it: compiled as C++11 with -Wall -Wextra -Werror
 // -pedantic-errors, macros expanded in C++, functions linked with C linkage (a missing
 // extern "C" would fail the link).
-#include "rlock/rlock.h"
-
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
+
+#include "rlock/rlock.h"
 
 static_assert(RLOCK_OK == 0 && RLOCK_ECLOSED == -20, "status code values are part of the ABI");
 static_assert(RLOCK_MAX_DURATION_MS == (int64_t{1} << 53), "duration limit");

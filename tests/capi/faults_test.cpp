@@ -70,8 +70,8 @@ bool names(const std::string& text, const std::string& needle) {
   return false;
 }
 
-void check_failure(int rc, int code, const std::string& needle, const char* expr,
-                   const char* file, int line) {
+void check_failure(int rc, int code, const std::string& needle, const char* expr, const char* file,
+                   int line) {
   const rlock_error_info* e = rlock_last_error();
   if (rc != code) {
     ADD_FAILURE_AT(file, line) << expr << " returned " << rc << " (" << rlock_strerror(rc)
@@ -99,11 +99,11 @@ void check_failure(int rc, int code, const std::string& needle, const char* expr
 
 // EXPECT_FAIL(call, code, needle): the call returns `code`, and rlock_last_error() has that
 // code and a non-empty message naming `needle`.
-#define EXPECT_FAIL(expr, code, needle)                               \
-  do {                                                                \
-    prime_last_error(code);                                           \
-    int rc_ = (expr);                                                 \
-    check_failure(rc_, (code), (needle), #expr, __FILE__, __LINE__);  \
+#define EXPECT_FAIL(expr, code, needle)                              \
+  do {                                                               \
+    prime_last_error(code);                                          \
+    int rc_ = (expr);                                                \
+    check_failure(rc_, (code), (needle), #expr, __FILE__, __LINE__); \
   } while (0)
 
 // A TCP port on 127.0.0.1 that refuses connections: bound (so nobody else gets it) but not
@@ -191,8 +191,8 @@ class CapiFaults : public ::testing::Test {
   // An ACL user allowed everything except what is listed in `denied` (e.g. "-evalsha").
   void make_user(const std::string& user, const std::string& password,
                  const std::vector<std::string>& denied = {}) {
-    std::vector<std::string> args = {"ACL", "SETUSER", user, "reset", "on", ">" + password,
-                                     "~*", "&*", "+@all"};
+    std::vector<std::string> args = {"ACL",          "SETUSER", user, "reset", "on",
+                                     ">" + password, "~*",      "&*", "+@all"};
     args.insert(args.end(), denied.begin(), denied.end());
     Reply r = redis_->command(args);
     ASSERT_TRUE(r.is_status()) << "ACL SETUSER: " << r.describe();
@@ -242,8 +242,8 @@ class CapiFaults : public ::testing::Test {
 
   void expect_nothing_sent(const std::string& user) {
     std::vector<std::string> denied = acl_denials(user);
-    EXPECT_TRUE(denied.empty()) << denied.size() << " command(s) reached Redis, the first: "
-                                << denied.front();
+    EXPECT_TRUE(denied.empty()) << denied.size()
+                                << " command(s) reached Redis, the first: " << denied.front();
   }
 
   // The control for no_script_client(): a valid acquire does reach Redis, is refused
@@ -323,9 +323,9 @@ void CapiFaults::exercise_name(const std::string& name) {
   waiter.join();
   EXPECT_EQ(waiter_rc.load(), RLOCK_OK);
   EXPECT_LT(ms_since(released), 5000) << "the waiter was not woken by the release";
-  EXPECT_EQ(redis_->hgetall(name),
-            (std::map<std::string, std::string>{
-                {std::string(rlock_client_id(other)) + ":4242", "1"}}));
+  EXPECT_EQ(
+      redis_->hgetall(name),
+      (std::map<std::string, std::string>{{std::string(rlock_client_id(other)) + ":4242", "1"}}));
   EXPECT_EQ(rlock_release_ex(waiter_lock, 4242), RLOCK_OK) << last_message();
   EXPECT_FALSE(redis_->exists(name));
 }
@@ -495,8 +495,7 @@ TEST_F(CapiFaults, H4_NamesWithBraces) {
 TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   const std::string user = "rlock-capi-noscript-" + std::to_string(::getpid());
   const std::string password = "pw-" + std::to_string(::getpid());
-  make_user(user, password,
-            {"-evalsha", "-evalsha_ro", "-fcall", "-fcall_ro", "-script"});
+  make_user(user, password, {"-evalsha", "-evalsha_ro", "-fcall", "-fcall_ro", "-script"});
   rlock_client_options o = server_options();
   o.username = user.c_str();
   o.password = password.c_str();
@@ -521,8 +520,8 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   }
   // Names longer than the client's max_name_len.
   const std::string long_name(65, 'n');
-  EXPECT_FAIL(rlock_lock_new_n(&out, c, long_name.data(), long_name.size(), nullptr),
-              RLOCK_EINVAL, "max_name_len");
+  EXPECT_FAIL(rlock_lock_new_n(&out, c, long_name.data(), long_name.size(), nullptr), RLOCK_EINVAL,
+              "max_name_len");
 
   // Acquire: lease.
   for (int64_t bad : {int64_t{-5}, int64_t{-2}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
@@ -532,7 +531,8 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "lease_ms");
   }
   // Acquire: wait.
-  for (int64_t bad : {int64_t{-2}, int64_t{-100}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
+  for (int64_t bad :
+       {int64_t{-2}, int64_t{-100}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = bad;
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "wait_ms");
@@ -568,8 +568,8 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   }
 
   std::vector<std::string> denied = acl_denials(user);
-  EXPECT_TRUE(denied.empty()) << denied.size() << " command(s) reached Redis, the first: "
-                              << denied.front();
+  EXPECT_TRUE(denied.empty()) << denied.size()
+                              << " command(s) reached Redis, the first: " << denied.front();
   EXPECT_EQ(rlock_is_held(lock), 0);
 
   // Control: a valid acquire does reach Redis, is refused (ENOPERM) and logged.
@@ -690,8 +690,8 @@ TEST_F(CapiFaults, H11_InvalidUrlsAreEinvalNamingTheField) {
   }
   // A database the server does not have is refused by the server, named in the message.
   rlock_client* client = sentinel<rlock_client>();
-  EXPECT_FAIL(rlock_client_new_url(&client, (tcp_url_ + "/99999").c_str()),
-              RLOCK_EINVAL, "database");
+  EXPECT_FAIL(rlock_client_new_url(&client, (tcp_url_ + "/99999").c_str()), RLOCK_EINVAL,
+              "database");
   EXPECT_EQ(client, nullptr);
 }
 
@@ -728,12 +728,14 @@ TEST_F(CapiFaults, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
       {"port", [](rlock_client_options* o) { o->port = -1; }},
       {"host", [](rlock_client_options* o) { o->host = ""; }},
       {"unix_socket", [](rlock_client_options* o) { o->unix_socket = "relative.sock"; }},
-      {"db", [](rlock_client_options* o) {
+      {"db",
+       [](rlock_client_options* o) {
          o->url = "redis://127.0.0.1:1/2";
          o->db = 3;
        }},
       {"sync_replicas", [](rlock_client_options* o) { o->sync_replicas = -2; }},
-      {"sync_replicas", [](rlock_client_options* o) {
+      {"sync_replicas",
+       [](rlock_client_options* o) {
          o->url = "redis://127.0.0.1:1?sync_replicas=1";
          o->sync_replicas = 2;
        }},
@@ -808,7 +810,8 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
 
     rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
     // The lock options' own "newer than known" stands in for the client options' one.
-    lo.version = version == RLOCK_CLIENT_OPTIONS_VERSION + 1u ? RLOCK_LOCK_OPTIONS_VERSION + 1u : version;
+    lo.version =
+        version == RLOCK_CLIENT_OPTIONS_VERSION + 1u ? RLOCK_LOCK_OPTIONS_VERSION + 1u : version;
     rlock_lock* l = sentinel<rlock_lock>();
     EXPECT_FAIL(rlock_lock_new(&l, client_, "x", &lo), RLOCK_EVERSION, "rlock_lock_options");
     EXPECT_EQ(l, nullptr);
@@ -1101,7 +1104,8 @@ TEST_F(CapiFaults, ReplicaSyncWithoutReplicasIsEnotsyncedAndHoldsNothing) {
   EXPECT_FAIL(rlock_acquire(lock, 5000), RLOCK_ENOTSYNCED, "sync_replicas");
   EXPECT_LT(ms_since(start), 2000);
   EXPECT_FALSE(admin.exists(name));
-  EXPECT_STREQ(rlock_strerror(RLOCK_ENOTSYNCED), "the replicas did not confirm the acquire in time");
+  EXPECT_STREQ(rlock_strerror(RLOCK_ENOTSYNCED),
+               "the replicas did not confirm the acquire in time");
 
   rlock_client_options off = server_options();
   off.sync_replicas = -1;
@@ -1217,8 +1221,9 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) 
   for (bool redlock : {false, true}) {
     SCOPED_TRACE(redlock ? "redlock" : "multi-lock");
     rlock_multi* group = nullptr;
-    ASSERT_EQ(redlock ? rlock_redlock_new(&group, members, 2) : rlock_multi_lock_new(&group, members, 2),
-              RLOCK_OK)
+    ASSERT_EQ(
+        redlock ? rlock_redlock_new(&group, members, 2) : rlock_multi_lock_new(&group, members, 2),
+        RLOCK_OK)
         << last_message();
     rlock_multi_free(group);
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
@@ -1389,8 +1394,9 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
   const std::string name = unique_name("h10-race");
   names_.push_back(name);
   // ECLOSED: a call that pinned the lock before it was freed may meet the client's free.
-  const std::vector<int> allowed = {RLOCK_OK, RLOCK_ENOTHELD, RLOCK_ETIMEDOUT, RLOCK_ECANCELED,
-                                    RLOCK_EBADHANDLE, RLOCK_ENOTOWNER, RLOCK_ECLOSED};
+  const std::vector<int> allowed = {RLOCK_OK,        RLOCK_ENOTHELD,   RLOCK_ETIMEDOUT,
+                                    RLOCK_ECANCELED, RLOCK_EBADHANDLE, RLOCK_ENOTOWNER,
+                                    RLOCK_ECLOSED};
   std::atomic<int> unexpected{0};
   std::atomic<int> an_unexpected_code{0};
   std::atomic<int> bad_seen{0};
@@ -1505,10 +1511,10 @@ TEST_F(CapiFaults, H10_FreedGroupMemberRunsNoLostCallback) {
   ASSERT_EQ(rlock_lock_new(&member, c, name.c_str(), nullptr), RLOCK_OK);
   static std::atomic<int> calls{0};
   calls = 0;
-  ASSERT_EQ(rlock_lock_set_lost_callback(
-                member, [](rlock_lock*, const char*, size_t, int64_t, int, void*) { ++calls; },
-                nullptr),
-            RLOCK_OK);
+  ASSERT_EQ(
+      rlock_lock_set_lost_callback(
+          member, [](rlock_lock*, const char*, size_t, int64_t, int, void*) { ++calls; }, nullptr),
+      RLOCK_OK);
   rlock_multi* group = nullptr;
   ASSERT_EQ(rlock_multi_lock_new(&group, &member, 1), RLOCK_OK) << last_message();
   rlock_lock_free(member);

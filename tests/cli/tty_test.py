@@ -3,6 +3,7 @@
 terminal's SIGINT reaches both; rlock must not pass on a second one. Ctrl-C while rlock still
 waits for the lock stops the wait (exit 130) without running the command.
 Usage: tty_test.py path/to/rlock"""
+
 import os
 import pty
 import select
@@ -75,12 +76,14 @@ def status_field(field):
     out = subprocess.run([RLOCK, "status", NAME], check=True, capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.startswith(field + ": "):
-            return line[len(field) + 2:]
+            return line[len(field) + 2 :]
     return None
 
 
 print("-- Ctrl-C while the command runs reaches it once")
-code, out = run_on_tty([RLOCK, "exec", NAME, "--", sys.executable, "-c", COUNTER], b"ready", b"\x03")
+code, out = run_on_tty(
+    [RLOCK, "exec", NAME, "--", sys.executable, "-c", COUNTER], b"ready", b"\x03"
+)
 if b"sigints=1" not in out:
     fail("the command did not see exactly one SIGINT", out)
 if code != 0:
@@ -97,9 +100,11 @@ try:
             fail("the holder did not take the lock")
         time.sleep(0.05)
     marker = "/tmp/rlock-tty-test-%d" % os.getpid()
-    code, out = run_on_tty([RLOCK, "exec", "--wait", "20", NAME, "--", "/bin/sh", "-c",
-                            "touch " + marker],
-                           b"", b"\x03")
+    code, out = run_on_tty(
+        [RLOCK, "exec", "--wait", "20", NAME, "--", "/bin/sh", "-c", "touch " + marker],
+        b"",
+        b"\x03",
+    )
     if code != 130:
         fail("exit %d, want 130" % code, out)
     if os.path.exists(marker):

@@ -55,7 +55,7 @@ Process::Process(const std::vector<std::string>& argv, bool capture_stdout) {
   }
   if (pid_ == 0) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);  // the parent already died
+    if (getppid() != parent) _exit(126);              // the parent already died
     if (capture_stdout) dup2(fds[1], STDOUT_FILENO);  // dup2 clears O_CLOEXEC on the copy
     execvp(args[0], args.data());
     _exit(127);

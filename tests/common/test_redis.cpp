@@ -140,11 +140,16 @@ std::string fair_timeout_key(const std::string& name) {
 
 std::string Reply::describe() const {
   switch (type) {
-    case Type::Nil: return "(nil)";
-    case Type::Integer: return "(integer) " + std::to_string(integer);
-    case Type::String: return "\"" + str + "\"";
-    case Type::Status: return str;
-    case Type::Error: return "(error) " + str;
+    case Type::Nil:
+      return "(nil)";
+    case Type::Integer:
+      return "(integer) " + std::to_string(integer);
+    case Type::String:
+      return "\"" + str + "\"";
+    case Type::Status:
+      return str;
+    case Type::Error:
+      return "(error) " + str;
     case Type::Array: {
       std::string out = "[";
       for (size_t i = 0; i < elements.size(); ++i) {
@@ -159,7 +164,8 @@ std::string Reply::describe() const {
 
 // ---- RedisConn ------------------------------------------------------------------------------
 
-RedisConn::RedisConn(const std::string& url, int64_t timeout_ms) : where_(url), timeout_ms_(timeout_ms) {
+RedisConn::RedisConn(const std::string& url, int64_t timeout_ms)
+    : where_(url), timeout_ms_(timeout_ms) {
   std::string user, password;
   bool has_password = false;
   auto take_userinfo = [&](const std::string& info) {
@@ -365,12 +371,24 @@ PrivateRedis::PrivateRedis(const std::vector<std::string>& extra_args) {
   // The port may be taken between choosing and binding it: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_loopback_port();
-    std::vector<std::string> argv = {server,        "--port",          std::to_string(port_),
-                                     "--bind",      "127.0.0.1",       "--unixsocket",
-                                     socket_,       "--unixsocketperm", "700",
-                                     "--dir",       dir_,              "--save",
-                                     "",            "--appendonly",    "no",
-                                     "--daemonize", "no",              "--logfile",
+    std::vector<std::string> argv = {server,
+                                     "--port",
+                                     std::to_string(port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--unixsocket",
+                                     socket_,
+                                     "--unixsocketperm",
+                                     "700",
+                                     "--dir",
+                                     dir_,
+                                     "--save",
+                                     "",
+                                     "--appendonly",
+                                     "no",
+                                     "--daemonize",
+                                     "no",
+                                     "--logfile",
                                      dir_ + "/redis.log"};
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     process_ = std::make_unique<Process>(argv, false);

@@ -1,9 +1,10 @@
 // Cluster slots: the CRC16 and hash-tag rule Redis uses, and which key of a command decides.
+#include "rlock/core/cluster.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "rlock/core/cluster.hpp"
 #include "rlock/core/names.hpp"
 
 namespace rlock::core {
@@ -19,10 +20,10 @@ TEST(KeySlot, MatchesRedis) {
 
 TEST(KeySlot, HashTags) {
   EXPECT_EQ(key_slot("{user1000}.following"), key_slot("user1000"));
-  EXPECT_EQ(key_slot("a{b}c{d}"), key_slot("b"));   // the first tag counts
-  EXPECT_EQ(key_slot("{}x"), key_slot("{}x"));       // an empty tag: the whole key
+  EXPECT_EQ(key_slot("a{b}c{d}"), key_slot("b"));  // the first tag counts
+  EXPECT_EQ(key_slot("{}x"), key_slot("{}x"));     // an empty tag: the whole key
   EXPECT_NE(key_slot("{}x"), key_slot("x"));
-  EXPECT_EQ(key_slot("a{b"), key_slot("a{b"));       // no closing brace: the whole key
+  EXPECT_EQ(key_slot("a{b"), key_slot("a{b"));  // no closing brace: the whole key
   EXPECT_NE(key_slot("a{b"), key_slot("b"));
   EXPECT_EQ(key_slot(std::string("n\0{t}", 5)), key_slot("t"));  // binary-safe
 }

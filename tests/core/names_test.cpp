@@ -1,10 +1,10 @@
 // Key and channel names (core/include/rlock/core/names.hpp), Redisson's layout: a plain name N
 // gets the hash tag {N} in every auxiliary name; a name containing '{' keeps the user's own tag.
+#include "rlock/core/names.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "rlock/core/names.hpp"
 
 namespace rlock::core {
 namespace {

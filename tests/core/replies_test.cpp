@@ -134,7 +134,7 @@ TEST_F(Replies, QueryForceUnlockAndFencedWriteCheckTheShape) {
   LockState out;
   replies_ = {state, Reply::nil(), status("OK")};
   expect_unexpected(l->query(0, &out));
-  expect_unexpected(l->force_unlock(&deleted));  // was kOk
+  expect_unexpected(l->force_unlock(&deleted));                            // was kOk
   expect_unexpected(fenced_write(*client_, "orders", "v", 1, &accepted));  // was kOk
 }
 

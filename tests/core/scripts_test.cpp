@@ -2,6 +2,8 @@
 // would not break anything visibly (EVALSHA fails with NOSCRIPT and EVAL is used instead), it
 // would only send every script in full each time, so it is checked here against a SHA1 computed
 // by the test itself.
+#include "rlock/core/scripts.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,8 +12,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include "rlock/core/scripts.hpp"
 
 namespace rlock::core {
 namespace {

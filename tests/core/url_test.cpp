@@ -299,9 +299,9 @@ TEST(ParseUrlRejects, BadPercentEscapes) {
 // Rejection messages end up in logs: they must not carry the credentials of the URL.
 TEST(ParseUrlRejects, MessagesDoNotRevealThePassword) {
   const std::string password = "Pa55w0rdXYZ";
-  for (const std::string& url : {"redis://app:" + password + "@h:notaport",
-                                 "redis://" + password + "@h/notadb",
-                                 "unix://app:" + password + "@/tmp/r.sock?foo=1"}) {
+  for (const std::string& url :
+       {"redis://app:" + password + "@h:notaport", "redis://" + password + "@h/notadb",
+        "unix://app:" + password + "@/tmp/r.sock?foo=1"}) {
     Rejection r = rejected(url);
     ASSERT_TRUE(r.thrown) << url;
     EXPECT_EQ(r.message.find(password), std::string::npos)
@@ -312,12 +312,10 @@ TEST(ParseUrlRejects, MessagesDoNotRevealThePassword) {
 // Found by fuzz_url: a password holding an unescaped '/' was shown whole, and the port or db
 // text a message quotes could be a piece of the password.
 TEST(ParseUrlRejects, MessagesDoNotRevealAPasswordWithASlash) {
-  for (const std::string& url : {std::string("redis://:Pa55/w0rdXYZ@h"),
-                                 std::string("redis://app:Pa55/w0rdXYZ@h:6379/1"),
-                                 std::string("unix://app:Pa55/w0rdXYZ@/tmp/r.sock"),
-                                 std::string("redis://h/:Pa55w0rdXYZ@x"),
-                                 std::string("redis://app:Pa55w0rdXYZ/@h"),
-                                 std::string("redis://h?Pa55w0rdXYZ@x=1")}) {
+  for (const std::string& url :
+       {std::string("redis://:Pa55/w0rdXYZ@h"), std::string("redis://app:Pa55/w0rdXYZ@h:6379/1"),
+        std::string("unix://app:Pa55/w0rdXYZ@/tmp/r.sock"), std::string("redis://h/:Pa55w0rdXYZ@x"),
+        std::string("redis://app:Pa55w0rdXYZ/@h"), std::string("redis://h?Pa55w0rdXYZ@x=1")}) {
     Rejection r = rejected(url);
     ASSERT_TRUE(r.thrown) << url;
     EXPECT_EQ(r.message.find("Pa55"), std::string::npos)
@@ -401,7 +399,8 @@ TEST(ParseClientUrl, PubSubModeOnClusters) {
   EXPECT_EQ(client_url("redis-cluster://h").pubsub, PubSubMode::Auto);
   EXPECT_EQ(client_url("redis-cluster://h?pubsub=sharded").pubsub, PubSubMode::Sharded);
   EXPECT_EQ(client_url("redis-cluster://h?pubsub=classic").pubsub, PubSubMode::Classic);
-  expect_client_url_rejected("redis-cluster://h?pubsub=fast", "pubsub must be auto, sharded or classic");
+  expect_client_url_rejected("redis-cluster://h?pubsub=fast",
+                             "pubsub must be auto, sharded or classic");
   // Only a cluster has shards: elsewhere the option is unknown.
   expect_client_url_rejected("redis://h?pubsub=sharded", "unknown option 'pubsub'");
 }

@@ -44,7 +44,9 @@ class History:
     wrote: Dict[str, int] = field(default_factory=dict)
     fences: List[Tuple[str, str, int, int, int, int]] = field(default_factory=list)
     lost: List[Tuple[str, str, int, int]] = field(default_factory=list)
-    calls: List[Tuple[str, str, int, int, int]] = field(default_factory=list)  # op, owner, call, ret, rc
+    calls: List[Tuple[str, str, int, int, int]] = field(
+        default_factory=list
+    )  # op, owner, call, ret, rc
     valid: List[Tuple[str, str, int, int]] = field(default_factory=list)  # owner, name, ret, ms
 
 
@@ -61,7 +63,15 @@ def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
         if not f:
             continue
         if f[0] == "acq":
-            owner, name, mode, call, ret, rc, token = f[1], f[2], f[3], int(f[4]), int(f[5]), int(f[6]), int(f[7])
+            owner, name, mode, call, ret, rc, token = (
+                f[1],
+                f[2],
+                f[3],
+                int(f[4]),
+                int(f[5]),
+                int(f[6]),
+                int(f[7]),
+            )
             h.calls.append(("acq", owner, call, ret, rc))
             if rc == 0:
                 hold = Hold(owner, name, mode, call, ret, token)
@@ -115,9 +125,11 @@ def overlaps(history: History, limit: int = 20) -> List[str]:
             active = [a for a in active if a.end > hold.start]
             for a in active:
                 if a.conflicts(hold):
-                    found.append(f"{name}: {hold.owner} ({hold.mode}) entered at {_ms(hold.start)} "
-                                 f"while {a.owner} ({a.mode}) was inside "
-                                 f"[{_ms(a.start)}, {_ms(a.end)}]")
+                    found.append(
+                        f"{name}: {hold.owner} ({hold.mode}) entered at {_ms(hold.start)} "
+                        f"while {a.owner} ({a.mode}) was inside "
+                        f"[{_ms(a.start)}, {_ms(a.end)}]"
+                    )
                     if len(found) >= limit:
                         return found
             active.append(hold)
@@ -136,8 +148,10 @@ def lost_updates(history: History, counter_dir: Path) -> List[str]:
         path = counter_dir / name
         value = int(path.read_text() or "0") if path.exists() else 0
         if not wrote <= value <= wrote + cut_short.get(name, 0):
-            found.append(f"{name}: counter {value} after {wrote} sections wrote it "
-                         f"({cut_short.get(name, 0)} cut short): {wrote - value} updates lost")
+            found.append(
+                f"{name}: counter {value} after {wrote} sections wrote it "
+                f"({cut_short.get(name, 0)} cut short): {wrote - value} updates lost"
+            )
     return found
 
 
@@ -145,8 +159,11 @@ def mutex_history(history: History, limit: int = 20) -> List[str]:
     """Checker 4: a release reported ok must belong to a hold of that owner, and no other owner
     may have acquired a conflicting hold while it lasted (the library would then have hidden a
     double grant from the first owner)."""
-    found = [f"{name}: release by {owner} at {_ms(call)} returned {rc} without a hold"
-             for owner, name, call, rc in history.stray_releases if rc == 0]
+    found = [
+        f"{name}: release by {owner} at {_ms(call)} returned {rc} without a hold"
+        for owner, name, call, rc in history.stray_releases
+        if rc == 0
+    ]
     by_name: Dict[str, List[Hold]] = {}
     for hold in history.holds:
         by_name.setdefault(hold.name, []).append(hold)
@@ -161,9 +178,11 @@ def mutex_history(history: History, limit: int = 20) -> List[str]:
                 if other.start >= hold.end:
                     break
                 if hold.conflicts(other):
-                    found.append(f"{name}: {hold.owner}'s release returned ok, but {other.owner} "
-                                 f"acquired at {_ms(other.start)} inside its hold "
-                                 f"[{_ms(hold.start)}, {_ms(hold.end)}]")
+                    found.append(
+                        f"{name}: {hold.owner}'s release returned ok, but {other.owner} "
+                        f"acquired at {_ms(other.start)} inside its hold "
+                        f"[{_ms(hold.start)}, {_ms(hold.end)}]"
+                    )
                     break
             if len(found) >= limit:
                 return found
@@ -194,8 +213,10 @@ def fencing(history: History) -> FenceReport:
                     highest, highest_ret = by_return[i][2], by_return[i][4]
                 i += 1
             if w[2] < highest:
-                violations.append(f"{name}: stale write by {w[0]} with token {w[2]} accepted after "
-                                  f"token {highest} was (at {_ms(highest_ret)})")
+                violations.append(
+                    f"{name}: stale write by {w[0]} with token {w[2]} accepted after "
+                    f"token {highest} was (at {_ms(highest_ret)})"
+                )
     tokens: Dict[str, List[Hold]] = {}
     for hold in history.holds:
         if hold.token > 0:
@@ -211,16 +232,21 @@ def fencing(history: History) -> FenceReport:
                     best = by_start[i]
                 i += 1
             if best is not None and hold.token <= best.token:
-                violations.append(f"{name}: token {hold.token} of {hold.owner} is not above token "
-                                  f"{best.token} of {best.owner}, whose acquire returned earlier")
+                violations.append(
+                    f"{name}: token {hold.token} of {hold.owner} is not above token "
+                    f"{best.token} of {best.owner}, whose acquire returned earlier"
+                )
     refused = sum(1 for f in history.fences if f[5] == 0)
     return FenceReport(violations[:20], len(accepted), refused)
 
 
 def slow_calls(history: History, bound_ms: float) -> List[str]:
     """Criterion 15: no call takes longer than its bound (its timeout + 50 ms)."""
-    return [f"{op} by {owner} took {(ret - call) / 1e6:.1f} ms (rc {rc}), bound {bound_ms} ms"
-            for op, owner, call, ret, rc in history.calls if ret - call > bound_ms * 1e6][:20]
+    return [
+        f"{op} by {owner} took {(ret - call) / 1e6:.1f} ms (rc {rc}), bound {bound_ms} ms"
+        for op, owner, call, ret, rc in history.calls
+        if ret - call > bound_ms * 1e6
+    ][:20]
 
 
 def library_keys(conn: redis.Redis) -> List[bytes]:

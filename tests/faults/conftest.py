@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-
 from harness import Case, worker_binary
 
 
@@ -34,9 +33,14 @@ def case(seed: int) -> Iterator[Case]:
         pytest.fail("redis-server is not installed")
     binary = worker_binary()
     if not os.access(binary, os.X_OK):
-        pytest.fail(f"the fault worker {binary} is missing: build the tests (or set "
-                    "RLOCK_FAULT_WORKER)")
-    root = Path(tempfile.mkdtemp(prefix="rlock-fault-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None))
+        pytest.fail(
+            f"the fault worker {binary} is missing: build the tests (or set RLOCK_FAULT_WORKER)"
+        )
+    root = Path(
+        tempfile.mkdtemp(
+            prefix="rlock-fault-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
+        )
+    )
     c = Case(root, seed)
     try:
         yield c

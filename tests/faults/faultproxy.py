@@ -89,8 +89,10 @@ class Link:
         self.up_w = up_w
         self.up = Direction(up_w, proxy.mode("command", "up"))
         self.down = Direction(client_w, proxy.mode("command", "down"))
-        self.tasks = [asyncio.ensure_future(self._pump(client_r, True)),
-                      asyncio.ensure_future(self._pump(up_r, False))]
+        self.tasks = [
+            asyncio.ensure_future(self._pump(client_r, True)),
+            asyncio.ensure_future(self._pump(up_r, False)),
+        ]
 
     def apply_modes(self) -> None:
         self.up.mode = self.proxy.mode(self.kind, "up")
@@ -144,7 +146,8 @@ class Proxy:
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self.upstream = (upstream_host, upstream_port)
         self.modes: Dict[str, Dict[str, dict]] = {
-            k: {"up": {"name": "pass"}, "down": {"name": "pass"}} for k in KINDS}
+            k: {"up": {"name": "pass"}, "down": {"name": "pass"}} for k in KINDS
+        }
         self.links: List[Link] = []
 
     def mode(self, kind: str, direction: str) -> dict:
@@ -159,7 +162,7 @@ class Proxy:
         self.links.append(Link(self, client_r, client_w, up_r, up_w))
 
     def matching(self, kind: str) -> List[Link]:
-        return [l for l in list(self.links) if kind == "all" or l.kind == kind]
+        return [link for link in list(self.links) if kind == "all" or link.kind == kind]
 
     def control(self, request: dict) -> dict:
         op = request.get("op")
@@ -174,7 +177,7 @@ class Proxy:
                 raise ValueError("delay needs ms >= 0")
             direction = request.get("dir", "both")
             dirs = ("up", "down") if direction == "both" else (direction,)
-            for k in (KINDS if kind == "all" else (kind,)):
+            for k in KINDS if kind == "all" else (kind,):
                 for d in dirs:
                     if d not in ("up", "down"):
                         raise ValueError(f"unknown dir {direction!r}")
@@ -193,8 +196,7 @@ class Proxy:
                 link.half_close()
             return {"ok": True, "closed": len(links)}
         if op == "stats":
-            return {"ok": True,
-                    "connections": {k: len(self.matching(k)) for k in KINDS}}
+            return {"ok": True, "connections": {k: len(self.matching(k)) for k in KINDS}}
         raise ValueError(f"unknown op {op!r}")
 
     async def serve_control(self, reader, writer) -> None:

@@ -37,13 +37,15 @@ def min_cycles(normal: int) -> int:
 
 def worker_binary() -> str:
     return os.environ.get("RLOCK_FAULT_WORKER") or str(
-        REPO / "build" / "tests" / "faults" / "rlock-fault-worker")
+        REPO / "build" / "tests" / "faults" / "rlock-fault-worker"
+    )
 
 
 def go_worker_binary() -> str:
     """The Go binding's worker (bindings/go/cmd/rlock-fault-worker), built with the tests."""
     return os.environ.get("RLOCK_FAULT_GO_WORKER") or str(
-        REPO / "build" / "bindings" / "go" / "rlock-fault-worker-go")
+        REPO / "build" / "bindings" / "go" / "rlock-fault-worker-go"
+    )
 
 
 def free_port() -> int:
@@ -67,17 +69,32 @@ class RedisServer:
         self.config = list(config)
         self.proc: Optional[subprocess.Popen] = None
         # Its requirepass, if any: the harness's own connections authenticate with it.
-        self.password = next((config[i + 1] for i, c in enumerate(config[:-1])
-                              if c == "--requirepass"), "")
+        self.password = next(
+            (config[i + 1] for i, c in enumerate(config[:-1]) if c == "--requirepass"), ""
+        )
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
     def start(self) -> "RedisServer":
-        args = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", str(self.dir),
-                "--maxclients", "4000", "--enable-debug-command", "local"] + self.config
+        args = [
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.dir),
+            "--maxclients",
+            "4000",
+            "--enable-debug-command",
+            "local",
+        ] + self.config
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -91,8 +108,12 @@ class RedisServer:
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def conn(self, timeout: float = 5.0) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout,
-                           password=self.password or None)
+        return redis.Redis(
+            port=self.port,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            password=self.password or None,
+        )
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -128,9 +149,17 @@ class FaultProxy:
     def __init__(self, root: Path, upstream_port: int) -> None:
         self.control_path = Path(tempfile.mkdtemp(prefix="rlock-proxy-")) / "control"
         self.proc = subprocess.Popen(
-            [sys.executable, str(PROXY), "--upstream", f"127.0.0.1:{upstream_port}",
-             "--control", str(self.control_path)],
-            stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(PROXY),
+                "--upstream",
+                f"127.0.0.1:{upstream_port}",
+                "--control",
+                str(self.control_path),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         line = self.proc.stdout.readline()
         if not line.startswith("port "):
             raise RuntimeError(f"the fault proxy did not start: {line!r}")
@@ -166,8 +195,14 @@ class Worker:
 
     def __init__(self, argv: List[str]) -> None:
         self.argv = argv
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, bufsize=1)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
         self.pid = self.proc.pid
         self.ended_ns: Optional[int] = None
         self.lines: List[str] = []
@@ -175,7 +210,9 @@ class Worker:
         self._cv = threading.Condition()
         self._taken: set = set()
         self._eof = 0
-        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+        threading.Thread(
+            target=self._read, args=(self.proc.stdout, self.lines), daemon=True
+        ).start()
         threading.Thread(target=self._read, args=(self.proc.stderr, self.err), daemon=True).start()
 
     def _read(self, stream, into: List[str]) -> None:
@@ -202,7 +239,8 @@ class Worker:
                 if left <= 0 or self._eof == 2:
                     raise AssertionError(
                         f"worker {self.pid} printed no '{word}' line within {timeout} s; "
-                        f"stdout {self.lines[-5:]}, stderr {self.err[-5:]}")
+                        f"stdout {self.lines[-5:]}, stderr {self.err[-5:]}"
+                    )
                 self._cv.wait(min(left, 0.1))
 
     def send(self, line: str) -> None:
@@ -234,10 +272,12 @@ class Worker:
             with self._cv:  # and for its last lines
                 self._cv.wait_for(lambda: self._eof == 2, 5)
             return rc
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as e:
             self.kill()
-            raise AssertionError(f"worker {self.pid} did not finish within {timeout} s "
-                                 f"(a hang); stderr {self.err[-5:]}")
+            raise AssertionError(
+                f"worker {self.pid} did not finish within {timeout} s "
+                f"(a hang); stderr {self.err[-5:]}"
+            ) from e
 
     def summary(self) -> Dict[str, int]:
         """The 'done ...' line of a loop worker as a dict."""
@@ -271,14 +311,23 @@ class Case:
         self.proxies.append(p)
         return p
 
-    def worker(self, mode: str, url: Optional[str] = None, *, lang: str = "c",
-               counters: bool = True, **options) -> Worker:
+    def worker(
+        self,
+        mode: str,
+        url: Optional[str] = None,
+        *,
+        lang: str = "c",
+        counters: bool = True,
+        **options,
+    ) -> Worker:
         """A worker of `mode` ("loop" or "hold") on the C library, or ("loop" only) on the
         Python or Go binding (`lang`); options become --key value (underscores to dashes;
         lists are joined with commas)."""
-        argv = {"c": lambda: [worker_binary()],
-                "python": lambda: [sys.executable, str(PY_WORKER)],
-                "go": lambda: [go_worker_binary()]}[lang]()
+        argv = {
+            "c": lambda: [worker_binary()],
+            "python": lambda: [sys.executable, str(PY_WORKER)],
+            "go": lambda: [go_worker_binary()],
+        }[lang]()
         argv += [mode, "--log", str(self.log), "--seed", str(self.seed)]
         if url is not None:
             argv += ["--url", url]
@@ -321,9 +370,19 @@ def run_every_kind(case: Case, url: str, prefix: str, names: int, cycles: int) -
         if kind == "multi":
             kind_names = [f"{a}+{b}" for a, b in zip(kind_names, kind_names[1:] + kind_names[:1])]
             extra = dict(multi=1)
-        w = case.worker("loop", url, names=kind_names, threads=2,
-                        kind="reentrant" if kind == "multi" else kind, wait_ms=10000,
-                        hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=cycles, **extra)
+        w = case.worker(
+            "loop",
+            url,
+            names=kind_names,
+            threads=2,
+            kind="reentrant" if kind == "multi" else kind,
+            wait_ms=10000,
+            hold_us=200,
+            lease_ms=-1,
+            watchdog_lease_ms=3000,
+            cycles=cycles,
+            **extra,
+        )
         assert w.wait(60) == 0, w.err[-5:]
         summary = w.summary()
         assert summary["acquired"] == summary["cycles"] == 2 * cycles, (kind, summary)
@@ -380,24 +439,36 @@ class SentinelServer:
     """A redis-server in sentinel mode watching one master (its config file in its own
     directory, which sentinel rewrites)."""
 
-    def __init__(self, root: Path, master_port: int, name: str, quorum: int,
-                 down_after_ms: int, failover_timeout_ms: int, master_password: str = "",
-                 password: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        master_port: int,
+        name: str,
+        quorum: int,
+        down_after_ms: int,
+        failover_timeout_ms: int,
+        master_password: str = "",
+        password: str = "",
+    ) -> None:
         self.password = password
         self.port = free_port()
         self.dir = root / f"sentinel-{self.port}"
         self.dir.mkdir(parents=True)
         conf = self.dir / "sentinel.conf"
-        conf.write_text(f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
-                        f"sentinel monitor {name} 127.0.0.1 {master_port} {quorum}\n"
-                        f"sentinel down-after-milliseconds {name} {down_after_ms}\n"
-                        f"sentinel failover-timeout {name} {failover_timeout_ms}\n"
-                        f"sentinel parallel-syncs {name} 1\n"
-                        + (f"sentinel auth-pass {name} {master_password}\n" if master_password else "")
-                        + (f"requirepass {password}\nsentinel sentinel-pass {password}\n"
-                           if password else ""))
-        self.proc = subprocess.Popen(["redis-server", str(conf), "--sentinel"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        conf.write_text(
+            f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
+            f"sentinel monitor {name} 127.0.0.1 {master_port} {quorum}\n"
+            f"sentinel down-after-milliseconds {name} {down_after_ms}\n"
+            f"sentinel failover-timeout {name} {failover_timeout_ms}\n"
+            f"sentinel parallel-syncs {name} 1\n"
+            + (f"sentinel auth-pass {name} {master_password}\n" if master_password else "")
+            + (f"requirepass {password}\nsentinel sentinel-pass {password}\n" if password else "")
+        )
+        self.proc = subprocess.Popen(
+            ["redis-server", str(conf), "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         if not wait_until(self._answers, 10, 0.02):
             raise RuntimeError(f"sentinel did not start on port {self.port}")
 
@@ -408,8 +479,12 @@ class SentinelServer:
             return False
 
     def conn(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=2,
-                           password=self.password or None)
+        return redis.Redis(
+            port=self.port,
+            socket_timeout=2,
+            socket_connect_timeout=2,
+            password=self.password or None,
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -423,24 +498,45 @@ class SentinelDeployment:
 
     NAME = "rlock-master"
 
-    def __init__(self, case: Case, replicas: int = 1, sentinels: int = 3,
-                 down_after_ms: int = 1000, failover_timeout_ms: int = 5000,
-                 password: str = "", sentinel_password: str = "") -> None:
+    def __init__(
+        self,
+        case: Case,
+        replicas: int = 1,
+        sentinels: int = 3,
+        down_after_ms: int = 1000,
+        failover_timeout_ms: int = 5000,
+        password: str = "",
+        sentinel_password: str = "",
+    ) -> None:
         """`password`: the master's and replicas' requirepass; `sentinel_password`: the
         sentinels' own."""
         sync = ["--repl-diskless-sync-delay", "0"]
         if password:
             sync += ["--requirepass", password, "--masterauth", password]
         self.master = case.redis(*sync)
-        self.replicas = [case.redis(*sync, "--replicaof", "127.0.0.1", str(self.master.port))
-                         for _ in range(replicas)]
+        self.replicas = [
+            case.redis(*sync, "--replicaof", "127.0.0.1", str(self.master.port))
+            for _ in range(replicas)
+        ]
         self.servers = [self.master] + self.replicas
-        assert wait_until(lambda: self.master.conn().info("replication")["connected_slaves"]
-                          == replicas, 10, 0.05), "the replicas did not connect"
-        self.sentinels = [SentinelServer(case.root, self.master.port, self.NAME, 2, down_after_ms,
-                                         failover_timeout_ms, password, sentinel_password)
-                          for _ in range(sentinels)]
+        assert wait_until(
+            lambda: self.master.conn().info("replication")["connected_slaves"] == replicas, 10, 0.05
+        ), "the replicas did not connect"
+        self.sentinels = [
+            SentinelServer(
+                case.root,
+                self.master.port,
+                self.NAME,
+                2,
+                down_after_ms,
+                failover_timeout_ms,
+                password,
+                sentinel_password,
+            )
+            for _ in range(sentinels)
+        ]
         case.servers.extend(self.sentinels)
+
         # A failover needs the sentinels to know each other and the replicas (hello messages
         # every 2 s): wait for that, or the first kill would find no quorum.
         def ready() -> bool:
@@ -449,6 +545,7 @@ class SentinelDeployment:
                 if info["num-other-sentinels"] != sentinels - 1 or info["num-slaves"] != replicas:
                     return False
             return True
+
         assert wait_until(ready, 20, 0.1), "the sentinels did not find each other"
 
     @property
@@ -478,17 +575,35 @@ class ClusterDeployment:
     def __init__(self, case: Case, masters: int = 3, node_timeout_ms: int = 1000) -> None:
         self.servers: List[RedisServer] = []
         for _ in range(masters * 2):
-            s = RedisServer(case.root, "--cluster-enabled", "yes", "--cluster-node-timeout",
-                            str(node_timeout_ms), "--repl-diskless-sync-delay", "0")
+            s = RedisServer(
+                case.root,
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                str(node_timeout_ms),
+                "--repl-diskless-sync-delay",
+                "0",
+            )
             s.port = self._port_with_bus()
             s.config += ["--cluster-config-file", str(s.dir / "nodes.conf")]
             case.servers.append(s)
             self.servers.append(s.start())
-        out = subprocess.run(["redis-cli", "--cluster", "create",
-                              *[f"127.0.0.1:{s.port}" for s in self.servers],
-                              "--cluster-replicas", "1", "--cluster-yes"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [
+                "redis-cli",
+                "--cluster",
+                "create",
+                *[f"127.0.0.1:{s.port}" for s in self.servers],
+                "--cluster-replicas",
+                "1",
+                "--cluster-yes",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+
         def ready() -> bool:
             for s in self.servers:
                 try:
@@ -498,7 +613,9 @@ class ClusterDeployment:
                 if "cluster_state:ok" not in info:
                     return False
             return len(self.masters()) == masters and all(
-                s.conn().info("replication")["connected_slaves"] == 1 for s in self.masters())
+                s.conn().info("replication")["connected_slaves"] == 1 for s in self.masters()
+            )
+
         assert wait_until(ready, 30, 0.1), "the cluster did not come up"
 
     @staticmethod
@@ -562,8 +679,9 @@ class ClusterDeployment:
             keys = s.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 2)
             if not keys:
                 break
-            s.execute_command("MIGRATE", "127.0.0.1", dst.port, "", 0, 5000, "REPLACE",
-                              "KEYS", *keys)
+            s.execute_command(
+                "MIGRATE", "127.0.0.1", dst.port, "", 0, 5000, "REPLACE", "KEYS", *keys
+            )
             moved += len(keys)
             time.sleep(0.01)  # let commands land while the slot is half moved
         for node in [dst, src] + [m for m in self.masters() if m not in (src, dst)]:

@@ -23,6 +23,7 @@ from typing import Dict, List
 
 import rlock
 
+
 class History:
     def __init__(self, path: str) -> None:
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if path else -1
@@ -63,9 +64,12 @@ def main() -> int:
     a = p.parse_args()
 
     history = History(a.log)
-    client = rlock.Client(a.url, command_timeout=a.command_timeout_ms / 1000,
-                          watchdog_lease=a.watchdog_lease_ms / 1000,
-                          poll_cap=a.poll_cap_ms / 1000)
+    client = rlock.Client(
+        a.url,
+        command_timeout=a.command_timeout_ms / 1000,
+        watchdog_lease=a.watchdog_lease_ms / 1000,
+        poll_cap=a.poll_cap_ms / 1000,
+    )
     resource = rlock.Client(a.resource_url) if a.resource_url else None
     names = a.names.split(",")
     lease = None if a.lease_ms < 0 else a.lease_ms / 1000
@@ -125,8 +129,9 @@ def main() -> int:
     for name in names:
         if a.counter_dir:
             open(os.path.join(a.counter_dir, name), "ab").close()
-    threads: List[threading.Thread] = [threading.Thread(target=run, args=(i,))
-                                       for i in range(a.threads)]
+    threads: List[threading.Thread] = [
+        threading.Thread(target=run, args=(i,)) for i in range(a.threads)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -134,8 +139,10 @@ def main() -> int:
     client.close()
     if resource is not None:
         resource.close()
-    print(f"done cycles={totals['cycles']} acquired={totals['acquired']} "
-          f"errors={totals['errors']}", flush=True)
+    print(
+        f"done cycles={totals['cycles']} acquired={totals['acquired']} errors={totals['errors']}",
+        flush=True,
+    )
     return 0
 
 

@@ -11,9 +11,8 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 import checkers
+import pytest
 from harness import Case, now_ns
 
 EPSILON_MS = 200
@@ -39,13 +38,25 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
     killed_at = {}
     for r in range(rounds):
         names = [f"a1-{r}-{i}" for i in range(width)]
-        holders = [case.worker("hold", server.url, names=n, counters=False,
-                               lease_ms=LEASE_MS if mode == "lease" else -1,
-                               watchdog_lease_ms=LEASE_MS) for n in names]
+        holders = [
+            case.worker(
+                "hold",
+                server.url,
+                names=n,
+                counters=False,
+                lease_ms=LEASE_MS if mode == "lease" else -1,
+                watchdog_lease_ms=LEASE_MS,
+            )
+            for n in names
+        ]
         for h in holders:
             assert h.expect("acquired")[1] == "0"
-        waiters = [case.worker("loop", server.url, names=n, threads=3, cycles=1, wait_ms=10000,
-                               hold_us=500) for n in names]
+        waiters = [
+            case.worker(
+                "loop", server.url, names=n, threads=3, cycles=1, wait_ms=10000, hold_us=500
+            )
+            for n in names
+        ]
         time.sleep(rng.uniform(0.05, 0.6))  # die anywhere in the lease or renewal period
         for h, n in zip(holders, names):
             before = now_ns()
@@ -65,13 +76,19 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
     h = _assert_exclusive(case)
     first = {}
     for hold in h.holds:
-        if hold.pid not in case.ended() and (hold.name not in first or hold.start < first[hold.name]):
+        if hold.pid not in case.ended() and (
+            hold.name not in first or hold.start < first[hold.name]
+        ):
             first[hold.name] = hold.start
     early = [n for n, t in first.items() if t < expiry[n][0]]
-    late = {n: (t - expiry[n][1]) / MS for n, t in first.items() if t > expiry[n][1] + EPSILON_MS * MS}
+    late = {
+        n: (t - expiry[n][1]) / MS for n, t in first.items() if t > expiry[n][1] + EPSILON_MS * MS
+    }
     free_ms = [(first[n] - killed_at[n]) / MS for n in first]
-    print(f"A1 {mode}: {len(first)} kills, free latency after kill p50 "
-          f"{statistics.median(free_ms):.0f} ms, max {max(free_ms):.0f} ms")
+    print(
+        f"A1 {mode}: {len(first)} kills, free latency after kill p50 "
+        f"{statistics.median(free_ms):.0f} ms, max {max(free_ms):.0f} ms"
+    )
     assert len(first) == rounds * width
     assert not early, f"acquired before the server TTL ran out: {early}"
     assert not late, f"free later than TTL + {EPSILON_MS} ms (ms past the TTL): {late}"
@@ -79,9 +96,18 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
 
 def _pause_round(case: Case, server, resource, names):
     """Holders (watchdog, fenced) acquire and write, then are stopped."""
-    holders = [case.worker("hold", server.url, names=n, kind="fenced", counters=False,
-                           watchdog_lease_ms=LEASE_MS, resource_url=resource.url)
-               for n in names]
+    holders = [
+        case.worker(
+            "hold",
+            server.url,
+            names=n,
+            kind="fenced",
+            counters=False,
+            watchdog_lease_ms=LEASE_MS,
+            resource_url=resource.url,
+        )
+        for n in names
+    ]
     tokens = []
     for h in holders:
         fields = h.expect("acquired")
@@ -103,9 +129,19 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
         names = [f"a2-{r}-{i}" for i in range(width)]
         holders, tokens, stopped = _pause_round(case, server, resource, names)
         # The waiters take an explicit lease, so nothing but the old holder could extend it.
-        waiters = [case.worker("hold", server.url, names=n, kind="fenced", counters=False,
-                               lease_ms=30000, wait_ms=10000, resource_url=resource.url)
-                   for n in names]
+        waiters = [
+            case.worker(
+                "hold",
+                server.url,
+                names=n,
+                kind="fenced",
+                counters=False,
+                lease_ms=30000,
+                wait_ms=10000,
+                resource_url=resource.url,
+            )
+            for n in names
+        ]
         before = {}
         for w, n, t in zip(waiters, names, tokens):
             fields = w.expect("acquired", 20)
@@ -141,8 +177,10 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
     fence = checkers.fencing(h)
     assert fence.violations == [] and fence.refused == rounds * width
     assert checkers.mutex_history(h) == []
-    print(f"A2: lost callback after SIGCONT p50 {statistics.median(callback_ms):.0f} ms, "
-          f"max {max(callback_ms):.0f} ms")
+    print(
+        f"A2: lost callback after SIGCONT p50 {statistics.median(callback_ms):.0f} ms, "
+        f"max {max(callback_ms):.0f} ms"
+    )
     assert max(callback_ms) <= RENEW_MS + 250, f"lost callbacks after SIGCONT (ms): {callback_ms}"
 
 
@@ -152,8 +190,10 @@ def test_A3_short_pause_keeps_the_lock(case: Case):
     for r in range(rounds):
         names = [f"a3-{r}-{i}" for i in range(width)]
         holders, _, _ = _pause_round(case, server, resource, names)
-        waiters = [case.worker("loop", server.url, names=n, threads=1, cycles=1, wait_ms=20000)
-                   for n in names]
+        waiters = [
+            case.worker("loop", server.url, names=n, threads=1, cycles=1, wait_ms=20000)
+            for n in names
+        ]
         time.sleep(0.5 * LEASE_MS / 1000)
         for h in holders:
             h.signal(signal.SIGCONT)
@@ -173,14 +213,22 @@ def test_A3_short_pause_keeps_the_lock(case: Case):
 
 def test_A4_cpu_starvation_does_not_stop_renewal(case: Case):
     server = case.redis()
-    holder = case.worker("hold", server.url, names="a4", counters=False,
-                         watchdog_lease_ms=LEASE_MS)
+    holder = case.worker("hold", server.url, names="a4", counters=False, watchdog_lease_ms=LEASE_MS)
     assert holder.expect("acquired")[1] == "0"
     # Try-once acquires all along: any success means the holder lost the lock.
-    rival = case.worker("loop", server.url, names="a4", threads=1, wait_ms=0, hold_us=0,
-                        duration_ms=10 * LEASE_MS)
-    hogs = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 10\n"
-                              "while time.time() < end: pass"]) for _ in range(4)]
+    rival = case.worker(
+        "loop", server.url, names="a4", threads=1, wait_ms=0, hold_us=0, duration_ms=10 * LEASE_MS
+    )
+    hogs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import time\nend = time.time() + 10\nwhile time.time() < end: pass",
+            ]
+        )
+        for _ in range(4)
+    ]
     try:
         holder.send(f"spin {10 * LEASE_MS}")  # the owner's own thread is busy as well
         holder.expect("spin", 30)

@@ -8,10 +8,9 @@ import statistics
 import threading
 import time
 
+import checkers
 import pytest
 import redis
-
-import checkers
 import rlock
 from harness import Case, Chaos, min_cycles, now_ns, wait_until
 
@@ -31,14 +30,31 @@ def _errors(workers) -> dict:
 @pytest.mark.sanitized
 def test_B1_restart_without_persistence_is_reported_and_fenced(case: Case):
     server, resource = case.redis(), case.redis()
-    holder = case.worker("hold", server.url, names="b1", kind="fenced", counters=False,
-                         watchdog_lease_ms=LEASE_MS, resource_url=resource.url)
+    holder = case.worker(
+        "hold",
+        server.url,
+        names="b1",
+        kind="fenced",
+        counters=False,
+        watchdog_lease_ms=LEASE_MS,
+        resource_url=resource.url,
+    )
     fields = holder.expect("acquired")
     assert fields[1] == "0"
     old_token = int(fields[2])
     assert holder.ask("write")[1] == "1"
-    waiters = [case.worker("loop", server.url, names="b1", threads=3, cycles=2, wait_ms=20000,
-                           resource_url=resource.url, watchdog_lease_ms=LEASE_MS)]
+    waiters = [
+        case.worker(
+            "loop",
+            server.url,
+            names="b1",
+            threads=3,
+            cycles=2,
+            wait_ms=20000,
+            resource_url=resource.url,
+            watchdog_lease_ms=LEASE_MS,
+        )
+    ]
     time.sleep(0.3)  # the waiters are queued
     up = server.restart("kill")
     lost = holder.expect("lost", 5)
@@ -55,8 +71,10 @@ def test_B1_restart_without_persistence_is_reported_and_fenced(case: Case):
     assert int(holder.ask("release")[1]) == -11
     summary = _errors(waiters)
     assert summary["errors"] == 0, f"errors surfaced to the waiters: {summary}"
-    print(f"B1: lost callback {lost_ms:.0f} ms after the server was up, first waiter in "
-          f"{first_ms:.0f} ms")
+    print(
+        f"B1: lost callback {lost_ms:.0f} ms after the server was up, first waiter in "
+        f"{first_ms:.0f} ms"
+    )
     assert lost_ms <= RENEW_MS + 250
     assert first_ms <= 1000
     # The restart lost the holder's lock, so a waiter got in while the old holder was still
@@ -74,12 +92,24 @@ def test_B1_restart_without_persistence_is_reported_and_fenced(case: Case):
 def test_B2_restart_with_appendfsync_always_keeps_locks_and_tokens(case: Case, how: str):
     server = case.redis("--appendonly", "yes", "--appendfsync", "always")
     resource = case.redis()
-    workers = [case.worker("loop", server.url, names=["b2a", "b2b"], threads=2, kind="fenced",
-                           duration_ms=11000, wait_ms=5000, hold_us=3000,
-                           watchdog_lease_ms=2000, resource_url=resource.url)
-               for _ in range(4)]
-    holder = case.worker("hold", server.url, names="b2-held", kind="fenced", counters=False,
-                         watchdog_lease_ms=2000)
+    workers = [
+        case.worker(
+            "loop",
+            server.url,
+            names=["b2a", "b2b"],
+            threads=2,
+            kind="fenced",
+            duration_ms=11000,
+            wait_ms=5000,
+            hold_us=3000,
+            watchdog_lease_ms=2000,
+            resource_url=resource.url,
+        )
+        for _ in range(4)
+    ]
+    holder = case.worker(
+        "hold", server.url, names="b2-held", kind="fenced", counters=False, watchdog_lease_ms=2000
+    )
     assert holder.expect("acquired")[1] == "0"
     time.sleep(0.5)
     downtimes = []
@@ -89,14 +119,18 @@ def test_B2_restart_with_appendfsync_always_keeps_locks_and_tokens(case: Case, h
         time.sleep(0.4)  # renewals get a chance between restarts
     for w in workers:
         assert w.wait(40) == 0
-    assert holder.ask("held")[1] == "1", "the holder lost its lock to restarts shorter than its lease"
+    assert holder.ask("held")[1] == "1", (
+        "the holder lost its lock to restarts shorter than its lease"
+    )
     assert not [line for line in holder.lines if line.startswith("lost")]
     assert holder.ask("release")[1] == "0"
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     total = _errors(workers)
-    print(f"B2 {how}: 25 restarts of {statistics.median(downtimes):.0f} ms (max "
-          f"{max(downtimes):.0f} ms), {total}")
+    print(
+        f"B2 {how}: 25 restarts of {statistics.median(downtimes):.0f} ms (max "
+        f"{max(downtimes):.0f} ms), {total}"
+    )
     assert total["acquired"] > 200
 
 
@@ -105,11 +139,27 @@ def test_B2_restart_with_appendfsync_always_keeps_locks_and_tokens(case: Case, h
 def test_B3_killed_command_connections_never_admit_two_owners(case: Case):
     server = case.redis()
     watch = checkers.TtlWatch(server.port)
-    workers = [case.worker("loop", server.url, names=["b3a", "b3b"], threads=4, duration_ms=8000,
-                           wait_ms=3000, hold_us=300, lease_ms=LEASE_MS,
-                           command_timeout_ms=1000) for _ in range(4)]
-    chaos = Chaos(server.port, lambda c, _: c.client_kill_filter(_type="normal", skipme=True),
-                  0.001, 0.020, case.seed)
+    workers = [
+        case.worker(
+            "loop",
+            server.url,
+            names=["b3a", "b3b"],
+            threads=4,
+            duration_ms=8000,
+            wait_ms=3000,
+            hold_us=300,
+            lease_ms=LEASE_MS,
+            command_timeout_ms=1000,
+        )
+        for _ in range(4)
+    ]
+    chaos = Chaos(
+        server.port,
+        lambda c, _: c.client_kill_filter(_type="normal", skipme=True),
+        0.001,
+        0.020,
+        case.seed,
+    )
     try:
         for w in workers:
             assert w.wait(60) == 0
@@ -127,14 +177,17 @@ def test_B3_killed_command_connections_never_admit_two_owners(case: Case):
     conn = server.conn()
 
     def lock_keys():
-        return [k for k in checkers.library_keys(conn)
-                if not k.startswith(b"redisson_unlock_latch:")]
+        return [
+            k for k in checkers.library_keys(conn) if not k.startswith(b"redisson_unlock_latch:")
+        ]
 
     assert wait_until(lambda: not lock_keys(), (LEASE_MS + 200) / 1000), (
-        f"orphan keys after the lease: {lock_keys()[:10]}")
+        f"orphan keys after the lease: {lock_keys()[:10]}"
+    )
     # Release results (for retries) expire after twice the command timeout.
     assert wait_until(lambda: not checkers.library_keys(conn), (2 * 1000 + 200) / 1000), (
-        f"unlock latches outlived their expiry: {checkers.library_keys(conn)[:10]}")
+        f"unlock latches outlived their expiry: {checkers.library_keys(conn)[:10]}"
+    )
 
 
 def test_B4_waiters_come_back_after_their_subscriptions_are_killed(case: Case):
@@ -143,8 +196,20 @@ def test_B4_waiters_come_back_after_their_subscriptions_are_killed(case: Case):
     holder = case.worker("hold", server.url, names="b4", counters=False, lease_ms=30000)
     assert holder.expect("acquired")[1] == "0"
     # The poll cap is long, so only resubscribing (not polling) can wake them in time.
-    waiters = [case.worker("loop", server.url, names="b4", threads=5, cycles=1, wait_ms=30000,
-                           lease_ms=30000, hold_us=1000, poll_cap_ms=20000) for _ in range(2)]
+    waiters = [
+        case.worker(
+            "loop",
+            server.url,
+            names="b4",
+            threads=5,
+            cycles=1,
+            wait_ms=30000,
+            lease_ms=30000,
+            hold_us=1000,
+            poll_cap_ms=20000,
+        )
+        for _ in range(2)
+    ]
     assert wait_until(lambda: conn.pubsub_numsub("redisson_lock__channel:{b4}")[0][1] == 2, 5)
     assert conn.client_kill_filter(_type="pubsub") == 2
     time.sleep(0.05)
@@ -155,8 +220,10 @@ def test_B4_waiters_come_back_after_their_subscriptions_are_killed(case: Case):
     checkers.assert_clean_run(h, case.counters)
     holds = sorted(h.holds, key=lambda x: x.start)
     gaps = [(b.start - a.rel_ret) / MS for a, b in zip(holds, holds[1:])]
-    print(f"B4: hand-off after the kill p50 {statistics.median(gaps):.1f} ms, "
-          f"max {max(gaps):.1f} ms over {len(gaps)}")
+    print(
+        f"B4: hand-off after the kill p50 {statistics.median(gaps):.1f} ms, "
+        f"max {max(gaps):.1f} ms over {len(gaps)}"
+    )
     assert len(holds) == 11
     assert max(gaps) <= 1000, f"hand-offs (ms): {gaps}"
 
@@ -165,12 +232,27 @@ def test_B4_waiters_come_back_after_their_subscriptions_are_killed(case: Case):
 def test_B6_client_pause_lets_the_lease_run_out_and_the_holder_knows(case: Case, what: str):
     server, resource = case.redis(), case.redis()
     conn = server.conn()
-    holder = case.worker("hold", server.url, names="b6", kind="fenced", counters=False,
-                         watchdog_lease_ms=LEASE_MS, resource_url=resource.url)
+    holder = case.worker(
+        "hold",
+        server.url,
+        names="b6",
+        kind="fenced",
+        counters=False,
+        watchdog_lease_ms=LEASE_MS,
+        resource_url=resource.url,
+    )
     assert holder.expect("acquired")[1] == "0"
     assert holder.ask("write")[1] == "1"
-    waiter = case.worker("hold", server.url, names="b6", kind="fenced", counters=False,
-                         lease_ms=30000, wait_ms=10000, resource_url=resource.url)
+    waiter = case.worker(
+        "hold",
+        server.url,
+        names="b6",
+        kind="fenced",
+        counters=False,
+        lease_ms=30000,
+        wait_ms=10000,
+        resource_url=resource.url,
+    )
     time.sleep(0.2)
     paused = now_ns()
     conn.execute_command("CLIENT", "PAUSE", 2000, what)
@@ -194,9 +276,19 @@ def test_B6_client_pause_lets_the_lease_run_out_and_the_holder_knows(case: Case,
 
 def test_B8_busy_script_is_never_an_acquire_and_recovery_is_quick(case: Case):
     server = case.redis("--busy-reply-threshold", "500")
-    workers = [case.worker("loop", server.url, names="b8", threads=2, duration_ms=9000,
-                           wait_ms=1000, lease_ms=LEASE_MS, command_timeout_ms=1000)
-               for _ in range(2)]
+    workers = [
+        case.worker(
+            "loop",
+            server.url,
+            names="b8",
+            threads=2,
+            duration_ms=9000,
+            wait_ms=1000,
+            lease_ms=LEASE_MS,
+            command_timeout_ms=1000,
+        )
+        for _ in range(2)
+    ]
     time.sleep(1.0)
 
     def busy() -> None:
@@ -270,8 +362,15 @@ def test_B10_evicted_lock_is_reported_and_a_lost_counter_starts_a_new_epoch(case
     server = case.redis("--maxmemory", "3mb", "--maxmemory-policy", "volatile-ttl")
     resource = case.redis()
     conn = server.conn()
-    holder = case.worker("hold", server.url, names="b10", kind="fenced", counters=False,
-                         watchdog_lease_ms=LEASE_MS, resource_url=resource.url)
+    holder = case.worker(
+        "hold",
+        server.url,
+        names="b10",
+        kind="fenced",
+        counters=False,
+        watchdog_lease_ms=LEASE_MS,
+        resource_url=resource.url,
+    )
     fields = holder.expect("acquired")
     old_token = int(fields[2])
     assert holder.ask("write")[1] == "1"
@@ -287,8 +386,15 @@ def test_B10_evicted_lock_is_reported_and_a_lost_counter_starts_a_new_epoch(case
     assert (int(lost[2]) - evicted) / MS <= RENEW_MS + 250
     conn.delete("redisson_lock_token:{b10}")  # an allkeys-* policy would evict it too
     conn.flushdb()  # room for the next holder
-    waiter = case.worker("hold", server.url, names="b10", kind="fenced", counters=False,
-                         lease_ms=30000, resource_url=resource.url)
+    waiter = case.worker(
+        "hold",
+        server.url,
+        names="b10",
+        kind="fenced",
+        counters=False,
+        lease_ms=30000,
+        resource_url=resource.url,
+    )
     fields = waiter.expect("acquired")
     assert fields[1] == "0" and int(fields[2]) > old_token, (fields, old_token)
     assert waiter.ask("write")[1] == "1"
@@ -300,8 +406,18 @@ def test_B10_evicted_lock_is_reported_and_a_lost_counter_starts_a_new_epoch(case
 @pytest.mark.threads
 def test_B11_script_flushes_are_invisible(case: Case):
     server = case.redis()
-    workers = [case.worker("loop", server.url, names=["b11a", "b11b"], threads=4,
-                           duration_ms=6000, wait_ms=5000, hold_us=200) for _ in range(3)]
+    workers = [
+        case.worker(
+            "loop",
+            server.url,
+            names=["b11a", "b11b"],
+            threads=4,
+            duration_ms=6000,
+            wait_ms=5000,
+            hold_us=200,
+        )
+        for _ in range(3)
+    ]
     chaos = Chaos(server.port, lambda c, _: c.script_flush(), 0.5, 0.5, case.seed)
     try:
         for w in workers:

@@ -7,9 +7,8 @@ import signal
 import time
 from collections import defaultdict
 
-import pytest
-
 import checkers
+import pytest
 from harness import Case, ClusterDeployment, now_ns, run_every_kind, wait_until
 
 MS = 1_000_000
@@ -22,8 +21,9 @@ pytestmark = [pytest.mark.sanitized, pytest.mark.threads]
 def _lock_keys(dep: ClusterDeployment) -> list:
     keys = []
     for s in dep.masters():
-        keys += [k for k in s.conn().scan_iter(count=1000)
-                 if not k.startswith(b"redisson_lock_token:")]
+        keys += [
+            k for k in s.conn().scan_iter(count=1000) if not k.startswith(b"redisson_lock_token:")
+        ]
     return keys
 
 
@@ -41,12 +41,25 @@ def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
         by_owner[dep.owner(dep.key_slot(n)).port].append(n)
     assert len(by_owner) == 3, f"the names do not cover every master: {dict(by_owner)}"
 
-    loops = [case.worker("loop", dep.url, names=names, threads=3, kind="fenced", wait_ms=20000,
-                         hold_us=300, lease_ms=-1, watchdog_lease_ms=5000,
-                         resource_url=resource.url, duration_ms=120000)
-             for _ in range(4)]
-    assert wait_until(lambda: case.log.exists() and case.log.read_text().count("\nrel ") >= 500,
-                      30), "the workers did not get going"
+    loops = [
+        case.worker(
+            "loop",
+            dep.url,
+            names=names,
+            threads=3,
+            kind="fenced",
+            wait_ms=20000,
+            hold_us=300,
+            lease_ms=-1,
+            watchdog_lease_ms=5000,
+            resource_url=resource.url,
+            duration_ms=120000,
+        )
+        for _ in range(4)
+    ]
+    assert wait_until(
+        lambda: case.log.exists() and case.log.read_text().count("\nrel ") >= 500, 30
+    ), "the workers did not get going"
 
     # Move the slots of the names on one master to another while the workers run.
     masters = sorted(dep.masters(), key=lambda s: s.port)
@@ -56,9 +69,17 @@ def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
     for n in moving:
         assert dep.owner(dep.key_slot(n)).port == dst.port
     migrated = now_ns()
-    assert wait_until(lambda: sum(1 for h in checkers.read_history(case.log).holds
-                                  if h.name in moving and h.acq_call > migrated) >= 20, 10), \
-        "no acquires on the moved names after the migration"
+    assert wait_until(
+        lambda: (
+            sum(
+                1
+                for h in checkers.read_history(case.log).holds
+                if h.name in moving and h.acq_call > migrated
+            )
+            >= 20
+        ),
+        10,
+    ), "no acquires on the moved names after the migration"
     # The clients were redirected while the slots moved (ASK, or TRYAGAIN for a lock whose
     # keys were half moved) and after (MOVED), and got through.
     redirects = {k: _errors(src, k) for k in ("ASK", "TRYAGAIN", "MOVED")}
@@ -69,19 +90,26 @@ def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
     victims = [n for n in names if dep.owner(dep.key_slot(n)).port == victim.port]
     killed = now_ns()
     victim.kill(signal.SIGKILL)
-    assert wait_until(lambda: all(dep.owner(dep.key_slot(n)).port != victim.port for n in victims),
-                      20), "no replica took over"
+    assert wait_until(
+        lambda: all(dep.owner(dep.key_slot(n)).port != victim.port for n in victims), 20
+    ), "no replica took over"
     promoted = now_ns()
+
     def resumed() -> bool:
         h = checkers.read_history(case.log)
-        return {x.name for x in h.holds if x.name in victims and x.acq_call > killed} == set(victims)
+        return {x.name for x in h.holds if x.name in victims and x.acq_call > killed} == set(
+            victims
+        )
+
     assert wait_until(resumed, 15, 0.05), "not every name of the killed master was locked again"
     h = checkers.read_history(case.log)
     first = min(x.start for x in h.holds if x.name in victims and x.acq_call > killed)
-    print(f"cluster: {moved_keys} keys migrated with {len(moving)} slots ({redirects}); "
-          f"replica promoted "
-          f"{(promoted - killed) / MS:.0f} ms after the kill, first acquire there at "
-          f"{(first - killed) / MS:.0f} ms")
+    print(
+        f"cluster: {moved_keys} keys migrated with {len(moving)} slots ({redirects}); "
+        f"replica promoted "
+        f"{(promoted - killed) / MS:.0f} ms after the kill, first acquire there at "
+        f"{(first - killed) / MS:.0f} ms"
+    )
 
     for w in loops:
         w.signal(signal.SIGTERM)
@@ -154,8 +182,9 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
     assert wait_until(lambda: _shardnumsub(owner, channel) >= 1, 5)
     target = next(m for m in dep.masters() if m.port != owner.port)
     dep.migrate_slot(slot, owner, target)
-    assert wait_until(lambda: _shardnumsub(target, channel) == 1, 5), \
+    assert wait_until(lambda: _shardnumsub(target, channel) == 1, 5), (
         "the waiter did not listen on the slot's new owner"
+    )
     took = _handoff(waiter, holder)
     assert took < 0.5, f"after the move the waiter got the lock {took:.2f} s after the release"
     holder.send("release")
@@ -180,8 +209,15 @@ def test_cluster_watchdog_renews_holds_in_many_slots(case: Case):
     dep = ClusterDeployment(case)
     names = [f"renew-{i}" for i in range(12)]
     assert len({dep.owner(dep.key_slot(n)).port for n in names}) == 3
-    holder = case.worker("hold", dep.url, names="+".join(names), multi=1, counters=False,
-                         lease_ms=-1, watchdog_lease_ms=1000)
+    holder = case.worker(
+        "hold",
+        dep.url,
+        names="+".join(names),
+        multi=1,
+        counters=False,
+        lease_ms=-1,
+        watchdog_lease_ms=1000,
+    )
     assert holder.expect("acquired")[1] == "0"
     time.sleep(4)
     assert holder.ask("held")[1] == "1", "a hold was lost: renewals failed"

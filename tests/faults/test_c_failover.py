@@ -7,10 +7,9 @@ from __future__ import annotations
 import signal
 import time
 
+import checkers
 import pytest
 import redis
-
-import checkers
 from harness import Case, SentinelDeployment, now_ns, run_every_kind, wait_until
 
 MS = 1_000_000
@@ -42,44 +41,82 @@ def test_C2_sentinel_failover_resumes_within_5s_and_waiters_resubscribe(case: Ca
     dep = SentinelDeployment(case)
     resource = case.redis()
     names = [f"c2-{i}" for i in range(4)]
-    loops = [case.worker("loop", dep.url, names=names, threads=2, kind="fenced", wait_ms=20000,
-                         hold_us=500, lease_ms=-1, watchdog_lease_ms=LEASE_MS,
-                         resource_url=resource.url, duration_ms=60000)
-             for _ in range(4)]
+    loops = [
+        case.worker(
+            "loop",
+            dep.url,
+            names=names,
+            threads=2,
+            kind="fenced",
+            wait_ms=20000,
+            hold_us=500,
+            lease_ms=-1,
+            watchdog_lease_ms=LEASE_MS,
+            resource_url=resource.url,
+            duration_ms=60000,
+        )
+        for _ in range(4)
+    ]
     held = "c2-held"
     channel = "redisson_lock__channel:{" + held + "}"
     # The holder's lease outlasts the failover (a 2 s one would rightly be reported lost).
-    holder = case.worker("hold", dep.url, names=held, kind="fenced", lease_ms=-1,
-                         watchdog_lease_ms=15000, counters=False)
+    holder = case.worker(
+        "hold",
+        dep.url,
+        names=held,
+        kind="fenced",
+        lease_ms=-1,
+        watchdog_lease_ms=15000,
+        counters=False,
+    )
     assert holder.expect("acquired")[1] == "0"
-    waiters = [case.worker("loop", dep.url, names=held, threads=1, wait_ms=30000, hold_us=100,
-                           lease_ms=-1, watchdog_lease_ms=LEASE_MS, duration_ms=60000)
-               for _ in range(3)]
+    waiters = [
+        case.worker(
+            "loop",
+            dep.url,
+            names=held,
+            threads=1,
+            wait_ms=30000,
+            hold_us=100,
+            lease_ms=-1,
+            watchdog_lease_ms=LEASE_MS,
+            duration_ms=60000,
+        )
+        for _ in range(3)
+    ]
     old = dep.master
     assert wait_until(lambda: _numsub(old.port, channel) == 3, 10), "the waiters never subscribed"
     assert wait_until(lambda: case.log.exists() and case.log.read_text().count("\nrel ") >= 200, 20)
 
     killed = now_ns()
     old.kill(signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
-    assert wait_until(lambda: dep.master_port() not in (None, old.port), 15), \
+    assert wait_until(lambda: dep.master_port() not in (None, old.port), 15), (
         "the sentinels did not promote the replica"
+    )
     promoted = dep.server(dep.master_port())
     switched = now_ns()
     # Every waiter process listens again, on the new master.
-    assert wait_until(lambda: _numsub(promoted.port, channel) == 3, 5), \
+    assert wait_until(lambda: _numsub(promoted.port, channel) == 3, 5), (
         f"waiters subscribed on the new master: {_numsub(promoted.port, channel)} of 3"
+    )
     resubscribed = now_ns()
+
     # Lock operations resume: an acquire that began after the kill returns ok.
     def resumed() -> bool:
         h = checkers.read_history(case.log)
         return any(x.acq_call > killed and x.name in names for x in h.holds)
+
     assert wait_until(resumed, 8, 0.05)
     h = checkers.read_history(case.log)
     first = min(x.start for x in h.holds if x.acq_call > killed and x.name in names)
-    print(f"C2: promoted {(switched - killed) / MS:.0f} ms after the kill, waiters resubscribed "
-          f"by {(resubscribed - killed) / MS:.0f} ms, first acquire ok at "
-          f"{(first - killed) / MS:.0f} ms")
-    assert first - killed <= 5000 * MS, f"operations resumed {(first - killed) / MS:.0f} ms after the kill"
+    print(
+        f"C2: promoted {(switched - killed) / MS:.0f} ms after the kill, waiters resubscribed "
+        f"by {(resubscribed - killed) / MS:.0f} ms, first acquire ok at "
+        f"{(first - killed) / MS:.0f} ms"
+    )
+    assert first - killed <= 5000 * MS, (
+        f"operations resumed {(first - killed) / MS:.0f} ms after the kill"
+    )
     if fault == "stop":
         time.sleep(max(0.0, 5 - (now_ns() - killed) / 1e9))
         old.kill(signal.SIGCONT)
@@ -92,9 +129,11 @@ def test_C2_sentinel_failover_resumes_within_5s_and_waiters_resubscribe(case: Ca
     assert holder.ask("held")[1] == "1"
     released = now_ns()
     assert holder.ask("release")[1] == "0"
+
     def waiter_in() -> bool:
         hist = checkers.read_history(case.log)
         return any(x.name == held and x.start > released for x in hist.holds)
+
     assert wait_until(waiter_in, 2, 0.01), "no waiter got the lock within 2 s of its release"
 
     for w in loops + waiters:
@@ -120,8 +159,9 @@ def test_C1_with_wait_an_acquire_the_replica_missed_is_refused_and_not_held(case
     assert wait_until(lambda: rconn.info("replication")["master_link_status"] == "up", 10)
     link.set("all", {"name": "blackhole"})
     url = master.url + "?sync_replicas=1&sync_timeout_ms=200"
-    first = case.worker("hold", url, names="c1w", kind="fenced", counters=False, lease_ms=30000,
-                        defer_acquire=1)
+    first = case.worker(
+        "hold", url, names="c1w", kind="fenced", counters=False, lease_ms=30000, defer_acquire=1
+    )
     started = time.monotonic()
     assert first.ask("acquire")[1] == "-23", "an unconfirmed grant was reported"
     took = time.monotonic() - started
@@ -134,14 +174,27 @@ def test_C1_with_wait_an_acquire_the_replica_missed_is_refused_and_not_held(case
     link.pass_all()
     rconn.client_kill_filter(_type="master")
     mconn = master.conn()
-    assert wait_until(lambda: rconn.info("replication")["master_link_status"] == "up" and
-                      mconn.execute_command("WAIT", 1, 100) == 1, 10)
+    assert wait_until(
+        lambda: (
+            rconn.info("replication")["master_link_status"] == "up"
+            and mconn.execute_command("WAIT", 1, 100) == 1
+        ),
+        10,
+    )
     assert first.ask("acquire")[1] == "0"
     assert rconn.exists("c1w") == 1, "a confirmed grant is missing on the replica"
     master.kill()
     rconn.replicaof("NO", "ONE")
-    second = case.worker("hold", replica.url, names="c1w", kind="fenced", counters=False,
-                         lease_ms=30000, defer_acquire=1, wait_ms=0)
+    second = case.worker(
+        "hold",
+        replica.url,
+        names="c1w",
+        kind="fenced",
+        counters=False,
+        lease_ms=30000,
+        defer_acquire=1,
+        wait_ms=0,
+    )
     assert second.ask("acquire")[1] == "-2", "the promoted replica granted a held lock again"
 
 
@@ -154,8 +207,9 @@ def test_sentinel_every_kind_and_a_demoted_master_is_refused(case: Case):
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
 
-    holder = case.worker("hold", dep.url, names="demoted", counters=False, defer_acquire=1,
-                         wait_ms=0)
+    holder = case.worker(
+        "hold", dep.url, names="demoted", counters=False, defer_acquire=1, wait_ms=0
+    )
     assert holder.ask("acquire")[1] == "0"
     assert holder.ask("release")[1] == "0"
     other = case.redis()
@@ -172,17 +226,30 @@ def test_sentinel_credentials_master_and_sentinels_of_their_own(case: Case):
     dep = SentinelDeployment(case, password="m-secret", sentinel_password="s-secret")
     hosts = dep.url.split("://", 1)[1]
     good = f"redis-sentinel://:m-secret@{hosts}?sentinel_password=s-secret"
-    w = case.worker("loop", good, names=["auth-a", "auth-b"], threads=2, kind="fenced",
-                    wait_ms=5000, hold_us=200, lease_ms=-1, watchdog_lease_ms=3000, cycles=50,
-                    counters=False)
+    w = case.worker(
+        "loop",
+        good,
+        names=["auth-a", "auth-b"],
+        threads=2,
+        kind="fenced",
+        wait_ms=5000,
+        hold_us=200,
+        lease_ms=-1,
+        watchdog_lease_ms=3000,
+        cycles=50,
+        counters=False,
+    )
     assert w.wait(60) == 0, w.err[-5:]
     assert w.summary()["acquired"] == 100
     # The worker prints the URL it was given, then the library's code and message.
     for url, words in [
-            (f"redis-sentinel://:m-secret@{hosts}?sentinel_password=wrong-pw",
-             ["-13 ", "sentinels refused the credentials"]),
-            (f"redis-sentinel://:m-secret@{hosts}", ["-13 ", "NOAUTH"]),
-            (f"redis-sentinel://{hosts}?sentinel_password=s-secret", ["-13 "])]:
+        (
+            f"redis-sentinel://:m-secret@{hosts}?sentinel_password=wrong-pw",
+            ["-13 ", "sentinels refused the credentials"],
+        ),
+        (f"redis-sentinel://:m-secret@{hosts}", ["-13 ", "NOAUTH"]),
+        (f"redis-sentinel://{hosts}?sentinel_password=s-secret", ["-13 "]),
+    ]:
         bad = case.worker("hold", url, names="auth-a", counters=False)
         assert bad.wait(30) != 0
         said = " ".join(bad.err).split(url, 1)[-1]

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 import checkers
 from harness import Case, Chaos
 
@@ -21,7 +20,9 @@ def test_checkers_flag_a_hand_written_double_grant(tmp_path):
     # Both write the counter (which shows 1: an update was lost) and the fence accepts token 5
     # after it accepted 7.
     ms = 1_000_000
-    h = _write(tmp_path / "log", f"""
+    h = _write(
+        tmp_path / "log",
+        f"""
         acq 1.0 n X {10 * ms} {20 * ms} 0 7
         acq 2.0 n X {30 * ms} {50 * ms} 0 5
         wrote 1.0 n
@@ -31,11 +32,13 @@ def test_checkers_flag_a_hand_written_double_grant(tmp_path):
         rel 1.0 n X {80 * ms} {81 * ms} 0
         rel 2.0 n X {90 * ms} {91 * ms} 0
         rel 3.0 n X {95 * ms} {96 * ms} 0
-    """)
+    """,
+    )
     (tmp_path / "n").write_text("00000000000000000001\n")
     assert checkers.overlaps(h) and "2.0 (X) entered at 50.000 ms" in checkers.overlaps(h)[0]
-    assert checkers.lost_updates(h, tmp_path) == ["n: counter 1 after 2 sections wrote it "
-                                                  "(0 cut short): 1 updates lost"]
+    assert checkers.lost_updates(h, tmp_path) == [
+        "n: counter 1 after 2 sections wrote it (0 cut short): 1 updates lost"
+    ]
     history = checkers.mutex_history(h)
     assert any("3.0" in v and "without a hold" in v for v in history)
     assert any("1.0's release returned ok" in v for v in history)
@@ -46,7 +49,9 @@ def test_checkers_flag_a_hand_written_double_grant(tmp_path):
 
 def test_checkers_pass_a_hand_written_clean_history(tmp_path):
     ms = 1_000_000
-    h = _write(tmp_path / "log", f"""
+    h = _write(
+        tmp_path / "log",
+        f"""
         acq 1.0 n X {10 * ms} {20 * ms} 0 7
         acq 2.0 n X {30 * ms} {81 * ms} 0 8
         wrote 1.0 n
@@ -60,7 +65,8 @@ def test_checkers_pass_a_hand_written_clean_history(tmp_path):
         acq 4.0 r R {92 * ms} {94 * ms} 0 0
         rel 3.0 r R {95 * ms} {96 * ms} 0
         rel 4.0 r R {95 * ms} {96 * ms} 0
-    """)
+    """,
+    )
     (tmp_path / "n").write_text("00000000000000000002\n")
     assert checkers.overlaps(h) == []
     assert checkers.lost_updates(h, tmp_path) == []
@@ -77,19 +83,23 @@ def test_a_kill_ends_the_hold_of_the_killed_owner(tmp_path):
     assert checkers.overlaps(checkers.read_history(path, {77: 40 * ms})) == []
     assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms}))
 
+
 def test_a_kill_during_the_release_ends_the_hold_where_the_owner_left(tmp_path):
     # 77.0 logged that it was leaving at 40 ms and was killed at 60 ms with its release in
     # flight (no rel line): the release took effect, so 2.0 entering at 50 ms is no overlap;
     # entering at 35 ms, before 77.0 left, is one.
     ms = 1_000_000
     path = tmp_path / "log"
-    path.write_text(f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nleave 77.0 n X {40 * ms}\n"
-                    f"acq 2.0 n X {30 * ms} {50 * ms} 0 0\n")
+    path.write_text(
+        f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nleave 77.0 n X {40 * ms}\n"
+        f"acq 2.0 n X {30 * ms} {50 * ms} 0 0\n"
+    )
     assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms})) == []
-    path.write_text(f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nleave 77.0 n X {40 * ms}\n"
-                    f"acq 2.0 n X {30 * ms} {35 * ms} 0 0\n")
+    path.write_text(
+        f"acq 77.0 n X {10 * ms} {20 * ms} 0 0\nleave 77.0 n X {40 * ms}\n"
+        f"acq 2.0 n X {30 * ms} {35 * ms} 0 0\n"
+    )
     assert checkers.overlaps(checkers.read_history(path, {77: 60 * ms}))
-
 
 
 def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case: Case):
@@ -100,13 +110,15 @@ def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case:
     conn = server.conn()
     for run in range(5):
         name = f"loss{run}"
-        first = case.worker("hold", server.url, names=name, kind="fenced",
-                            resource_url=resource.url)
+        first = case.worker(
+            "hold", server.url, names=name, kind="fenced", resource_url=resource.url
+        )
         assert first.expect("acquired")[1] == "0"
         assert first.ask("write")[1] == "1"
         assert conn.delete(name) == 1  # Redis "forgets" the lock
-        second = case.worker("hold", server.url, names=name, kind="fenced",
-                             resource_url=resource.url, wait_ms=2000)
+        second = case.worker(
+            "hold", server.url, names=name, kind="fenced", resource_url=resource.url, wait_ms=2000
+        )
         fields = second.expect("acquired")
         assert fields[1] == "0" and int(fields[2]) > 0
         assert second.ask("write")[1] == "1"
@@ -118,7 +130,9 @@ def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case:
             assert w.wait(10) == 0
     h = checkers.read_history(case.log)
     flagged = {v.split(":")[0] for v in checkers.overlaps(h)}
-    assert flagged == {f"loss{run}" for run in range(5)}, "the overlap checker missed a double grant"
+    assert flagged == {f"loss{run}" for run in range(5)}, (
+        "the overlap checker missed a double grant"
+    )
     assert checkers.mutex_history(h) == []
     fence = checkers.fencing(h)
     assert fence.violations == [] and fence.refused == 5
@@ -128,8 +142,13 @@ def test_deleting_keys_under_looping_workers_is_seen(case: Case):
     """The same through the loop workers: a chaos thread deletes the lock key over and over
     while four processes contend, and the overlap and counter checkers notice."""
     server = case.redis()
-    workers = [case.worker("loop", server.url, names="chaos", threads=2, duration_ms=1500,
-                           hold_us=3000, wait_ms=-1) for _ in range(4)]
+    workers = [
+        case.worker(
+            "loop", server.url, names="chaos", threads=2, duration_ms=1500, hold_us=3000, wait_ms=-1
+        )
+        for _ in range(4)
+    ]
+
     def delete_key(conn, _) -> None:
         if conn.delete("chaos"):
             # The owner's release will fail (its lock is gone) and publish nothing, so wake

@@ -14,9 +14,8 @@ import signal
 import threading
 import time
 
-import pytest
-
 import checkers
+import pytest
 from harness import SANITIZED, Case, wait_until
 
 CYCLES = int(os.environ.get("RLOCK_FAULT_CYCLES", "20000")) // (5 if SANITIZED else 1)
@@ -56,8 +55,17 @@ class FaultLoop:
         return self.runs
 
 
-CLASSES = ["none", "holder_kill", "holder_stop", "client_kill", "pubsub_kill", "latency",
-           "restart_aof", "redlock_down", "redlock_slow"]
+CLASSES = [
+    "none",
+    "holder_kill",
+    "holder_stop",
+    "client_kill",
+    "pubsub_kill",
+    "latency",
+    "restart_aof",
+    "redlock_down",
+    "redlock_slow",
+]
 
 
 @pytest.mark.parametrize("fault", CLASSES)
@@ -66,10 +74,19 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
     # RedLock round runs a thread per master, so there more owners would only starve the CPU
     # until the fast masters miss their 50 ms too.
     threads = {"latency": 16, "redlock_slow": 4}.get(fault, 2)
-    names = [f"c1-{i}" for i in range(64 if fault == "latency" else 32 if fault == "redlock_slow"
-                                      else 8)]
-    options = dict(names=names, threads=threads, kind="fenced", wait_ms=20000, hold_us=200,
-                   lease_ms=-1, watchdog_lease_ms=LEASE_MS, cycles=10**9)
+    names = [
+        f"c1-{i}" for i in range(64 if fault == "latency" else 32 if fault == "redlock_slow" else 8)
+    ]
+    options = dict(
+        names=names,
+        threads=threads,
+        kind="fenced",
+        wait_ms=20000,
+        hold_us=200,
+        lease_ms=-1,
+        watchdog_lease_ms=LEASE_MS,
+        cycles=10**9,
+    )
     resource = case.redis()
     config = ("--appendonly", "yes", "--appendfsync", "always") if fault == "restart_aof" else ()
     server = None
@@ -104,8 +121,11 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
     # One process in each binding contends with the C ones (RedLock: C only, as the bindings'
     # workers take one server).
     langs = {}
-    mix = ["c"] * PROCESSES if fault.startswith("redlock") else ["c"] * (PROCESSES - 2) + [
-        "python", "go"]
+    mix = (
+        ["c"] * PROCESSES
+        if fault.startswith("redlock")
+        else ["c"] * (PROCESSES - 2) + ["python", "go"]
+    )
     for lang in mix:
         launch(lang)
 
@@ -194,8 +214,11 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
     took = time.monotonic() - started
     h = checkers.read_history(case.log, case.ended())
     checkers.assert_clean_run(h, case.counters)
-    done = len(h.valid) if fault.startswith("redlock") else sum(
-        1 for x in h.holds if x.rel_rc is not None)
+    done = (
+        len(h.valid)
+        if fault.startswith("redlock")
+        else sum(1 for x in h.holds if x.rel_rc is not None)
+    )
     errors = {}
     for w in final:
         if w.ended_ns is None:
@@ -205,9 +228,11 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
     for x in h.holds:
         lang = langs.get(x.pid, "?")
         by_lang[lang] = by_lang.get(lang, 0) + 1
-    print(f"criterion 1, {fault}: {done} cycles ({by_lang}) by {len(final)} processes in "
-          f"{took:.0f} s, "
-          f"{runs} faults, {errors}")
+    print(
+        f"criterion 1, {fault}: {done} cycles ({by_lang}) by {len(final)} processes in "
+        f"{took:.0f} s, "
+        f"{runs} faults, {errors}"
+    )
     assert done >= CYCLES
     # Leases are 2 s and waits 20 s: a wait that ran out means a lock nobody could get.
     waited_out = [c for c in h.calls if c[0] == "acq" and c[4] == -2]

@@ -19,18 +19,38 @@ def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case
     server, resource = case.redis(), case.redis()
     proxy = case.proxy(server)
     names = [f"d1-{i}" for i in range(5)]
-    holders = [case.worker("hold", proxy.url, names=n, kind="fenced", counters=False,
-                           watchdog_lease_ms=LEASE_MS, command_timeout_ms=500,
-                           resource_url=resource.url) for n in names]
+    holders = [
+        case.worker(
+            "hold",
+            proxy.url,
+            names=n,
+            kind="fenced",
+            counters=False,
+            watchdog_lease_ms=LEASE_MS,
+            command_timeout_ms=500,
+            resource_url=resource.url,
+        )
+        for n in names
+    ]
     tokens = {}
     for h, n in zip(holders, names):
         fields = h.expect("acquired")
         assert fields[1] == "0"
         tokens[n] = int(fields[2])
         assert h.ask("write")[1] == "1"
-    waiters = [case.worker("hold", server.url, names=n, kind="fenced", counters=False,
-                           lease_ms=30000, wait_ms=10000, resource_url=resource.url)
-               for n in names]
+    waiters = [
+        case.worker(
+            "hold",
+            server.url,
+            names=n,
+            kind="fenced",
+            counters=False,
+            lease_ms=30000,
+            wait_ms=10000,
+            resource_url=resource.url,
+        )
+        for n in names
+    ]
     time.sleep(0.1)
     proxy.set("all", BLACKHOLE)  # both directions: a partition
     partitioned = now_ns()
@@ -65,9 +85,13 @@ def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case
         assert h.ask("write")[1] == "0", f"{n}: the partitioned holder's write was accepted"
         assert int(h.ask("release")[1]) == -11
     margins = [(expired[n] - lost[n]) / MS for n in names]
-    print(f"D1: holders knew {min(margins):.0f}-{max(margins):.0f} ms before the server freed "
-          f"their lock")
-    assert min(margins) > 0, f"a holder learned of its loss after the server freed the lock: {margins}"
+    print(
+        f"D1: holders knew {min(margins):.0f}-{max(margins):.0f} ms before the server freed "
+        f"their lock"
+    )
+    assert min(margins) > 0, (
+        f"a holder learned of its loss after the server freed the lock: {margins}"
+    )
     h = checkers.read_history(case.log)
     assert checkers.fencing(h).violations == [] and checkers.mutex_history(h) == []
 
@@ -76,9 +100,19 @@ def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
     server = case.redis()
     proxy = case.proxy(server)
     conn = server.conn()
-    worker = case.worker("loop", proxy.url, names=[f"d2-{i}" for i in range(500)], threads=64,
-                         pool_size=16, wait_ms=0, lease_ms=30000, hold_us=0,
-                         command_timeout_ms=200, duration_ms=12000, counters=False)
+    worker = case.worker(
+        "loop",
+        proxy.url,
+        names=[f"d2-{i}" for i in range(500)],
+        threads=64,
+        pool_size=16,
+        wait_ms=0,
+        lease_ms=30000,
+        hold_us=0,
+        command_timeout_ms=200,
+        duration_ms=12000,
+        counters=False,
+    )
     time.sleep(0.5)
     proxy.set("command", BLACKHOLE, "down")  # requests reach Redis, replies never come back
     oldest_ms = 0.0
@@ -103,10 +137,22 @@ def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case):
     server, resource = case.redis(), case.redis()
     proxy = case.proxy(server)
     proxy.set("all", {"name": "delay", "ms": 50})
-    workers = [case.worker("loop", proxy.url, names=[f"d3-{i}" for i in range(8)], threads=8,
-                           kind="fenced", duration_ms=6000, wait_ms=3000, hold_us=1000,
-                           lease_ms=LEASE_MS, command_timeout_ms=1500,
-                           resource_url=resource.url) for _ in range(2)]
+    workers = [
+        case.worker(
+            "loop",
+            proxy.url,
+            names=[f"d3-{i}" for i in range(8)],
+            threads=8,
+            kind="fenced",
+            duration_ms=6000,
+            wait_ms=3000,
+            hold_us=1000,
+            lease_ms=LEASE_MS,
+            command_timeout_ms=1500,
+            resource_url=resource.url,
+        )
+        for _ in range(2)
+    ]
     time.sleep(3)
     proxy.set("all", {"name": "delay", "ms": 200, "jitter": 100})
     for w in workers:
@@ -129,16 +175,29 @@ def test_D4_dead_subscriber_connection_costs_at_most_a_poll(case: Case):
         name = f"d4-{run}"
         holder = case.worker("hold", server.url, names=name, counters=False, lease_ms=30000)
         assert holder.expect("acquired")[1] == "0"
-        waiter = case.worker("loop", proxy.url, names=name, threads=1, cycles=1, wait_ms=20000,
-                             lease_ms=30000, hold_us=0)
-        assert wait_until(lambda: conn.pubsub_numsub(f"redisson_lock__channel:{{{name}}}")[0][1] == 1, 5)
+        waiter = case.worker(
+            "loop",
+            proxy.url,
+            names=name,
+            threads=1,
+            cycles=1,
+            wait_ms=20000,
+            lease_ms=30000,
+            hold_us=0,
+        )
+        assert wait_until(
+            lambda: conn.pubsub_numsub(f"redisson_lock__channel:{{{name}}}")[0][1] == 1, 5
+        )
         proxy.set("pubsub", BLACKHOLE)
         time.sleep(0.2)
         assert holder.ask("release")[1] == "0"
         released = now_ns()
         assert waiter.wait(10) == 0
-        acquired = [x.start for x in checkers.read_history(case.log).holds if x.name == name
-                    and x.pid == waiter.pid]
+        acquired = [
+            x.start
+            for x in checkers.read_history(case.log).holds
+            if x.name == name and x.pid == waiter.pid
+        ]
         assert acquired
         gaps.append((acquired[0] - released) / MS)
         proxy.pass_all()

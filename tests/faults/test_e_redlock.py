@@ -23,9 +23,17 @@ def _keys(servers, pattern: str):
 
 def test_E1_one_master_down_costs_nothing(case: Case):
     servers = _masters(case)
-    worker = case.worker("loop", redlock=[s.url for s in servers],
-                         names=[f"e1-{i}" for i in range(64)], threads=4, wait_ms=1000,
-                         lease_ms=5000, hold_us=200, command_timeout_ms=50, cycles=2600)
+    worker = case.worker(
+        "loop",
+        redlock=[s.url for s in servers],
+        names=[f"e1-{i}" for i in range(64)],
+        threads=4,
+        wait_ms=1000,
+        lease_ms=5000,
+        hold_us=200,
+        command_timeout_ms=50,
+        cycles=2600,
+    )
     time.sleep(0.3)
     servers[2].kill()
     assert worker.wait(120) == 0
@@ -34,8 +42,10 @@ def test_E1_one_master_down_costs_nothing(case: Case):
     s = worker.summary()
     took = sorted((ret - call) / MS for op, _, call, ret, rc in h.calls if op == "acq")
     p99 = took[int(len(took) * 0.99)]
-    print(f"E1: {s['acquired']} of {s['cycles']} acquires with 1 of 5 masters down; "
-          f"acquire p50 {statistics.median(took):.2f} ms, p99 {p99:.2f} ms")
+    print(
+        f"E1: {s['acquired']} of {s['cycles']} acquires with 1 of 5 masters down; "
+        f"acquire p50 {statistics.median(took):.2f} ms, p99 {p99:.2f} ms"
+    )
     assert s["cycles"] >= 10_000
     assert s["acquired"] >= 0.999 * s["cycles"]
     assert p99 <= 50 + 5
@@ -51,10 +61,20 @@ def test_E2_a_slow_master_is_bounded_by_the_per_node_timeout(case: Case):
     servers = _masters(case)
     proxy = case.proxy(servers[4])
     urls = [s.url for s in servers[:4]] + [proxy.url]
-    workers = [case.worker("loop", redlock=urls, names=[f"e2-{w}-{i}" for i in range(16)],
-                           threads=1, wait_ms=0, lease_ms=5000, hold_us=200,
-                           command_timeout_ms=50, duration_ms=6000)
-               for w in range(4)]
+    workers = [
+        case.worker(
+            "loop",
+            redlock=urls,
+            names=[f"e2-{w}-{i}" for i in range(16)],
+            threads=1,
+            wait_ms=0,
+            lease_ms=5000,
+            hold_us=200,
+            command_timeout_ms=50,
+            duration_ms=6000,
+        )
+        for w in range(4)
+    ]
     time.sleep(0.5)  # connected (a client checks every server when it is made)
     slow_from = now_ns()
     proxy.set("all", {"name": "delay", "ms": 200})
@@ -66,9 +86,11 @@ def test_E2_a_slow_master_is_bounded_by_the_per_node_timeout(case: Case):
     acquires = sorted(took for op, _, took in slow if op == "acq")
     granted = sum(1 for op, rc, _ in slow if op == "acq" and rc == 0)
     p99 = acquires[int(len(acquires) * 0.99)]
-    print(f"E2: {len(acquires)} acquires with a master 200 ms away, {granted} granted, p50 "
-          f"{statistics.median(acquires):.1f} ms, p99 {p99:.1f} ms, slowest call "
-          f"{max(t for _, _, t in slow):.1f} ms")
+    print(
+        f"E2: {len(acquires)} acquires with a master 200 ms away, {granted} granted, p50 "
+        f"{statistics.median(acquires):.1f} ms, p99 {p99:.1f} ms, slowest call "
+        f"{max(t for _, _, t in slow):.1f} ms"
+    )
     assert len(acquires) >= 150
     assert granted >= 0.999 * len(acquires), f"only {granted} of {len(acquires)} granted"
     assert p99 <= 50 + 10
@@ -80,8 +102,16 @@ def test_E2_a_slow_master_is_bounded_by_the_per_node_timeout(case: Case):
 
 def test_E3_three_masters_down_no_success_and_nothing_left(case: Case):
     servers = _masters(case)
-    w = case.worker("hold", redlock=[s.url for s in servers], names="e3", counters=False,
-                    defer_acquire=1, wait_ms=0, lease_ms=5000, command_timeout_ms=50)
+    w = case.worker(
+        "hold",
+        redlock=[s.url for s in servers],
+        names="e3",
+        counters=False,
+        defer_acquire=1,
+        wait_ms=0,
+        lease_ms=5000,
+        command_timeout_ms=50,
+    )
     time.sleep(0.2)
     for s in servers[:3]:
         s.kill()
@@ -104,10 +134,26 @@ def test_E4_expected_violation_a_clock_jump_on_one_master_double_grants(case: Ca
     for run in range(3):
         name = f"e4-{run}"
         proxies = [case.proxy(s) for s in servers]
-        one = case.worker("hold", redlock=[p.url for p in proxies], names=name, counters=False,
-                          defer_acquire=1, wait_ms=0, lease_ms=10000, command_timeout_ms=50)
-        two = case.worker("hold", redlock=[p.url for p in proxies], names=name, counters=False,
-                          defer_acquire=1, wait_ms=0, lease_ms=10000, command_timeout_ms=50)
+        one = case.worker(
+            "hold",
+            redlock=[p.url for p in proxies],
+            names=name,
+            counters=False,
+            defer_acquire=1,
+            wait_ms=0,
+            lease_ms=10000,
+            command_timeout_ms=50,
+        )
+        two = case.worker(
+            "hold",
+            redlock=[p.url for p in proxies],
+            names=name,
+            counters=False,
+            defer_acquire=1,
+            wait_ms=0,
+            lease_ms=10000,
+            command_timeout_ms=50,
+        )
         time.sleep(0.2)
         # Client 1 is cut off from D and E: only A, B, C grant it.
         for p in proxies[3:]:
@@ -142,10 +188,26 @@ def test_E5_restarted_master_without_persistence(case: Case):
     for delayed, run in ((False, "i"), (True, "ii")):
         name = f"e5-{run}"
         lease = 1500
-        one = case.worker("hold", redlock=[p.url for p in proxies], names=name, counters=False,
-                          defer_acquire=1, wait_ms=0, lease_ms=lease, command_timeout_ms=50)
-        two = case.worker("hold", redlock=[p.url for p in proxies], names=name, counters=False,
-                          defer_acquire=1, wait_ms=6000, lease_ms=lease, command_timeout_ms=50)
+        one = case.worker(
+            "hold",
+            redlock=[p.url for p in proxies],
+            names=name,
+            counters=False,
+            defer_acquire=1,
+            wait_ms=0,
+            lease_ms=lease,
+            command_timeout_ms=50,
+        )
+        two = case.worker(
+            "hold",
+            redlock=[p.url for p in proxies],
+            names=name,
+            counters=False,
+            defer_acquire=1,
+            wait_ms=6000,
+            lease_ms=lease,
+            command_timeout_ms=50,
+        )
         time.sleep(0.2)
         for p in proxies[3:]:
             p.set("all", BLACKHOLE)
@@ -179,9 +241,19 @@ def test_E5_restarted_master_without_persistence(case: Case):
 
 def test_E6_simultaneous_contenders_one_winner_per_round(case: Case):
     servers = _masters(case)
-    contenders = [case.worker("hold", redlock=[s.url for s in servers], names="e6",
-                              counters=False, defer_acquire=1, wait_ms=0, lease_ms=5000,
-                              command_timeout_ms=50) for _ in range(16)]
+    contenders = [
+        case.worker(
+            "hold",
+            redlock=[s.url for s in servers],
+            names="e6",
+            counters=False,
+            defer_acquire=1,
+            wait_ms=0,
+            lease_ms=5000,
+            command_timeout_ms=50,
+        )
+        for _ in range(16)
+    ]
     time.sleep(0.5)
     rounds_to_win = []
     tries = 0
@@ -206,11 +278,32 @@ def test_E7_multi_locks_in_opposite_orders_never_deadlock_or_half_hold(case: Cas
     server = case.redis()
     holder = case.worker("hold", server.url, names="e7c", counters=False)
     assert holder.expect("acquired")[1] == "0"
-    workers = [case.worker("loop", server.url, multi=1, names=names, threads=4, wait_ms=200,
-                           lease_ms=5000, hold_us=0, cycles=1300)
-               for names in (["e7a+e7b"], ["e7b+e7a"])]
-    workers.append(case.worker("loop", server.url, multi=1, names="e7a+e7c", threads=2,
-                               wait_ms=200, lease_ms=5000, duration_ms=5000))
+    workers = [
+        case.worker(
+            "loop",
+            server.url,
+            multi=1,
+            names=names,
+            threads=4,
+            wait_ms=200,
+            lease_ms=5000,
+            hold_us=0,
+            cycles=1300,
+        )
+        for names in (["e7a+e7b"], ["e7b+e7a"])
+    ]
+    workers.append(
+        case.worker(
+            "loop",
+            server.url,
+            multi=1,
+            names="e7a+e7c",
+            threads=2,
+            wait_ms=200,
+            lease_ms=5000,
+            duration_ms=5000,
+        )
+    )
     for w in workers:
         assert w.wait(60) == 0
     h = checkers.read_history(case.log)

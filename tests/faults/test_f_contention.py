@@ -5,9 +5,8 @@ from __future__ import annotations
 import statistics
 import time
 
-import pytest
-
 import checkers
+import pytest
 import rlock
 from harness import Case, Chaos, now_ns, script_calls, wait_until
 
@@ -21,10 +20,22 @@ def test_F1_herd_of_1000_waiters_each_acquires_once(case: Case):
     holder = case.worker("hold", server.url, names="f1", counters=False, lease_ms=60000)
     assert holder.expect("acquired")[1] == "0"
     processes, threads = 8, 125
-    waiters = [case.worker("loop", server.url, names="f1", threads=threads, cycles=1,
-                           wait_ms=-1, lease_ms=60000, hold_us=1000) for _ in range(processes)]
-    assert wait_until(lambda: conn.pubsub_numsub("redisson_lock__channel:{f1}")[0][1] == processes,
-                      20)
+    waiters = [
+        case.worker(
+            "loop",
+            server.url,
+            names="f1",
+            threads=threads,
+            cycles=1,
+            wait_ms=-1,
+            lease_ms=60000,
+            hold_us=1000,
+        )
+        for _ in range(processes)
+    ]
+    assert wait_until(
+        lambda: conn.pubsub_numsub("redisson_lock__channel:{f1}")[0][1] == processes, 20
+    )
     time.sleep(1.0)  # every thread is parked in its acquire
     connections = len(conn.client_list())
     before = script_calls(conn)
@@ -40,9 +51,11 @@ def test_F1_herd_of_1000_waiters_each_acquires_once(case: Case):
     holds = sorted((x for x in h.holds if x.pid != holder.pid), key=lambda x: x.start)
     gaps = sorted((b.start - a.rel_ret) / MS for a, b in zip(holds, holds[1:]))
     p99 = gaps[int(len(gaps) * 0.99)]
-    print(f"F1: {len(holds)} hand-offs, {calls / len(holds):.2f} script calls each; gap p50 "
-          f"{statistics.median(gaps):.2f} ms, p99 {p99:.2f} ms, max {gaps[-1]:.2f} ms; "
-          f"{connections} connections")
+    print(
+        f"F1: {len(holds)} hand-offs, {calls / len(holds):.2f} script calls each; gap p50 "
+        f"{statistics.median(gaps):.2f} ms, p99 {p99:.2f} ms, max {gaps[-1]:.2f} ms; "
+        f"{connections} connections"
+    )
     assert len(holds) == processes * threads
     assert all(n == 1 for o, n in per_owner.items()), "a waiter acquired more than once"
     assert calls / len(holds) <= 2 * processes
@@ -55,9 +68,20 @@ def test_F2_fair_queue_survives_killed_waiters_in_order(case: Case):
     conn = server.conn()
     fair_wait = 1500
     count = 20
-    workers = [case.worker("hold", server.url, names="f2", kind="fair", counters=False,
-                           defer_acquire=1, wait_ms=-1, lease_ms=LEASE_MS, fair_wait_ms=fair_wait)
-               for _ in range(count)]
+    workers = [
+        case.worker(
+            "hold",
+            server.url,
+            names="f2",
+            kind="fair",
+            counters=False,
+            defer_acquire=1,
+            wait_ms=-1,
+            lease_ms=LEASE_MS,
+            fair_wait_ms=fair_wait,
+        )
+        for _ in range(count)
+    ]
     assert workers[0].ask("acquire")[1] == "0"
     for i, w in enumerate(workers[1:], 1):
         w.send("acquire")
@@ -89,12 +113,31 @@ def test_F2_fair_queue_survives_killed_waiters_in_order(case: Case):
 
 def test_F3_read_write_with_a_killed_reader(case: Case):
     server = case.redis()
-    reader = case.worker("hold", server.url, names="f3", kind="rw", read=1, counters=False,
-                         watchdog_lease_ms=LEASE_MS)
+    reader = case.worker(
+        "hold",
+        server.url,
+        names="f3",
+        kind="rw",
+        read=1,
+        counters=False,
+        watchdog_lease_ms=LEASE_MS,
+    )
     assert reader.expect("acquired")[1] == "0"
-    workers = [case.worker("loop", server.url, names="f3", kind="rw", threads=2,
-                           write_share=0.25, duration_ms=5000, wait_ms=4000, hold_us=1000,
-                           lease_ms=LEASE_MS) for _ in range(5)]
+    workers = [
+        case.worker(
+            "loop",
+            server.url,
+            names="f3",
+            kind="rw",
+            threads=2,
+            write_share=0.25,
+            duration_ms=5000,
+            wait_ms=4000,
+            hold_us=1000,
+            lease_ms=LEASE_MS,
+        )
+        for _ in range(5)
+    ]
     time.sleep(0.5)
     killed = reader.kill()
     for w in workers:
@@ -105,8 +148,10 @@ def test_F3_read_write_with_a_killed_reader(case: Case):
     writes_after = sorted(x.start for x in h.holds if x.mode == "W" and x.start > killed)
     assert writes_after, "no writer got in after the reader died"
     first_ms = (writes_after[0] - killed) / MS
-    print(f"F3: first write {first_ms:.0f} ms after the reader was killed; "
-          f"{len(writes_after)} writes after")
+    print(
+        f"F3: first write {first_ms:.0f} ms after the reader was killed; "
+        f"{len(writes_after)} writes after"
+    )
     assert first_ms <= LEASE_MS + 200 + 1000  # its lease, epsilon, and other readers' turn
 
 
@@ -137,13 +182,25 @@ def test_F5_many_cycles_with_faults_leave_nothing_and_do_not_grow(case: Case):
     server = case.redis()
     conn = server.conn()
     baseline = len(conn.client_list())
-    worker = case.worker("loop", server.url, names=[f"f5-{i}" for i in range(1000)],
-                         threads=16, cycles=6250, wait_ms=3, lease_ms=5000, hold_us=200,
-                         command_timeout_ms=1000, counters=False)
-    chaos = Chaos(server.port,
-                  lambda c, rng: c.client_kill_filter(_type=rng.choice(["normal", "pubsub"]),
-                                                      skipme=True),
-                  0.05, 0.2, case.seed)
+    worker = case.worker(
+        "loop",
+        server.url,
+        names=[f"f5-{i}" for i in range(1000)],
+        threads=16,
+        cycles=6250,
+        wait_ms=3,
+        lease_ms=5000,
+        hold_us=200,
+        command_timeout_ms=1000,
+        counters=False,
+    )
+    chaos = Chaos(
+        server.port,
+        lambda c, rng: c.client_kill_filter(_type=rng.choice(["normal", "pubsub"]), skipme=True),
+        0.05,
+        0.2,
+        case.seed,
+    )
     try:
         assert worker.wait(180) == 0
     finally:
@@ -156,5 +213,6 @@ def test_F5_many_cycles_with_faults_leave_nothing_and_do_not_grow(case: Case):
     assert s["fds_end"] <= s["fds_warm"] + 1, "descriptors grew"
     h = checkers.read_history(case.log)
     assert checkers.overlaps(h) == []
-    assert wait_until(lambda: not checkers.cleanliness(conn, baseline), 6), \
-        checkers.cleanliness(conn, baseline)
+    assert wait_until(lambda: not checkers.cleanliness(conn, baseline), 6), checkers.cleanliness(
+        conn, baseline
+    )

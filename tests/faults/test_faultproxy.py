@@ -10,9 +10,7 @@ from typing import Iterator
 
 import pytest
 import redis
-
 import rlock
-
 from harness import Case, FaultProxy, RedisServer
 
 
@@ -142,8 +140,10 @@ def test_B5_unlock_during_a_delayed_subscribe_still_wakes_the_waiter(proxy, priv
                 if ok:
                     lock.release()  # by the thread that holds it
 
-            threads = [threading.Thread(target=wait, args=(i, waiter_client.lock(n)))
-                       for i, n in enumerate(names)]
+            threads = [
+                threading.Thread(target=wait, args=(i, waiter_client.lock(n)))
+                for i, n in enumerate(names)
+            ]
             for t in threads:
                 t.start()
             time.sleep(0.05)  # the first attempts failed; the SUBSCRIBEs are in the proxy
@@ -161,7 +161,9 @@ def test_B5_unlock_during_a_delayed_subscribe_still_wakes_the_waiter(proxy, priv
         waiter_client.close()
         holder_client.close()
     wakes.sort()
-    print(f"B5: {len(wakes)} runs, wake after release p50 {wakes[len(wakes) // 2] * 1000:.0f} ms,"
-          f" p99 {wakes[int(len(wakes) * 0.99)] * 1000:.0f} ms, max {wakes[-1] * 1000:.0f} ms")
+    print(
+        f"B5: {len(wakes)} runs, wake after release p50 {wakes[len(wakes) // 2] * 1000:.0f} ms,"
+        f" p99 {wakes[int(len(wakes) * 0.99)] * 1000:.0f} ms, max {wakes[-1] * 1000:.0f} ms"
+    )
     assert len(wakes) == B5_ROUNDS * B5_PER_ROUND
     assert wakes[-1] <= 0.150, f"a waiter woke {wakes[-1] * 1000:.0f} ms after the release"

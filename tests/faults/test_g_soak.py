@@ -8,9 +8,8 @@ import random
 import signal
 import time
 
-import pytest
-
 import checkers
+import pytest
 from harness import Case, now_ns, wait_until
 
 MS = 1_000_000
@@ -25,21 +24,36 @@ def test_C1_expected_violation_failover_without_wait_double_grants(case: Case):
     fenced resource must refuse the first holder's late write."""
     master, resource = case.redis(), case.redis()
     link = case.proxy(master)
-    replica = case.redis("--replicaof", "127.0.0.1", str(link.port),
-                         "--repl-diskless-sync-delay", "0")
+    replica = case.redis(
+        "--replicaof", "127.0.0.1", str(link.port), "--repl-diskless-sync-delay", "0"
+    )
     rconn = replica.conn()
     assert wait_until(lambda: rconn.info("replication")["master_link_status"] == "up", 10)
     link.set("all", {"name": "blackhole"})
-    first = case.worker("hold", master.url, names="c1", kind="fenced", counters=False,
-                        lease_ms=30000, resource_url=resource.url)
+    first = case.worker(
+        "hold",
+        master.url,
+        names="c1",
+        kind="fenced",
+        counters=False,
+        lease_ms=30000,
+        resource_url=resource.url,
+    )
     fields = first.expect("acquired")
     assert fields[1] == "0"
     assert master.conn().execute_command("WAIT", 1, 200) == 0, "the replica acknowledged"
     assert first.ask("write")[1] == "1"
     master.kill()
     rconn.replicaof("NO", "ONE")
-    second = case.worker("hold", replica.url, names="c1", kind="fenced", counters=False,
-                         lease_ms=30000, resource_url=resource.url)
+    second = case.worker(
+        "hold",
+        replica.url,
+        names="c1",
+        kind="fenced",
+        counters=False,
+        lease_ms=30000,
+        resource_url=resource.url,
+    )
     fields = second.expect("acquired")
     assert fields[1] == "0", "the promoted replica did not grant the lost lock"
     assert second.ask("write")[1] == "1"
@@ -60,13 +74,24 @@ class Soak:
         self.proxy = case.proxy(self.server)
         self.end = time.monotonic() + seconds
         self.paused: dict = {}  # pid -> [(from_ns, to_ns)]
-        common = dict(watchdog_lease_ms=LEASE_MS, command_timeout_ms=1000, wait_ms=5000,
-                      hold_us=2000)
+        common = dict(
+            watchdog_lease_ms=LEASE_MS, command_timeout_ms=1000, wait_ms=5000, hold_us=2000
+        )
         self.configs = [
-            dict(names=["g-x0", "g-x1", "g-x2"], kind="fenced", threads=3,
-                 resource_url=self.resource.url, **common),
-            dict(names=["g-x0", "g-x1", "g-x2"], kind="fenced", threads=3,
-                 resource_url=self.resource.url, **common),
+            dict(
+                names=["g-x0", "g-x1", "g-x2"],
+                kind="fenced",
+                threads=3,
+                resource_url=self.resource.url,
+                **common,
+            ),
+            dict(
+                names=["g-x0", "g-x1", "g-x2"],
+                kind="fenced",
+                threads=3,
+                resource_url=self.resource.url,
+                **common,
+            ),
             dict(names=["g-f0", "g-f1"], kind="fair", threads=2, **common),
             dict(names=["g-f0", "g-f1"], kind="fair", threads=2, **common),
             dict(names=["g-rw"], kind="rw", threads=3, **common),
@@ -74,18 +99,37 @@ class Soak:
             dict(names=["g-ma+g-mb", "g-mb+g-ma"], multi=1, threads=2, **common),
         ]
         self.workers = [self.launch(c) for c in self.configs]
-        self.python = case.worker("loop", self.proxy.url, lang="python", names=["g-x0", "g-x1"],
-                                  kind="fenced", threads=2, resource_url=self.resource.url,
-                                  duration_ms=int(seconds * 1000), watchdog_lease_ms=LEASE_MS,
-                                  wait_ms=5000, hold_us=2000)
+        self.python = case.worker(
+            "loop",
+            self.proxy.url,
+            lang="python",
+            names=["g-x0", "g-x1"],
+            kind="fenced",
+            threads=2,
+            resource_url=self.resource.url,
+            duration_ms=int(seconds * 1000),
+            watchdog_lease_ms=LEASE_MS,
+            wait_ms=5000,
+            hold_us=2000,
+        )
 
     def launch(self, config: dict):
         left_ms = int((self.end - time.monotonic()) * 1000)
         return self.case.worker("loop", self.proxy.url, duration_ms=max(left_ms, 1), **config)
 
     def fault(self, rng: random.Random) -> str:
-        kind = rng.choice(["kill", "stop", "restart", "client_kill", "pubsub_kill", "pause",
-                           "latency", "sub_blackhole"])
+        kind = rng.choice(
+            [
+                "kill",
+                "stop",
+                "restart",
+                "client_kill",
+                "pubsub_kill",
+                "pause",
+                "latency",
+                "sub_blackhole",
+            ]
+        )
         conn = self.server.conn()
         try:
             if kind == "kill":  # A1
@@ -151,24 +195,29 @@ def test_G1_soak_mixed_kinds_under_seeded_faults(case: Case):
     assert lost == [], lost
     # A holder stopped past its lease may also stamp an acquire's return after the lease ran
     # out (the grant was earlier): the same exemption as for overlaps.
-    history = [v for v in checkers.mutex_history(h, limit=10**6)
-               if not any(o in v for o in owners)]
+    history = [v for v in checkers.mutex_history(h, limit=10**6) if not any(o in v for o in owners)]
     assert history == [], history[:5]
     fence = checkers.fencing(h)
     assert fence.violations == []
     # No call outlives its bound: the wait, two command timeouts, and the longest fault.
     assert checkers.slow_calls(h, 5000 + 2 * 1000 + 2000 + 1500 + 50) == []
     summaries = [w.summary() for w in soak.workers if w.ended_ns is None]
-    growth = [(s["rss_end_kb"] - s["rss_warm_kb"]) / s["rss_warm_kb"] for s in summaries
-              if s["rss_warm_kb"]]
+    growth = [
+        (s["rss_end_kb"] - s["rss_warm_kb"]) / s["rss_warm_kb"]
+        for s in summaries
+        if s["rss_warm_kb"]
+    ]
     cycles = sum(s["cycles"] for s in summaries)
-    print(f"G1: {SOAK_S:.0f} s, faults {faults}, {len(h.holds)} sections, {cycles} cycles in "
-          f"surviving workers, {len(overlaps)} expected overlaps (stopped holders), "
-          f"{fence.refused} stale writes refused, RSS growth max {max(growth):.1%}")
+    print(
+        f"G1: {SOAK_S:.0f} s, faults {faults}, {len(h.holds)} sections, {cycles} cycles in "
+        f"surviving workers, {len(overlaps)} expected overlaps (stopped holders), "
+        f"{fence.refused} stale writes refused, RSS growth max {max(growth):.1%}"
+    )
     # F5 holds the leak bound (< 5 %); here relaunches and fault bursts move a 6 MB worker's
     # RSS by a few hundred KB, so the soak only catches growth beyond 10 %.
     assert max(growth) < 0.10
     assert all(s["fds_end"] <= s["fds_warm"] + 2 for s in summaries)
     conn = soak.server.conn()
-    assert wait_until(lambda: not checkers.library_keys(conn), LEASE_MS / 1000 + 5), \
+    assert wait_until(lambda: not checkers.library_keys(conn), LEASE_MS / 1000 + 5), (
         checkers.library_keys(conn)[:5]
+    )

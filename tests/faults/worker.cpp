@@ -141,31 +141,56 @@ Options parse(int argc, char** argv) {
     std::string key = argv[i];
     if (i + 1 >= argc) usage(key + " needs a value");
     std::string v = argv[i + 1];
-    if (key == "--url") o.url = v;
-    else if (key == "--redlock") o.redlock = split(v);
-    else if (key == "--names") o.names = split(v);
-    else if (key == "--kind") o.kind = v;
-    else if (key == "--lease-ms") o.lease_ms = number(key, v);
-    else if (key == "--watchdog-lease-ms") o.watchdog_lease_ms = number(key, v);
-    else if (key == "--wait-ms") o.wait_ms = number(key, v);
-    else if (key == "--command-timeout-ms") o.command_timeout_ms = number(key, v);
-    else if (key == "--connect-timeout-ms") o.connect_timeout_ms = number(key, v);
-    else if (key == "--poll-cap-ms") o.poll_cap_ms = number(key, v);
-    else if (key == "--pool-size") o.pool_size = static_cast<int>(number(key, v));
-    else if (key == "--threads") o.threads = static_cast<int>(number(key, v));
-    else if (key == "--cycles") o.cycles = number(key, v);
-    else if (key == "--duration-ms") o.duration_ms = number(key, v);
-    else if (key == "--hold-us") o.hold_us = static_cast<int>(number(key, v));
-    else if (key == "--write-share") o.write_share = std::atof(v.c_str());
-    else if (key == "--log") o.log = v;
-    else if (key == "--counter-dir") o.counter_dir = v;
-    else if (key == "--resource-url") o.resource_url = v;
-    else if (key == "--seed") o.seed = static_cast<unsigned>(number(key, v));
-    else if (key == "--multi") o.multi = number(key, v) != 0;
-    else if (key == "--defer-acquire") o.defer_acquire = number(key, v) != 0;
-    else if (key == "--read") o.read = number(key, v) != 0;
-    else if (key == "--fair-wait-ms") o.fair_wait_ms = number(key, v);
-    else usage("unknown option " + key);
+    if (key == "--url")
+      o.url = v;
+    else if (key == "--redlock")
+      o.redlock = split(v);
+    else if (key == "--names")
+      o.names = split(v);
+    else if (key == "--kind")
+      o.kind = v;
+    else if (key == "--lease-ms")
+      o.lease_ms = number(key, v);
+    else if (key == "--watchdog-lease-ms")
+      o.watchdog_lease_ms = number(key, v);
+    else if (key == "--wait-ms")
+      o.wait_ms = number(key, v);
+    else if (key == "--command-timeout-ms")
+      o.command_timeout_ms = number(key, v);
+    else if (key == "--connect-timeout-ms")
+      o.connect_timeout_ms = number(key, v);
+    else if (key == "--poll-cap-ms")
+      o.poll_cap_ms = number(key, v);
+    else if (key == "--pool-size")
+      o.pool_size = static_cast<int>(number(key, v));
+    else if (key == "--threads")
+      o.threads = static_cast<int>(number(key, v));
+    else if (key == "--cycles")
+      o.cycles = number(key, v);
+    else if (key == "--duration-ms")
+      o.duration_ms = number(key, v);
+    else if (key == "--hold-us")
+      o.hold_us = static_cast<int>(number(key, v));
+    else if (key == "--write-share")
+      o.write_share = std::atof(v.c_str());
+    else if (key == "--log")
+      o.log = v;
+    else if (key == "--counter-dir")
+      o.counter_dir = v;
+    else if (key == "--resource-url")
+      o.resource_url = v;
+    else if (key == "--seed")
+      o.seed = static_cast<unsigned>(number(key, v));
+    else if (key == "--multi")
+      o.multi = number(key, v) != 0;
+    else if (key == "--defer-acquire")
+      o.defer_acquire = number(key, v) != 0;
+    else if (key == "--read")
+      o.read = number(key, v) != 0;
+    else if (key == "--fair-wait-ms")
+      o.fair_wait_ms = number(key, v);
+    else
+      usage("unknown option " + key);
   }
   if (o.url.empty() && o.redlock.empty()) usage("--url or --redlock is required");
   if (o.names.empty()) usage("--names is empty");
@@ -324,7 +349,8 @@ void build(World& w, bool print_lost) {
         t.member_names.push_back(member);
       }
       int rc = rlock_multi_lock_new(&t.group, t.members.data(), t.members.size());
-      if (rc != RLOCK_OK) usage("rlock_multi_lock_new: " + std::string(rlock_last_error()->message));
+      if (rc != RLOCK_OK)
+        usage("rlock_multi_lock_new: " + std::string(rlock_last_error()->message));
     } else if (o.kind == "rw") {
       t.lock = new_lock(w, w.client, name, RLOCK_LOCK_READ);
       t.write = new_lock(w, w.client, name, RLOCK_LOCK_WRITE);
@@ -413,10 +439,10 @@ Held acquire(World& w, Target& t, char mode, const std::string& owner) {
   }
   int64_t end = mono_ns();
   h.token = h.rc == RLOCK_OK ? token : 0;
-  for (const std::string& name : t.member_names.empty() ? std::vector<std::string>{t.name}
-                                                         : t.member_names) {
-    w.history->line("acq %s %s %c %" PRId64 " %" PRId64 " %d %" PRId64, owner.c_str(),
-                    name.c_str(), mode, start, end, h.rc, h.token);
+  for (const std::string& name :
+       t.member_names.empty() ? std::vector<std::string>{t.name} : t.member_names) {
+    w.history->line("acq %s %s %c %" PRId64 " %" PRId64 " %d %" PRId64, owner.c_str(), name.c_str(),
+                    mode, start, end, h.rc, h.token);
   }
   if (t.group != nullptr && h.rc == RLOCK_OK) {
     w.history->line("valid %s %s %" PRId64 " %" PRId64, owner.c_str(), t.name.c_str(), end,
@@ -428,8 +454,8 @@ Held acquire(World& w, Target& t, char mode, const std::string& owner) {
 int fenced_write(World& w, Target& t, const std::string& owner, int64_t token) {
   int accepted = 0;
   int64_t start = mono_ns();
-  int rc = rlock_fenced_write(w.resource, t.name.data(), t.name.size(), owner.data(),
-                              owner.size(), token, &accepted);
+  int rc = rlock_fenced_write(w.resource, t.name.data(), t.name.size(), owner.data(), owner.size(),
+                              token, &accepted);
   int64_t end = mono_ns();
   int result = rc == RLOCK_OK ? accepted : rc;
   w.history->line("fence %s %s %" PRId64 " %" PRId64 " %" PRId64 " %d", owner.c_str(),
@@ -542,13 +568,11 @@ int run_loop(World& w) {
   monitor.join();
   const int64_t rss_end = rss_kb(), fds_end = open_fds();
   teardown(w);
-  std::string summary = "done cycles=" + std::to_string(cycles.load()) +
-                        " acquired=" + std::to_string(acquired.load()) +
-                        " errors=" + std::to_string(errors.load()) +
-                        " rss_warm_kb=" + std::to_string(rss_warm) +
-                        " rss_end_kb=" + std::to_string(rss_end) +
-                        " fds_warm=" + std::to_string(fds_warm) +
-                        " fds_end=" + std::to_string(fds_end);
+  std::string summary =
+      "done cycles=" + std::to_string(cycles.load()) +
+      " acquired=" + std::to_string(acquired.load()) + " errors=" + std::to_string(errors.load()) +
+      " rss_warm_kb=" + std::to_string(rss_warm) + " rss_end_kb=" + std::to_string(rss_end) +
+      " fds_warm=" + std::to_string(fds_warm) + " fds_end=" + std::to_string(fds_end);
   for (const auto& kv : rc_counts) {
     summary += " " + std::to_string(kv.first) + "=" + std::to_string(kv.second);
   }
@@ -580,8 +604,7 @@ int run_hold(World& w) {
       say("held %d", t.group != nullptr ? rlock_multi_is_held(t.group, RLOCK_THREAD_CURRENT)
                                         : rlock_is_held(handle));
     } else if (line.rfind("extend ", 0) == 0) {
-      say("extend %d", rlock_extend(mode == 'W' ? t.write : t.lock,
-                                    std::atoll(line.c_str() + 7)));
+      say("extend %d", rlock_extend(mode == 'W' ? t.write : t.lock, std::atoll(line.c_str() + 7)));
     } else if (line.rfind("spin ", 0) == 0) {
       // Keeps the owner's own thread busy: renewal must not depend on it.
       const int64_t until = mono_ns() + std::atoll(line.c_str() + 5) * 1000000;

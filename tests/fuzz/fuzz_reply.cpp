@@ -54,11 +54,21 @@ void expect(bool ok, const std::string& what) {
 
 void encode(const Reply& r, std::string* out) {
   switch (r.type) {
-    case Type::Nil: *out += "$-1\r\n"; break;
-    case Type::Integer: *out += ":" + std::to_string(r.integer) + "\r\n"; break;
-    case Type::String: *out += "$" + std::to_string(r.str.size()) + "\r\n" + r.str + "\r\n"; break;
-    case Type::Status: *out += "+" + r.str + "\r\n"; break;
-    case Type::Error: *out += "-" + r.str + "\r\n"; break;
+    case Type::Nil:
+      *out += "$-1\r\n";
+      break;
+    case Type::Integer:
+      *out += ":" + std::to_string(r.integer) + "\r\n";
+      break;
+    case Type::String:
+      *out += "$" + std::to_string(r.str.size()) + "\r\n" + r.str + "\r\n";
+      break;
+    case Type::Status:
+      *out += "+" + r.str + "\r\n";
+      break;
+    case Type::Error:
+      *out += "-" + r.str + "\r\n";
+      break;
     case Type::Array:
       *out += "*" + std::to_string(r.elements.size()) + "\r\n";
       for (const Reply& e : r.elements) encode(e, out);
@@ -112,12 +122,12 @@ void check_error_codes(const std::string& text) {
   auto starts = [&](const char* prefix) {
     return text.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
   };
-  int want = starts("OOM") ? core::kRedisOom
-             : starts("BUSY") ? core::kRedisBusy
-             : starts("READONLY") ? core::kReadOnly
-             : starts("NOPERM") ? core::kNoPerm
+  int want = starts("OOM")                             ? core::kRedisOom
+             : starts("BUSY")                          ? core::kRedisBusy
+             : starts("READONLY")                      ? core::kReadOnly
+             : starts("NOPERM")                        ? core::kNoPerm
              : starts("WRONGPASS") || starts("NOAUTH") ? core::kAuth
-             : 0;
+                                                       : 0;
   if (want != 0) {
     expect(code == want, "error reply classified against its prefix: " + text);
   } else {
@@ -127,8 +137,8 @@ void check_error_codes(const std::string& text) {
 }
 
 enum Op { kAcquire, kRelease, kExtend, kQuery, kForceUnlock, kFencedWrite, kNone };
-const char* const kOpNames[] = {"acquire", "release", "extend", "query", "force_unlock",
-                                "fenced_write", "none"};
+const char* const kOpNames[] = {"acquire",      "release",      "extend", "query",
+                                "force_unlock", "fenced_write", "none"};
 
 bool is_int(const Reply& r) { return r.type == Type::Integer; }
 bool is_text_or_nil(const Reply& r) { return r.type == Type::String || r.type == Type::Nil; }
@@ -204,14 +214,23 @@ void check_outcome(const Run& run) {
   const Reply last = answered ? run.log.back().reply : Reply::nil();
 
   switch (rc) {
-    case core::kOk: case core::kConn: case core::kRedis: case core::kRedisOom:
-    case core::kRedisBusy: case core::kReadOnly: case core::kNoPerm: case core::kAuth:
+    case core::kOk:
+    case core::kConn:
+    case core::kRedis:
+    case core::kRedisOom:
+    case core::kRedisBusy:
+    case core::kReadOnly:
+    case core::kNoPerm:
+    case core::kAuth:
     case core::kUnsupported:
       break;
-    case core::kTimedOut: case core::kDeadlock:
+    case core::kTimedOut:
+    case core::kDeadlock:
       expect(run.op == kAcquire, what + ": a code only acquire returns");
       break;
-    case core::kNotHeld: case core::kNotOwner: case core::kLost:
+    case core::kNotHeld:
+    case core::kNotOwner:
+    case core::kLost:
       expect(run.op == kRelease || run.op == kExtend, what + ": only release and extend return it");
       break;
     default:
@@ -309,13 +328,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     int64_t token = 0;
     if (kind == core::LockKind::Fenced) args.token = &token;
     switch (op) {
-      case kAcquire: rc = lock->acquire(args); break;
-      case kRelease: rc = lock->release(0); break;
-      case kExtend: rc = lock->extend(60000, 0); break;
-      case kQuery: rc = lock->query(0, &state); break;
-      case kForceUnlock: rc = lock->force_unlock(&deleted); break;
-      case kFencedWrite: rc = core::fenced_write(*client, "fuzz", "v", 7, &accepted); break;
-      case kNone: continue;
+      case kAcquire:
+        rc = lock->acquire(args);
+        break;
+      case kRelease:
+        rc = lock->release(0);
+        break;
+      case kExtend:
+        rc = lock->extend(60000, 0);
+        break;
+      case kQuery:
+        rc = lock->query(0, &state);
+        break;
+      case kForceUnlock:
+        rc = lock->force_unlock(&deleted);
+        break;
+      case kFencedWrite:
+        rc = core::fenced_write(*client, "fuzz", "v", 7, &accepted);
+        break;
+      case kNone:
+        continue;
     }
     auto log = transport.log();
     log.erase(log.begin(), log.begin() + static_cast<long>(before));

@@ -66,8 +66,8 @@ std::string rebuilt(const Endpoint& ep) {
 
 bool same(const Endpoint& a, const Endpoint& b) {
   return a.host == b.host && a.port == b.port && a.unix_path == b.unix_path &&
-         a.username == b.username && a.password == b.password &&
-         a.has_password == b.has_password && a.db == b.db;
+         a.username == b.username && a.password == b.password && a.has_password == b.has_password &&
+         a.db == b.db;
 }
 
 void check_accepted(const std::string& url, const Endpoint& ep) {

@@ -91,7 +91,8 @@ void pubsub_killed_while_waiting(int64_t poll_cap_ms) {
   RedisConn admin(server.unix_url());
   const std::string name = "pubsub-kill";
   it::Client holder_client = it::make_client(server.tcp_url());
-  it::Client waiter_client = it::make_client(server.tcp_url(), it::ClientSettings{0, poll_cap_ms, 0});
+  it::Client waiter_client =
+      it::make_client(server.tcp_url(), it::ClientSettings{0, poll_cap_ms, 0});
   it::Lock holder = it::make_lock(holder_client.get(), name);
   it::Lock waiter = it::make_lock(waiter_client.get(), name);
   ASSERT_EQ(it::acquire(holder.get(), 0, 30000), RLOCK_OK) << it::last_error();

@@ -520,7 +520,8 @@ TEST(Fair, CancelledWaiterLeavesTheQueueAndMovesTheOnesBehindUp) {
   WaiterGroup middle(middle_lock.get());
   std::vector<std::string> expected;
   // Starts a waiter and waits until it is the queue's tail.
-  auto queue_up = [&](WaiterGroup& g, int64_t tid, const std::string& owner) -> WaiterGroup::Waiter& {
+  auto queue_up = [&](WaiterGroup& g, int64_t tid,
+                      const std::string& owner) -> WaiterGroup::Waiter& {
     WaiterGroup::Waiter& w = g.start(tid, RLOCK_WAIT_FOREVER);
     expected.push_back(owner);
     std::vector<std::string> queue;
@@ -675,12 +676,15 @@ TEST(Fair, WaiterComingBackWhileItsChannelLingersKeepsItsPlace) {
   ASSERT_EQ(it::acquire(holder.get(), 0), RLOCK_OK) << it::last_error();
   WaiterGroup group(lock.get());
   WaiterGroup::Waiter& w_early = group.start(31, RLOCK_WAIT_FOREVER);
-  ASSERT_TRUE(eventually([&] { return queue_of(redis, name) == std::vector<std::string>{early}; },
-                         5000))
+  ASSERT_TRUE(
+      eventually([&] { return queue_of(redis, name) == std::vector<std::string>{early}; }, 5000))
       << "the returning waiter did not queue: " << joined(queue_of(redis, name));
   WaiterGroup::Waiter& w_late = group.start(32, RLOCK_WAIT_FOREVER);
   ASSERT_TRUE(eventually(
-      [&] { return queue_of(redis, name) == std::vector<std::string>{early, late}; }, 10000))
+      [&] {
+        return queue_of(redis, name) == std::vector<std::string>{early, late};
+      },
+      10000))
       << joined(queue_of(redis, name));
   ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
   group.open();
@@ -802,7 +806,8 @@ TEST(Fair, LiveWaitersKeepTheirPlaceWhileTheHolderStaysLong) {
   };
   auto queued = [&](size_t n) {
     for (int i = 0; i < 200; ++i) {
-      if (redis.ok({"LLEN", fair_queue_key(name)}).integer >= static_cast<long long>(n)) return true;
+      if (redis.ok({"LLEN", fair_queue_key(name)}).integer >= static_cast<long long>(n))
+        return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
@@ -823,7 +828,8 @@ TEST(Fair, LiveWaitersKeepTheirPlaceWhileTheHolderStaysLong) {
   // re-queued behind the other, over and over.
   int samples = 0, reordered = 0;
   using SteadyClock = std::chrono::steady_clock;
-  for (auto until = SteadyClock::now() + std::chrono::milliseconds(4000); SteadyClock::now() < until;) {
+  for (auto until = SteadyClock::now() + std::chrono::milliseconds(4000);
+       SteadyClock::now() < until;) {
     std::vector<std::string> queue = queue_now();
     ++samples;
     if (queue.size() != 2 || queue[0] != a_owner) ++reordered;

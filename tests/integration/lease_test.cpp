@@ -1,10 +1,9 @@
 // Leases: explicit expiry, the watchdog, lost-lock notification and holders killed with SIGKILL.
 #include <gtest/gtest.h>
-
-#include <algorithm>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -135,8 +134,7 @@ struct ReleaseOnLost {
   int release_rc = 1;
 };
 
-void release_on_lost(rlock_lock* lock, const char*, size_t, int64_t thread_id, int,
-                     void* payload) {
+void release_on_lost(rlock_lock* lock, const char*, size_t, int64_t thread_id, int, void* payload) {
   auto* r = static_cast<ReleaseOnLost*>(payload);
   int rc = rlock_release_ex(lock, thread_id);
   std::lock_guard<std::mutex> g(r->mutex);

@@ -41,7 +41,8 @@ int group_acquire(rlock_multi* g, int64_t wait_ms, int64_t lease_ms = 0, int64_t
 // FAULTS.md E7: all-or-nothing.
 TEST(MultiLock, AllOrNothingLeavesNoPartialHolds) {
   RedisConn redis(test_redis_url());
-  const std::string a = unique_name("multi-a"), b = unique_name("multi-b"), c = unique_name("multi-c");
+  const std::string a = unique_name("multi-a"), b = unique_name("multi-b"),
+                    c = unique_name("multi-c");
   LockKeys ka(a), kb(b), kc(c);
   it::Client mine = it::make_client(), other = it::make_client();
   it::Lock la = it::make_lock(mine.get(), a), lb = it::make_lock(mine.get(), b),
@@ -241,7 +242,8 @@ TEST_F(RedLockTest, SlowServerIsBoundedByThePerServerTimeout) {
     auto start = Clock::now();
     int64_t validity = -1;
     int rc = group_acquire(g.get(), 0, 10000, 0, &validity);
-    took_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+    took_ms.push_back(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
     EXPECT_EQ(rc, RLOCK_OK) << it::last_error();
     EXPECT_GT(validity, 0);
     EXPECT_LE(validity, 10000 - 102);

@@ -129,7 +129,9 @@ TEST(Fenced, PausedHolderStaleWriteIsRejected) {
   const std::string value = "new holder";
   int accepted = -1;
   ASSERT_EQ(rlock_fenced_write(c.get(), resource.data(), resource.size(), value.data(),
-                               value.size(), t2, &accepted), RLOCK_OK) << it::last_error();
+                               value.size(), t2, &accepted),
+            RLOCK_OK)
+      << it::last_error();
   EXPECT_EQ(accepted, 1);
   const auto fields_before = redis.hgetall(name);
   const long long pttl_before = redis.pttl(name);
@@ -170,7 +172,9 @@ TEST(Fenced, FencedWriteAcceptsEqualAndNewerTokensOnly) {
   auto write = [&](int64_t token, const std::string& value) {
     int accepted = -1;
     EXPECT_EQ(rlock_fenced_write(c.get(), resource.data(), resource.size(), value.data(),
-                                 value.size(), token, &accepted), RLOCK_OK) << it::last_error();
+                                 value.size(), token, &accepted),
+              RLOCK_OK)
+        << it::last_error();
     return accepted;
   };
   EXPECT_EQ(write(5, "five"), 1);
@@ -202,9 +206,7 @@ TEST(Spin, WaitsWithoutSubscribingAndGetsTheLockAfterRelease) {
   ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK);
   Clock::time_point released;
   int rc = -100;
-  std::thread waiter([&] {
-    rc = it::acquire(lock.get(), 10000, 0, 4242);
-  });
+  std::thread waiter([&] { rc = it::acquire(lock.get(), 10000, 0, 4242); });
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_EQ(redis.numsub(lock_channel(name)), 0) << "a spin lock must not use pub/sub";
   released = Clock::now();

@@ -34,10 +34,10 @@ void check_mutual_exclusion(int kind, int kProcesses, int kThreads, int kIterati
   const int64_t start = mono_ms();
   std::vector<std::unique_ptr<Process>> workers;
   for (int p = 0; p < kProcesses; ++p) {
-    workers.push_back(std::make_unique<Process>(std::vector<std::string>{
-        RLOCK_IT_WORKER, "mutex", it::server_url(), name, counter,
-        dir + "/stamps." + std::to_string(p), std::to_string(kThreads),
-        std::to_string(kIterations), std::to_string(kind)}));
+    workers.push_back(std::make_unique<Process>(
+        std::vector<std::string>{RLOCK_IT_WORKER, "mutex", it::server_url(), name, counter,
+                                 dir + "/stamps." + std::to_string(p), std::to_string(kThreads),
+                                 std::to_string(kIterations), std::to_string(kind)}));
   }
   for (int p = 0; p < kProcesses; ++p) {
     int status = 0;

@@ -1,7 +1,6 @@
 // Who holds a lock and how many times: reentrancy, releases by non-owners, handles sharing
 // holds, binary names, force unlock and client shutdown.
 #include <gtest/gtest.h>
-
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -88,7 +87,8 @@ TEST(Reentrancy, DepthOneHundredIsCountedExactly) {
   it::Lock lock = it::make_lock(client.get(), name);
   const std::string owner = it::owner_of(client.get(), rlock_current_thread_id());
 
-  for (int i = 0; i < 100; ++i) ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+  for (int i = 0; i < 100; ++i)
+    ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
   EXPECT_EQ(it::query(lock.get()).hold_count, 100);
   EXPECT_EQ(redis.hgetall(name), (std::map<std::string, std::string>{{owner, "100"}}));
 
@@ -247,7 +247,10 @@ TEST(SharedHandles, ThreadIdAfterForkIsTheChildsOwn) {
 }
 
 TEST(Names, NulBytesRoundTripIntoHashAndChannel) {
-  const std::string name = unique_name("bin") + std::string("\0mid\xff\x01" "end", 9);
+  const std::string name = unique_name("bin") + std::string(
+                                                    "\0mid\xff\x01"
+                                                    "end",
+                                                    9);
   const std::string prefix = name.substr(0, name.find('\0'));
   ASSERT_LT(prefix.size(), name.size());
   LockKeys cleanup(name);
@@ -307,8 +310,8 @@ TEST(Names, UnlockIsPublishedOnTheHashTaggedChannel) {
   for (const std::string& name : {unique_name("plain"), "{" + unique_name("tagged") + "}:x"}) {
     SCOPED_TRACE(name);
     LockKeys cleanup(name);
-    const std::string expected = name[0] == '{' ? "redisson_lock__channel:" + name
-                                                : "redisson_lock__channel:{" + name + "}";
+    const std::string expected =
+        name[0] == '{' ? "redisson_lock__channel:" + name : "redisson_lock__channel:{" + name + "}";
     RedisConn listener(test_redis_url());
     listener.subscribe(expected);
     it::Lock lock = it::make_lock(client.get(), name);

@@ -1,7 +1,7 @@
 // What a library client leaves for processes it spawns: nothing. hiredis opens sockets without
 // close-on-exec; a child (a command run under `rlock exec`, a daemon) must not inherit them.
-#include <fcntl.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,7 +25,8 @@ std::vector<std::string> inheritable_sockets() {
     ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
     if (n <= 0 || std::string(target, static_cast<size_t>(n)).rfind("socket:", 0) != 0) continue;
     int flags = ::fcntl(fd, F_GETFD);
-    if (flags >= 0 && !(flags & FD_CLOEXEC)) found.push_back(std::string(e->d_name) + " -> " + target);
+    if (flags >= 0 && !(flags & FD_CLOEXEC))
+      found.push_back(std::string(e->d_name) + " -> " + target);
   }
   ::closedir(dir);
   return found;
@@ -42,8 +43,8 @@ TEST(SpawnedChildren, RedisSocketsAreCloseOnExec) {
   opts.wait_ms = 300;
   EXPECT_EQ(rlock_acquire_ex(holder_lock.get(), &opts), RLOCK_ETIMEDOUT);
   std::vector<std::string> after = inheritable_sockets();
-  EXPECT_EQ(after.size(), before.size()) << "sockets a child would inherit: "
-                                         << (after.empty() ? "" : after.back());
+  EXPECT_EQ(after.size(), before.size())
+      << "sockets a child would inherit: " << (after.empty() ? "" : after.back());
   EXPECT_EQ(rlock_release(holder_lock.get()), RLOCK_OK) << it::last_error();
 }
 

@@ -70,7 +70,8 @@ TEST(ReadWrite, ReadersShareAndExcludeWriters) {
   ASSERT_EQ(rlock_query(hb.write.get(), RLOCK_THREAD_CURRENT, &st), RLOCK_OK);
   EXPECT_EQ(st.mode, RLOCK_MODE_WRITE);
   ASSERT_NE(st.owner, nullptr);
-  EXPECT_EQ(std::string(st.owner, st.owner_len), it::owner_of(b.get(), rlock_current_thread_id()) + ":write");
+  EXPECT_EQ(std::string(st.owner, st.owner_len),
+            it::owner_of(b.get(), rlock_current_thread_id()) + ":write");
   EXPECT_EQ(rlock_release(hb.write.get()), RLOCK_OK);
   EXPECT_FALSE(redis.exists(name));
 }

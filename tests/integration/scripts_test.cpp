@@ -1,6 +1,8 @@
 // The Lua scripts' own guarantees, run through the core against the fixture server: a retried
 // release is applied once (the unlock latch), an ambiguous acquire is undone only if it
 // happened, and one renew call answers for many locks.
+#include "rlock/core/scripts.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,7 +10,6 @@
 #include "rlock/core/client.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/names.hpp"
-#include "rlock/core/scripts.hpp"
 #include "test_redis.hpp"
 
 namespace core = rlock::core;
@@ -40,20 +41,20 @@ TEST(Scripts, RetriedReleaseWithTheSameLatchIsAppliedOnce) {
     ASSERT_EQ(r.elements.at(0).integer, 1);
   }
   const std::string latch = core::unlock_latch(name, "request-1");
-  core::Reply first = run(*client, core::scripts::release, {name, channel, latch},
-                          {"30000", owner, "1", "5000"});
+  core::Reply first =
+      run(*client, core::scripts::release, {name, channel, latch}, {"30000", owner, "1", "5000"});
   ASSERT_EQ(first.type, core::Reply::Type::Integer) << first.str;
   EXPECT_EQ(first.integer, 1);
   // The retry of the same request (same latch) answers as the first did and changes nothing.
-  core::Reply retry = run(*client, core::scripts::release, {name, channel, latch},
-                          {"30000", owner, "1", "5000"});
+  core::Reply retry =
+      run(*client, core::scripts::release, {name, channel, latch}, {"30000", owner, "1", "5000"});
   EXPECT_EQ(retry.integer, 1);
   EXPECT_EQ(redis.hgetall(name).at(owner), "1");
   EXPECT_GT(redis.pttl(latch), 0) << "the latch must expire by itself";
   // A new request releases the last hold.
-  core::Reply last = run(*client, core::scripts::release,
-                         {name, channel, core::unlock_latch(name, "request-2")},
-                         {"30000", owner, "1", "5000"});
+  core::Reply last =
+      run(*client, core::scripts::release, {name, channel, core::unlock_latch(name, "request-2")},
+          {"30000", owner, "1", "5000"});
   EXPECT_EQ(last.integer, 0);
   EXPECT_FALSE(redis.exists(name));
   redis.del(latch);
@@ -67,14 +68,19 @@ TEST(Scripts, UndoAcquireTakesBackOnlyAnAppliedAcquire) {
   LockKeys cleanup(name);
   const std::string owner = client->owner(9);
   const std::string channel = core::lock_channel(name);
-  ASSERT_EQ(run(*client, core::scripts::acquire, {name}, {"30000", owner}).elements.at(0).integer, 1);
+  ASSERT_EQ(run(*client, core::scripts::acquire, {name}, {"30000", owner}).elements.at(0).integer,
+            1);
   // An acquire that "would have made" count 2 never happened: nothing to undo.
-  EXPECT_EQ(run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "2", "30000"}).integer, 0);
+  EXPECT_EQ(
+      run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "2", "30000"}).integer, 0);
   EXPECT_EQ(redis.hgetall(name).at(owner), "1");
-  ASSERT_EQ(run(*client, core::scripts::acquire, {name}, {"30000", owner}).elements.at(0).integer, 1);
-  EXPECT_EQ(run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "2", "30000"}).integer, 1);
+  ASSERT_EQ(run(*client, core::scripts::acquire, {name}, {"30000", owner}).elements.at(0).integer,
+            1);
+  EXPECT_EQ(
+      run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "2", "30000"}).integer, 1);
   EXPECT_EQ(redis.hgetall(name).at(owner), "1");
-  EXPECT_EQ(run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "1", "30000"}).integer, 1);
+  EXPECT_EQ(
+      run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "1", "30000"}).integer, 1);
   EXPECT_FALSE(redis.exists(name));
 }
 
@@ -86,10 +92,11 @@ TEST(Scripts, OneRenewCallAnswersForEveryLock) {
   const std::string wrong_type = rlock_test::unique_name("renew-string");
   LockKeys c1(held), c2(gone), c3(wrong_type);
   const std::string owner = client->owner(11);
-  ASSERT_EQ(run(*client, core::scripts::acquire, {held}, {"1000", owner}).elements.at(0).integer, 1);
+  ASSERT_EQ(run(*client, core::scripts::acquire, {held}, {"1000", owner}).elements.at(0).integer,
+            1);
   redis.ok({"SET", wrong_type, "not a lock"});
-  core::Reply r = run(*client, core::scripts::renew, {held, gone, wrong_type},
-                      {"60000", owner, owner, owner});
+  core::Reply r =
+      run(*client, core::scripts::renew, {held, gone, wrong_type}, {"60000", owner, owner, owner});
   ASSERT_EQ(r.type, core::Reply::Type::Array) << r.str;
   ASSERT_EQ(r.elements.size(), 3u);
   EXPECT_EQ(r.elements[0].integer, 1);

@@ -1,6 +1,8 @@
 // The pipelined transport against real redis-servers: many threads share few connections, so
 // the one thing that must never happen is a reply reaching the wrong caller. Also: a connection
 // that dies or stalls fails only the commands on it, and the next command gets a new one.
+#include "rlock/core/transport.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -12,7 +14,6 @@
 
 #include "rlock/core/config.hpp"
 #include "rlock/core/error.hpp"
-#include "rlock/core/transport.hpp"
 #include "test_redis.hpp"
 
 namespace core = rlock::core;
@@ -63,13 +64,13 @@ TEST(Transport, EveryReplyReachesItsOwnCaller) {
       for (int i = 0; i < kCalls; ++i) {
         // Replies of different shapes and sizes, so a misdelivery cannot pass by chance.
         std::string mine = std::to_string(t) + ":" + std::to_string(i) + std::string(i % 97, 'x');
-        core::Reply r = i % 3 == 0 ? transport->run({"ECHO", mine})
-                                   : transport->run({"EVAL", "return {ARGV[1], #ARGV[1]}", "0", mine});
-        bool ok = i % 3 == 0
-                      ? r.type == core::Reply::Type::String && r.str == mine
-                      : r.type == core::Reply::Type::Array && r.elements.size() == 2 &&
-                            r.elements[0].str == mine &&
-                            r.elements[1].integer == static_cast<int64_t>(mine.size());
+        core::Reply r = i % 3 == 0
+                            ? transport->run({"ECHO", mine})
+                            : transport->run({"EVAL", "return {ARGV[1], #ARGV[1]}", "0", mine});
+        bool ok = i % 3 == 0 ? r.type == core::Reply::Type::String && r.str == mine
+                             : r.type == core::Reply::Type::Array && r.elements.size() == 2 &&
+                                   r.elements[0].str == mine &&
+                                   r.elements[1].integer == static_cast<int64_t>(mine.size());
         ++calls;
         if (!ok && wrong.fetch_add(1) == 0) {
           std::lock_guard<std::mutex> g(first_wrong_mutex);
@@ -98,9 +99,15 @@ TEST(Transport, KilledConnectionFailsOnlyItsCommandsAndIsReplaced) {
         std::string mine = std::to_string(t) + ":" + std::to_string(i);
         try {
           core::Reply r = transport->run({"ECHO", mine});
-          if (r.str == mine) ++good; else ++wrong;
+          if (r.str == mine)
+            ++good;
+          else
+            ++wrong;
         } catch (const core::Error& e) {
-          if (e.code() == core::kConn) ++conn_errors; else ++other_errors;
+          if (e.code() == core::kConn)
+            ++conn_errors;
+          else
+            ++other_errors;
         }
       }
     });
@@ -134,8 +141,8 @@ TEST(Transport, StalledServerFailsTheCommandAfterItsTimeoutAndTheNextOneWorks) {
       core::Reply r = transport->run({"DEBUG", "SLEEP", "1"});
       ADD_FAILURE() << "DEBUG SLEEP returned: " << r.str;
     } catch (const core::Error& e) {
-      if (e.code() == core::kConn && std::string(e.what()).find("no reply within 300 ms") !=
-                                         std::string::npos)
+      if (e.code() == core::kConn &&
+          std::string(e.what()).find("no reply within 300 ms") != std::string::npos)
         ++stalled_errors;
     }
   });

@@ -18,8 +18,9 @@ void expect_lock_round_trip(rlock_client* client, const std::string& name) {
   ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
   ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
   EXPECT_EQ(it::query(lock.get()).hold_count, 2);
-  EXPECT_EQ(redis.hgetall(name), (std::map<std::string, std::string>{
-                                     {it::owner_of(client, rlock_current_thread_id()), "2"}}));
+  EXPECT_EQ(
+      redis.hgetall(name),
+      (std::map<std::string, std::string>{{it::owner_of(client, rlock_current_thread_id()), "2"}}));
   EXPECT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
   EXPECT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(redis.exists(name));

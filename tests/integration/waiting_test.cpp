@@ -213,7 +213,8 @@ TEST(WakeUp, ReleaseWakesWaiterWellBeforePollCap) {
     ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK) << it::last_error();
     ASSERT_TRUE(bg.wait(30000));
     EXPECT_EQ(bg.rc(), RLOCK_OK);
-    EXPECT_LT(bg.returned_at_ms() - released_at, 200) << "the unlock message did not wake the waiter";
+    EXPECT_LT(bg.returned_at_ms() - released_at, 200)
+        << "the unlock message did not wake the waiter";
     ASSERT_EQ(rlock_release_ex(waiter.get(), tid), RLOCK_OK) << it::last_error();
   }
   EXPECT_FALSE(redis.exists(name));
@@ -320,7 +321,9 @@ TEST(WakeUp, SubscriptionLingersBrieflyAfterTheLastWaiter) {
   sleep_ms(200);
   std::string stats = admin.ok({"INFO", "commandstats"}).str;
   EXPECT_EQ(calls(stats, "subscribe"), 0) << stats;
-  EXPECT_EQ(calls(stats, "evalsha") + calls(stats, "eval"), 2) << "the holder's acquire and one attempt\n" << stats;
+  EXPECT_EQ(calls(stats, "evalsha") + calls(stats, "eval"), 2)
+      << "the holder's acquire and one attempt\n"
+      << stats;
   EXPECT_FALSE(again.wait(0));
   const int64_t released_at = mono_ms();
   ASSERT_EQ(rlock_release(holder), RLOCK_OK) << it::last_error();

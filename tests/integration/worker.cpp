@@ -12,8 +12,8 @@
 //   rlock_it_worker fenced URL NAME RESOURCE WATCHDOG_LEASE_MS
 //     Acquires NAME as a fenced lock with the watchdog, prints "acquired TOKEN", waits for
 //     SIGUSR1, then writes its pid to RESOURCE with rlock_fenced_write, prints
-//     "write accepted" or "write refused", releases, prints "release RC", and exits 0. The lost-lock
-//     callback prints "lost REASON" whenever it runs.
+//     "write accepted" or "write refused", releases, prints "release RC", and exits 0. The
+//     lost-lock callback prints "lost REASON" whenever it runs.
 //
 //   rlock_it_worker rw URL NAME STAMPS_FILE THREADS ITERATIONS
 //     THREADS owners share one client, a read handle and a write handle on NAME. Each does
@@ -36,8 +36,8 @@
 //     and sleeps until killed.
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <rlock/rlock.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>

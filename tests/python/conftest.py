@@ -15,7 +15,6 @@ from typing import Iterator, Optional
 
 import pytest
 import redis
-
 import rlock
 
 
@@ -38,10 +37,28 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--unixsocket", str(self.socket), "--unixsocketperm", "700", "--save", "",
-             "--appendonly", "no", "--dir", str(self.dir), "--maxclients", "4000"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--unixsocket",
+                str(self.socket),
+                "--unixsocketperm",
+                "700",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+                "--maxclients",
+                "4000",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             conn = redis.Redis(port=self.port, socket_timeout=0.5)

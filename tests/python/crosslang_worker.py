@@ -20,8 +20,12 @@ def main(argv: list) -> int:
     url, directory, iterations, names = argv[1], argv[2], int(argv[3]), argv[4:]
     kind = os.environ.get("RLOCK_WORKER_KIND") or "reentrant"
     with rlock.Client(url) as client:
-        makers = {"reentrant": client.lock, "fenced": client.fenced_lock, "fair": client.fair_lock,
-                  "write": lambda n: client.read_write_lock(n).write_lock()}
+        makers = {
+            "reentrant": client.lock,
+            "fenced": client.fenced_lock,
+            "fair": client.fair_lock,
+            "write": lambda n: client.read_write_lock(n).write_lock(),
+        }
         locks = [makers[kind](n) for n in names]
         for i in range(iterations):
             name, lock = names[i % len(names)], locks[i % len(locks)]

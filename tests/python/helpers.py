@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 import rlock
 
 _REPO = Path(__file__).resolve().parents[2]

@@ -6,7 +6,6 @@ import asyncio
 import time
 
 import pytest
-
 import rlock
 import rlock.asyncio
 from helpers import Holder
@@ -88,6 +87,7 @@ def test_waiting_does_not_block_the_loop(aclient, make_client, name):
     async def main():
         stop = asyncio.Event()
         tick = asyncio.create_task(ticker(stop))
+
         async def wait_and_release():
             got = await lock.acquire(timeout=5)
             if got:
@@ -160,6 +160,7 @@ def test_cancel_at_the_moment_of_grant_releases(aclient, make_client, name, r):
 
     async def round_(delay):
         holder = await asyncio.get_running_loop().run_in_executor(None, Holder, holder_lock)
+
         async def wait():
             await lock.acquire()
             return True  # the cancel came too late: this task holds it; released below
@@ -242,7 +243,8 @@ def test_async_lock_and_thread_share_the_lock(aclient, client, name):
     async def main():
         assert await alock.acquire()
         ok = await asyncio.get_running_loop().run_in_executor(
-            None, lambda: sync_lock.acquire(blocking=False))
+            None, lambda: sync_lock.acquire(blocking=False)
+        )
         assert ok is False
         await alock.release()
 

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Dict, List
 
 import pytest
-
 from helpers import rlock_cli
 
 _HERE = Path(__file__).resolve().parent
@@ -80,9 +79,18 @@ def test_four_languages_share_locks_without_losing_an_update(client, redis_url, 
         for language, command in commands.items():
             for _ in range(_PER_LANGUAGE):
                 argv = command + [redis_url, str(tmp_path), str(_ITERATIONS[language])] + names
-                procs.append((language, subprocess.Popen(  # a group each, for the cleanup
-                    argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                    start_new_session=True)))
+                procs.append(
+                    (
+                        language,
+                        subprocess.Popen(  # a group each, for the cleanup
+                            argv,
+                            stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE,
+                            text=True,
+                            start_new_session=True,
+                        ),
+                    )
+                )
 
         # Every worker starts with names[0]; a waiter subscribes to the lock's channel.
         channel = f"redisson_lock__channel:{{{names[0]}}}"
@@ -130,5 +138,7 @@ def test_four_languages_share_locks_without_losing_an_update(client, redis_url, 
     assert r.exists(*names) == 0  # every worker released
     clients = {field.rsplit(b":", 1)[0] for field in owners}
     assert len(clients) >= 4 and len(owners) >= 20, owners  # turns alternated
-    print(f"{total} critical sections by {len(procs)} processes in {elapsed:.1f} s; "
-          f"{len(clients)} clients seen holding, {len(owners)} hand-overs sampled")
+    print(
+        f"{total} critical sections by {len(procs)} processes in {elapsed:.1f} s; "
+        f"{len(clients)} clients seen holding, {len(owners)} hand-overs sampled"
+    )

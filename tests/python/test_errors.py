@@ -8,9 +8,7 @@ import threading
 import time
 
 import pytest
-
 import rlock
-
 from helpers import wait_until
 
 
@@ -22,9 +20,17 @@ def test_exception_hierarchy():
     assert issubclass(rlock.LockTimeoutError, TimeoutError)
     assert issubclass(rlock.NotHeldError, RuntimeError)
     assert issubclass(rlock.InvalidArgumentError, ValueError)
-    for cls in (rlock.NotHeldError, rlock.LockLostError, rlock.AcquireCancelledError,
-                rlock.DeadlockError, rlock.NoPermissionError, rlock.RedisError,
-                rlock.ClientClosedError, rlock.LockTimeoutError, rlock.NotSyncedError):
+    for cls in (
+        rlock.NotHeldError,
+        rlock.LockLostError,
+        rlock.AcquireCancelledError,
+        rlock.DeadlockError,
+        rlock.NoPermissionError,
+        rlock.RedisError,
+        rlock.ClientClosedError,
+        rlock.LockTimeoutError,
+        rlock.NotSyncedError,
+    ):
         assert issubclass(cls, rlock.LockError)
     assert not issubclass(rlock.LockLostError, rlock.NotHeldError)
 
@@ -46,11 +52,14 @@ def test_url_defaults_to_environment(monkeypatch, redis_url):
         rlock.Client(connect_timeout=0.5)
 
 
-@pytest.mark.parametrize("url, words", [
-    ("http://localhost", "scheme"),
-    ("redis://127.0.0.1:99999", "port"),
-    ("", "url"),
-])
+@pytest.mark.parametrize(
+    "url, words",
+    [
+        ("http://localhost", "scheme"),
+        ("redis://127.0.0.1:99999", "port"),
+        ("", "url"),
+    ],
+)
 def test_h11_bad_urls(url, words):
     with pytest.raises(rlock.InvalidArgumentError) as info:
         rlock.Client(url)
@@ -72,22 +81,31 @@ def test_h12_wrong_password_is_auth_error_and_not_echoed(private_redis, make_red
 
 def test_h12_acl_user_without_scripting(private_redis, make_redis):
     r = make_redis(private_redis.url)
-    r.acl_setuser("noscript", enabled=True, passwords=["+pw"], keys=["*"], channels=["*"],
-                  commands=["+@all", "-eval", "-evalsha"])
+    r.acl_setuser(
+        "noscript",
+        enabled=True,
+        passwords=["+pw"],
+        keys=["*"],
+        channels=["*"],
+        commands=["+@all", "-eval", "-evalsha"],
+    )
     with pytest.raises(rlock.NoPermissionError) as info:
         rlock.Client(f"redis://noscript:pw@127.0.0.1:{private_redis.port}")
     assert isinstance(info.value, PermissionError)
 
 
-@pytest.mark.parametrize("kwargs, exc", [
-    ({"connect_timeout": 0}, rlock.InvalidArgumentError),
-    ({"command_timeout": -1}, rlock.InvalidArgumentError),
-    ({"watchdog_lease": math.nan}, rlock.InvalidArgumentError),
-    ({"watchdog_lease": "30"}, TypeError),
-    ({"pool_size": 0}, rlock.InvalidArgumentError),
-    ({"pool_size": 2.5}, TypeError),
-    ({"max_name_len": 0}, rlock.InvalidArgumentError),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc",
+    [
+        ({"connect_timeout": 0}, rlock.InvalidArgumentError),
+        ({"command_timeout": -1}, rlock.InvalidArgumentError),
+        ({"watchdog_lease": math.nan}, rlock.InvalidArgumentError),
+        ({"watchdog_lease": "30"}, TypeError),
+        ({"pool_size": 0}, rlock.InvalidArgumentError),
+        ({"pool_size": 2.5}, TypeError),
+        ({"max_name_len": 0}, rlock.InvalidArgumentError),
+    ],
+)
 def test_h11_bad_client_options(redis_url, kwargs, exc):
     with pytest.raises(exc):
         rlock.Client(redis_url, **kwargs)
@@ -189,6 +207,7 @@ def test_h10_closed_client_lock_and_group(redis_url, name, r):
     assert r.exists(name) == 0
     # A freed C handle (RLOCK_EBADHANDLE, which the binding never passes) is a closed one too.
     from rlock import _errors
+
     assert _errors._BY_CODE[-22] is rlock.ClientClosedError
 
 
@@ -227,8 +246,11 @@ def test_h4_names_with_braces(client, make_client, r):
         t = threading.Thread(target=wait)
         t.start()
         # Redisson's channel rule: the name is wrapped in a hash tag unless it has a brace.
-        channel = f"redisson_lock__channel:{name}" if "{" in name else \
-            f"redisson_lock__channel:{{{name}}}"
+        channel = (
+            f"redisson_lock__channel:{name}"
+            if "{" in name
+            else f"redisson_lock__channel:{{{name}}}"
+        )
         assert wait_until(lambda: r.pubsub_numsub(channel)[0][1] == 1, timeout=5)
         lock.release()
         t.join(10)
@@ -324,6 +346,7 @@ def test_h19_close_wakes_waiter_with_client_closed(redis_url, make_client, name)
     t = threading.Thread(target=wait)
     t.start()
     import time
+
     time.sleep(0.2)
     c.close()
     t.join(timeout=5)
@@ -367,8 +390,9 @@ def test_h17_extend_after_expiry_raises_lost(client, make_client, name, r):
     other.release()
 
 
-def test_h23_oom_and_readonly_are_typed_and_never_acquired(private_redis, start_redis, make_redis,
-                                                           name):
+def test_h23_oom_and_readonly_are_typed_and_never_acquired(
+    private_redis, start_redis, make_redis, name
+):
     admin = make_redis(private_redis.url)
     with rlock.Client(private_redis.url) as c:
         lock = c.lock(name)

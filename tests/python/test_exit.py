@@ -38,9 +38,15 @@ def test_exit_with_daemon_threads_waiting(redis_url, name, r):
     pthread_exit inside a noexcept destructor). Several runs, three at a time."""
     failures = []
     for batch in range(6):
-        procs = [subprocess.Popen([sys.executable, "-c", CHILD, redis_url, f"{name}:{batch}:{i}"],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                 for i in range(3)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", CHILD, redis_url, f"{name}:{batch}:{i}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(3)
+        ]
         for proc in procs:
             out, err = proc.communicate(timeout=30)
             if proc.returncode != 0 or "exiting" not in out or err.strip():
@@ -78,7 +84,11 @@ def test_exit_ends_a_daemon_thread_inside_a_native_call(redis_url, name):
     ends the thread with pthread_exit, unwinding through rlock's C++ frames. That unwind runs
     in the process's libgcc_s; with a second, static unwinder linked into the extension it
     aborted every time (the flake of the test above, made certain)."""
-    proc = subprocess.run([sys.executable, "-c", UNWIND_CHILD, redis_url, name],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-c", UNWIND_CHILD, redis_url, name],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.stdout.split() == ["exiting", "finalizing"], (proc.stdout, proc.stderr)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-500:])

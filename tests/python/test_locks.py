@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-
 import rlock
 from helpers import owner_field, wait_until
 
@@ -268,9 +267,11 @@ def test_fair_lock_serves_in_arrival_order(client, name):
     order = []
     threads = []
     for i in range(4):
+
         def wait(i=i):
             with lock:
                 order.append(i)
+
         t = threading.Thread(target=wait)
         t.start()
         threads.append(t)
@@ -322,8 +323,9 @@ def test_multi_lock_all_or_nothing(client, make_client, name, r):
 def test_redlock_needs_a_majority(start_redis, make_client, make_redis, name):
     servers = [start_redis() for _ in range(3)]
     views = [make_redis(s.url) for s in servers]
-    group = rlock.RedLock([make_client(s.url, connect_timeout=0.5, command_timeout=0.5).lock(name)
-                           for s in servers])
+    group = rlock.RedLock(
+        [make_client(s.url, connect_timeout=0.5, command_timeout=0.5).lock(name) for s in servers]
+    )
     servers[2].stop()
     assert group.acquire(timeout=2, lease=5.0) is True  # 2 of 3
     assert group.held() and 0 < group.validity <= 5.0

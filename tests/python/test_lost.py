@@ -7,7 +7,6 @@ import sys
 import threading
 
 import pytest
-
 import rlock
 from helpers import wait_until
 

@@ -20,7 +20,6 @@ from typing import Dict, List, Optional, Tuple, Union
 
 import pytest
 import redis
-
 import rlock
 from helpers import owner_field, rlock_cli, wait_until
 
@@ -29,8 +28,9 @@ _OWNER_RE = re.compile(rb"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 # On Python 3.12+ fork() in a process with threads (the rlock clients of other tests) warns.
 # The warning is about the child using locks held by those threads; the children below make
 # their own clients, which is what the warning asks for.
-_fork_ok = pytest.mark.filterwarnings("ignore:.*use of fork\\(\\) may lead to deadlocks"
-                                      ":DeprecationWarning")
+_fork_ok = pytest.mark.filterwarnings(
+    "ignore:.*use of fork\\(\\) may lead to deadlocks:DeprecationWarning"
+)
 
 
 # ---- a read-modify-write under the lock, shared by threads and multiprocessing children ------
@@ -94,15 +94,23 @@ exec(compile(_WORKER_SRC, "<rlock test worker>", "exec"), _worker_ns)
 rmw_loop = _worker_ns["rmw_loop"]
 
 
-def _start_workers(method: str, url: str, name: str, nproc: int, iters: int,
-                   tag: Optional[str] = None, pause: float = 0.0):
+def _start_workers(
+    method: str,
+    url: str,
+    name: str,
+    nproc: int,
+    iters: int,
+    tag: Optional[str] = None,
+    pause: float = 0.0,
+):
     ctx = multiprocessing.get_context(method)
     q = ctx.Queue()
     procs = []
     for _ in range(nproc):
         code = _WORKER_SRC + "\nprocess_main(*args)\n"
-        p = ctx.Process(target=exec, args=(code, {"args": (url, name, iters, tag, pause, q)}),
-                        daemon=True)
+        p = ctx.Process(
+            target=exec, args=(code, {"args": (url, name, iters, tag, pause, q)}), daemon=True
+        )
         p.start()
         procs.append(p)
     return procs, q
@@ -141,14 +149,20 @@ class Child:
     test can wait for a line with a timeout."""
 
     def __init__(self, code: str, *args: str) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", code, *args],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: "queue.Queue[Optional[str]]" = queue.Queue()
         self.seen: List[str] = []
         self.err: List[str] = []
-        self._threads = [threading.Thread(target=self._read_out, daemon=True),
-                         threading.Thread(target=self._read_err, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._read_out, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
         for t in self._threads:
             t.start()
 
@@ -170,12 +184,16 @@ class Child:
             try:
                 line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
-                pytest.fail(f"no {word!r} line from the child within {timeout} s; "
-                            f"stdout {self.seen}, stderr {''.join(self.err)[-2000:]}")
+                pytest.fail(
+                    f"no {word!r} line from the child within {timeout} s; "
+                    f"stdout {self.seen}, stderr {''.join(self.err)[-2000:]}"
+                )
             if line is None:
                 self.lines.put(None)
-                pytest.fail(f"the child ended without a {word!r} line (exit {self.proc.poll()}); "
-                            f"stdout {self.seen}, stderr {''.join(self.err)[-2000:]}")
+                pytest.fail(
+                    f"the child ended without a {word!r} line (exit {self.proc.poll()}); "
+                    f"stdout {self.seen}, stderr {''.join(self.err)[-2000:]}"
+                )
             self.seen.append(line)
             words = line.split()
             if words and words[0] in wanted:
@@ -242,8 +260,9 @@ def _wait_for_renewal(r: redis.Redis, key: str, timeout: float = 2.0) -> int:
     pytest.fail(f"no watchdog renewal of {key} seen within {timeout} s")
 
 
-def _pttl_trace_until_gone(r: redis.Redis, key: str, limit: float,
-                           interval: float = 0.02) -> Tuple[List[int], Optional[float]]:
+def _pttl_trace_until_gone(
+    r: redis.Redis, key: str, limit: float, interval: float = 0.02
+) -> Tuple[List[int], Optional[float]]:
     """PTTL samples from now until the key is gone (or `limit` seconds passed); returns them and
     how long after the start the key was first seen gone (None if it was not)."""
     start = time.monotonic()
@@ -287,7 +306,7 @@ def test_processes_exclude_each_other(method, nproc, iters, redis_url, name, r):
 
 # ---- 2. clients and fork() ------------------------------------------------------------------
 
-_FORKED_USE = textwrap.dedent('''
+_FORKED_USE = textwrap.dedent("""
     import rlock
     results = []
 
@@ -307,7 +326,7 @@ _FORKED_USE = textwrap.dedent('''
     attempt("lock.held", lambda: lock.held())
     client.close()  # the parent's client: a no-op in the child
     q.put(results)
-''')
+""")
 
 
 @_fork_ok
@@ -316,8 +335,11 @@ def test_parent_client_is_refused_in_a_forked_child(client, name, r):
     lock = client.lock(name)  # made in the parent, before the fork
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=exec, args=(_FORKED_USE, {"client": client, "lock": lock,
-                                                     "name": name, "q": q}), daemon=True)
+    p = ctx.Process(
+        target=exec,
+        args=(_FORKED_USE, {"client": client, "lock": lock, "name": name, "q": q}),
+        daemon=True,
+    )
     p.start()
     try:
         results = q.get(timeout=15)
@@ -343,14 +365,14 @@ def test_parent_client_is_refused_in_a_forked_child(client, name, r):
     assert r.exists(name) == 0
 
 
-_FORKED_OWNER = textwrap.dedent('''
+_FORKED_OWNER = textwrap.dedent("""
     import threading, redis, rlock
     with rlock.Client(url) as c:
         lock = c.lock(name)
         lock.acquire()
         q.put((c.id, threading.get_native_id(), redis.Redis.from_url(url).hkeys(name)))
         lock.release()
-''')
+""")
 
 
 @_fork_ok
@@ -363,8 +385,9 @@ def test_owner_thread_id_after_fork(client, redis_url, name):
     lock.release()
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=exec, args=(_FORKED_OWNER, {"url": redis_url, "name": name,
-                                                      "q": q}), daemon=True)
+    p = ctx.Process(
+        target=exec, args=(_FORKED_OWNER, {"url": redis_url, "name": name, "q": q}), daemon=True
+    )
     p.start()
     try:
         child_id, child_tid, fields = q.get(timeout=15)
@@ -382,7 +405,7 @@ def test_owner_thread_id_after_fork(client, redis_url, name):
     assert fields == [f"{child_id}:{child_tid}".encode()]
 
 
-_FORK_THEN_EXIT = textwrap.dedent('''
+_FORK_THEN_EXIT = textwrap.dedent("""
     import os, sys, threading, warnings
     import rlock
     warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads running
@@ -405,7 +428,7 @@ _FORK_THEN_EXIT = textwrap.dedent('''
     print("parent held", lock.held(), flush=True)
     lock.release()
     print("parent released", flush=True)
-''')
+""")
 
 
 @pytest.mark.timeout(30)
@@ -435,15 +458,15 @@ def test_forked_child_exit_leaves_the_parents_lock_alone(redis_url, name, r, chi
 
 
 # $1 cli, $2 url, $3 name, $4 iterations, $5 the critical section (run by sh with url, name).
-_CLI_LOOP = r'''
+_CLI_LOOP = r"""
 cli=$1 url=$2 name=$3 iters=$4 body=$5
 for i in $(seq "$iters"); do
   "$cli" exec --url "$url" "$name" -- sh -c "$body" sh "$url" "$name" || exit $?
 done
-'''
+"""
 
 # The same read-modify-write as rmw_loop, with redis-cli, while `rlock exec` holds the lock.
-_CLI_BODY = r'''
+_CLI_BODY = r"""
 set -e
 url=$1 name=$2
 rc() { redis-cli -u "$url" "$@"; }
@@ -453,7 +476,7 @@ v=$(rc GET "$name:counter")
 rc SET "$name:counter" $((v + 1)) >/dev/null
 rc RPUSH "$name:order" cli >/dev/null
 rc DECR "$name:inside" >/dev/null
-'''
+"""
 
 
 @_fork_ok
@@ -466,10 +489,15 @@ def test_python_and_cli_exclude_each_other(client, redis_url, name, r):
     cli_loops, cli_iters = 3, 8
     py_threads, py_iters = 2, 15
     r.set(f"{name}:counter", 0)
-    clis = [subprocess.Popen(["bash", "-c", _CLI_LOOP, "cli-loop", cli, redis_url, name,
-                              str(cli_iters), _CLI_BODY],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(cli_loops)]
+    clis = [
+        subprocess.Popen(
+            ["bash", "-c", _CLI_LOOP, "cli-loop", cli, redis_url, name, str(cli_iters), _CLI_BODY],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(cli_loops)
+    ]
     try:
         procs, q = _start_workers("fork", redis_url, name, 1, py_iters, tag="py", pause=0.005)
         thread_results: List[object] = []
@@ -518,7 +546,7 @@ def test_python_and_cli_exclude_each_other(client, redis_url, name, r):
 
 # ---- 4. FAULTS.md A5: no renewal after the owner is gone -------------------------------------
 
-_A5_HOLDER = textwrap.dedent('''
+_A5_HOLDER = textwrap.dedent("""
     import os, sys, threading
     import rlock
     url, name, how = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -530,7 +558,7 @@ _A5_HOLDER = textwrap.dedent('''
     if how == "_exit":
         os._exit(0)  # no atexit handler, no finalizer: the process just ends
     # else: falls off the end holding the lock; rlock's atexit handler closes the client
-''')
+""")
 
 
 @pytest.mark.timeout(30)
@@ -542,8 +570,9 @@ def test_a5_holder_exits_normally_without_release(redis_url, name, r, children):
     child.send("exit")
     assert child.wait(10) == 0
     samples, gone_after = _pttl_trace_until_gone(r, name, limit=0.5, interval=0.01)
-    assert gone_after is not None and gone_after <= 0.5, \
+    assert gone_after is not None and gone_after <= 0.5, (
         f"the lock outlived its owner's exit by > 0.5 s (PTTL samples {samples})"
+    )
     assert child.stderr() == ""
 
 
@@ -559,16 +588,20 @@ def test_a5_holder_ends_with_os_exit(redis_url, name, r, children):
     samples, gone_after = _pttl_trace_until_gone(r, name, limit=lease + 0.5)
     assert samples and samples[0] > 0, "expected the lock to outlive an os._exit'ed owner"
     assert _increases(samples) == [], f"renewed after its owner died: {samples}"
-    assert gone_after is not None and gone_after <= lease + 0.3, \
+    assert gone_after is not None and gone_after <= lease + 0.3, (
         f"not expired within lease + 0.3 s of the exit (gone after {gone_after}, {samples})"
+    )
 
 
 @pytest.mark.timeout(30)
-@pytest.mark.parametrize("how", [
-    "drop-lock",
-    "close-lock",
-    "close-client",
-])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "drop-lock",
+        "close-lock",
+        "close-client",
+    ],
+)
 def test_a5_h21_owner_dropped_in_process(how, make_client, name, r):
     """(iii) the Lock object is garbage-collected (or Lock.close()d) while held: renewal stops
     at once (PTTL never goes up again) and the key expires within the lease; (ii) the client is
@@ -650,7 +683,7 @@ def test_a5_many_acquire_release_cycles_leave_no_key(make_client, name, r):
 # mode "attribute": SIGINT raises KeyboardInterrupt only while rlock's acquire code is running
 # (checked by walking the frames); a signal handled after acquire() returned is only noted, so
 # that a KeyboardInterrupt is never blamed on rlock when the caller already had the lock.
-_WAITER = textwrap.dedent('''
+_WAITER = textwrap.dedent("""
     import os, signal, sys, threading
     import rlock
     import rlock._client as impl
@@ -680,7 +713,7 @@ _WAITER = textwrap.dedent('''
         lock.release()
         print("acquired", got, flush=True)
     os._exit(0)
-''')
+""")
 
 
 def _queue_key(name: str) -> str:
@@ -710,8 +743,9 @@ def _assert_no_trace_of(r: redis.Redis, kind: str, name: str, cid: str, owner: b
 
 @pytest.mark.timeout(30)
 @pytest.mark.parametrize("kind", ["reentrant", "fair"])
-def test_h22_ctrl_c_interrupts_a_blocked_acquire(kind, client, make_client, redis_url, name, r,
-                                             children):
+def test_h22_ctrl_c_interrupts_a_blocked_acquire(
+    kind, client, make_client, redis_url, name, r, children
+):
     holder = _make_lock(client, kind, name)
     assert holder.acquire(blocking=False)
     mine = owner_field(client, threading.get_native_id())
@@ -751,11 +785,11 @@ def test_ctrl_c_racing_the_release(kind, rounds, client, redis_url, name, r, chi
         assert h.acquire(blocking=False)
     kids = [children(_WAITER, redis_url, n, kind, "attribute") for n in names]
     owners = []
-    for kid, n in zip(kids, names):
+    for kid in kids:
         _, cid, tid = kid.expect("id", timeout=30)
         kid.expect("waiting", timeout=30)
         owners.append((cid, f"{cid}:{tid}".encode()))
-    for (cid, owner), n in zip(owners, names):
+    for (_, owner), n in zip(owners, names):
         assert wait_until(lambda: _is_waiting(r, kind, n, owner), timeout=10)
     time.sleep(0.05)
     seed = random.randrange(1 << 30)
@@ -791,7 +825,7 @@ def test_ctrl_c_racing_the_release(kind, rounds, client, redis_url, name, r, chi
 # Main-thread acquire of a free lock, interrupted: where the KeyboardInterrupt comes out of.
 # Prints "again" when ready for a SIGINT (inside the try, so a signal is always caught), and
 # "interrupted held=<bool> <frames>" once a KeyboardInterrupt came out of Lock.acquire.
-_FAST_LOOP = textwrap.dedent('''
+_FAST_LOOP = textwrap.dedent("""
     import os, sys, threading, traceback
     import rlock
     url, name = sys.argv[1:3]
@@ -815,12 +849,11 @@ _FAST_LOOP = textwrap.dedent('''
             if lock.held():
                 lock.release()
             ready = True
-''')
+""")
 
 
 @pytest.mark.timeout(60)
-def test_ctrl_c_during_an_uncontended_acquire_leaves_nothing_locked(redis_url, name, r,
-                                                                     children):
+def test_ctrl_c_during_an_uncontended_acquire_leaves_nothing_locked(redis_url, name, r, children):
     """Children loop acquire()/release() on free locks in their main thread and get SIGINT at
     random moments. Whenever KeyboardInterrupt comes out of acquire(), the lock must not be
     held (acquire's docstring: "Ctrl-C interrupts the wait and leaves nothing locked")."""

@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import rlock
 
 pytest.importorskip("mypy")
@@ -53,6 +52,17 @@ def test_mypy_strict(tmp_path: Path):
     assert (package / "py.typed").exists()
     for target in (["-p", "rlock"], [str(user)]):
         result = subprocess.run(
-            [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"),
-             *target], capture_output=True, text=True, cwd=tmp_path)
+            [
+                sys.executable,
+                "-m",
+                "mypy",
+                "--strict",
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                *target,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+        )
         assert result.returncode == 0, result.stdout + result.stderr

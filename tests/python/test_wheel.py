@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 import rlock
 import rlock._native
 
@@ -25,10 +24,13 @@ def test_imported_from_the_installation_not_the_source_tree():
 
 def test_version_matches_the_header():
     header = (REPO / "capi" / "include" / "rlock" / "version.h").read_text()
-    parts = [re.search(rf"#define RLOCK_VERSION_{p} (\d+)", header).group(1)
-             for p in ("MAJOR", "MINOR", "PATCH")]
+    parts = [
+        re.search(rf"#define RLOCK_VERSION_{p} (\d+)", header).group(1)
+        for p in ("MAJOR", "MINOR", "PATCH")
+    ]
     assert rlock.__version__ == ".".join(parts)
     from importlib.metadata import version
+
     assert version("rlock") == rlock.__version__
 
 
@@ -43,20 +45,31 @@ def test_every_public_name_is_documented():
         obj = getattr(rlock, name)
         if callable(obj) and name != "__version__":
             assert obj.__doc__, f"rlock.{name} has no docstring"
-    for method in ("acquire", "release", "extend", "held", "locked", "hold_count",
-                   "remaining_ttl", "force_unlock", "on_lost"):
+    for method in (
+        "acquire",
+        "release",
+        "extend",
+        "held",
+        "locked",
+        "hold_count",
+        "remaining_ttl",
+        "force_unlock",
+        "on_lost",
+    ):
         assert getattr(rlock.Lock, method).__doc__
 
 
 def _elf_needed(path: Path) -> list:
-    out = subprocess.run(["readelf", "-dW", str(path)], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        ["readelf", "-dW", str(path)], check=True, capture_output=True, text=True
+    ).stdout
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
 
 
 def _elf_exports(path: Path) -> list:
-    out = subprocess.run(["nm", "-D", "--defined-only", str(path)], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", str(path)], check=True, capture_output=True, text=True
+    ).stdout
     return [line.split()[-1] for line in out.splitlines() if line.strip()]
 
 
@@ -77,8 +90,12 @@ def test_wheel_is_manylinux():
     if not wheel:
         pytest.skip("RLOCK_TEST_WHEEL (the built wheel) is not set")
     assert re.search(r"manylinux_\d+_\d+_x86_64", Path(wheel).name), wheel
-    out = subprocess.run([sys.executable, "-m", "auditwheel", "show", wheel], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "auditwheel", "show", wheel],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     text = " ".join(out.split())
     assert "is consistent with the following platform tag" in text, out
     assert "manylinux" in text

@@ -38,8 +38,11 @@ def main(argv: list) -> int:
                 rw = client.read_write_lock(name)
                 made = rw.read_lock() if kind == "read" else rw.write_lock()
             else:
-                made = {"reentrant": client.lock, "fenced": client.fenced_lock,
-                        "fair": client.fair_lock}[kind](name)
+                made = {
+                    "reentrant": client.lock,
+                    "fenced": client.fenced_lock,
+                    "fair": client.fair_lock,
+                }[kind](name)
             locks[kind, name] = made
         return locks[kind, name]
 

@@ -36,9 +36,9 @@
 
 #define RLOCK_STRINGIFY_(x) #x
 #define RLOCK_STRINGIFY(x) RLOCK_STRINGIFY_(x)
-#define RLOCK_VERSION_STRING                                                       \
-  RLOCK_STRINGIFY(RLOCK_VERSION_MAJOR) "." RLOCK_STRINGIFY(RLOCK_VERSION_MINOR) "." \
-      RLOCK_STRINGIFY(RLOCK_VERSION_PATCH)
+#define RLOCK_VERSION_STRING           \
+  RLOCK_STRINGIFY(RLOCK_VERSION_MAJOR) \
+  "." RLOCK_STRINGIFY(RLOCK_VERSION_MINOR) "." RLOCK_STRINGIFY(RLOCK_VERSION_PATCH)
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,29 +62,29 @@ typedef struct rlock_cancel_token rlock_cancel_token;
 
 typedef enum rlock_error_code {
   RLOCK_OK = 0,
-  RLOCK_ERROR = -1,        /* generic failure; see rlock_last_error() */
-  RLOCK_ETIMEDOUT = -2,    /* expected: the wait time passed while someone else held the lock */
-  RLOCK_ENOTHELD = -3,     /* expected: release/extend of a lock nobody holds */
-  RLOCK_ECANCELED = -4,    /* expected: the acquire was cancelled from another thread */
-  RLOCK_ECONN = -5,        /* Redis unreachable, I/O error, command timeout or protocol error */
-  RLOCK_EINVAL = -6,       /* invalid argument; the message names it */
-  RLOCK_ENOMEM = -7,       /* out of memory in this process */
-  RLOCK_EVERSION = -8,     /* options struct version unknown to this library */
-  RLOCK_EINTERNAL = -9,    /* a bug: an internal exception caught at the boundary */
-  RLOCK_EUSER = -10,       /* reserved: a binding callback failed */
-  RLOCK_ELOST = -11,       /* expected: this owner held the lock, but it expired or was taken */
-  RLOCK_ENOTOWNER = -12,   /* expected: release/extend of a lock another owner holds */
-  RLOCK_EAUTH = -13,       /* Redis rejected the credentials */
-  RLOCK_ENOPERM = -14,     /* the Redis user lacks a needed permission (ACL) */
-  RLOCK_EUNSUPPORTED = -15,/* the server lacks a needed command or feature */
-  RLOCK_EREDIS = -16,      /* Redis answered with an error not covered by a code below */
-  RLOCK_EOOM = -17,        /* Redis refused a write: maxmemory reached */
-  RLOCK_EBUSY = -18,       /* Redis is busy running a long script */
-  RLOCK_EREADONLY = -19,   /* the server is a read-only replica */
-  RLOCK_ECLOSED = -20,     /* the client behind this handle was freed */
-  RLOCK_EDEADLK = -21,     /* would wait for itself: a read holder asked for the write lock */
-  RLOCK_EBADHANDLE = -22,  /* the handle was freed already, or is not one rlock made */
-  RLOCK_ENOTSYNCED = -23   /* the replicas did not confirm an acquire in time: taken back */
+  RLOCK_ERROR = -1,         /* generic failure; see rlock_last_error() */
+  RLOCK_ETIMEDOUT = -2,     /* expected: the wait time passed while someone else held the lock */
+  RLOCK_ENOTHELD = -3,      /* expected: release/extend of a lock nobody holds */
+  RLOCK_ECANCELED = -4,     /* expected: the acquire was cancelled from another thread */
+  RLOCK_ECONN = -5,         /* Redis unreachable, I/O error, command timeout or protocol error */
+  RLOCK_EINVAL = -6,        /* invalid argument; the message names it */
+  RLOCK_ENOMEM = -7,        /* out of memory in this process */
+  RLOCK_EVERSION = -8,      /* options struct version unknown to this library */
+  RLOCK_EINTERNAL = -9,     /* a bug: an internal exception caught at the boundary */
+  RLOCK_EUSER = -10,        /* reserved: a binding callback failed */
+  RLOCK_ELOST = -11,        /* expected: this owner held the lock, but it expired or was taken */
+  RLOCK_ENOTOWNER = -12,    /* expected: release/extend of a lock another owner holds */
+  RLOCK_EAUTH = -13,        /* Redis rejected the credentials */
+  RLOCK_ENOPERM = -14,      /* the Redis user lacks a needed permission (ACL) */
+  RLOCK_EUNSUPPORTED = -15, /* the server lacks a needed command or feature */
+  RLOCK_EREDIS = -16,       /* Redis answered with an error not covered by a code below */
+  RLOCK_EOOM = -17,         /* Redis refused a write: maxmemory reached */
+  RLOCK_EBUSY = -18,        /* Redis is busy running a long script */
+  RLOCK_EREADONLY = -19,    /* the server is a read-only replica */
+  RLOCK_ECLOSED = -20,      /* the client behind this handle was freed */
+  RLOCK_EDEADLK = -21,      /* would wait for itself: a read holder asked for the write lock */
+  RLOCK_EBADHANDLE = -22,   /* the handle was freed already, or is not one rlock made */
+  RLOCK_ENOTSYNCED = -23    /* the replicas did not confirm an acquire in time: taken back */
 } rlock_error_code;
 
 typedef struct rlock_error_info {
@@ -105,7 +105,8 @@ RLOCK_API const char *rlock_version_string(void);
 
 /* ---- Limits ------------------------------------------------------------------------------- */
 
-/* The largest duration accepted anywhere (2^53 ms, about 285,000 years). Larger values are EINVAL. */
+/* The largest duration accepted anywhere (2^53 ms, about 285,000 years). Larger values are EINVAL.
+ */
 #define RLOCK_MAX_DURATION_MS ((int64_t)9007199254740992LL)
 /* Default and hard limit for lock name length in bytes (configurable per client up to the hard
  * limit): names multiply into several keys and channels, so they are kept bounded. */
@@ -113,9 +114,10 @@ RLOCK_API const char *rlock_version_string(void);
 #define RLOCK_HARD_MAX_NAME_LEN ((size_t)(16u * 1024u * 1024u))
 
 /* Special values. */
-#define RLOCK_WAIT_FOREVER ((int64_t)-1)   /* wait_ms: block until acquired or cancelled */
-#define RLOCK_LEASE_WATCHDOG ((int64_t)-1) /* lease_ms: hold until released, renewed by the watchdog */
-#define RLOCK_THREAD_CURRENT ((int64_t)0)  /* thread_id: the calling OS thread */
+#define RLOCK_WAIT_FOREVER ((int64_t)-1) /* wait_ms: block until acquired or cancelled */
+#define RLOCK_LEASE_WATCHDOG \
+  ((int64_t)-1) /* lease_ms: hold until released, renewed by the watchdog */
+#define RLOCK_THREAD_CURRENT ((int64_t)0) /* thread_id: the calling OS thread */
 
 /* ---- Client ------------------------------------------------------------------------------- */
 
@@ -142,10 +144,10 @@ typedef struct rlock_client_options {
   size_t max_name_len;        /* default RLOCK_DEFAULT_MAX_NAME_LEN */
   /* version 2: replica sync (docs/deployments.md). Also settable in the URL
    * (?sync_replicas=N|auto&sync_timeout_ms=T); a value given both ways must agree. */
-  int sync_replicas;          /* WAIT for this many replicas after each acquire and release:
-                               * 0 = auto (one on Sentinel, when the master has a replica;
-                               * none on a lone server), -1 = never, N = N (strict) */
-  int64_t sync_timeout_ms;    /* how long each WAIT waits, default 1000 */
+  int sync_replicas;       /* WAIT for this many replicas after each acquire and release:
+                            * 0 = auto (one on Sentinel, when the master has a replica;
+                            * none on a lone server), -1 = never, N = N (strict) */
+  int64_t sync_timeout_ms; /* how long each WAIT waits, default 1000 */
 } rlock_client_options;
 
 #define RLOCK_CLIENT_OPTIONS_VERSION 2
@@ -190,7 +192,7 @@ typedef enum rlock_lock_kind {
 
 typedef struct rlock_lock_options {
   unsigned int version;
-  int64_t lease_ms;  /* default lease for acquires: RLOCK_LEASE_WATCHDOG (the default) or > 0 */
+  int64_t lease_ms; /* default lease for acquires: RLOCK_LEASE_WATCHDOG (the default) or > 0 */
   /* version 2 */
   int kind;                /* an rlock_lock_kind; default RLOCK_LOCK_REENTRANT */
   int64_t spin_initial_ms; /* spin lock: first backoff, default 1 */
@@ -224,9 +226,9 @@ RLOCK_API void rlock_lock_free(rlock_lock *lock);
 
 typedef struct rlock_acquire_options {
   unsigned int version;
-  int64_t wait_ms;      /* 0 = try once, RLOCK_WAIT_FOREVER, or a bound; default: forever */
-  int64_t lease_ms;     /* 0 = the lock's default lease; RLOCK_LEASE_WATCHDOG or > 0 */
-  int64_t thread_id;    /* owner thread id; RLOCK_THREAD_CURRENT (0) = calling OS thread */
+  int64_t wait_ms;            /* 0 = try once, RLOCK_WAIT_FOREVER, or a bound; default: forever */
+  int64_t lease_ms;           /* 0 = the lock's default lease; RLOCK_LEASE_WATCHDOG or > 0 */
+  int64_t thread_id;          /* owner thread id; RLOCK_THREAD_CURRENT (0) = calling OS thread */
   rlock_cancel_token *cancel; /* optional; borrowed for the duration of the call */
   /* version 2 */
   int64_t *token; /* optional out: the fencing token of this acquire (> 0). On a lock that is
@@ -296,20 +298,20 @@ RLOCK_API int rlock_is_held_ex(const rlock_lock *lock, int64_t thread_id);
 RLOCK_API int rlock_is_lost(const rlock_lock *lock, int64_t thread_id);
 
 typedef struct rlock_lock_state {
-  unsigned int version;  /* set by the caller: RLOCK_LOCK_STATE_VERSION */
-  int locked;            /* the lock key exists */
-  int held_by_me;        /* the asked-for owner holds it (server view; for a read or write
-                            handle: holds that half) */
-  int64_t hold_count;    /* the asked-for owner's hold count (server view) */
-  int64_t ttl_ms;        /* remaining TTL; -1 = locked without expiry; -2 = not locked */
-  int64_t owner_count;   /* number of owner fields */
-  const char *owner;     /* the first owner field ("<client-id>:<thread-id>", with ":write" for
-                            the writer of a read-write lock), NULL if none.
-                            Borrowed: valid until the next rlock_query on this thread */
+  unsigned int version; /* set by the caller: RLOCK_LOCK_STATE_VERSION */
+  int locked;           /* the lock key exists */
+  int held_by_me;       /* the asked-for owner holds it (server view; for a read or write
+                           handle: holds that half) */
+  int64_t hold_count;   /* the asked-for owner's hold count (server view) */
+  int64_t ttl_ms;       /* remaining TTL; -1 = locked without expiry; -2 = not locked */
+  int64_t owner_count;  /* number of owner fields */
+  const char *owner;    /* the first owner field ("<client-id>:<thread-id>", with ":write" for
+                           the writer of a read-write lock), NULL if none.
+                           Borrowed: valid until the next rlock_query on this thread */
   size_t owner_len;
   int64_t owner_hold_count;
   /* version 2 */
-  int mode;              /* read-write locks: RLOCK_MODE_READ or RLOCK_MODE_WRITE; else 0 */
+  int mode; /* read-write locks: RLOCK_MODE_READ or RLOCK_MODE_WRITE; else 0 */
 } rlock_lock_state;
 
 #define RLOCK_MODE_NONE 0
@@ -317,7 +319,8 @@ typedef struct rlock_lock_state {
 #define RLOCK_MODE_WRITE 2
 
 #define RLOCK_LOCK_STATE_VERSION 2
-#define RLOCK_LOCK_STATE_INIT { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0, 0 }
+#define RLOCK_LOCK_STATE_INIT \
+  { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0, 0 }
 
 /* Reads the server-side state of the lock in one round trip, from the point of view of
  * `thread_id` (RLOCK_THREAD_CURRENT for the calling thread). `out->version` must be set. */

@@ -83,7 +83,7 @@ class Client {
   bool node_subscribers_stopped_ = false;
   std::atomic<uint64_t> marks_{0};  // shared by the node subscribers
   std::mutex replicas_mutex_;
-  int replicas_ = -1;  // connected to the master as last counted; -1 = count again
+  int replicas_ = -1;                 // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on
   std::chrono::steady_clock::time_point replicas_counted_;
 };

@@ -66,7 +66,7 @@ class Connection {
   redisContext* ctx_ = nullptr;
   std::string where_;
   int64_t command_timeout_ms_;
-  int64_t typical_wait_us_ = 0;  // moving average of read_reply's waits
+  int64_t typical_wait_us_ = 0;      // moving average of read_reply's waits
   std::atomic<bool> broken_{false};  // set by a reader while a writer may check it
 };
 

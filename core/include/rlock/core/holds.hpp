@@ -57,8 +57,8 @@ class Holds {
   ~Holds();
 
   // An acquire script sent at `sent` granted this owner `count` holds with `lease_ms`.
-  void acquired(const std::string& name, const std::string& owner, int64_t thread_id,
-                int64_t count, int64_t lease_ms, bool watchdog, Clock::time_point sent,
+  void acquired(const std::string& name, const std::string& owner, int64_t thread_id, int64_t count,
+                int64_t lease_ms, bool watchdog, Clock::time_point sent,
                 std::shared_ptr<LostListener> listener, int64_t token = 0,
                 HoldLayout layout = HoldLayout::Plain);
   // A release of this owner is about to be sent / has its answer. While one is in flight a
@@ -71,8 +71,8 @@ class Holds {
   void begin_release(const std::string& name, const std::string& owner);
   void end_release(const std::string& name, const std::string& owner, Released outcome);
   // A release left `left` holds (0 = unlocked), re-applying `lease_ms`.
-  void released(const std::string& name, const std::string& owner, int64_t left,
-                int64_t lease_ms, Clock::time_point sent);
+  void released(const std::string& name, const std::string& owner, int64_t left, int64_t lease_ms,
+                Clock::time_point sent);
   // An extend reset the lease.
   void extended(const std::string& name, const std::string& owner, int64_t lease_ms,
                 Clock::time_point sent);

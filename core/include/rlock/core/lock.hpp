@@ -40,9 +40,9 @@ enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2, Fair = 3, Read = 4, W
 struct LockOptions {
   int64_t lease_ms = kLeaseWatchdog;  // default lease of acquires
   LockKind kind = LockKind::Reentrant;
-  int64_t spin_initial_ms = 1;        // spin lock: first backoff, doubled up to spin_max_ms
+  int64_t spin_initial_ms = 1;  // spin lock: first backoff, doubled up to spin_max_ms
   int64_t spin_max_ms = 128;
-  int64_t fair_wait_ms = 300000;      // fair lock: a queued waiter's allowance (Redisson's default)
+  int64_t fair_wait_ms = 300000;  // fair lock: a queued waiter's allowance (Redisson's default)
 };
 
 struct LockState {
@@ -83,12 +83,12 @@ class Lock {
 
  private:
   struct Attempt {
-    int code;       // kOk = acquired, kTimedOut = held by another owner, else an error
-    int64_t pttl;   // when held by another owner
+    int code;      // kOk = acquired, kTimedOut = held by another owner, else an error
+    int64_t pttl;  // when held by another owner
   };
   // What one acquire call asks for, worked out once.
   struct Plan {
-    std::string owner;       // the hash field: "<client-id>:<thread-id>", plus ":write" for a writer
+    std::string owner;  // the hash field: "<client-id>:<thread-id>", plus ":write" for a writer
     std::string base_owner;  // "<client-id>:<thread-id>"
     int64_t thread_id;
     int64_t lease_ms;

@@ -2,11 +2,12 @@
 //
 // Channels are reference-counted: SUBSCRIBE on the first local waiter, UNSUBSCRIBE once the
 // last has been gone for a moment (a lock waited on once is often waited on again soon, and a
-// subscription kept meanwhile saves two commands and an attempt per wait). Within the process, a "0" message wakes one waiter of the channel and a "1" wakes all.
-// When the connection drops, every waiter is woken to retry at once; after reconnecting every
-// channel is subscribed again and, once confirmed, its waiters are woken again. A PING on an
-// idle connection detects a dead peer. Waiters never rely on messages alone: they also sleep
-// with a bound (see Lock), so a lost message costs at most one bounded sleep.
+// subscription kept meanwhile saves two commands and an attempt per wait). Within the process, a
+// "0" message wakes one waiter of the channel and a "1" wakes all. When the connection drops, every
+// waiter is woken to retry at once; after reconnecting every channel is subscribed again and, once
+// confirmed, its waiters are woken again. A PING on an idle connection detects a dead peer. Waiters
+// never rely on messages alone: they also sleep with a bound (see Lock), so a lost message costs at
+// most one bounded sleep.
 #pragma once
 
 #include <atomic>
@@ -75,14 +76,14 @@ class Subscriber {
   struct Channel {
     const std::string* name = nullptr;  // the key of this entry in channels_
     int refcount = 0;
-    bool sub_sent = false;    // the last command sent for it was SUBSCRIBE
-    int inflight = 0;         // (UN)SUBSCRIBE commands whose confirmation is not yet read
+    bool sub_sent = false;  // the last command sent for it was SUBSCRIBE
+    int inflight = 0;       // (UN)SUBSCRIBE commands whose confirmation is not yet read
     bool confirmed = false;
     bool wake_all_on_confirm = false;
-    bool dirty = false;       // queued for the thread to (un)subscribe
-    bool moved = false;       // sharded: its slot went to another node
-    int permits = 0;          // wake-ups that arrived while nobody slept
-    uint64_t mark = 0;        // renewed by every message and every confirmation
+    bool dirty = false;            // queued for the thread to (un)subscribe
+    bool moved = false;            // sharded: its slot went to another node
+    int permits = 0;               // wake-ups that arrived while nobody slept
+    uint64_t mark = 0;             // renewed by every message and every confirmation
     Clock::time_point idle_since;  // when refcount last fell to 0
     std::deque<Waiter*> sleeping;
     std::vector<Waiter*> members;
@@ -134,7 +135,8 @@ class Subscriber {
   bool reconnect_ = false;  // reconnect() asked for a new connection
   std::unordered_map<std::string, Channel> channels_;
   std::vector<std::string> dirty_;
-  std::deque<std::pair<std::string, Clock::time_point>> idle_;  // (channel, idle_since), oldest first
+  std::deque<std::pair<std::string, Clock::time_point>>
+      idle_;  // (channel, idle_since), oldest first
   uint64_t next_mark() { return ++*marks_; }
   const bool sharded_;
   std::atomic<uint64_t> own_marks_{0};

@@ -13,8 +13,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 // `from` plus `ms` (>= 0), or the clock's end when that is beyond it.
 inline SteadyClock::time_point saturating_after(SteadyClock::time_point from, int64_t ms) {
-  auto room = std::chrono::duration_cast<std::chrono::milliseconds>(
-      SteadyClock::time_point::max() - from);
+  auto room =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::time_point::max() - from);
   if (ms >= room.count()) return SteadyClock::time_point::max();
   return from + std::chrono::milliseconds(ms);
 }
