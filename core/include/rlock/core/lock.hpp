@@ -1,4 +1,4 @@
-// The reentrant lock of PROTOCOL.md: hash N, field "<client-id>:<thread-id>" = hold count.
+// The reentrant lock of docs/protocol.md: hash N, field "<client-id>:<thread-id>" = hold count.
 //
 // All operations return a status code (kOk or a negative Code) and record a message for the
 // calling thread on failure; unexpected failures (out of memory, bugs) throw.

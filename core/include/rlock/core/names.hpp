@@ -1,6 +1,6 @@
-// Auxiliary key and channel names of PROTOCOL.md. A lock's own key is its name unchanged; every
-// other name wraps it in a cluster hash tag so all of a lock's keys share one slot, unless the
-// name already contains '{', in which case the user's own tag decides the slot. As in Redisson,
+// Auxiliary key and channel names of docs/protocol.md. A lock's own key is its name unchanged;
+// every other name wraps it in a cluster hash tag so all of a lock's keys share one slot, unless
+// the name already contains '{', in which case the user's own tag decides the slot. As in Redisson,
 // the keys of a name with a '}' but no '{', or with a '{' and no non-empty "{tag}" after it, do
 // not share one slot (tests/fuzz/fuzz_names checks every other name).
 #pragma once
