@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <charconv>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 
 namespace rlock::core {
@@ -92,6 +94,38 @@ TEST(ParseInt, Empty) {
   EXPECT_EQ(int_of("", 0, 10), std::make_pair(kMalformed, kUntouched));
   EXPECT_EQ(int_of("", -10, 10).first, kMalformed);
   EXPECT_EQ(int_of(std::string_view(), 0, 10).first, kMalformed);
+}
+
+// What parse_int must answer, from std::from_chars (which also reads a '-' where no negative
+// is allowed, so that is excluded first).
+ParseStatus reference_int(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
+  if (text.empty() || text[0] == '+' || (text[0] == '-' && lo >= 0)) {
+    return ParseStatus::kMalformed;
+  }
+  const char* end = text.data() + text.size();
+  int64_t value = 0;
+  auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (stop != end || error == std::errc::invalid_argument) return ParseStatus::kMalformed;
+  if (error == std::errc::result_out_of_range || value < lo || value > hi) {
+    return ParseStatus::kOutOfRange;
+  }
+  *out = value;
+  return ParseStatus::kOk;
+}
+
+TEST(ParseInt, AgreesWithFromCharsOnRandomText) {
+  std::mt19937_64 random(17);
+  const std::string alphabet = "0123456789000999-+ .x";
+  const int64_t bounds[] = {kMin, -65536, -1, 0, 1, 9, 65535, 2147483647, kMax};
+  for (int i = 0; i < 200000; ++i) {
+    std::string text;
+    for (size_t n = random() % 24; n > 0; --n) text += alphabet[random() % alphabet.size()];
+    int64_t lo = bounds[random() % std::size(bounds)], hi = bounds[random() % std::size(bounds)];
+    int64_t got = kUntouched, want = kUntouched;
+    ASSERT_EQ(parse_int(text, lo, hi, &got), reference_int(text, lo, hi, &want))
+        << "'" << text << "' in [" << lo << ", " << hi << "]";
+    ASSERT_EQ(got, want) << "'" << text << "'";
+  }
 }
 
 TEST(ParseLeadingInt, StopsAtTheFirstNonDigit) {
