@@ -282,6 +282,29 @@ def table(records, scenario):
     return lines + ([""] + notes if notes else [])
 
 
+def wide_cells(spec, mine):
+    """One contender's cells for the columns and extras, and the merged extra of its records."""
+    cells = []
+    extra = {}
+    for metric, _ in spec["columns"]:
+        r = next((r for r in mine if r["metric"] == metric), None)
+        cells.append(fmt(float(r["value"]), r["unit"]) if r else "—")
+        if r:
+            extra.update(r.get("extra") or {})
+    for key, _ in spec["extras"]:
+        v = extra.get(key)
+        cells.append(fmt(float(v), "") if isinstance(v, (int, float)) else "—")
+    return cells, extra
+
+
+def by_command_note(name, extra):
+    by_command = extra.get("requests_per_handoff_by_command")
+    if not isinstance(by_command, dict) or not by_command:
+        return None
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_command.items(), key=lambda kv: -kv[1]))
+    return f"- {name}: requests per handoff by command: {parts}"
+
+
 def wide_table(records, scenario):
     spec = WIDE[scenario]
     rows = [r for r in records if r["scenario"] == scenario]
@@ -304,25 +327,13 @@ def wide_table(records, scenario):
             lines.append(f"| {label} | failed" + " |" * (len(header) - 1))
             notes.append(f"- {name} failed: {last_line(failed.get('error', ''))}")
             continue
-        cells = []
-        extra = {}
-        for metric, _ in spec["columns"]:
-            r = next((r for r in mine if r["metric"] == metric), None)
-            cells.append(fmt(float(r["value"]), r["unit"]) if r else "—")
-            if r:
-                extra.update(r.get("extra") or {})
-        for key, _ in spec["extras"]:
-            v = extra.get(key)
-            cells.append(fmt(float(v), "") if isinstance(v, (int, float)) else "—")
+        cells, extra = wide_cells(spec, mine)
         mine_first = value_of(records, scenario, name, first)
         cells.append(f"{mine_first / ref:.2f}" if ref and mine_first is not None else "—")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-        by_command = extra.get("requests_per_handoff_by_command")
-        if isinstance(by_command, dict) and by_command:
-            parts = ", ".join(
-                f"{k} {v:.2f}" for k, v in sorted(by_command.items(), key=lambda kv: -kv[1])
-            )
-            notes.append(f"- {name}: requests per handoff by command: {parts}")
+        note = by_command_note(name, extra)
+        if note:
+            notes.append(note)
     return lines + ([""] + notes if notes else [])
 
 
@@ -340,7 +351,8 @@ def short_metric(metric):
     return metric.replace("_", " ")
 
 
-def chart(records, scenario, path):
+def chart_rows(records, scenario):
+    """The scenario's records in chart order; for a wide scenario only its charted metrics."""
     rows = sorted(
         (r for r in records if r["scenario"] == scenario),
         key=lambda r: (rank(r["contender"]), r.get("metric", "")),
@@ -354,10 +366,11 @@ def chart(records, scenario, path):
                 charted.index(r["metric"]) if r["metric"] in charted else 0,
             ),
         )
-    ok = [r for r in rows if not r.get("failed")]
-    if not rows:
-        return False
-    unit = next((r["unit"] for r in ok if r["contender"] == REFERENCE), ok[0]["unit"] if ok else "")
+    return rows
+
+
+def bars_of(rows, ok, unit):
+    """The bars' labels, values, colors and hatches: the rows in `unit`, the failed ones."""
     labels, values, colors, hatches = [], [], [], []
     for r in rows:
         name = r["contender"]
@@ -375,6 +388,16 @@ def chart(records, scenario, path):
             continue
         colors.append("#d9480f" if name == REFERENCE else "#868e96")
         hatches.append("//" if name in ("evalsha-ceiling", "hiredis-floor", "ping") else "")
+    return labels, values, colors, hatches
+
+
+def chart(records, scenario, path):
+    rows = chart_rows(records, scenario)
+    ok = [r for r in rows if not r.get("failed")]
+    if not rows:
+        return False
+    unit = next((r["unit"] for r in ok if r["contender"] == REFERENCE), ok[0]["unit"] if ok else "")
+    labels, values, colors, hatches = bars_of(rows, ok, unit)
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(labels) + 1.4))
     y = list(range(len(labels)))[::-1]  # the first row on top
     bars = ax.barh(y, values, color=colors, edgecolor="white")
@@ -438,48 +461,42 @@ def targets(records):
     return lines
 
 
-def latency_and_cost_targets(records):
-    """Targets of scenarios 3 to 5, for rlock-c."""
+def reference_extra(records, scenario):
+    """rlock-c's extra in a scenario it ran, else {}."""
+    return next(
+        (
+            r.get("extra") or {}
+            for r in records
+            if r["scenario"] == scenario and r["contender"] == REFERENCE and not r.get("failed")
+        ),
+        {},
+    )
 
-    def figure(scenario, metric, contender=REFERENCE):
-        return value_of(records, scenario, contender, metric)
 
-    def extra_of(scenario):
-        return next(
-            (
-                r.get("extra") or {}
-                for r in records
-                if r["scenario"] == scenario and r["contender"] == REFERENCE and not r.get("failed")
-            ),
-            {},
-        )
+def at_most(value, bound, shape, missing, strict=False, unit=""):
+    """value <= bound (or <); shape describes the bound, e.g. "2 × 77.8"."""
+    if value is None or bound is None:
+        return "—", f"not measured ({missing} missing or failed)"
+    ok = value < bound if strict else value <= bound
+    u = "us" if unit == " µs" else ""
+    try:
+        plain = float(shape.replace(",", "")) == bound
+    except ValueError:
+        plain = False
+    bound_text = fmt(bound, u) if plain else f"{shape} = {fmt(bound, u)}"
+    return f"{fmt(value, u)}{unit} vs {bound_text}{unit}", "met" if ok else "**not met**"
 
-    def compare(value, bound, shape, missing, strict=False, unit=""):
-        """value <= bound (or <); shape describes the bound, e.g. "2 × 77.8"."""
-        if value is None or bound is None:
-            return "—", f"not measured ({missing} missing or failed)"
-        ok = value < bound if strict else value <= bound
-        u = "us" if unit == " µs" else ""
-        try:
-            plain = float(shape.replace(",", "")) == bound
-        except ValueError:
-            plain = False
-        bound_text = fmt(bound, u) if plain else f"{shape} = {fmt(bound, u)}"
-        return f"{fmt(value, u)}{unit} vs {bound_text}{unit}", "met" if ok else "**not met**"
 
-    ping = figure("ping", "rtt_p50", "ping")
-    p50 = figure("handoff", "handoff_p50_us")
-    redisson = figure("handoff", "handoff_p50_us", "redisson")
-    processes = extra_of("herd").get("processes", 8)
-    herd = figure("herd", "requests_per_handoff")
-    # The run may shorten the watchdog lease to see several periods; the target is for the
-    # default 30 s lease, renewed every 10 s, so the CPU of one renewal is spread over 10 s.
-    cpu_ms = extra_of("watchdog").get("cpu_ms_per_period")
-    cpu_default = cpu_ms / 10000 * 100 if isinstance(cpu_ms, (int, float)) else None
+def handoff_targets(records):
+    """Targets of scenario 3, for rlock-c."""
+    ping = value_of(records, "ping", "ping", "rtt_p50")
+    p50 = value_of(records, "handoff", REFERENCE, "handoff_p50_us")
+    redisson = value_of(records, "handoff", "redisson", "handoff_p50_us")
+    p99 = value_of(records, "handoff", REFERENCE, "handoff_p99_us")
     return [
         (
             "S3: handoff p50 ≤ 2 × PING p50",
-            compare(
+            at_most(
                 p50,
                 2 * ping if ping is not None else None,
                 f"2 × {fmt(ping, 'us')}" if ping is not None else "",
@@ -487,41 +504,54 @@ def latency_and_cost_targets(records):
                 unit=" µs",
             ),
         ),
-        (
-            "S3: handoff p99 ≤ 2 ms",
-            compare(figure("handoff", "handoff_p99_us"), 2000.0, "2,000.0", "handoff", unit=" µs"),
-        ),
+        ("S3: handoff p99 ≤ 2 ms", at_most(p99, 2000.0, "2,000.0", "handoff", unit=" µs")),
         (
             "S3: handoff p50 < redisson's",
-            compare(
+            at_most(
                 p50, redisson, "redisson", "handoff of rlock-c or redisson", strict=True, unit=" µs"
             ),
         ),
+    ]
+
+
+def herd_and_watchdog_targets(records):
+    """Targets of scenarios 4 and 5, for rlock-c."""
+    processes = reference_extra(records, "herd").get("processes", 8)
+    herd = value_of(records, "herd", REFERENCE, "requests_per_handoff")
+    fair = value_of(records, "herd-fair", REFERENCE, "requests_per_handoff")
+    scripts = value_of(records, "watchdog", REFERENCE, "scripts_per_period")
+    # The run may shorten the watchdog lease to see several periods; the target is for the
+    # default 30 s lease, renewed every 10 s, so the CPU of one renewal is spread over 10 s.
+    cpu_ms = reference_extra(records, "watchdog").get("cpu_ms_per_period")
+    cpu_default = cpu_ms / 10000 * 100 if isinstance(cpu_ms, (int, float)) else None
+    return [
         (
             f"S4: herd requests per handoff ≤ {processes} (the processes)",
-            compare(herd, float(processes), f"{processes}", "herd"),
+            at_most(herd, float(processes), f"{processes}", "herd"),
         ),
         # The issue's reading of that budget: "one retry per process per release". Every
         # hand-off also costs the release itself, which the requests above include.
         (
             f"S4: herd acquire attempts per handoff (requests less the release) ≤ {processes}",
-            compare(
+            at_most(
                 herd - 1 if herd is not None else None, float(processes), f"{processes}", "herd"
             ),
         ),
-        (
-            "S4: fair herd requests per handoff ≤ 3",
-            compare(figure("herd-fair", "requests_per_handoff"), 3.0, "3", "herd-fair"),
-        ),
+        ("S4: fair herd requests per handoff ≤ 3", at_most(fair, 3.0, "3", "herd-fair")),
         (
             "S5: script calls per renewal period ≤ 100 (10,000 locks)",
-            compare(figure("watchdog", "scripts_per_period"), 100.0, "100", "watchdog"),
+            at_most(scripts, 100.0, "100", "watchdog"),
         ),
         (
             "S5: renewal CPU < 2% of a core (CPU per period over the default 10 s period)",
-            compare(cpu_default, 2.0, "2", "watchdog", strict=True, unit=" %"),
+            at_most(cpu_default, 2.0, "2", "watchdog", strict=True, unit=" %"),
         ),
     ]
+
+
+def latency_and_cost_targets(records):
+    """Targets of scenarios 3 to 5, for rlock-c."""
+    return handoff_targets(records) + herd_and_watchdog_targets(records)
 
 
 def scenario_shape(records, scenario):

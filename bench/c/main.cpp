@@ -52,47 +52,30 @@ int parse_count(const std::string& flag, const std::string& text, int max) {
   return static_cast<int>(v);
 }
 
-Options parse_args(int argc, char** argv) {
-  Options o;
-  bool seconds_given = false;
-  for (int i = 1; i < argc; i += 2) {
-    std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") {
-      std::fputs(kUsage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) throw Usage(flag + " needs a value");
-    std::string value = argv[i + 1];
-    if (flag == "--contender") {
-      o.contender = value;
-    } else if (flag == "--url") {
-      o.url = value;
-    } else if (flag == "--scenario") {
-      o.scenario = value;
-    } else if (flag == "--seconds") {
-      o.seconds = parse_number(flag, value, 86400);
-      seconds_given = true;
-    } else if (flag == "--threads") {
-      o.threads = parse_count(flag, value, 1024);
-    } else if (flag == "--names") {
-      o.names = parse_count(flag, value, 1000000);
-    } else if (flag == "--processes") {
-      o.processes = parse_count(flag, value, 64);
-    } else if (flag == "--locks") {
-      o.locks = parse_count(flag, value, 1000000);
-    } else if (flag == "--waiters") {
-      o.waiters = parse_count(flag, value, 10000);
-    } else if (flag == "--scripts") {
-      o.scripts_dir = value;
-    } else {
-      throw Usage("unknown option " + flag);
-    }
-  }
-  if (o.contender != "rlock-c" && o.contender != "hiredis-floor" && o.contender != "ping") {
-    throw Usage("--contender must be rlock-c, hiredis-floor or ping, got '" + o.contender + "'");
-  }
-  if (o.url.empty()) throw Usage("--url is required");
-  if (!seconds_given) throw Usage("--seconds is required");
+using Setter = void (*)(Options& o, const std::string& flag, const std::string& value);
+
+// The options and how each sets its value.
+const std::pair<const char*, Setter> kFlags[] = {
+    {"--contender", [](Options& o, const std::string&, const std::string& v) { o.contender = v; }},
+    {"--url", [](Options& o, const std::string&, const std::string& v) { o.url = v; }},
+    {"--scenario", [](Options& o, const std::string&, const std::string& v) { o.scenario = v; }},
+    {"--seconds", [](Options& o, const std::string& f,
+                     const std::string& v) { o.seconds = parse_number(f, v, 86400); }},
+    {"--threads", [](Options& o, const std::string& f,
+                     const std::string& v) { o.threads = parse_count(f, v, 1024); }},
+    {"--names", [](Options& o, const std::string& f,
+                   const std::string& v) { o.names = parse_count(f, v, 1000000); }},
+    {"--processes", [](Options& o, const std::string& f,
+                       const std::string& v) { o.processes = parse_count(f, v, 64); }},
+    {"--locks", [](Options& o, const std::string& f,
+                   const std::string& v) { o.locks = parse_count(f, v, 1000000); }},
+    {"--waiters", [](Options& o, const std::string& f,
+                     const std::string& v) { o.waiters = parse_count(f, v, 10000); }},
+    {"--scripts", [](Options& o, const std::string&, const std::string& v) { o.scripts_dir = v; }},
+};
+
+// The scenario must be one the contender runs.
+void check_scenario(const Options& o) {
   bool basic = o.scenario == "uncontended" || o.scenario == "throughput";
   bool ok = o.contender == "ping"            ? o.scenario == "ping"
             : o.contender == "hiredis-floor" ? basic
@@ -105,6 +88,30 @@ Options parse_args(int argc, char** argv) {
                                                     "herd-fair, watchdog or memory") +
                 ", got '" + o.scenario + "'");
   }
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  bool seconds_given = false;
+  for (int i = 1; i < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "-h" || flag == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw Usage(flag + " needs a value");
+    const auto known = std::find_if(std::begin(kFlags), std::end(kFlags),
+                                    [&](const auto& entry) { return flag == entry.first; });
+    if (known == std::end(kFlags)) throw Usage("unknown option " + flag);
+    known->second(o, flag, argv[i + 1]);
+    seconds_given = seconds_given || flag == "--seconds";
+  }
+  if (o.contender != "rlock-c" && o.contender != "hiredis-floor" && o.contender != "ping") {
+    throw Usage("--contender must be rlock-c, hiredis-floor or ping, got '" + o.contender + "'");
+  }
+  if (o.url.empty()) throw Usage("--url is required");
+  if (!seconds_given) throw Usage("--seconds is required");
+  check_scenario(o);
   return o;
 }
 

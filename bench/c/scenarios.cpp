@@ -381,6 +381,96 @@ struct HoldRecord {
   int32_t pad;
 };
 
+// One process of the herd: o.threads threads taking and releasing the lock until told to stop,
+// each hold recorded.
+void herd_process(const Options& o, const std::string& name, bool fair, int p, HerdHeader* h,
+                  HoldRecord* records, size_t capacity) {
+  static volatile int64_t critical;  // the tiny critical section's work
+  Client client = new_client(o.url);
+  Lock lock = new_lock(client.get(), name, fair ? RLOCK_LOCK_FAIR : RLOCK_LOCK_REENTRANT);
+  std::mutex error_mutex;
+  std::string error;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) {
+    threads.emplace_back([&, t] {
+      h->ready.fetch_add(1);
+      futex_wake(&h->ready);
+      while (h->go.load() == 0) futex_wait(&h->go, 0, 100000000);
+      try {
+        while (!h->stop.load(std::memory_order_relaxed)) {
+          check(rlock_acquire(lock.get(), RLOCK_WAIT_FOREVER), "rlock_acquire");
+          int64_t acquired = now_ns();
+          uint64_t i = h->next.fetch_add(1);
+          critical = critical + 1;
+          int64_t release_called = now_ns();
+          check(rlock_release(lock.get()), "rlock_release");
+          int64_t released = now_ns();
+          if (i >= capacity) throw Failure("more handoffs than the bench has room to record");
+          records[i] = {acquired, release_called, released, p * o.threads + t, 0};
+        }
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> g(error_mutex);
+        if (error.empty()) error = e.what();
+        set_and_wake(&h->stop, 1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (!error.empty()) throw Failure(error);
+}
+
+struct Handoffs {
+  std::vector<double> gaps_us;  // from one release to the next acquire, in the measured window
+  int64_t same_thread = 0, same_process = 0;
+};
+
+// The handoffs between the holds (in any order), checked for overlap.
+Handoffs handoffs_of(std::vector<HoldRecord> holds, int64_t measure_from, int64_t measure_to,
+                     int threads) {
+  std::sort(holds.begin(), holds.end(),
+            [](const HoldRecord& a, const HoldRecord& b) { return a.acquired < b.acquired; });
+  Handoffs out;
+  for (size_t i = 0; i + 1 < holds.size(); ++i) {
+    const HoldRecord &prev = holds[i], &next = holds[i + 1];
+    // Safety: the next owner may return from acquire only after the previous one asked to
+    // release (it may return before that release's reply arrives: Redis sends the reply and
+    // the wake-up together).
+    if (next.acquired < prev.release_called) {
+      throw Failure("two owners at once: one acquired " +
+                    std::to_string((prev.release_called - next.acquired) / 1000) +
+                    " us before the previous holder asked to release");
+    }
+    if (next.acquired < measure_from || next.acquired > measure_to) continue;
+    out.gaps_us.push_back((next.acquired - prev.released) / 1e3);
+    out.same_thread += next.who == prev.who;
+    out.same_process += next.who / threads == prev.who / threads;
+  }
+  return out;
+}
+
+std::vector<Result> herd_results(const Options& o, const Handoffs& handoffs, const Traffic& tr,
+                                 double seconds) {
+  const double count = static_cast<double>(handoffs.gaps_us.size());
+  std::vector<double> sorted = handoffs.gaps_us;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"processes", number(int64_t{o.processes})},
+      {"threads_per_process", number(int64_t{o.threads})},
+      {"handoffs", number(static_cast<int64_t>(handoffs.gaps_us.size()))},
+      {"seconds", number(seconds)},
+      {"requests", number(tr.requests)},
+      {"scripts_per_handoff", number(tr.scripts / count)},
+      {"inner_commands_per_handoff", number(tr.inner / count)},
+      {"requests_per_handoff_by_command", per_handoff(tr.by_command, count)},
+      {"handoff_p50_us", number(quantile(sorted, 0.50))},
+      {"handoff_max_us", number(sorted.back())},
+      {"same_thread_share", number(handoffs.same_thread / count)},
+      {"same_process_share", number(handoffs.same_process / count)}};
+  return {{"requests_per_handoff", tr.requests / count, "requests", extra},
+          {"handoff_p99_us", quantile(sorted, 0.99), "us", extra},
+          {"pairs_per_s", count / seconds, "pairs/s", extra}};
+}
+
 std::vector<Result> herd(const Options& o, redisContext* admin, bool fair) {
   const std::string name = lock_name(o, fair ? "hf" : "hd", 0);
   const int n = o.processes * o.threads;
@@ -389,41 +479,9 @@ std::vector<Result> herd(const Options& o, redisContext* admin, bool fair) {
   Shared shared(64 + capacity * sizeof(HoldRecord));
   auto* h = shared.at<HerdHeader>(0);
   auto* records = shared.at<HoldRecord>(64);
-  static volatile int64_t critical;  // the tiny critical section's work
 
-  Children children(o.processes, [&](int p) {
-    Client client = new_client(o.url);
-    Lock lock = new_lock(client.get(), name, fair ? RLOCK_LOCK_FAIR : RLOCK_LOCK_REENTRANT);
-    std::mutex error_mutex;
-    std::string error;
-    std::vector<std::thread> threads;
-    for (int t = 0; t < o.threads; ++t) {
-      threads.emplace_back([&, t] {
-        h->ready.fetch_add(1);
-        futex_wake(&h->ready);
-        while (h->go.load() == 0) futex_wait(&h->go, 0, 100000000);
-        try {
-          while (!h->stop.load(std::memory_order_relaxed)) {
-            check(rlock_acquire(lock.get(), RLOCK_WAIT_FOREVER), "rlock_acquire");
-            int64_t acquired = now_ns();
-            uint64_t i = h->next.fetch_add(1);
-            critical = critical + 1;
-            int64_t release_called = now_ns();
-            check(rlock_release(lock.get()), "rlock_release");
-            int64_t released = now_ns();
-            if (i >= capacity) throw Failure("more handoffs than the bench has room to record");
-            records[i] = {acquired, release_called, released, p * o.threads + t, 0};
-          }
-        } catch (const std::exception& e) {
-          std::lock_guard<std::mutex> g(error_mutex);
-          if (error.empty()) error = e.what();
-          set_and_wake(&h->stop, 1);
-        }
-      });
-    }
-    for (std::thread& t : threads) t.join();
-    if (!error.empty()) throw Failure(error);
-  });
+  Children children(o.processes,
+                    [&](int p) { herd_process(o, name, fair, p, h, records, capacity); });
   wait_ready(&h->ready, static_cast<uint32_t>(n), children, "the processes' threads");
   set_and_wake(&h->go, 1);
   sleep_ns(static_cast<int64_t>(warm_up_s(o.seconds) * 1e9));
@@ -436,50 +494,11 @@ std::vector<Result> herd(const Options& o, redisContext* admin, bool fair) {
   children.join();
 
   size_t count = static_cast<size_t>(std::min<uint64_t>(h->next.load(), capacity));
-  std::vector<HoldRecord> holds(records, records + count);
-  std::sort(holds.begin(), holds.end(),
-            [](const HoldRecord& a, const HoldRecord& b) { return a.acquired < b.acquired; });
-  std::vector<double> gaps;
-  int64_t same_thread = 0, same_process = 0;
-  for (size_t i = 0; i + 1 < holds.size(); ++i) {
-    const HoldRecord &prev = holds[i], &next = holds[i + 1];
-    // Safety: the next owner may return from acquire only after the previous one asked to
-    // release (it may return before that release's reply arrives: Redis sends the reply and
-    // the wake-up together).
-    if (next.acquired < prev.release_called) {
-      throw Failure("two owners at once: one acquired " +
-                    std::to_string((prev.release_called - next.acquired) / 1000) +
-                    " us before the previous holder asked to release");
-    }
-    if (next.acquired < measure_from || next.acquired > measure_to) continue;
-    gaps.push_back((next.acquired - prev.released) / 1e3);
-    same_thread += next.who == prev.who;
-    same_process += next.who / o.threads == prev.who / o.threads;
-  }
+  Handoffs handoffs = handoffs_of(std::vector<HoldRecord>(records, records + count), measure_from,
+                                  measure_to, o.threads);
   check_clean(admin, lock_keys(name, fair));
-  if (gaps.empty()) throw Failure("no handoff in the measured window");
-
-  Traffic tr = traffic(before, after);
-  double handoffs = static_cast<double>(gaps.size());
-  double seconds = (measure_to - measure_from) / 1e9;
-  std::vector<double> sorted = gaps;
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<std::pair<std::string, std::string>> extra = {
-      {"processes", number(int64_t{o.processes})},
-      {"threads_per_process", number(int64_t{o.threads})},
-      {"handoffs", number(static_cast<int64_t>(gaps.size()))},
-      {"seconds", number(seconds)},
-      {"requests", number(tr.requests)},
-      {"scripts_per_handoff", number(tr.scripts / handoffs)},
-      {"inner_commands_per_handoff", number(tr.inner / handoffs)},
-      {"requests_per_handoff_by_command", per_handoff(tr.by_command, handoffs)},
-      {"handoff_p50_us", number(quantile(sorted, 0.50))},
-      {"handoff_max_us", number(sorted.back())},
-      {"same_thread_share", number(same_thread / handoffs)},
-      {"same_process_share", number(same_process / handoffs)}};
-  return {{"requests_per_handoff", tr.requests / handoffs, "requests", extra},
-          {"handoff_p99_us", quantile(sorted, 0.99), "us", extra},
-          {"pairs_per_s", handoffs / seconds, "pairs/s", extra}};
+  if (handoffs.gaps_us.empty()) throw Failure("no handoff in the measured window");
+  return herd_results(o, handoffs, traffic(before, after), (measure_to - measure_from) / 1e9);
 }
 
 // ---- scenario 5: watchdog ----
@@ -606,35 +625,17 @@ int64_t bare_threads_kib(int n) {
   return after - before;
 }
 
-std::vector<Result> memory(const Options& o, redisContext* admin) {
-  // In a process of its own: the stacks glibc caches after the threads end would make the
-  // waiters look cheaper here.
-  int64_t bare_kib = 0;
-  {
-    Shared result(sizeof(int64_t));
-    Children child(1, [&](int) { *result.at<int64_t>(0) = bare_threads_kib(o.waiters); });
-    child.join();
-    bare_kib = *result.at<int64_t>(0);
-  }
-  const int64_t rss_start = rss_kib();
-  Client client = new_client(o.url);
-  const int64_t rss_client = rss_kib();
-  std::vector<Lock> handles;
-  for (int i = 0; i < o.locks; ++i) handles.push_back(new_lock(client.get(), lock_name(o, "m", i)));
-  const int64_t rss_handles = rss_kib();
+// In a process of its own: the stacks glibc caches after the threads end would make the
+// waiters look cheaper here.
+int64_t bare_threads_kib_in_child(int n) {
+  Shared result(sizeof(int64_t));
+  Children child(1, [&](int) { *result.at<int64_t>(0) = bare_threads_kib(n); });
+  child.join();
+  return *result.at<int64_t>(0);
+}
 
-  // Waiters: o.waiters threads blocked on one lock this thread holds.
-  const std::string name = lock_name(o, "mw", 0);
-  Lock held = new_lock(client.get(), name);
-  check(rlock_acquire(held.get(), 0), "rlock_acquire");
-  rlock_cancel_token* cancel = nullptr;
-  check(rlock_cancel_token_new(&cancel), "rlock_cancel_token_new");
-  std::map<std::string, int64_t> before = command_calls(admin);
-  const int64_t rss_before_waiters = rss_kib();
-  std::atomic<int> started{0};
-  std::vector<WaiterArgs> args(static_cast<size_t>(o.waiters),
-                               WaiterArgs{held.get(), cancel, &started, 0, ""});
-  std::vector<pthread_t> threads;
+// Starts a waiter thread for each of `args`; an error message if one could not start.
+std::string start_waiters(std::vector<WaiterArgs>& args, std::vector<pthread_t>* threads) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setstacksize(&attr, kWaiterStack);
@@ -646,38 +647,78 @@ std::vector<Result> memory(const Options& o, redisContext* admin) {
       error = std::string("pthread_create: ") + std::strerror(rc);
       break;
     }
-    threads.push_back(t);
+    threads->push_back(t);
   }
   pthread_attr_destroy(&attr);
-  // Every waiter has made its first attempt once Redis has seen as many scripts as there are
-  // waiters (a waiter joining an already subscribed channel makes only that one); the pause
-  // after lets the last ones settle into their wait.
-  int64_t rss_waiters = 0;
-  if (error.empty()) {
-    int64_t give_up = now_ns() + int64_t{60} * 1000000000;
-    while (script_calls(before, command_calls(admin)) < int64_t{o.waiters}) {
-      if (now_ns() > give_up) {
-        error = "the waiters did not all block within a minute";
-        break;
-      }
-      sleep_ns(20000000);
+  return error;
+}
+
+// Every waiter has made its first attempt once Redis has seen as many scripts as there are
+// waiters (a waiter joining an already subscribed channel makes only that one); the pause
+// after lets the last ones settle into their wait. The RSS then, or 0 with *error set.
+int64_t rss_once_blocked(const Options& o, redisContext* admin,
+                         const std::map<std::string, int64_t>& before, std::string* error) {
+  int64_t give_up = now_ns() + int64_t{60} * 1000000000;
+  while (script_calls(before, command_calls(admin)) < int64_t{o.waiters}) {
+    if (now_ns() > give_up) {
+      *error = "the waiters did not all block within a minute";
+      return 0;
     }
-    sleep_ns(200000000);
-    rss_waiters = rss_kib();
+    sleep_ns(20000000);
   }
+  sleep_ns(200000000);
+  return rss_kib();
+}
+
+// The first waiter whose acquire did not end canceled, as an error message.
+std::string waiter_failure(const std::vector<WaiterArgs>& args) {
+  for (const WaiterArgs& a : args) {
+    if (a.rc != RLOCK_ECANCELED) {
+      return "a waiter's acquire returned " + std::to_string(a.rc) + ": " + a.error;
+    }
+  }
+  return std::string();
+}
+
+// Blocks o.waiters threads on `held` (which this thread holds) and cancels them. The RSS while
+// they wait and, in *rss_before, just before they started.
+int64_t waiters_rss_kib(const Options& o, redisContext* admin, rlock_lock* held,
+                        int64_t* rss_before) {
+  rlock_cancel_token* cancel = nullptr;
+  check(rlock_cancel_token_new(&cancel), "rlock_cancel_token_new");
+  std::map<std::string, int64_t> before = command_calls(admin);
+  *rss_before = rss_kib();
+  std::atomic<int> started{0};
+  std::vector<WaiterArgs> args(static_cast<size_t>(o.waiters),
+                               WaiterArgs{held, cancel, &started, 0, ""});
+  std::vector<pthread_t> threads;
+  std::string error = start_waiters(args, &threads);
+  int64_t rss_waiters = 0;
+  if (error.empty()) rss_waiters = rss_once_blocked(o, admin, before, &error);
   rlock_cancel_token_cancel(cancel);
   for (pthread_t t : threads) pthread_join(t, nullptr);
   rlock_cancel_token_free(cancel);
-  check(rlock_release(held.get()), "rlock_release");
-  if (error.empty()) {
-    for (const WaiterArgs& a : args) {
-      if (a.rc != RLOCK_ECANCELED) {
-        error = "a waiter's acquire returned " + std::to_string(a.rc) + ": " + a.error;
-        break;
-      }
-    }
-  }
+  check(rlock_release(held), "rlock_release");
+  if (error.empty()) error = waiter_failure(args);
   if (!error.empty()) throw Failure(error);
+  return rss_waiters;
+}
+
+std::vector<Result> memory(const Options& o, redisContext* admin) {
+  const int64_t bare_kib = bare_threads_kib_in_child(o.waiters);
+  const int64_t rss_start = rss_kib();
+  Client client = new_client(o.url);
+  const int64_t rss_client = rss_kib();
+  std::vector<Lock> handles;
+  for (int i = 0; i < o.locks; ++i) handles.push_back(new_lock(client.get(), lock_name(o, "m", i)));
+  const int64_t rss_handles = rss_kib();
+
+  // Waiters: o.waiters threads blocked on one lock this thread holds.
+  const std::string name = lock_name(o, "mw", 0);
+  Lock held = new_lock(client.get(), name);
+  check(rlock_acquire(held.get(), 0), "rlock_acquire");
+  int64_t rss_before_waiters = 0;
+  const int64_t rss_waiters = waiters_rss_kib(o, admin, held.get(), &rss_before_waiters);
   std::vector<std::string> names;
   for (int i = 0; i < o.locks; ++i) names.push_back(lock_name(o, "m", i));
   names.push_back(name);

@@ -1,5 +1,6 @@
 // rlock: the command-line tool. A distributed flock(1): named locks on Redis, shared by every
-// process and host that uses the same Redis. Uses only the stable C ABI (rlock/rlock.h).
+// process and host that uses the same Redis. Uses only the stable C ABI (rlock/rlock.h), and
+// the core's number parser (rlock/core/parse.hpp, linked in statically).
 
 #include <pthread.h>
 #include <rlock/rlock.h>
@@ -11,7 +12,6 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +19,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "rlock/core/parse.hpp"
 
 extern char **environ;
 
@@ -113,60 +115,159 @@ struct Args {
   std::vector<char *> argv;  // exec: COMMAND [ARGS...]
 };
 
-// Accepts plain decimal seconds only: strtod alone would also take "nan", "inf", "0x10",
-// "-1" and leading blanks.
+// Plain decimal seconds only ("5", "0.5"): no sign, blank, "nan", "inf", hex or exponent.
 int64_t parse_seconds(const std::string &option, const std::string &text, bool allow_zero) {
   if (text.empty()) throw UsageError{option + " needs a number of seconds, got ''"};
   if (text[0] == '-') throw UsageError{option + " must not be negative, got '" + text + "'"};
-  size_t digits = 0, dots = 0;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') {
-      ++digits;
-    } else if (c == '.') {
-      ++dots;
-    } else {
-      digits = 0;
+  int64_t ms = 0;
+  switch (rlock::core::parse_decimal(text, 3, RLOCK_MAX_DURATION_MS, &ms)) {
+    case rlock::core::ParseStatus::kOk:
       break;
-    }
+    case rlock::core::ParseStatus::kMalformed:
+      throw UsageError{option + " needs a number of seconds (like 5 or 0.5), got '" + text + "'"};
+    case rlock::core::ParseStatus::kOutOfRange:
+      throw UsageError{option + " is too large: '" + text + "' (at most " +
+                       std::to_string(RLOCK_MAX_DURATION_MS / 1000) + " seconds)"};
   }
-  if (digits == 0 || dots > 1) {
-    throw UsageError{option + " needs a number of seconds (like 5 or 0.5), got '" + text + "'"};
-  }
-  double seconds = std::strtod(text.c_str(), nullptr);
-  double ms = seconds * 1000.0;
-  if (!(ms <= static_cast<double>(RLOCK_MAX_DURATION_MS))) {
-    throw UsageError{option + " is too large: '" + text + "' (at most " +
-                     std::to_string(RLOCK_MAX_DURATION_MS / 1000) + " seconds)"};
-  }
-  int64_t rounded = std::llround(ms);
-  if (rounded == 0 && seconds > 0) rounded = 1;  // a tiny positive value must not become "0"
-  if (rounded == 0 && !allow_zero) {
+  // A tiny positive value must not become "0" (try once, or no lease at all).
+  if (ms == 0 && text.find_first_of("123456789") != std::string::npos) ms = 1;
+  if (ms == 0 && !allow_zero) {
     throw UsageError{option + " must be more than 0, got '" + text + "'"};
   }
-  return rounded;
+  return ms;
 }
 
-Args parse_args(int argc, char **argv) {
-  Args args;
+void set_url(Args &args, const std::string &value) {
+  if (value.empty()) throw UsageError{"option --url needs a value, got ''"};
+  args.url = value;
+}
+void set_wait(Args &args, const std::string &value) {
+  args.wait_ms = parse_seconds("--wait", value, true);
+}
+void set_lease(Args &args, const std::string &value) {
+  args.lease_ms = parse_seconds("--lease", value, false);
+}
+void set_force(Args &args, const std::string &) { args.force = true; }
+
+// The options: which commands take each, and what it sets.
+struct Option {
+  const char *name;
+  const char *commands;  // the commands it is valid for, space-separated
+  bool takes_value;
+  void (*set)(Args &args, const std::string &value);
+};
+
+const Option kOptions[] = {
+    {"--url", "exec status unlock", true, set_url},
+    {"--wait", "exec", true, set_wait},
+    {"--lease", "exec", true, set_lease},
+    {"--force", "unlock", false, set_force},
+};
+
+const Option *find_option(const std::string &name) {
+  for (const Option &option : kOptions) {
+    if (name == option.name) return &option;
+  }
+  return nullptr;
+}
+
+bool valid_for(const Option &option, const std::string &command) {
+  return (std::string(" ") + option.commands + " ").find(" " + command + " ") != std::string::npos;
+}
+
+// Reads argv[1], the command. False when there is nothing more to read (--help, --version).
+bool parse_command(int argc, char **argv, Args &args) {
   if (argc < 2) throw UsageError{"missing command (exec, status or unlock)"};
   args.command = argv[1];
   if (args.command == "-h" || args.command == "--help" || args.command == "help") {
     args.help = true;
-    return args;
+    return false;
   }
-  if (args.command == "--version") return args;
+  if (args.command == "--version") return false;
   if (args.command != "exec" && args.command != "status" && args.command != "unlock") {
     if (!args.command.empty() && args.command[0] == '-') {
       throw UsageError{"unknown option '" + args.command + "' (expected a command first)"};
     }
     throw UsageError{"unknown command '" + args.command + "'"};
   }
-  const bool exec = args.command == "exec";
-  bool url_given = false, saw_separator = false;
+  return true;
+}
 
+// Reads the option at argv[i] ("--name value" or "--name=value"); returns the index of its last
+// argument.
+int parse_option(int argc, char **argv, int i, Args &args) {
+  std::string name = argv[i], value;
+  const size_t eq = name.find('=');
+  const bool inline_value = name.compare(0, 2, "--") == 0 && eq != std::string::npos;
+  if (inline_value) {
+    value = name.substr(eq + 1);
+    name.resize(eq);
+  }
+  const Option *option = find_option(name);
+  if (option == nullptr) throw UsageError{"unknown option '" + name + "'"};
+  if (!valid_for(*option, args.command)) {
+    throw UsageError{"option " + name + " is not valid for '" + args.command + "'"};
+  }
+  if (!option->takes_value && inline_value) {
+    throw UsageError{"option " + name + " takes no value"};
+  }
+  if (option->takes_value && !inline_value) {
+    if (i + 1 >= argc) throw UsageError{"option " + name + " needs a value"};
+    value = argv[++i];
+  }
+  option->set(args, value);
+  return i;
+}
+
+void set_name(Args &args, const std::string &arg) {
+  if (args.has_name) {
+    throw UsageError{args.command == "exec"
+                         ? "unexpected argument '" + arg + "': missing '--' before the command?"
+                         : "unexpected argument '" + arg + "'"};
+  }
+  args.has_name = true;
+  args.name = arg;
+}
+
+// What follows "--" (`rest`, `count` arguments): exec's COMMAND, or for status and unlock a
+// NAME, which may then start with '-'.
+void parse_after_separator(bool saw_separator, int count, char **rest, Args &args) {
+  if (args.command == "exec") {
+    if (!saw_separator) {
+      throw UsageError{args.has_name ? "missing '--' before the command" : "missing lock NAME"};
+    }
+    args.argv.assign(rest, rest + count);
+    if (args.argv.empty()) throw UsageError{"missing command after '--'"};
+    args.argv.push_back(nullptr);
+    return;
+  }
+  for (int i = 0; i < count; ++i) {
+    if (args.has_name) throw UsageError{std::string("unexpected argument '") + rest[i] + "'"};
+    args.has_name = true;
+    args.name = rest[i];
+  }
+}
+
+// The checks on the whole command line, and the default URL.
+void check_complete(Args &args) {
+  if (!args.has_name) throw UsageError{"missing lock NAME"};
+  if (args.name.empty()) throw UsageError{"the lock NAME is empty"};
+  if (args.command == "unlock" && !args.force) {
+    throw UsageError{"unlock needs --force (it deletes the lock whoever holds it)"};
+  }
+  if (args.url.empty()) {  // --url "" was refused: empty means not given
+    const char *env = std::getenv("RLOCK_URL");
+    args.url = (env && *env) ? env : kDefaultUrl;
+  }
+}
+
+Args parse_args(int argc, char **argv) {
+  Args args;
+  if (!parse_command(argc, argv, args)) return args;
+  bool saw_separator = false;
   int i = 2;
   for (; i < argc; ++i) {
-    std::string arg = argv[i];
+    const std::string arg = argv[i];
     if (arg == "--") {
       saw_separator = true;
       ++i;
@@ -177,76 +278,13 @@ Args parse_args(int argc, char **argv) {
       return args;
     }
     if (arg.size() > 1 && arg[0] == '-') {
-      std::string option = arg, value;
-      bool inline_value = false;
-      size_t eq = arg.find('=');
-      if (arg.compare(0, 2, "--") == 0 && eq != std::string::npos) {
-        option = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-        inline_value = true;
-      }
-      bool takes_value = option == "--url" || option == "--wait" || option == "--lease";
-      bool valid = option == "--url" || (exec && (option == "--wait" || option == "--lease")) ||
-                   (args.command == "unlock" && option == "--force");
-      if (!valid) {
-        if (option == "--wait" || option == "--lease" || option == "--force") {
-          throw UsageError{"option " + option + " is not valid for '" + args.command + "'"};
-        }
-        throw UsageError{"unknown option '" + option + "'"};
-      }
-      if (!takes_value) {
-        if (inline_value) throw UsageError{"option " + option + " takes no value"};
-        args.force = true;
-        continue;
-      }
-      if (!inline_value) {
-        if (i + 1 >= argc) throw UsageError{"option " + option + " needs a value"};
-        value = argv[++i];
-      }
-      if (option == "--url") {
-        if (value.empty()) throw UsageError{"option --url needs a value, got ''"};
-        args.url = value;
-        url_given = true;
-      } else if (option == "--wait") {
-        args.wait_ms = parse_seconds("--wait", value, true);
-      } else {
-        args.lease_ms = parse_seconds("--lease", value, false);
-      }
-      continue;
-    }
-    if (args.has_name) {
-      throw UsageError{exec ? "unexpected argument '" + arg + "': missing '--' before the command?"
-                            : "unexpected argument '" + arg + "'"};
-    }
-    args.has_name = true;
-    args.name = arg;
-  }
-
-  if (exec) {
-    if (!saw_separator) {
-      throw UsageError{args.has_name ? "missing '--' before the command" : "missing lock NAME"};
-    }
-    for (; i < argc; ++i) args.argv.push_back(argv[i]);
-    if (args.argv.empty()) throw UsageError{"missing command after '--'"};
-    args.argv.push_back(nullptr);
-  } else if (saw_separator) {
-    // status/unlock: "--" only lets a NAME start with '-'.
-    for (; i < argc; ++i) {
-      if (args.has_name) throw UsageError{std::string("unexpected argument '") + argv[i] + "'"};
-      args.has_name = true;
-      args.name = argv[i];
+      i = parse_option(argc, argv, i, args);
+    } else {
+      set_name(args, arg);
     }
   }
-  if (!args.has_name) throw UsageError{"missing lock NAME"};
-  if (args.name.empty()) throw UsageError{"the lock NAME is empty"};
-  if (args.command == "unlock" && !args.force) {
-    throw UsageError{"unlock needs --force (it deletes the lock whoever holds it)"};
-  }
-
-  if (!url_given) {
-    const char *env = std::getenv("RLOCK_URL");
-    args.url = (env && *env) ? env : kDefaultUrl;
-  }
+  parse_after_separator(saw_separator, argc - i, argv + i, args);
+  check_complete(args);
   return args;
 }
 
@@ -445,10 +483,11 @@ std::string seconds_text(int64_t ms) {
   return buf;
 }
 
-int run_exec(const Args &args) {
-  // Block the forwarded signals before any thread exists, so every thread (ours and the
-  // library's) inherits the mask and only the signal thread receives them. A signal ignored
-  // at start (nohup, background jobs of scripts) stays ignored, for us and for COMMAND.
+// Blocks the forwarded signals before any thread exists, so every thread (ours and the
+// library's) inherits the mask and only the signal thread receives them. A signal ignored at
+// start (nohup, background jobs of scripts) stays ignored, for us and for COMMAND. Returns 0,
+// or the exit code after printing the error.
+int start_signal_thread(SignalState **out, sigset_t *original_mask) {
   auto *signals = new SignalState;
   sigemptyset(&signals->watched);
   for (int sig : kForwarded) {
@@ -456,113 +495,144 @@ int run_exec(const Args &args) {
     if (sigaction(sig, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) continue;
     sigaddset(&signals->watched, sig);
   }
-  sigset_t original_mask;
-  pthread_sigmask(SIG_BLOCK, &signals->watched, &original_mask);
+  pthread_sigmask(SIG_BLOCK, &signals->watched, original_mask);
   signal(SIGCHLD, SIG_DFL);  // an inherited SIG_IGN would make the child unwaitable
 
   int rc = rlock_cancel_token_new(&signals->token);
   if (rc != RLOCK_OK) return report(rc);
   std::thread(signal_thread, signals).detach();
+  *out = signals;
+  return 0;
+}
 
-  // Ends signal handling before the token goes away; returns `code`.
-  auto finish = [signals](int code) {
+// Ends signal handling before the token goes away: from now on signals are dropped. Returns
+// the signal that came while no COMMAND ran, if any.
+int stop_signal_handling(SignalState *signals) {
+  std::lock_guard<std::mutex> guard(signals->mu);
+  signals->child = 0;
+  signals->done = true;
+  return signals->stop_signal;
+}
+
+int finish(SignalState *signals, int code) {
+  stop_signal_handling(signals);
+  return code;
+}
+
+// Takes the lock for COMMAND. Returns 0, or the exit code after printing why not.
+int acquire_for_exec(const Args &args, const Session &session, SignalState *signals) {
+  rlock_acquire_options acquire = RLOCK_ACQUIRE_OPTIONS_INIT;
+  acquire.wait_ms = args.wait_ms;
+  acquire.lease_ms = args.lease_ms;
+  acquire.cancel = signals->token;
+  int rc = rlock_acquire_ex(session.lock, &acquire);
+  if (rc == RLOCK_OK) return 0;
+  if (rc == RLOCK_ETIMEDOUT) {
+    if (args.wait_ms == 0) {
+      std::fprintf(stderr, "rlock: lock '%s' is held by someone else (--wait 0)\n",
+                   args.name.c_str());
+    } else {
+      std::fprintf(stderr, "rlock: lock '%s' is still held by someone else after --wait %s\n",
+                   args.name.c_str(), seconds_text(args.wait_ms).c_str());
+    }
+    return finish(signals, kExitTempFail);
+  }
+  if (rc != RLOCK_ECANCELED) return finish(signals, report(rc));
+  int sig = stop_signal_handling(signals);
+  if (!sig) return report(rc);
+  std::fprintf(stderr, "rlock: got %s while waiting for lock '%s'; the command was not run\n",
+               signal_name(sig), args.name.c_str());
+  return 128 + sig;
+}
+
+// posix_spawnp with the signal mask and dispositions COMMAND should have; 0 or an errno.
+int spawn(const Args &args, const SignalState &signals, const sigset_t &original_mask, pid_t *pid) {
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setsigmask(&attr, &original_mask);
+  posix_spawnattr_setsigdefault(&attr, &signals.watched);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  int error = posix_spawnp(pid, args.argv[0], nullptr, &attr, args.argv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  return error;
+}
+
+// Starts COMMAND unless a signal came first. Returns 0 once it runs, or the exit code after
+// printing why it does not.
+int start_command(const Args &args, SignalState *signals, const sigset_t &original_mask,
+                  pid_t *pid) {
+  int spawn_error = 0;
+  int stop_signal = 0;
+  {
+    // Holding the mutex while spawning: a signal arriving now waits until the child's pid
+    // is known and is then forwarded; one that came already means "do not start".
     std::lock_guard<std::mutex> guard(signals->mu);
-    signals->child = 0;
-    signals->done = true;
-    return code;
-  };
+    stop_signal = signals->stop_signal;
+    if (!stop_signal) {
+      spawn_error = spawn(args, *signals, original_mask, pid);
+      if (spawn_error == 0) signals->child = *pid;
+    }
+    if (stop_signal || spawn_error) signals->done = true;
+  }
+  if (stop_signal) {
+    std::fprintf(stderr, "rlock: got %s before the command started; it was not run\n",
+                 signal_name(stop_signal));
+    return 128 + stop_signal;
+  }
+  if (spawn_error) {
+    std::fprintf(stderr, "rlock: %s: %s\n", args.argv[0], std::strerror(spawn_error));
+    return (spawn_error == ENOENT || spawn_error == ENOTDIR) ? kExitNotFound : kExitCannotRun;
+  }
+  return 0;
+}
+
+// Waits for COMMAND to end; its exit status as ours.
+int wait_command(pid_t pid, SignalState *signals) {
+  // Wait without reaping first, so the signal thread never signals a recycled pid.
+  siginfo_t info;
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  stop_signal_handling(signals);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return exit_status_of(status);
+}
+
+// Releases the lock after COMMAND; warns if it was lost or could not be released.
+void release_after_exec(const Args &args, const Session &session, const LostNotice &notice) {
+  int rc = rlock_release(session.lock);
+  if (rc == RLOCK_ELOST) {
+    if (!notice.reported) {
+      std::fprintf(stderr,
+                   "rlock: warning: the lock '%s' was lost before the command ended (it "
+                   "expired or was deleted); the command was not fully protected by it\n",
+                   args.name.c_str());
+    }
+  } else if (rc != RLOCK_OK) {
+    report(rc, "warning: the lock was not released, it will expire by its lease: ");
+  }
+}
+
+int run_exec(const Args &args) {
+  SignalState *signals = nullptr;
+  sigset_t original_mask;
+  if (int code = start_signal_thread(&signals, &original_mask)) return code;
 
   LostNotice notice;
   notice.name = args.name;
   int code = 0;
   {
     Session session;
-    if ((code = open_session(args, session))) return finish(code);
+    if ((code = open_session(args, session))) return finish(signals, code);
     rlock_lock_set_lost_callback(session.lock, on_lost, &notice);
-
-    rlock_acquire_options acquire = RLOCK_ACQUIRE_OPTIONS_INIT;
-    acquire.wait_ms = args.wait_ms;
-    acquire.lease_ms = args.lease_ms;
-    acquire.cancel = signals->token;
-    rc = rlock_acquire_ex(session.lock, &acquire);
-    if (rc == RLOCK_ETIMEDOUT) {
-      if (args.wait_ms == 0) {
-        std::fprintf(stderr, "rlock: lock '%s' is held by someone else (--wait 0)\n",
-                     args.name.c_str());
-      } else {
-        std::fprintf(stderr, "rlock: lock '%s' is still held by someone else after --wait %s\n",
-                     args.name.c_str(), seconds_text(args.wait_ms).c_str());
-      }
-      return finish(kExitTempFail);
-    }
-    if (rc == RLOCK_ECANCELED) {
-      int sig = 0;
-      {
-        std::lock_guard<std::mutex> guard(signals->mu);
-        signals->done = true;
-        sig = signals->stop_signal;
-      }
-      if (!sig) return report(rc);
-      std::fprintf(stderr, "rlock: got %s while waiting for lock '%s'; the command was not run\n",
-                   signal_name(sig), args.name.c_str());
-      return 128 + sig;
-    }
-    if (rc != RLOCK_OK) return finish(report(rc));
-
+    if ((code = acquire_for_exec(args, session, signals))) return code;
     pid_t pid = 0;
-    int spawn_error = 0;
-    int stop_signal = 0;
-    {
-      // Holding the mutex while spawning: a signal arriving now waits until the child's pid
-      // is known and is then forwarded; one that came already means "do not start".
-      std::lock_guard<std::mutex> guard(signals->mu);
-      stop_signal = signals->stop_signal;
-      if (!stop_signal) {
-        posix_spawnattr_t attr;
-        posix_spawnattr_init(&attr);
-        posix_spawnattr_setsigmask(&attr, &original_mask);
-        posix_spawnattr_setsigdefault(&attr, &signals->watched);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-        spawn_error = posix_spawnp(&pid, args.argv[0], nullptr, &attr, args.argv.data(), environ);
-        posix_spawnattr_destroy(&attr);
-        if (spawn_error == 0) signals->child = pid;
-      }
-      if (stop_signal || spawn_error) signals->done = true;
-    }
-
-    if (stop_signal) {
-      std::fprintf(stderr, "rlock: got %s before the command started; it was not run\n",
-                   signal_name(stop_signal));
-      code = 128 + stop_signal;
-    } else if (spawn_error) {
-      std::fprintf(stderr, "rlock: %s: %s\n", args.argv[0], std::strerror(spawn_error));
-      code = (spawn_error == ENOENT || spawn_error == ENOTDIR) ? kExitNotFound : kExitCannotRun;
-    } else {
-      // Wait without reaping first, so the signal thread never signals a recycled pid.
-      siginfo_t info;
-      while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 &&
-             errno == EINTR) {
-      }
-      finish(0);
-      int status = 0;
-      while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      code = exit_status_of(status);
-    }
-
-    rc = rlock_release(session.lock);
-    if (rc == RLOCK_ELOST) {
-      if (!notice.reported) {
-        std::fprintf(stderr,
-                     "rlock: warning: the lock '%s' was lost before the command ended (it "
-                     "expired or was deleted); the command was not fully protected by it\n",
-                     args.name.c_str());
-      }
-    } else if (rc != RLOCK_OK) {
-      report(rc, "warning: the lock was not released, it will expire by its lease: ");
-    }
+    code = start_command(args, signals, original_mask, &pid);
+    if (code == 0) code = wait_command(pid, signals);
+    release_after_exec(args, session, notice);
   }  // frees the lock handle (waiting for a running lost callback) and the client
-  finish(0);
+  stop_signal_handling(signals);
   rlock_cancel_token_free(signals->token);
   signals->token = nullptr;
   return code;

@@ -246,59 +246,83 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
   });
 }
 
+namespace {
+
+// Where to connect and as whom: the URL, or host/port/unix_socket; then the credentials and
+// database the options add to it.
+int apply_endpoint_options(const rlock_client_options& opts, core::ClientConfig* config) {
+  core::Endpoint& endpoint = config->endpoint;
+  if (opts.url != nullptr) {
+    core::parse_client_url(opts.url, config);
+  } else if (opts.unix_socket != nullptr) {
+    endpoint.unix_path = opts.unix_socket;
+  } else {
+    if (opts.host != nullptr) endpoint.host = opts.host;
+    if (opts.port != 0) endpoint.port = opts.port;
+  }
+  if (!endpoint.has_password && opts.password != nullptr) {
+    endpoint.password = opts.password;
+    endpoint.has_password = true;
+    if (opts.username != nullptr) endpoint.username = opts.username;
+  } else if (!endpoint.has_password && opts.username != nullptr) {
+    return invalid("username given without a password");
+  }
+  if (opts.db != 0) {
+    if (endpoint.db != 0 && endpoint.db != opts.db)
+      return invalid("db given both in the URL and in the options, with different values");
+    endpoint.db = opts.db;
+  }
+  return RLOCK_OK;
+}
+
+// Timeouts and sizes: 0 keeps the default.
+void apply_tuning_options(const rlock_client_options& opts, core::ClientConfig* config) {
+  if (opts.connect_timeout_ms != 0) config->connect_timeout_ms = opts.connect_timeout_ms;
+  if (opts.command_timeout_ms != 0) config->command_timeout_ms = opts.command_timeout_ms;
+  if (opts.pool_size != 0) config->pool_size = opts.pool_size;
+  if (opts.watchdog_lease_ms != 0) config->watchdog_lease_ms = opts.watchdog_lease_ms;
+  if (opts.poll_cap_ms != 0) config->poll_cap_ms = opts.poll_cap_ms;
+  if (opts.max_name_len != 0) config->max_name_len = opts.max_name_len;
+}
+
+// The version 2 fields: replica sync.
+int apply_sync_options(const rlock_client_options& opts, core::ClientConfig* config) {
+  if (opts.sync_replicas < -1) {
+    return core::fail(core::kInvalid,
+                      "sync_replicas must be 0 (auto), -1 (never) or a replica count, got " +
+                          std::to_string(opts.sync_replicas));
+  }
+  if (opts.sync_replicas != 0) {
+    const int wanted = opts.sync_replicas == -1 ? 0 : opts.sync_replicas;
+    if (config->sync_replicas != core::kSyncAuto && config->sync_replicas != wanted)
+      return invalid(
+          "sync_replicas given both in the URL and in the options, with "
+          "different values");
+    config->sync_replicas = wanted;
+  }
+  if (opts.sync_timeout_ms != 0) config->sync_timeout_ms = opts.sync_timeout_ms;
+  return RLOCK_OK;
+}
+
+// The client configuration `opts` describe, on top of the defaults.
+int apply_client_options(const rlock_client_options& opts, core::ClientConfig* config) {
+  if (int rc = check_version(opts.version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options"))
+    return rc;
+  if (int rc = apply_endpoint_options(opts, config)) return rc;
+  apply_tuning_options(opts, config);
+  if (opts.version >= 2) return apply_sync_options(opts, config);
+  return RLOCK_OK;
+}
+
+}  // namespace
+
 int rlock_client_new(rlock_client** out, const rlock_client_options* opts) {
   return guarded([&]() -> int {
     if (out == nullptr) return invalid("out must not be NULL");
     *out = nullptr;
     core::ClientConfig config;
     if (opts != nullptr) {
-      if (int rc =
-              check_version(opts->version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options"))
-        return rc;
-      if (opts->url != nullptr) {
-        core::parse_client_url(opts->url, &config);
-      } else {
-        if (opts->unix_socket != nullptr) {
-          config.endpoint.unix_path = opts->unix_socket;
-        } else {
-          if (opts->host != nullptr) config.endpoint.host = opts->host;
-          if (opts->port != 0) config.endpoint.port = opts->port;
-        }
-      }
-      if (!config.endpoint.has_password && opts->password != nullptr) {
-        config.endpoint.password = opts->password;
-        config.endpoint.has_password = true;
-        if (opts->username != nullptr) config.endpoint.username = opts->username;
-      } else if (!config.endpoint.has_password && opts->username != nullptr) {
-        return invalid("username given without a password");
-      }
-      if (opts->db != 0) {
-        if (config.endpoint.db != 0 && config.endpoint.db != opts->db)
-          return invalid("db given both in the URL and in the options, with different values");
-        config.endpoint.db = opts->db;
-      }
-      if (opts->connect_timeout_ms != 0) config.connect_timeout_ms = opts->connect_timeout_ms;
-      if (opts->command_timeout_ms != 0) config.command_timeout_ms = opts->command_timeout_ms;
-      if (opts->pool_size != 0) config.pool_size = opts->pool_size;
-      if (opts->watchdog_lease_ms != 0) config.watchdog_lease_ms = opts->watchdog_lease_ms;
-      if (opts->poll_cap_ms != 0) config.poll_cap_ms = opts->poll_cap_ms;
-      if (opts->max_name_len != 0) config.max_name_len = opts->max_name_len;
-      if (opts->version >= 2) {
-        if (opts->sync_replicas < -1) {
-          return core::fail(core::kInvalid,
-                            "sync_replicas must be 0 (auto), -1 (never) or a replica count, got " +
-                                std::to_string(opts->sync_replicas));
-        }
-        if (opts->sync_replicas != 0) {
-          const int wanted = opts->sync_replicas == -1 ? 0 : opts->sync_replicas;
-          if (config.sync_replicas != core::kSyncAuto && config.sync_replicas != wanted)
-            return invalid(
-                "sync_replicas given both in the URL and in the options, with "
-                "different values");
-          config.sync_replicas = wanted;
-        }
-        if (opts->sync_timeout_ms != 0) config.sync_timeout_ms = opts->sync_timeout_ms;
-      }
+      if (int rc = apply_client_options(*opts, &config)) return rc;
     }
     auto client = std::make_unique<ClientObj>();
     client->core = core::Client::create(std::move(config));

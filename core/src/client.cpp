@@ -5,11 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <random>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
+#include "rlock/core/parse.hpp"
 #include "rlock/core/scripts.hpp"
 
 namespace rlock::core {
@@ -221,7 +221,11 @@ int Client::sync_replicas(const std::string& name) {
     Reply r = transport_->run({"INFO", "replication"});
     const std::string field = "connected_slaves:";
     size_t at = r.is_error() ? std::string::npos : r.str.find(field);
-    if (at != std::string::npos) count = std::atoi(r.str.c_str() + at + field.size());
+    if (at != std::string::npos) {
+      int64_t connected = 0;  // a field without a number counts none, as before
+      parse_leading_int(std::string_view(r.str).substr(at + field.size()), INT32_MAX, &connected);
+      count = static_cast<int>(connected);
+    }
   } catch (const Error&) {
   }
   std::lock_guard<std::mutex> lock(replicas_mutex_);

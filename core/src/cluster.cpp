@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <set>
 #include <thread>
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/parse.hpp"
 
 namespace rlock::core {
 namespace {
@@ -37,14 +37,9 @@ bool equals_upper(std::string_view word, const char* upper) {
 }
 
 bool parse_number(std::string_view text, long max, long* out) {
-  if (text.empty() || text.size() > 10) return false;
-  long value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  if (value > max) return false;
-  *out = value;
+  int64_t value = 0;
+  if (parse_int(text, 0, max, &value) != ParseStatus::kOk) return false;
+  *out = static_cast<long>(value);
   return true;
 }
 
@@ -233,7 +228,10 @@ void ClusterTransport::start() {
     Reply info = node->transport->run({"INFO", "server"});
     const std::string field = "redis_version:";
     size_t at = info.is_error() ? std::string::npos : info.str.find(field);
-    const int major = at == std::string::npos ? 0 : std::atoi(info.str.c_str() + at + field.size());
+    int64_t major = 0;  // 0: unknown
+    if (at != std::string::npos) {
+      parse_leading_int(std::string_view(info.str).substr(at + field.size()), 1000000, &major);
+    }
     if (config_.pubsub == PubSubMode::Sharded && major < 7) {
       throw Error(kUnsupported, "pubsub=sharded needs Redis 7 or newer; " +
                                     node->endpoint.describe() + " runs version " +

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/parse.hpp"
 
 namespace rlock::core {
 namespace {
@@ -66,24 +67,68 @@ std::string percent_decode(const std::string& url, const std::string& s, const c
   return out;
 }
 
-// Parses a decimal integer in [lo, hi]; the whole string must be digits.
-bool parse_int(const std::string& s, long lo, long hi, long* out) {
-  if (s.empty() || s.size() > 10) return false;
-  long v = 0;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-    v = v * 10 + (c - '0');
-  }
-  if (v < lo || v > hi) return false;
-  *out = v;
-  return true;
+// A decimal integer in [lo, hi], nothing else: no sign, blank or trailing text.
+bool parse_number(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
+  return parse_int(s, lo, hi, out) == ParseStatus::kOk;
 }
 
 void parse_db(const std::string& url, const std::string& s, Endpoint* ep) {
-  long db;
-  if (!parse_int(s, 0, 1000000, &db))
+  int64_t db;
+  if (!parse_number(s, 0, 1000000, &db))
     bad(url, "database must be a number from 0, got " + shown(url, s));
   ep->db = static_cast<int>(db);
+}
+
+void parse_sync_replicas(const std::string& url, const std::string& value, ClientConfig* config) {
+  int64_t number;
+  if (value == "auto") {
+    config->sync_replicas = kSyncAuto;
+  } else if (parse_number(value, 0, 1000, &number)) {
+    config->sync_replicas = static_cast<int>(number);
+  } else {
+    bad(url, "sync_replicas must be 'auto' or a number from 0 to 1000, got " + shown(url, value));
+  }
+}
+
+PubSubMode parse_pubsub(const std::string& url, const std::string& value) {
+  if (value == "auto") return PubSubMode::Auto;
+  if (value == "sharded") return PubSubMode::Sharded;
+  if (value == "classic") return PubSubMode::Classic;
+  bad(url, "pubsub must be auto, sharded or classic, got " + shown(url, value));
+}
+
+// sentinel_user or sentinel_password: the same for every sentinel.
+void set_sentinel_credential(const std::string& url, const std::string& key,
+                             const std::string& value, ClientConfig* config) {
+  std::string decoded = percent_decode(url, value, key.c_str());
+  for (Endpoint& sentinel : config->seeds) {
+    (key == "sentinel_user" ? sentinel.username : sentinel.password) = decoded;
+    if (key == "sentinel_password") sentinel.has_password = true;
+  }
+}
+
+// One name=value of the query.
+void parse_option(const std::string& url, const std::string& key, const std::string& value,
+                  ClientConfig* config) {
+  if (key == "db") {
+    parse_db(url, value, &config->endpoint);
+  } else if (key == "sync_replicas") {
+    parse_sync_replicas(url, value, config);
+  } else if (key == "sync_timeout_ms") {
+    int64_t number;
+    if (!parse_number(value, 1, 24L * 3600 * 1000, &number))
+      bad(url, "sync_timeout_ms must be a number from 1 to 86400000, got " + shown(url, value));
+    config->sync_timeout_ms = number;
+  } else if (key == "pubsub" && config->topology == Topology::Cluster) {
+    config->pubsub = parse_pubsub(url, value);
+  } else if ((key == "sentinel_user" || key == "sentinel_password") &&
+             config->topology == Topology::Sentinel) {
+    set_sentinel_credential(url, key, value, config);
+  } else {
+    bad(url, "unknown option " + shown(url, key) +
+                 " (known: db, sync_replicas, sync_timeout_ms; with redis-sentinel:// also "
+                 "sentinel_user, sentinel_password; with redis-cluster:// also pubsub)");
+  }
 }
 
 void parse_query(const std::string& url, const std::string& query, ClientConfig* config) {
@@ -94,48 +139,10 @@ void parse_query(const std::string& url, const std::string& query, ClientConfig*
     std::string item = query.substr(start, end - start);
     size_t eq = item.find('=');
     std::string key = item.substr(0, eq);
-    std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (eq == std::string::npos) {
       bad(url, "option " + shown(url, key) + " has no value (expected name=value)");
-    } else if (key == "db") {
-      parse_db(url, value, &config->endpoint);
-    } else if (key == "sync_replicas") {
-      long number;
-      if (value == "auto") {
-        config->sync_replicas = kSyncAuto;
-      } else if (parse_int(value, 0, 1000, &number)) {
-        config->sync_replicas = static_cast<int>(number);
-      } else {
-        bad(url,
-            "sync_replicas must be 'auto' or a number from 0 to 1000, got " + shown(url, value));
-      }
-    } else if (key == "sync_timeout_ms") {
-      long number;
-      if (!parse_int(value, 1, 24L * 3600 * 1000, &number))
-        bad(url, "sync_timeout_ms must be a number from 1 to 86400000, got " + shown(url, value));
-      config->sync_timeout_ms = number;
-    } else if (key == "pubsub" && config->topology == Topology::Cluster) {
-      if (value == "auto") {
-        config->pubsub = PubSubMode::Auto;
-      } else if (value == "sharded") {
-        config->pubsub = PubSubMode::Sharded;
-      } else if (value == "classic") {
-        config->pubsub = PubSubMode::Classic;
-      } else {
-        bad(url, "pubsub must be auto, sharded or classic, got " + shown(url, value));
-      }
-    } else if ((key == "sentinel_user" || key == "sentinel_password") &&
-               config->topology == Topology::Sentinel) {
-      std::string decoded = percent_decode(url, value, key.c_str());
-      for (Endpoint& sentinel : config->seeds) {
-        (key == "sentinel_user" ? sentinel.username : sentinel.password) = decoded;
-        if (key == "sentinel_password") sentinel.has_password = true;
-      }
-    } else {
-      bad(url, "unknown option " + shown(url, key) +
-                   " (known: db, sync_replicas, sync_timeout_ms; with redis-sentinel:// also "
-                   "sentinel_user, sentinel_password; with redis-cluster:// also pubsub)");
     }
+    parse_option(url, key, item.substr(eq + 1), config);
     start = end + 1;
   }
 }
@@ -162,34 +169,41 @@ std::string Endpoint::describe() const {
 
 namespace {
 
+// "[v6]" or "[v6]:port": the host between the brackets, and the port's text if any.
+std::string split_bracketed_host(const std::string& url, const std::string& text,
+                                 std::string* port_text) {
+  size_t close = text.find(']');
+  if (close == std::string::npos) bad(url, "unbalanced '[' in IPv6 host");
+  std::string host = text.substr(1, close - 1);
+  if (host.empty()) bad(url, "empty IPv6 host");
+  std::string after = text.substr(close + 1);
+  if (!after.empty()) {
+    if (after[0] != ':') bad(url, "unexpected text after IPv6 host");
+    *port_text = after.substr(1);
+    if (port_text->empty()) bad(url, "empty port");
+  }
+  return host;
+}
+
+// "host" or "host:port": the host, and the port's text if any.
+std::string split_plain_host(const std::string& url, const std::string& text,
+                             std::string* port_text) {
+  if (text.find(']') != std::string::npos) bad(url, "unbalanced ']' in host");
+  size_t colon = text.find(':');
+  if (colon == std::string::npos) return text;
+  if (text.find(':', colon + 1) != std::string::npos)
+    bad(url, "IPv6 hosts must be in brackets, e.g. redis://[::1]:6379");
+  *port_text = text.substr(colon + 1);
+  if (port_text->empty()) bad(url, "empty port");
+  return text.substr(0, colon);
+}
+
 // host[:port] or [v6]:port, into ep.
 void parse_host_port(const std::string& url, const std::string& text, int default_port,
                      Endpoint* ep) {
-  std::string rest = text;
   std::string port_text;
-  if (!rest.empty() && rest[0] == '[') {
-    size_t close = rest.find(']');
-    if (close == std::string::npos) bad(url, "unbalanced '[' in IPv6 host");
-    ep->host = rest.substr(1, close - 1);
-    if (ep->host.empty()) bad(url, "empty IPv6 host");
-    std::string after = rest.substr(close + 1);
-    if (!after.empty()) {
-      if (after[0] != ':') bad(url, "unexpected text after IPv6 host");
-      port_text = after.substr(1);
-      if (port_text.empty()) bad(url, "empty port");
-    }
-  } else {
-    if (rest.find(']') != std::string::npos) bad(url, "unbalanced ']' in host");
-    size_t colon = rest.find(':');
-    if (colon != std::string::npos) {
-      if (rest.find(':', colon + 1) != std::string::npos)
-        bad(url, "IPv6 hosts must be in brackets, e.g. redis://[::1]:6379");
-      port_text = rest.substr(colon + 1);
-      if (port_text.empty()) bad(url, "empty port");
-      rest = rest.substr(0, colon);
-    }
-    ep->host = rest;
-  }
+  ep->host = !text.empty() && text[0] == '[' ? split_bracketed_host(url, text, &port_text)
+                                             : split_plain_host(url, text, &port_text);
   if (ep->host.empty()) bad(url, "missing host");
   for (char c : ep->host) {
     if (std::isspace(static_cast<unsigned char>(c)) || static_cast<unsigned char>(c) < 0x20 ||
@@ -198,8 +212,8 @@ void parse_host_port(const std::string& url, const std::string& text, int defaul
   }
   ep->port = default_port;
   if (!port_text.empty()) {
-    long port;
-    if (!parse_int(port_text, 1, 65535, &port))
+    int64_t port;
+    if (!parse_number(port_text, 1, 65535, &port))
       bad(url, "port must be a number from 1 to 65535, got " + shown(url, port_text));
     ep->port = static_cast<int>(port);
   }
@@ -223,47 +237,48 @@ std::vector<Endpoint> parse_host_list(const std::string& url, const std::string&
   return out;
 }
 
-}  // namespace
-
-void parse_client_url(const std::string& url, ClientConfig* config) {
-  Endpoint& ep = config->endpoint;
-  ep = Endpoint{};
-  config->topology = Topology::Standalone;
-  config->seeds.clear();
-  config->master_name.clear();
-  if (url.find('\0') != std::string::npos) bad(url, "contains a NUL byte");
+// The scheme, lower-cased; *rest is what follows "://".
+std::string split_scheme(const std::string& url, std::string* rest) {
   size_t scheme_end = url.find("://");
   if (scheme_end == std::string::npos) {
     bad(url, "missing scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
   }
   std::string scheme = url.substr(0, scheme_end);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::string rest = url.substr(scheme_end + 3);
+  *rest = url.substr(scheme_end + 3);
+  return scheme;
+}
 
-  std::string query;
-  if (size_t q = rest.find('?'); q != std::string::npos) {
-    query = rest.substr(q + 1);
-    rest = rest.substr(0, q);
-  }
+// Cuts *text at the first `separator`: returns what follows it (empty if none), keeps what
+// precedes it. *found tells whether there was one.
+std::string cut_at(std::string* text, char separator, bool* found = nullptr) {
+  size_t at = text->find(separator);
+  if (found != nullptr) *found = at != std::string::npos;
+  if (at == std::string::npos) return std::string();
+  std::string after = text->substr(at + 1);
+  text->resize(at);
+  return after;
+}
 
-  if (scheme == "unix") {
-    // unix://[userinfo@]/path : the path starts at the first '/', userinfo may precede it.
-    size_t slash = rest.find('/');
-    if (slash == std::string::npos) bad(url, "unix socket path must be absolute (unix:///path)");
-    std::string info = rest.substr(0, slash);
-    if (!info.empty()) {
-      if (info.back() != '@') bad(url, "unexpected text before the socket path");
-      parse_userinfo(url, info.substr(0, info.size() - 1), &ep);
-    }
-    ep.unix_path = percent_decode(url, rest.substr(slash), "socket path");
-    if (ep.unix_path.size() < 2) bad(url, "unix socket path is empty");
-    // The path goes to connect() as a C string: a NUL would silently cut it.
-    if (ep.unix_path.find('\0') != std::string::npos)
-      bad(url, "unix socket path contains a NUL byte");
-    if (ep.unix_path.size() > 107) bad(url, "unix socket path is longer than 107 bytes");
-    if (!query.empty()) parse_query(url, query, config);
-    return;
+// unix://[userinfo@]/path : the path starts at the first '/', userinfo may precede it.
+void parse_unix_target(const std::string& url, const std::string& rest, Endpoint* ep) {
+  size_t slash = rest.find('/');
+  if (slash == std::string::npos) bad(url, "unix socket path must be absolute (unix:///path)");
+  std::string info = rest.substr(0, slash);
+  if (!info.empty()) {
+    if (info.back() != '@') bad(url, "unexpected text before the socket path");
+    parse_userinfo(url, info.substr(0, info.size() - 1), ep);
   }
+  ep->unix_path = percent_decode(url, rest.substr(slash), "socket path");
+  if (ep->unix_path.size() < 2) bad(url, "unix socket path is empty");
+  // The path goes to connect() as a C string: a NUL would silently cut it.
+  if (ep->unix_path.find('\0') != std::string::npos)
+    bad(url, "unix socket path contains a NUL byte");
+  if (ep->unix_path.size() > 107) bad(url, "unix socket path is longer than 107 bytes");
+}
+
+// Rejects what is not redis://, redis-sentinel:// or redis-cluster:// (TLS as unsupported).
+void check_tcp_scheme(const std::string& url, const std::string& scheme) {
   if (scheme == "rediss" || scheme == "rediss-sentinel" || scheme == "rediss-cluster") {
     throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) + ": TLS (" +
                                   scheme + "://) is not supported by this build");
@@ -272,55 +287,83 @@ void parse_client_url(const std::string& url, ClientConfig* config) {
     bad(url, "unknown scheme " + shown(url, scheme) +
                  " (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
   }
+}
 
-  std::string path;
-  bool has_path = false;
-  if (size_t slash = rest.find('/'); slash != std::string::npos) {
-    path = rest.substr(slash + 1);
-    rest = rest.substr(0, slash);
-    has_path = true;
+// The master name of a redis-sentinel:// URL: its path, one segment.
+std::string master_name(const std::string& url, bool has_path, const std::string& path) {
+  if (!has_path || path.empty()) {
+    bad(url, "missing master name (redis-sentinel://host:port/master-name)");
   }
+  std::string name = percent_decode(url, path, "master name");
+  if (name.find('/') != std::string::npos || name.size() > 256) {
+    bad(url, "master name must be one path segment of at most 256 bytes");
+  }
+  for (unsigned char c : name) {
+    if (c <= 0x20 || c == 0x7f) bad(url, "master name contains whitespace or control bytes");
+  }
+  return name;
+}
+
+// [userinfo@]hosts[/path] of the redis://, redis-sentinel:// and redis-cluster:// forms.
+void parse_tcp_target(const std::string& url, const std::string& scheme, std::string rest,
+                      ClientConfig* config) {
+  Endpoint& ep = config->endpoint;
+  bool has_path = false;
+  const std::string path = cut_at(&rest, '/', &has_path);
   if (size_t at = rest.rfind('@'); at != std::string::npos) {
     parse_userinfo(url, rest.substr(0, at), &ep);
     rest = rest.substr(at + 1);
   }
-
   if (scheme == "redis") {
     parse_host_port(url, rest, 6379, &ep);
     if (!path.empty()) parse_db(url, path, &ep);
-  } else if (scheme == "redis-sentinel") {
+    return;
+  }
+  if (scheme == "redis-sentinel") {
     config->topology = Topology::Sentinel;
     // The sentinels get no credentials unless sentinel_user/sentinel_password say so.
     config->seeds = parse_host_list(url, rest, kSentinelPort, Endpoint{});
-    if (!has_path || path.empty()) {
-      bad(url, "missing master name (redis-sentinel://host:port/master-name)");
-    }
-    std::string name = percent_decode(url, path, "master name");
-    if (name.find('/') != std::string::npos || name.size() > 256) {
-      bad(url, "master name must be one path segment of at most 256 bytes");
-    }
-    for (unsigned char c : name) {
-      if (c <= 0x20 || c == 0x7f) bad(url, "master name contains whitespace or control bytes");
-    }
-    config->master_name = name;
-    ep.host.clear();
-    ep.port = 0;
+    config->master_name = master_name(url, has_path, path);
   } else {
     config->topology = Topology::Cluster;
     config->seeds = parse_host_list(url, rest, 6379, ep);
     if (!path.empty()) bad(url, "a cluster has no databases: nothing may follow the hosts");
-    ep.host.clear();
-    ep.port = 0;
   }
-  if (!query.empty()) parse_query(url, query, config);
-  if (config->topology == Topology::Cluster && ep.db != 0) {
-    bad(url, "a cluster has only database 0, got db=" + std::to_string(ep.db));
+  ep.host.clear();
+  ep.port = 0;
+}
+
+// What only the whole URL can tell: the path and the query together.
+void check_combination(const std::string& url, const ClientConfig& config) {
+  if (config.topology == Topology::Cluster && config.endpoint.db != 0) {
+    bad(url, "a cluster has only database 0, got db=" + std::to_string(config.endpoint.db));
   }
-  for (const Endpoint& seed : config->seeds) {
+  for (const Endpoint& seed : config.seeds) {
     if (!seed.username.empty() && !seed.has_password) {
       bad(url, "sentinel_user needs sentinel_password");
     }
   }
+}
+
+}  // namespace
+
+void parse_client_url(const std::string& url, ClientConfig* config) {
+  config->endpoint = Endpoint{};
+  config->topology = Topology::Standalone;
+  config->seeds.clear();
+  config->master_name.clear();
+  if (url.find('\0') != std::string::npos) bad(url, "contains a NUL byte");
+  std::string rest;
+  const std::string scheme = split_scheme(url, &rest);
+  const std::string query = cut_at(&rest, '?');
+  if (scheme == "unix") {
+    parse_unix_target(url, rest, &config->endpoint);
+  } else {
+    check_tcp_scheme(url, scheme);
+    parse_tcp_target(url, scheme, rest, config);
+  }
+  if (!query.empty()) parse_query(url, query, config);
+  check_combination(url, *config);
 }
 
 Endpoint parse_url(const std::string& url) {

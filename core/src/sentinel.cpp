@@ -9,6 +9,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/parse.hpp"
 
 namespace rlock::core {
 namespace {
@@ -25,14 +26,9 @@ constexpr int64_t kMaxBackoffMs = 1000;
 constexpr const char* kSwitchChannel = "+switch-master";
 
 bool parse_port(const std::string& text, int* port) {
-  if (text.empty() || text.size() > 5) return false;
-  int value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    value = value * 10 + (c - '0');
-  }
-  if (value < 1 || value > 65535) return false;
-  *port = value;
+  int64_t value = 0;
+  if (parse_int(text, 1, 65535, &value) != ParseStatus::kOk) return false;
+  *port = static_cast<int>(value);
   return true;
 }
 
