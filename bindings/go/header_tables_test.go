@@ -132,3 +132,18 @@ func parseDefault(t *testing.T, text, field string) int64 {
 	}
 	return n
 }
+
+func TestDefaultURLIsTheCDefaultAddress(t *testing.T) {
+	text, err := os.ReadFile(headerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := regexp.MustCompile(`host;\s*/\* default "([^"]+)" \*/`).FindSubmatch(text)
+	port := regexp.MustCompile(`port;\s*/\* default (\d+) \*/`).FindSubmatch(text)
+	if host == nil || port == nil {
+		t.Fatal("rlock.h documents no default host and port")
+	}
+	if want := "redis://" + string(host[1]) + ":" + string(port[1]); DefaultURL != want {
+		t.Errorf("DefaultURL is %q, rlock.h's default address is %q", DefaultURL, want)
+	}
+}

@@ -99,3 +99,10 @@ def test_docs_state_the_defaults():
             )
             found += 1
     assert found > 0, "the docs no longer state a default: drop or adapt this test"
+
+
+def test_default_url_is_the_c_default_address():
+    text = HEADER.read_text()
+    host = re.search(r'host;\s*/\* default "([^"]+)" \*/', text)[1]
+    port = re.search(r"port;\s*/\* default (\d+) \*/", text)[1]
+    assert rlock._client._DEFAULT_URL == f"redis://{host}:{port}"

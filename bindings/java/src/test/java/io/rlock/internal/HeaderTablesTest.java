@@ -143,4 +143,14 @@ class HeaderTablesTest {
     }
     assertTrue(any, "docs/java.md no longer names a default: drop this part of the test");
   }
+
+  @Test
+  void defaultUrlIsTheHeaderDefaultAddress() throws Exception {
+    String header = read(HEADER);
+    Matcher host = Pattern.compile("host;\\s*/\\* default \"([^\"]+)\" \\*/").matcher(header);
+    Matcher port = Pattern.compile("port;\\s*/\\* default (\\d+) \\*/").matcher(header);
+    assertTrue(host.find() && port.find(), "rlock.h documents no default host and port");
+    assertEquals("redis://" + host.group(1) + ":" + port.group(1),
+        io.rlock.RedisLockClient.DEFAULT_URL);
+  }
 }
