@@ -8,7 +8,8 @@ import (
 // Code is a status code of the rlock C library (a negative RLOCK_E* value).
 type Code int
 
-// The C library's status codes (values are fixed by its ABI).
+// The C library's status codes (values are fixed by its ABI). header_tables_test.go checks
+// them, codeNames and sentinels against rlock.h (docs/errors.md: adding a status code).
 const (
 	CodeError       Code = -1  // generic failure; read the message
 	CodeTimedOut    Code = -2  // the wait passed while another owner held the lock

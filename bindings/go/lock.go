@@ -66,7 +66,7 @@ func WithSpinBackoff(initial, max time.Duration) LockOption {
 }
 
 // WithFairWaiterTimeout tunes a FairLock: how long a waiter without a deadline keeps its
-// place in the queue if it stops coming back (its process died). Default 5 minutes.
+// place in the queue (default 5m) if it stops coming back because its process died.
 func WithFairWaiterTimeout(d time.Duration) LockOption {
 	return func(c *lockConfig) {
 		c.fairWaitMS = c.positiveMS("WithFairWaiterTimeout", d)

@@ -61,6 +61,17 @@ static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} &&
                   int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
               "lost reasons must agree");
 static_assert(RLOCK_MAX_DURATION_MS == core::kMaxDurationMs, "duration limits must agree");
+static_assert(RLOCK_DEFAULT_MAX_NAME_LEN == core::kDefaultMaxNameLen, "name limits must agree");
+static_assert(RLOCK_LEASE_WATCHDOG == core::kLeaseWatchdog &&
+                  RLOCK_WAIT_FOREVER == core::kWaitForever,
+              "special durations must agree");
+static_assert(int{RLOCK_LOCK_REENTRANT} == static_cast<int>(core::LockKind::Reentrant) &&
+                  int{RLOCK_LOCK_FENCED} == static_cast<int>(core::LockKind::Fenced) &&
+                  int{RLOCK_LOCK_SPIN} == static_cast<int>(core::LockKind::Spin) &&
+                  int{RLOCK_LOCK_FAIR} == static_cast<int>(core::LockKind::Fair) &&
+                  int{RLOCK_LOCK_READ} == static_cast<int>(core::LockKind::Read) &&
+                  int{RLOCK_LOCK_WRITE} == static_cast<int>(core::LockKind::Write),
+              "lock kinds must agree");
 
 namespace {
 
@@ -229,18 +240,22 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
     // A caller's older struct ends where its version's fields end: write nothing past them.
     std::memset(opts, 0,
                 version >= 2 ? sizeof *opts : offsetof(rlock_client_options, sync_replicas));
+    // The defaults are the core's: written once there, shown to callers and bindings here.
+    // Never destroyed, so `host` stays valid even in code that runs at exit.
+    static const core::ClientConfig& defaults = *new core::ClientConfig();
     opts->version = version;
-    opts->host = "127.0.0.1";
-    opts->port = 6379;
-    opts->connect_timeout_ms = 2000;
-    opts->command_timeout_ms = 3000;
-    opts->pool_size = 8;
-    opts->watchdog_lease_ms = 30000;
-    opts->poll_cap_ms = 1000;
-    opts->max_name_len = RLOCK_DEFAULT_MAX_NAME_LEN;
+    opts->host = defaults.endpoint.host.c_str();
+    opts->port = defaults.endpoint.port;
+    opts->db = defaults.endpoint.db;
+    opts->connect_timeout_ms = defaults.connect_timeout_ms;
+    opts->command_timeout_ms = defaults.command_timeout_ms;
+    opts->pool_size = defaults.pool_size;
+    opts->watchdog_lease_ms = defaults.watchdog_lease_ms;
+    opts->poll_cap_ms = defaults.poll_cap_ms;
+    opts->max_name_len = defaults.max_name_len;
     if (version >= 2) {
       opts->sync_replicas = 0;
-      opts->sync_timeout_ms = 1000;
+      opts->sync_timeout_ms = defaults.sync_timeout_ms;
     }
     return RLOCK_OK;
   });
@@ -373,13 +388,14 @@ int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
     if (int rc = check_version(version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options"))
       return rc;
     std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_lock_options, kind));
+    static const core::LockOptions defaults;  // the core's, as for the client options
     opts->version = version;
-    opts->lease_ms = RLOCK_LEASE_WATCHDOG;
+    opts->lease_ms = defaults.lease_ms;
     if (version >= 2) {
-      opts->kind = RLOCK_LOCK_REENTRANT;
-      opts->spin_initial_ms = 1;
-      opts->spin_max_ms = 128;
-      opts->fair_wait_ms = 300000;
+      opts->kind = static_cast<int>(defaults.kind);
+      opts->spin_initial_ms = defaults.spin_initial_ms;
+      opts->spin_max_ms = defaults.spin_max_ms;
+      opts->fair_wait_ms = defaults.fair_wait_ms;
     }
     return RLOCK_OK;
   });

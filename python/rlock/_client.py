@@ -26,6 +26,9 @@ _T = TypeVar("_T")
 _DEFAULT_URL = "redis://127.0.0.1:6379"
 _MAX_SECONDS = _native.MAX_DURATION_MS / 1000.0
 _CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT
+# The C library's option defaults, in milliseconds: the keyword defaults below derive from them.
+_CLIENT_DEFAULTS = _native.client_option_defaults()
+_LOCK_DEFAULTS = _native.lock_option_defaults()
 
 
 class LostReason(enum.IntEnum):
@@ -164,11 +167,11 @@ class Client:
         self,
         url: Optional[str] = None,
         *,
-        connect_timeout: float = 2.0,
-        command_timeout: float = 3.0,
-        pool_size: int = 8,
-        watchdog_lease: float = 30.0,
-        poll_cap: float = 1.0,
+        connect_timeout: float = _CLIENT_DEFAULTS["connect_timeout_ms"] / 1000.0,
+        command_timeout: float = _CLIENT_DEFAULTS["command_timeout_ms"] / 1000.0,
+        pool_size: int = _CLIENT_DEFAULTS["pool_size"],
+        watchdog_lease: float = _CLIENT_DEFAULTS["watchdog_lease_ms"] / 1000.0,
+        poll_cap: float = _CLIENT_DEFAULTS["poll_cap_ms"] / 1000.0,
         max_name_len: Optional[int] = None,
     ) -> None:
         if url is None:
@@ -263,8 +266,8 @@ class Client:
         *,
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
-        initial_backoff: float = 0.001,
-        max_backoff: float = 0.128,
+        initial_backoff: float = _LOCK_DEFAULTS["spin_initial_ms"] / 1000.0,
+        max_backoff: float = _LOCK_DEFAULTS["spin_max_ms"] / 1000.0,
     ) -> "Lock":
         """A reentrant lock that waits by retrying with jittered exponential backoff from
         ``initial_backoff`` to ``max_backoff`` seconds instead of subscribing (Redisson
@@ -285,7 +288,7 @@ class Client:
         *,
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
-        waiter_timeout: float = 300.0,
+        waiter_timeout: float = _LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
     ) -> "Lock":
         """A reentrant lock served first come, first served across processes (Redisson
         ``RFairLock``). A waiter that stops coming back (its process died) keeps its place in

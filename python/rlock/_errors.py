@@ -6,6 +6,35 @@ import builtins
 
 from . import _native
 
+# The C status codes (rlock.h's rlock_error_code), the one copy in Python.
+# tests/python/test_header_tables.py fails when this differs from the header.
+_CODES: dict[str, int] = {
+    "RLOCK_OK": 0,
+    "RLOCK_ERROR": -1,
+    "RLOCK_ETIMEDOUT": -2,
+    "RLOCK_ENOTHELD": -3,
+    "RLOCK_ECANCELED": -4,
+    "RLOCK_ECONN": -5,
+    "RLOCK_EINVAL": -6,
+    "RLOCK_ENOMEM": -7,
+    "RLOCK_EVERSION": -8,
+    "RLOCK_EINTERNAL": -9,
+    "RLOCK_EUSER": -10,
+    "RLOCK_ELOST": -11,
+    "RLOCK_ENOTOWNER": -12,
+    "RLOCK_EAUTH": -13,
+    "RLOCK_ENOPERM": -14,
+    "RLOCK_EUNSUPPORTED": -15,
+    "RLOCK_EREDIS": -16,
+    "RLOCK_EOOM": -17,
+    "RLOCK_EBUSY": -18,
+    "RLOCK_EREADONLY": -19,
+    "RLOCK_ECLOSED": -20,
+    "RLOCK_EDEADLK": -21,
+    "RLOCK_EBADHANDLE": -22,
+    "RLOCK_ENOTSYNCED": -23,
+}
+
 
 class LockError(Exception):
     """Base class of every rlock error.
@@ -14,14 +43,14 @@ class LockError(Exception):
     the C library and names the problem.
     """
 
-    code: int = -1
+    code: int = _CODES["RLOCK_ERROR"]
 
 
 class LockTimeoutError(LockError, TimeoutError):
     """The lock was not acquired in the time allowed, where that is an error (``with lock:``
     on a lock made with ``blocking_timeout``). ``acquire()`` returns False instead."""
 
-    code = -2
+    code = _CODES["RLOCK_ETIMEDOUT"]
 
 
 class NotHeldError(LockError, RuntimeError):
@@ -29,33 +58,33 @@ class NotHeldError(LockError, RuntimeError):
     does (the lock is then left untouched). Like ``threading.Lock.release`` on an unlocked
     lock, it is also a ``RuntimeError``."""
 
-    code = -3
+    code = _CODES["RLOCK_ENOTHELD"]
 
 
 class LockLostError(LockError):
     """The caller held the lock, but it expired or was taken before the release or extend: the
     critical section may not have been exclusive. Use fencing tokens where this matters."""
 
-    code = -11
+    code = _CODES["RLOCK_ELOST"]
 
 
 class AcquireCancelledError(LockError):
     """The acquire was woken by ``cancel()`` from another thread."""
 
-    code = -4
+    code = _CODES["RLOCK_ECANCELED"]
 
 
 class DeadlockError(LockError):
     """The acquire would wait for the caller itself: a read holder asked for the write lock."""
 
-    code = -21
+    code = _CODES["RLOCK_EDEADLK"]
 
 
 class ConnectionError(LockError, builtins.ConnectionError):  # noqa: A001 (named as the issue asks)
     """Redis could not be reached, did not answer in time, or broke the protocol. Also an
     instance of the built-in ``ConnectionError``."""
 
-    code = -5
+    code = _CODES["RLOCK_ECONN"]
 
 
 RedisConnectionError = ConnectionError  # the name that does not shadow the built-in
@@ -64,33 +93,33 @@ RedisConnectionError = ConnectionError  # the name that does not shadow the buil
 class AuthenticationError(ConnectionError):
     """Redis rejected the credentials."""
 
-    code = -13
+    code = _CODES["RLOCK_EAUTH"]
 
 
 class NoPermissionError(LockError, PermissionError):
     """The Redis user lacks a command or key the lock needs (ACL)."""
 
-    code = -14
+    code = _CODES["RLOCK_ENOPERM"]
 
 
 class RedisError(LockError):
     """Redis answered with an error: out of memory, busy with a script, a read-only replica,
     a missing command."""
 
-    code = -16
+    code = _CODES["RLOCK_EREDIS"]
 
 
 class NotSyncedError(LockError):
     """Replica sync: the master granted the lock, but fewer replicas than asked confirmed it in
     time, twice; each grant was taken back, so nothing is held (``RLOCK_ENOTSYNCED``)."""
 
-    code = -23
+    code = _CODES["RLOCK_ENOTSYNCED"]
 
 
 class InvalidArgumentError(LockError, ValueError):
     """An argument the C library refused (the message names it). Also a ``ValueError``."""
 
-    code = -6
+    code = _CODES["RLOCK_EINVAL"]
 
 
 class ClientClosedError(LockError):
@@ -98,29 +127,32 @@ class ClientClosedError(LockError):
     ``RLOCK_EBADHANDLE``, would mean the binding passed a freed handle: a bug; the binding checks
     for closed objects itself and never does.)"""
 
-    code = -20
+    code = _CODES["RLOCK_ECLOSED"]
 
 
-# The one mapping from C status codes to exception classes. Codes not listed raise LockError.
-_BY_CODE: dict[int, type[LockError]] = {
-    -2: LockTimeoutError,  # RLOCK_ETIMEDOUT
-    -3: NotHeldError,  # RLOCK_ENOTHELD
-    -4: AcquireCancelledError,  # RLOCK_ECANCELED
-    -5: ConnectionError,  # RLOCK_ECONN
-    -6: InvalidArgumentError,  # RLOCK_EINVAL
-    -11: LockLostError,  # RLOCK_ELOST
-    -12: NotHeldError,  # RLOCK_ENOTOWNER
-    -13: AuthenticationError,  # RLOCK_EAUTH
-    -14: NoPermissionError,  # RLOCK_ENOPERM
-    -15: RedisError,  # RLOCK_EUNSUPPORTED
-    -16: RedisError,  # RLOCK_EREDIS
-    -17: RedisError,  # RLOCK_EOOM
-    -18: RedisError,  # RLOCK_EBUSY
-    -19: RedisError,  # RLOCK_EREADONLY
-    -20: ClientClosedError,  # RLOCK_ECLOSED
-    -21: DeadlockError,  # RLOCK_EDEADLK
-    -22: ClientClosedError,  # RLOCK_EBADHANDLE: a freed handle is a closed one
-    -23: NotSyncedError,  # RLOCK_ENOTSYNCED
+# The one mapping from C status codes to exception classes. Every code but RLOCK_OK is either
+# here or in _GENERIC (raised as LockError); tests/python/test_header_tables.py checks that.
+_BY_NAME: dict[str, type[LockError]] = {
+    "RLOCK_ETIMEDOUT": LockTimeoutError,
+    "RLOCK_ENOTHELD": NotHeldError,
+    "RLOCK_ECANCELED": AcquireCancelledError,
+    "RLOCK_ECONN": ConnectionError,
+    "RLOCK_EINVAL": InvalidArgumentError,
+    "RLOCK_ELOST": LockLostError,
+    "RLOCK_ENOTOWNER": NotHeldError,
+    "RLOCK_EAUTH": AuthenticationError,
+    "RLOCK_ENOPERM": NoPermissionError,
+    "RLOCK_EUNSUPPORTED": RedisError,
+    "RLOCK_EREDIS": RedisError,
+    "RLOCK_EOOM": RedisError,
+    "RLOCK_EBUSY": RedisError,
+    "RLOCK_EREADONLY": RedisError,
+    "RLOCK_ECLOSED": ClientClosedError,
+    "RLOCK_EDEADLK": DeadlockError,
+    "RLOCK_EBADHANDLE": ClientClosedError,  # a freed handle is a closed one
+    "RLOCK_ENOTSYNCED": NotSyncedError,
 }
+_GENERIC = {"RLOCK_ERROR", "RLOCK_ENOMEM", "RLOCK_EVERSION", "RLOCK_EINTERNAL", "RLOCK_EUSER"}
+_BY_CODE: dict[int, type[LockError]] = {_CODES[name]: cls for name, cls in _BY_NAME.items()}
 
 _native._set_error_classes(_BY_CODE, LockError)

@@ -176,8 +176,8 @@ class Client:
         *,
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
-        initial_backoff: float = 0.001,
-        max_backoff: float = 0.128,
+        initial_backoff: float = _client._LOCK_DEFAULTS["spin_initial_ms"] / 1000.0,
+        max_backoff: float = _client._LOCK_DEFAULTS["spin_max_ms"] / 1000.0,
     ) -> "Lock":
         """See ``rlock.Client.spin_lock``."""
         return Lock(
@@ -196,7 +196,7 @@ class Client:
         *,
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
-        waiter_timeout: float = 300.0,
+        waiter_timeout: float = _client._LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
     ) -> "Lock":
         """See ``rlock.Client.fair_lock``."""
         return Lock(

@@ -612,6 +612,32 @@ void shutdown() {
   });
 }
 
+// The C library's option defaults (what rlock_*_options_init fills in), so that the Python
+// layer restates none of them.
+py::dict client_option_defaults() {
+  rlock_client_options o;
+  check(rlock_client_options_init(&o, RLOCK_CLIENT_OPTIONS_VERSION));
+  py::dict d;
+  d["connect_timeout_ms"] = o.connect_timeout_ms;
+  d["command_timeout_ms"] = o.command_timeout_ms;
+  d["pool_size"] = o.pool_size;
+  d["watchdog_lease_ms"] = o.watchdog_lease_ms;
+  d["poll_cap_ms"] = o.poll_cap_ms;
+  d["max_name_len"] = static_cast<uint64_t>(o.max_name_len);
+  return d;
+}
+
+py::dict lock_option_defaults() {
+  rlock_lock_options o;
+  check(rlock_lock_options_init(&o, RLOCK_LOCK_OPTIONS_VERSION));
+  py::dict d;
+  d["lease_ms"] = o.lease_ms;
+  d["spin_initial_ms"] = o.spin_initial_ms;
+  d["spin_max_ms"] = o.spin_max_ms;
+  d["fair_wait_ms"] = o.fair_wait_ms;
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -640,6 +666,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("version", [] { return std::string(rlock_version_string()); });
   m.def("current_thread_id", [] { return rlock_current_thread_id(); });
   m.def("_set_error_classes", &set_error_classes);
+  m.def("client_option_defaults", &client_option_defaults);
+  m.def("lock_option_defaults", &lock_option_defaults);
   m.def("_shutdown", &shutdown);
   m.def("fenced_write", &fenced_write, py::arg("client"), py::arg("key"), py::arg("value"),
         py::arg("token"));

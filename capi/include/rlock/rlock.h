@@ -59,6 +59,7 @@ typedef struct rlock_lock rlock_lock;
 typedef struct rlock_cancel_token rlock_cancel_token;
 
 /* ---- Status codes (append-only: values are never reused or renumbered) ------------------- */
+/* Adding one: docs/errors.md lists the steps; the bindings' tests check their tables here. */
 
 typedef enum rlock_error_code {
   RLOCK_OK = 0,
@@ -139,7 +140,7 @@ typedef struct rlock_client_options {
   int64_t connect_timeout_ms; /* default 2000 */
   int64_t command_timeout_ms; /* default 3000; bounds every round trip */
   int pool_size;              /* command connections at most, shared by pipelining; default 8 */
-  int64_t watchdog_lease_ms;  /* lease used and renewed (every third) for watchdog holds; 30000 */
+  int64_t watchdog_lease_ms;  /* lease of watchdog holds, renewed every third; default 30000 */
   int64_t poll_cap_ms;        /* longest a waiter sleeps without retrying, default 1000 */
   size_t max_name_len;        /* default RLOCK_DEFAULT_MAX_NAME_LEN */
   /* version 2: replica sync (docs/deployments.md). Also settable in the URL
@@ -192,7 +193,7 @@ typedef enum rlock_lock_kind {
 
 typedef struct rlock_lock_options {
   unsigned int version;
-  int64_t lease_ms; /* default lease for acquires: RLOCK_LEASE_WATCHDOG (the default) or > 0 */
+  int64_t lease_ms; /* lease of acquires without one: default RLOCK_LEASE_WATCHDOG, or > 0 */
   /* version 2 */
   int kind;                /* an rlock_lock_kind; default RLOCK_LOCK_REENTRANT */
   int64_t spin_initial_ms; /* spin lock: first backoff, default 1 */

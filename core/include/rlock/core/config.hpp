@@ -34,6 +34,9 @@ constexpr int kSentinelPort = 26379;
 // connected, and never on a lone server.
 constexpr int kSyncAuto = -1;
 
+// The longest lock name a client accepts unless configured otherwise (RLOCK_DEFAULT_MAX_NAME_LEN).
+constexpr size_t kDefaultMaxNameLen = 65536;
+
 // How wake-ups travel on a cluster: classic pub/sub (PUBLISH, every node hears it) or sharded
 // (SPUBLISH/SSUBSCRIBE on the channel's slot owner, Redis 7+). Auto is sharded on a Redis 7+
 // cluster, as Redisson's default, and classic everywhere else.
@@ -54,7 +57,7 @@ struct ClientConfig {
   int pool_size = 8;
   int64_t watchdog_lease_ms = 30000;
   int64_t poll_cap_ms = 1000;
-  size_t max_name_len = 65536;
+  size_t max_name_len = kDefaultMaxNameLen;
 };
 
 // Fills the connection part of `config` (topology, endpoint, seeds, master name, replica sync)

@@ -34,6 +34,10 @@ enum Code : int {
   kNotSynced = -23,
 };
 
+// The most recently added (lowest) code. tests/capi/header_facts_test.cpp checks that rlock.h
+// has no code below it, so a code added to the header alone fails there.
+constexpr int kLowestCode = kNotSynced;
+
 // Thrown inside the core for failures that carry a code and a message. Expected outcomes of
 // lock operations (timed out, not held, ...) are returned as codes instead.
 class Error : public std::exception {
