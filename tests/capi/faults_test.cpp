@@ -284,7 +284,7 @@ void CapiFaults::exercise_name(const std::string& name) {
   EXPECT_EQ(rlock_is_held(lock), 1);
 
   rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-  ASSERT_EQ(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_OK) << last_message();
+  ASSERT_EQ(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_OK) << last_message();
   EXPECT_EQ(st.locked, 1);
   EXPECT_EQ(st.held_by_me, 1);
   EXPECT_EQ(st.hold_count, 1);
@@ -326,7 +326,7 @@ void CapiFaults::exercise_name(const std::string& name) {
   EXPECT_EQ(
       redis_->hgetall(name),
       (std::map<std::string, std::string>{{std::string(rlock_client_id(other)) + ":4242", "1"}}));
-  EXPECT_EQ(rlock_release_ex(waiter_lock, 4242), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(waiter_lock, 4242), RLOCK_OK) << last_message();
   EXPECT_FALSE(redis_->exists(name));
 }
 
@@ -356,14 +356,14 @@ TEST_F(CapiFaults, H9_NullOutPointersAreEinval) {
   EXPECT_FAIL(rlock_lock_new(nullptr, client_, "x", nullptr), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_lock_new_n(nullptr, client_, "x", 1, nullptr), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_cancel_token_new(nullptr), RLOCK_EINVAL, "out");
-  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_query_for(nullptr, lock, RLOCK_THREAD_CURRENT), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_client_options_init(nullptr, RLOCK_CLIENT_OPTIONS_VERSION), RLOCK_EINVAL,
               "opts");
   EXPECT_FAIL(rlock_lock_options_init(nullptr, RLOCK_LOCK_OPTIONS_VERSION), RLOCK_EINVAL, "opts");
   EXPECT_FAIL(rlock_acquire_options_init(nullptr, RLOCK_ACQUIRE_OPTIONS_VERSION), RLOCK_EINVAL,
               "opts");
   // out_deleted is optional.
-  EXPECT_EQ(rlock_force_unlock(lock, nullptr), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_force_unlock(nullptr, lock), RLOCK_OK) << last_message();
 }
 
 TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
@@ -392,20 +392,20 @@ TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
   EXPECT_FAIL(rlock_acquire_ex(nullptr, &ao), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_acquire_ex(nullptr, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_release(nullptr), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_release_ex(nullptr, 1), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_release_for(nullptr, 1), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_extend(nullptr, 1000), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_extend_ex(nullptr, 1000, 1), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_force_unlock(nullptr, &deleted), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_extend_for(nullptr, 1, 1000), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_force_unlock(&deleted, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_EQ(deleted, 7);
   EXPECT_FAIL(rlock_cancel(nullptr), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_query(nullptr, RLOCK_THREAD_CURRENT, &st), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_query_for(&st, nullptr, RLOCK_THREAD_CURRENT), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_lock_set_lost_callback(nullptr, nullptr, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_cancel_token_cancel(nullptr), RLOCK_EINVAL, "token");
 
   // The status functions that cannot fail answer "no" for NULL.
   EXPECT_EQ(rlock_is_held(nullptr), 0);
-  EXPECT_EQ(rlock_is_held_ex(nullptr, 1), 0);
-  EXPECT_EQ(rlock_is_lost(nullptr, 0), 0);
+  EXPECT_EQ(rlock_is_held_for(nullptr, 1), 0);
+  EXPECT_EQ(rlock_is_lost_for(nullptr, 0), 0);
   EXPECT_EQ(rlock_client_id(nullptr), nullptr);
   EXPECT_EQ(rlock_cancel_token_is_cancelled(nullptr), 0);
   rlock_lock_free(nullptr);
@@ -544,17 +544,17 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
     ao.wait_ms = 0;
     ao.thread_id = bad;
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "thread_id");
-    EXPECT_FAIL(rlock_release_ex(lock, bad), RLOCK_EINVAL, "thread_id");
-    EXPECT_FAIL(rlock_extend_ex(lock, 1000, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_release_for(lock, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_extend_for(lock, bad, 1000), RLOCK_EINVAL, "thread_id");
     rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-    EXPECT_FAIL(rlock_query(lock, bad, &st), RLOCK_EINVAL, "thread_id");
-    EXPECT_EQ(rlock_is_held_ex(lock, bad), 0);
-    EXPECT_EQ(rlock_is_lost(lock, bad), 0);
+    EXPECT_FAIL(rlock_query_for(&st, lock, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_EQ(rlock_is_held_for(lock, bad), 0);
+    EXPECT_EQ(rlock_is_lost_for(lock, bad), 0);
   }
   // Extend: 0, negative (-1 means nothing here) and too large leases.
   for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{-1}, kMax + 1, int64_t{INT64_MAX}}) {
     EXPECT_FAIL(rlock_extend(lock, bad), RLOCK_EINVAL, "lease_ms");
-    EXPECT_FAIL(rlock_extend_ex(lock, bad, 5), RLOCK_EINVAL, "lease_ms");
+    EXPECT_FAIL(rlock_extend_for(lock, 5, bad), RLOCK_EINVAL, "lease_ms");
   }
   // Unknown struct versions.
   for (unsigned int version : {0u, RLOCK_ACQUIRE_OPTIONS_VERSION + 1u, 99u}) {
@@ -564,7 +564,8 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EVERSION, "rlock_acquire_options");
     rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
     st.version = version;
-    EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EVERSION, "rlock_lock_state");
+    EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_EVERSION,
+                "rlock_lock_state");
   }
 
   std::vector<std::string> denied = acl_denials(user);
@@ -638,7 +639,7 @@ TEST_F(CapiFaults, H6_MaxDurationIsAcceptedAndHeld) {
     EXPECT_GT(redis_->pttl(name), lease - 3600 * 1000);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(rlock_is_held(lock), 1) << "a hold with a long lease is not held locally";
-    EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0)
+    EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0)
         << "a hold with a long lease was declared lost";
     EXPECT_EQ(rlock_extend(lock, lease), RLOCK_OK) << last_message();
     EXPECT_EQ(rlock_is_held(lock), 1) << "not held after extending to a long lease";
@@ -831,7 +832,7 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
   st.version = 0;
   st.locked = 55;
   st.hold_count = 66;
-  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EVERSION, "rlock_lock_state");
+  EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_EVERSION, "rlock_lock_state");
   EXPECT_EQ(st.locked, 55);
   EXPECT_EQ(st.hold_count, 66);
 }
@@ -857,7 +858,7 @@ TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotow
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");
   EXPECT_FALSE(redis_->exists(name)) << "a failed release created the key";
   EXPECT_EQ(rlock_is_held(lock), 0);
-  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0);
 
   // Another owner holds it now: a stray release by us leaves its hold untouched.
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
@@ -868,15 +869,15 @@ TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotow
   const std::map<std::string, std::string> before = redis_->hgetall(name);
   const long long ttl_before = redis_->pttl(name);
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTOWNER, "");
-  EXPECT_FAIL(rlock_release_ex(lock, 778), RLOCK_ENOTOWNER, "");
+  EXPECT_FAIL(rlock_release_for(lock, 778), RLOCK_ENOTOWNER, "");
   EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ENOTOWNER, "");
   EXPECT_EQ(redis_->hgetall(name), before);
   const long long ttl_after = redis_->pttl(name);
   EXPECT_LE(ttl_after, ttl_before) << "the other owner's lease was reset";
   EXPECT_GT(ttl_after, ttl_before - 10000);
-  EXPECT_EQ(rlock_release_ex(lock, 777), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(lock, 777), RLOCK_OK) << last_message();
   EXPECT_FALSE(redis_->exists(name));
-  EXPECT_FAIL(rlock_release_ex(lock, 777), RLOCK_ENOTHELD, "");
+  EXPECT_FAIL(rlock_release_for(lock, 777), RLOCK_ENOTHELD, "");
 }
 
 // ---- rlock_last_error -------------------------------------------------------------------------
@@ -958,16 +959,16 @@ TEST_F(CapiFaults, H19_LockHandlesAfterClientFreeAreEclosed) {
     EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_acquire_ex(lock, &a), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_release(lock), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_release_ex(lock, 1), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_release_for(lock, 1), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_extend_ex(lock, 1000, 1), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_extend_for(lock, 1, 1000), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_force_unlock(&deleted, lock), RLOCK_ECLOSED, "closed");
     EXPECT_EQ(rlock_is_held(lock), 0);
-    EXPECT_EQ(rlock_is_held_ex(lock, 1), 0);
+    EXPECT_EQ(rlock_is_held_for(lock, 1), 0);
     // These have no documented result here; they must simply not crash.
     (void)rlock_cancel(lock);
-    (void)rlock_is_lost(lock, RLOCK_THREAD_CURRENT);
+    (void)rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT);
     (void)rlock_lock_set_lost_callback(lock, nullptr, nullptr);
   }
   // TearDown frees the four handles now, after their client.
@@ -1029,7 +1030,7 @@ TEST_F(CapiFaults, H17_ExtendAfterExpiryIsElostAndRecreatesNothing) {
   EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ELOST, "");
   EXPECT_EQ(redis_->hgetall(name), before);
   EXPECT_LE(redis_->pttl(name), ttl);
-  EXPECT_EQ(rlock_release_ex(lock, 4343), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(lock, 4343), RLOCK_OK) << last_message();
 }
 
 // OOM, BUSY and READONLY replies come back as their own codes and never as "acquired".
@@ -1150,19 +1151,20 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
   EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_release_ex(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release_for(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_extend_ex(lock, 1000, 5), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend_for(lock, 5, 1000), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_force_unlock(&deleted, lock), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_EQ(deleted, 7);
   EXPECT_FAIL(rlock_cancel(lock), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_lock_token(lock, RLOCK_THREAD_CURRENT, &token), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_lock_token_for(&token, lock, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE,
+              "rlock_lock");
   EXPECT_EQ(token, 7);
   EXPECT_FAIL(rlock_lock_set_lost_callback(lock, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_EQ(rlock_is_held(lock), 0);
-  EXPECT_EQ(rlock_is_held_ex(lock, 5), 0);
-  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_held_for(lock, 5), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0);
   rlock_multi* group = sentinel<rlock_multi>();
   EXPECT_FAIL(rlock_multi_lock_new(&group, &lock, 1), RLOCK_EBADHANDLE, "members[0]");
   EXPECT_EQ(group, nullptr);
@@ -1197,7 +1199,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAClientIsEbadhandle) {
               "rlock_client");
   EXPECT_EQ(out, nullptr);
   int accepted = 7;
-  EXPECT_FAIL(rlock_fenced_write(c, name.data(), name.size(), "v", 1, 1, &accepted),
+  EXPECT_FAIL(rlock_fenced_write(&accepted, c, name.data(), name.size(), "v", 1, 1),
               RLOCK_EBADHANDLE, "rlock_client");
   EXPECT_EQ(accepted, 7);
   EXPECT_EQ(rlock_client_id(c), nullptr);
@@ -1229,12 +1231,13 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) 
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = 0;
     int64_t validity = 7;
-    EXPECT_FAIL(rlock_multi_acquire(group, &ao, &validity), RLOCK_EBADHANDLE, "rlock_multi");
-    EXPECT_FAIL(rlock_multi_acquire(group, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_acquire_ex(&validity, group, &ao), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_acquire_ex(nullptr, group, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
     EXPECT_EQ(validity, 7);
-    EXPECT_FAIL(rlock_multi_release(group, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_release_for(group, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE,
+                "rlock_multi");
     EXPECT_FAIL(rlock_multi_cancel(group), RLOCK_EBADHANDLE, "rlock_multi");
-    EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0);
+    EXPECT_EQ(rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT), 0);
     prime_last_error(RLOCK_EBADHANDLE);
     rlock_multi_free(group);
     EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
@@ -1253,7 +1256,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) 
   EXPECT_TRUE(names(last_message(), "rlock_cancel_token")) << last_message();
   rlock_multi* group = nullptr;
   ASSERT_EQ(rlock_multi_lock_new(&group, members, 2), RLOCK_OK) << last_message();
-  EXPECT_FAIL(rlock_multi_acquire(group, &ao, nullptr), RLOCK_EBADHANDLE, "opts->cancel");
+  EXPECT_FAIL(rlock_multi_acquire_ex(nullptr, group, &ao), RLOCK_EBADHANDLE, "opts->cancel");
   rlock_multi_free(group);
   prime_last_error(RLOCK_EBADHANDLE);
   rlock_cancel_token_free(token);
@@ -1293,7 +1296,7 @@ TEST_F(CapiFaults, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
   EXPECT_EQ(out, nullptr);
   EXPECT_FAIL(rlock_cancel_token_cancel(reinterpret_cast<rlock_cancel_token*>(lock)),
               RLOCK_EBADHANDLE, "rlock_cancel_token");
-  EXPECT_FAIL(rlock_multi_release(reinterpret_cast<rlock_multi*>(lock), 1), RLOCK_EBADHANDLE,
+  EXPECT_FAIL(rlock_multi_release_for(reinterpret_cast<rlock_multi*>(lock), 1), RLOCK_EBADHANDLE,
               "rlock_multi");
   EXPECT_FALSE(redis_->exists(name));
   // The real ones still work after all that.
@@ -1331,7 +1334,7 @@ TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
       ao.wait_ms = 10000;  // bounded, so a free that does not wake it fails instead of hanging
       ao.thread_id = 2;
       started = true;
-      rc = group ? rlock_multi_acquire(multi, &ao, nullptr) : rlock_acquire_ex(lock, &ao);
+      rc = group ? rlock_multi_acquire_ex(nullptr, multi, &ao) : rlock_acquire_ex(lock, &ao);
     });
     while (!started) std::this_thread::yield();
     if (!group) {
@@ -1349,12 +1352,12 @@ TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
     EXPECT_LT(ms_since(freed), 3000);
     EXPECT_EQ(redis_->hgetall(name), held) << "the waiter left something in the lock";
     if (group) {
-      EXPECT_FAIL(rlock_multi_acquire(multi, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+      EXPECT_FAIL(rlock_multi_acquire_ex(nullptr, multi, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
     } else {
       EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBADHANDLE, "rlock_lock");
     }
   }
-  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(holder, 1), RLOCK_OK) << last_message();
 }
 
 // A token freed during an acquire that uses it stays valid for that acquire, which ends as it
@@ -1385,7 +1388,7 @@ TEST_F(CapiFaults, H10_FreeingATokenInUseLeavesTheAcquireAlone) {
   waiter.join();
   EXPECT_EQ(rc.load(), RLOCK_ETIMEDOUT) << rlock_strerror(rc.load());
   EXPECT_EQ(redis_->hgetall(name).size(), 1u);
-  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(holder, 1), RLOCK_OK) << last_message();
 }
 
 // Threads calling on handles while others free them (twice, at once): every call returns a
@@ -1418,10 +1421,10 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
           ao.lease_ms = 2000;
           ao.thread_id = 100 + t;
           ao.cancel = i % 2 == 0 ? token : nullptr;
-          int codes[4] = {rlock_acquire_ex(lock, &ao), rlock_release_ex(lock, 100 + t),
+          int codes[4] = {rlock_acquire_ex(lock, &ao), rlock_release_for(lock, 100 + t),
                           rlock_cancel_token_is_cancelled(token) == 0 ? RLOCK_OK : RLOCK_ERROR,
                           rlock_cancel(lock)};
-          (void)rlock_is_held_ex(lock, 100 + t);
+          (void)rlock_is_held_for(lock, 100 + t);
           rlock_lock* extra = nullptr;
           int made = rlock_lock_new(&extra, c, name.c_str(), nullptr);
           if (made == RLOCK_OK) {
@@ -1453,7 +1456,7 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
     second_free.join();
     rlock_client_free(c);
     for (std::thread& u : users) u.join();
-    EXPECT_EQ(rlock_is_held_ex(lock, 100), 0);
+    EXPECT_EQ(rlock_is_held_for(lock, 100), 0);
     EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
   }
   EXPECT_EQ(unexpected.load(), 0) << "for example " << an_unexpected_code.load() << " ("
@@ -1513,21 +1516,23 @@ TEST_F(CapiFaults, H10_FreedGroupMemberRunsNoLostCallback) {
   calls = 0;
   ASSERT_EQ(
       rlock_lock_set_lost_callback(
-          member, [](rlock_lock*, const char*, size_t, int64_t, int, void*) { ++calls; }, nullptr),
+          member,
+          [](rlock_lock*, const char*, size_t, int64_t, rlock_lost_reason, void*) { ++calls; },
+          nullptr),
       RLOCK_OK);
   rlock_multi* group = nullptr;
   ASSERT_EQ(rlock_multi_lock_new(&group, &member, 1), RLOCK_OK) << last_message();
   rlock_lock_free(member);
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
   ao.wait_ms = 0;
-  ASSERT_EQ(rlock_multi_acquire(group, &ao, nullptr), RLOCK_OK) << last_message();
-  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 1);
+  ASSERT_EQ(rlock_multi_acquire_ex(nullptr, group, &ao), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT), 1);
   redis_->del(name);  // the hold is lost; the next renewal finds out
   auto start = Clock::now();
-  while (rlock_multi_is_held(group, RLOCK_THREAD_CURRENT) == 1 && ms_since(start) < 3000) {
+  while (rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT) == 1 && ms_since(start) < 3000) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0) << "the loss was not noticed";
+  EXPECT_EQ(rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT), 0) << "the loss was not noticed";
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(calls.load(), 0) << "the freed handle's callback ran";
   rlock_multi_free(group);
