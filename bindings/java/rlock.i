@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define RLOCK_DEPRECATE_HARD /* only the current names */
 #include "rlock/rlock.h"
 
 static JavaVM *rlockj_vm;
