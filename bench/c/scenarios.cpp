@@ -187,7 +187,8 @@ Client new_client(const std::string& url, int64_t watchdog_lease_ms = 0) {
   return Client(c);
 }
 
-Lock new_lock(rlock_client* client, const std::string& name, int kind = RLOCK_LOCK_REENTRANT) {
+Lock new_lock(rlock_client* client, const std::string& name,
+              rlock_lock_kind kind = RLOCK_LOCK_REENTRANT) {
   rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
   opts.kind = kind;
   rlock_lock* l = nullptr;

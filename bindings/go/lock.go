@@ -135,7 +135,7 @@ func (c *Client) newLock(name string, k kind, opts []LockOption) (*Lock, error) 
 	defer C.free(unsafe.Pointer(cname))
 	var ptr *C.rlock_lock
 	err := c.use(func(cp *C.rlock_client) error {
-		return check(C.rlock_go_lock_new(&ptr, cp, cname, C.size_t(len(name)), C.int(k),
+		return check(C.rlock_go_lock_new(&ptr, cp, cname, C.size_t(len(name)), C.rlock_lock_kind(k),
 			C.int64_t(cfg.leaseMS), C.int64_t(cfg.spinInitialMS), C.int64_t(cfg.spinMaxMS),
 			C.int64_t(cfg.fairWaitMS)))
 	})
@@ -228,7 +228,7 @@ func (l *Lock) Extend(lease time.Duration) error {
 func (l *Lock) Held() bool {
 	held := false
 	_ = l.use(func(p unsafe.Pointer) error {
-		held = C.rlock_is_held_ex(lockPtr(p), C.int64_t(l.owner)) == 1
+		held = C.rlock_is_held_for(lockPtr(p), C.int64_t(l.owner)) == 1
 		return nil
 	})
 	runtime.KeepAlive(l)
@@ -240,7 +240,7 @@ func (l *Lock) Held() bool {
 func (l *Lock) Lost() bool {
 	lost := false
 	_ = l.use(func(p unsafe.Pointer) error {
-		lost = C.rlock_is_lost(lockPtr(p), C.int64_t(l.owner)) == 1
+		lost = C.rlock_is_lost_for(lockPtr(p), C.int64_t(l.owner)) == 1
 		return nil
 	})
 	runtime.KeepAlive(l)

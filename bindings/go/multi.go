@@ -134,7 +134,7 @@ func (m *MultiLock) Unlock() error {
 func (m *MultiLock) Held() bool {
 	held := false
 	_ = m.use(func(p unsafe.Pointer) error {
-		held = C.rlock_multi_is_held(groupPtr(p), C.int64_t(m.owner)) == 1
+		held = C.rlock_multi_is_held_for(groupPtr(p), C.int64_t(m.owner)) == 1
 		return nil
 	})
 	runtime.KeepAlive(m)

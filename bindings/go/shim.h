@@ -7,14 +7,15 @@
 #ifndef RLOCK_GO_SHIM_H
 #define RLOCK_GO_SHIM_H
 
+#define RLOCK_DEPRECATE_HARD /* only the current names */
 #include <rlock/rlock.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The API this binding was written for: rlock 0.1.x. */
-#if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 100 || RLOCK_VERSION_NUMBER >= 200
-#  error "the rlock Go binding needs the rlock 0.1.x headers (check PKG_CONFIG_PATH)"
+/* The API this binding was written for: rlock 0.2.x (0.1 had other names and argument orders). */
+#if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 200 || RLOCK_VERSION_NUMBER >= 300
+#  error "the rlock Go binding needs the rlock 0.2.x headers (check PKG_CONFIG_PATH)"
 #endif
 
 typedef struct rlock_go_result {
@@ -57,9 +58,10 @@ static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char
 }
 
 static inline rlock_go_result rlock_go_lock_new(rlock_lock **out, rlock_client *client,
-                                                const char *name, size_t name_len, int kind,
-                                                int64_t lease_ms, int64_t spin_initial_ms,
-                                                int64_t spin_max_ms, int64_t fair_wait_ms) {
+                                                const char *name, size_t name_len,
+                                                rlock_lock_kind kind, int64_t lease_ms,
+                                                int64_t spin_initial_ms, int64_t spin_max_ms,
+                                                int64_t fair_wait_ms) {
   rlock_lock_options opts;
   int rc = rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
@@ -90,20 +92,20 @@ static inline rlock_go_result rlock_go_acquire(rlock_lock *lock, int64_t wait_ms
 }
 
 static inline rlock_go_result rlock_go_release(rlock_lock *lock, int64_t thread_id) {
-  return rlock_go_result_of(rlock_release_ex(lock, thread_id));
+  return rlock_go_result_of(rlock_release_for(lock, thread_id));
 }
 
 static inline rlock_go_result rlock_go_extend(rlock_lock *lock, int64_t lease_ms,
                                               int64_t thread_id) {
-  return rlock_go_result_of(rlock_extend_ex(lock, lease_ms, thread_id));
+  return rlock_go_result_of(rlock_extend_for(lock, thread_id, lease_ms));
 }
 
 static inline rlock_go_result rlock_go_force_unlock(rlock_lock *lock, int *deleted) {
-  return rlock_go_result_of(rlock_force_unlock(lock, deleted));
+  return rlock_go_result_of(rlock_force_unlock(deleted, lock));
 }
 
 static inline rlock_go_result rlock_go_token(rlock_lock *lock, int64_t thread_id, int64_t *out) {
-  return rlock_go_result_of(rlock_lock_token(lock, thread_id, out));
+  return rlock_go_result_of(rlock_lock_token_for(out, lock, thread_id));
 }
 
 /* The owner string is borrowed from thread-local storage: copied here into owner_out
@@ -112,7 +114,7 @@ static inline rlock_go_result rlock_go_query(rlock_lock *lock, int64_t thread_id
                                              rlock_lock_state *state, char **owner_out) {
   state->version = RLOCK_LOCK_STATE_VERSION;
   *owner_out = NULL;
-  int rc = rlock_query(lock, thread_id, state);
+  int rc = rlock_query_for(state, lock, thread_id);
   if (rc == RLOCK_OK && state->owner != NULL) {
     *owner_out = (char *)malloc(state->owner_len + 1);
     if (*owner_out == NULL) return rlock_go_result_of(RLOCK_ENOMEM);
@@ -139,24 +141,25 @@ static inline rlock_go_result rlock_go_multi_acquire(rlock_multi *group, int64_t
   opts.lease_ms = lease_ms;
   opts.thread_id = thread_id;
   opts.cancel = cancel;
-  return rlock_go_result_of(rlock_multi_acquire(group, &opts, validity_ms));
+  return rlock_go_result_of(rlock_multi_acquire_ex(validity_ms, group, &opts));
 }
 
 static inline rlock_go_result rlock_go_multi_release(rlock_multi *group, int64_t thread_id) {
-  return rlock_go_result_of(rlock_multi_release(group, thread_id));
+  return rlock_go_result_of(rlock_multi_release_for(group, thread_id));
 }
 
 /* Defined in Go (lost.go). */
 extern void rlockGoLost(int reason, uintptr_t payload);
 
 static inline void rlock_go_lost_trampoline(rlock_lock *lock, const char *name, size_t name_len,
-                                            int64_t thread_id, int reason, void *payload) {
+                                            int64_t thread_id, rlock_lost_reason reason,
+                                            void *payload) {
   /* Each handle has one owner, so the handle's hook is all Go needs. */
   (void)lock;
   (void)name;
   (void)name_len;
   (void)thread_id;
-  rlockGoLost(reason, (uintptr_t)payload);
+  rlockGoLost((int)reason, (uintptr_t)payload);
 }
 
 static inline rlock_go_result rlock_go_set_lost_callback(rlock_lock *lock, uintptr_t handle) {

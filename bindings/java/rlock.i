@@ -36,11 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define RLOCK_DEPRECATE_HARD /* only the current names */
 #include "rlock/rlock.h"
 
 static JavaVM *rlockj_vm;
 static jclass rlockj_errors;            /* io.rlock.internal.Errors */
 static jmethodID rlockj_errors_from_code;
+static jclass rlockj_lock_state;       /* io.rlock.internal.LockState */
+static jmethodID rlockj_lock_state_new;
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   JNIEnv *env = NULL;
@@ -54,6 +57,12 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   if (rlockj_errors_from_code == NULL) return JNI_ERR;
   rlockj_errors = (jclass)(*env)->NewGlobalRef(env, cls);
   if (rlockj_errors == NULL) return JNI_ERR;
+  cls = (*env)->FindClass(env, "io/rlock/internal/LockState");
+  if (cls == NULL) return JNI_ERR;
+  rlockj_lock_state_new = (*env)->GetMethodID(env, cls, "<init>", "(ZZJJJI)V");
+  if (rlockj_lock_state_new == NULL) return JNI_ERR;
+  rlockj_lock_state = (jclass)(*env)->NewGlobalRef(env, cls);
+  if (rlockj_lock_state == NULL) return JNI_ERR;
   rlockj_vm = vm;
   return JNI_VERSION_1_8;
 }
@@ -165,7 +174,7 @@ static int rlockj_multi_acquire(rlock_multi *group, int64_t wait_ms, int64_t lea
   opts.lease_ms = lease_ms;
   opts.thread_id = thread_id;
   opts.cancel = cancel;
-  return rlock_multi_acquire(group, &opts, NULL);
+  return rlock_multi_acquire_ex(NULL, group, &opts);
 }
 
 /* ---- values: >= 0, or a negative status ------------------------------------------------- */
@@ -173,7 +182,7 @@ static int rlockj_multi_acquire(rlock_multi *group, int64_t wait_ms, int64_t lea
 /* The fencing token of the owner's hold, 0 when it holds none. */
 static int64_t rlockj_lock_token(rlock_lock *lock, int64_t thread_id) {
   int64_t token = 0;
-  int rc = rlock_lock_token(lock, thread_id, &token);
+  int rc = rlock_lock_token_for(&token, lock, thread_id);
   if (rc == RLOCK_ENOTHELD) return 0;
   return rc == RLOCK_OK ? token : rc;
 }
@@ -181,7 +190,7 @@ static int64_t rlockj_lock_token(rlock_lock *lock, int64_t thread_id) {
 /* 1 when a lock was deleted, else 0. */
 static int64_t rlockj_force_unlock(rlock_lock *lock) {
   int deleted = 0;
-  int rc = rlock_force_unlock(lock, &deleted);
+  int rc = rlock_force_unlock(&deleted, lock);
   return rc == RLOCK_OK ? deleted : rc;
 }
 
@@ -189,29 +198,28 @@ static int64_t rlockj_force_unlock(rlock_lock *lock) {
 static int64_t rlockj_fenced_write(rlock_client *client, const char *key, size_t key_len,
                                    const char *value, size_t value_len, int64_t token) {
   int accepted = 0;
-  int rc = rlock_fenced_write(client, key, key_len, value, value_len, token, &accepted);
+  int rc = rlock_fenced_write(&accepted, client, key, key_len, value, value_len, token);
   return rc == RLOCK_OK ? accepted : rc;
 }
 
 /* ---- status: 0, or a negative status ---------------------------------------------------- */
 
-/* out: locked, held_by_me, hold_count, ttl_ms, owner_count, mode (at least 6 longs). */
-static int rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id, jlongArray out) {
+/* The owner's view of the lock as an io.rlock.internal.LockState, read by field name on the
+ * Java side; NULL with the exception pending when it fails. */
+static jobject rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id) {
   rlock_lock_state state;
-  jlong values[6];
   int rc;
   memset(&state, 0, sizeof state);
   state.version = RLOCK_LOCK_STATE_VERSION;
-  rc = rlock_query(lock, thread_id, &state);
-  if (rc != RLOCK_OK) return rc;
-  values[0] = state.locked;
-  values[1] = state.held_by_me;
-  values[2] = state.hold_count;
-  values[3] = state.ttl_ms;
-  values[4] = state.owner_count;
-  values[5] = state.mode;
-  (*jenv)->SetLongArrayRegion(jenv, out, 0, 6, values);
-  return RLOCK_OK;
+  rc = rlock_query_for(&state, lock, thread_id);
+  if (rc != RLOCK_OK) {
+    rlockj_throw(jenv, rc);
+    return NULL;
+  }
+  return (*jenv)->NewObject(jenv, rlockj_lock_state, rlockj_lock_state_new,
+                            state.locked == 1 ? JNI_TRUE : JNI_FALSE,
+                            state.held_by_me == 1 ? JNI_TRUE : JNI_FALSE, (jlong)state.hold_count,
+                            (jlong)state.ttl_ms, (jlong)state.owner_count, (jint)state.mode);
 }
 
 /* ---- lost-lock callbacks ----------------------------------------------------------------- */
@@ -252,7 +260,7 @@ static void rlockj_lost_payload_free(JNIEnv *jenv, rlockj_lost_payload *payload)
 /* Runs on the client's watchdog thread, which the JVM does not know: it is attached as a
  * daemon (so it never holds up JVM exit) for the call and detached after. */
 static void rlockj_lost_trampoline(rlock_lock *lock, const char *name, size_t name_len,
-                                   int64_t thread_id, int reason, void *raw) {
+                                   int64_t thread_id, rlock_lost_reason reason, void *raw) {
   rlockj_lost_payload *payload = (rlockj_lost_payload *)raw;
   JavaVM *vm = rlockj_vm;
   JNIEnv *env = NULL;
@@ -331,9 +339,8 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %typemap(jstype) int RLOCKJ_STATUS "void"
 %typemap(javaout) int RLOCKJ_STATUS { $jnicall; }
 %apply int RLOCKJ_STATUS {
-  int rlock_release_ex, int rlock_cancel, int rlock_multi_release,
-  int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_query,
-  int rlockj_lost_callback_set
+  int rlock_release_for, int rlock_cancel, int rlock_multi_release_for,
+  int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_lost_callback_set
 };
 
 /* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
@@ -342,6 +349,14 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
   $result = (jint)$1;
 %}
 %apply int RLOCKJ_ACQUIRE { int rlockj_acquire, int rlockj_multi_acquire };
+
+/* Lock state: an io.rlock.internal.LockState (the C side throws on failure). */
+%typemap(jni) jobject RLOCKJ_STATE "jobject"
+%typemap(jtype) jobject RLOCKJ_STATE "LockState"
+%typemap(jstype) jobject RLOCKJ_STATE "LockState"
+%typemap(out) jobject RLOCKJ_STATE %{ $result = $1; %}
+%typemap(javaout) jobject RLOCKJ_STATE { return $jnicall; }
+%apply jobject RLOCKJ_STATE { jobject rlockj_query };
 
 /* Values: >= 0 is returned, negative throws. */
 %typemap(out) int64_t RLOCKJ_VALUE %{
@@ -359,7 +374,7 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %typemap(out) int RLOCKJ_BOOL %{ $result = ($1 == 1) ? JNI_TRUE : JNI_FALSE; %}
 %typemap(javaout) int RLOCKJ_BOOL { return $jnicall; }
 %apply int RLOCKJ_BOOL {
-  int rlock_is_held_ex, int rlock_multi_is_held
+  int rlock_is_held_for, int rlock_multi_is_held_for
 };
 
 /* Names, keys and values are byte arrays (UTF-8 made on the Java side). */
@@ -381,14 +396,14 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %rename(versionString) rlock_version_string;
 %rename(clientFree) rlock_client_free;
 %rename(clientId) rlock_client_id;
-%rename(releaseEx) rlock_release_ex;
+%rename(releaseFor) rlock_release_for;
 %rename(cancel) rlock_cancel;
-%rename(isHeldEx) rlock_is_held_ex;
+%rename(isHeldFor) rlock_is_held_for;
 %rename(cancelTokenCancel) rlock_cancel_token_cancel;
 %rename(cancelTokenFree) rlock_cancel_token_free;
 %rename(multiFree) rlock_multi_free;
-%rename(multiRelease) rlock_multi_release;
-%rename(multiIsHeld) rlock_multi_is_held;
+%rename(multiReleaseFor) rlock_multi_release_for;
+%rename(multiIsHeldFor) rlock_multi_is_held_for;
 %rename(multiCancel) rlock_multi_cancel;
 
 %rename(clientNew) rlockj_client_new;
@@ -407,6 +422,8 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 
 /* As the archive it links (rlock_static) is built: no visibility attributes. */
 #define RLOCK_STATIC
+/* Only the current names are wrapped. */
+#define RLOCK_DEPRECATE_HARD
 %include "rlock/rlock.h"
 
 typedef struct rlockj_lost_payload rlockj_lost_payload;
@@ -429,6 +446,6 @@ int64_t rlockj_lock_token(rlock_lock *lock, int64_t thread_id);
 int64_t rlockj_force_unlock(rlock_lock *lock);
 int64_t rlockj_fenced_write(rlock_client *client, const char *key, size_t key_len,
                             const char *value, size_t value_len, int64_t token);
-int rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id, jlongArray out);
+jobject rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id);
 rlockj_lost_payload *rlockj_lost_payload_new(JNIEnv *jenv, jobject handler);
 int rlockj_lost_callback_set(rlock_lock *lock, rlockj_lost_payload *payload);

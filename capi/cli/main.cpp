@@ -359,7 +359,7 @@ int run_status(const Args &args) {
   Session session;
   if (int code = open_session(args, session)) return code;
   rlock_lock_state state = RLOCK_LOCK_STATE_INIT;
-  int rc = rlock_query(session.lock, RLOCK_THREAD_CURRENT, &state);
+  int rc = rlock_query_for(&state, session.lock, RLOCK_THREAD_CURRENT);
   if (rc != RLOCK_OK) return report(rc);
 
   std::printf("name: %s\n", args.name.c_str());
@@ -385,7 +385,7 @@ int run_unlock(const Args &args) {
   Session session;
   if (int code = open_session(args, session)) return code;
   int deleted = 0;
-  int rc = rlock_force_unlock(session.lock, &deleted);
+  int rc = rlock_force_unlock(&deleted, session.lock);
   if (rc != RLOCK_OK) return report(rc);
   if (deleted) {
     std::printf("unlocked: '%s' was locked and has been deleted\n", args.name.c_str());
@@ -459,7 +459,7 @@ struct LostNotice {
 };
 
 // Runs on the library's watchdog thread; only prints.
-void on_lost(rlock_lock *, const char *, size_t, int64_t, int reason, void *payload) {
+void on_lost(rlock_lock *, const char *, size_t, int64_t, rlock_lost_reason reason, void *payload) {
   auto *notice = static_cast<LostNotice *>(payload);
   const char *why = reason == RLOCK_LOST_EXPIRED       ? "its --lease ran out"
                     : reason == RLOCK_LOST_UNREACHABLE ? "Redis could not be reached to renew it"

@@ -160,12 +160,22 @@ class Pinned {
 thread_local rlock_error_info t_error_info;
 thread_local std::string t_query_owner;
 
+// The int a caller stored in an enum-typed field. C lets any int reach such a field; loading an
+// out-of-range value as the C++ enum type would be undefined, so it is copied out as an int.
+template <typename Enum>
+int raw_enum(const Enum& field) {
+  static_assert(sizeof(Enum) == sizeof(int), "rlock.h enums have the size of an int");
+  int value;
+  std::memcpy(&value, &field, sizeof value);
+  return value;
+}
+
 }  // namespace
 
 extern "C" {
 
 const rlock_error_info* rlock_last_error(void) {
-  t_error_info.code = core::last_error_code();
+  t_error_info.code = static_cast<rlock_error_code>(core::last_error_code());
   t_error_info.message = core::last_error_message().c_str();
   return &t_error_info;
 }
@@ -254,7 +264,7 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
     opts->poll_cap_ms = defaults.poll_cap_ms;
     opts->max_name_len = defaults.max_name_len;
     if (version >= 2) {
-      opts->sync_replicas = 0;
+      opts->sync_replicas = RLOCK_SYNC_AUTO;
       opts->sync_timeout_ms = defaults.sync_timeout_ms;
     }
     return RLOCK_OK;
@@ -302,18 +312,17 @@ void apply_tuning_options(const rlock_client_options& opts, core::ClientConfig* 
 
 // The version 2 fields: replica sync.
 int apply_sync_options(const rlock_client_options& opts, core::ClientConfig* config) {
-  if (opts.sync_replicas < -1) {
+  if (opts.sync_replicas < RLOCK_SYNC_NEVER) {
     return core::fail(core::kInvalid,
                       "sync_replicas must be 0 (auto), -1 (never) or a replica count, got " +
                           std::to_string(opts.sync_replicas));
   }
-  if (opts.sync_replicas != 0) {
-    const int wanted = opts.sync_replicas == -1 ? 0 : opts.sync_replicas;
-    if (config->sync_replicas != core::kSyncAuto && config->sync_replicas != wanted)
+  if (opts.sync_replicas != RLOCK_SYNC_AUTO) {  // the same encoding as the core's
+    if (config->sync_replicas != core::kSyncAuto && config->sync_replicas != opts.sync_replicas)
       return invalid(
           "sync_replicas given both in the URL and in the options, with "
           "different values");
-    config->sync_replicas = wanted;
+    config->sync_replicas = opts.sync_replicas;
   }
   if (opts.sync_timeout_ms != 0) config->sync_timeout_ms = opts.sync_timeout_ms;
   return RLOCK_OK;
@@ -392,7 +401,7 @@ int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
     opts->version = version;
     opts->lease_ms = defaults.lease_ms;
     if (version >= 2) {
-      opts->kind = static_cast<int>(defaults.kind);
+      opts->kind = static_cast<rlock_lock_kind>(defaults.kind);
       opts->spin_initial_ms = defaults.spin_initial_ms;
       opts->spin_max_ms = defaults.spin_max_ms;
       opts->fair_wait_ms = defaults.fair_wait_ms;
@@ -416,11 +425,11 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
         return rc;
       if (opts->lease_ms != 0) options.lease_ms = opts->lease_ms;
       if (opts->version >= 2) {
-        if (opts->kind < RLOCK_LOCK_REENTRANT || opts->kind > RLOCK_LOCK_WRITE) {
-          return invalid(
-              ("kind " + std::to_string(opts->kind) + " is not an rlock_lock_kind").c_str());
+        const int kind = raw_enum(opts->kind);
+        if (kind < RLOCK_LOCK_REENTRANT || kind > RLOCK_LOCK_WRITE) {
+          return invalid(("kind " + std::to_string(kind) + " is not an rlock_lock_kind").c_str());
         }
-        options.kind = static_cast<core::LockKind>(opts->kind);
+        options.kind = static_cast<core::LockKind>(kind);
         if (opts->spin_initial_ms != 0) options.spin_initial_ms = opts->spin_initial_ms;
         if (opts->fair_wait_ms != 0) options.fair_wait_ms = opts->fair_wait_ms;
         if (opts->spin_max_ms != 0) {
@@ -505,7 +514,7 @@ int rlock_acquire(rlock_lock* lock, int64_t wait_ms) {
   return rlock_acquire_ex(lock, &opts);
 }
 
-int rlock_release_ex(rlock_lock* lock, int64_t thread_id) {
+int rlock_release_for(rlock_lock* lock, int64_t thread_id) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
     Pinned<LockObj> l(lock);
@@ -514,9 +523,9 @@ int rlock_release_ex(rlock_lock* lock, int64_t thread_id) {
   });
 }
 
-int rlock_release(rlock_lock* lock) { return rlock_release_ex(lock, RLOCK_THREAD_CURRENT); }
+int rlock_release(rlock_lock* lock) { return rlock_release_for(lock, RLOCK_THREAD_CURRENT); }
 
-int rlock_extend_ex(rlock_lock* lock, int64_t lease_ms, int64_t thread_id) {
+int rlock_extend_for(rlock_lock* lock, int64_t thread_id, int64_t lease_ms) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
     Pinned<LockObj> l(lock);
@@ -526,10 +535,10 @@ int rlock_extend_ex(rlock_lock* lock, int64_t lease_ms, int64_t thread_id) {
 }
 
 int rlock_extend(rlock_lock* lock, int64_t lease_ms) {
-  return rlock_extend_ex(lock, lease_ms, RLOCK_THREAD_CURRENT);
+  return rlock_extend_for(lock, RLOCK_THREAD_CURRENT, lease_ms);
 }
 
-int rlock_force_unlock(rlock_lock* lock, int* out_deleted) {
+int rlock_force_unlock(int* out_deleted, rlock_lock* lock) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
     Pinned<LockObj> l(lock);
@@ -551,7 +560,7 @@ int rlock_cancel(rlock_lock* lock) {
   });
 }
 
-int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
+int rlock_is_held_for(const rlock_lock* lock, int64_t thread_id) {
   if (lock == nullptr) return 0;
   int held = 0;
   guarded([&]() -> int {
@@ -563,9 +572,9 @@ int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
   return held;
 }
 
-int rlock_is_held(const rlock_lock* lock) { return rlock_is_held_ex(lock, RLOCK_THREAD_CURRENT); }
+int rlock_is_held(const rlock_lock* lock) { return rlock_is_held_for(lock, RLOCK_THREAD_CURRENT); }
 
-int rlock_is_lost(const rlock_lock* lock, int64_t thread_id) {
+int rlock_is_lost_for(const rlock_lock* lock, int64_t thread_id) {
   if (lock == nullptr) return 0;
   int lost = 0;
   guarded([&]() -> int {
@@ -577,7 +586,9 @@ int rlock_is_lost(const rlock_lock* lock, int64_t thread_id) {
   return lost;
 }
 
-int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
+int rlock_is_lost(const rlock_lock* lock) { return rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT); }
+
+int rlock_query_for(rlock_lock_state* out, rlock_lock* lock, int64_t thread_id) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
     Pinned<LockObj> l(lock);
@@ -606,7 +617,11 @@ int rlock_query(rlock_lock* lock, int64_t thread_id, rlock_lock_state* out) {
   });
 }
 
-int rlock_lock_token(const rlock_lock* lock, int64_t thread_id, int64_t* out) {
+int rlock_query(rlock_lock_state* out, rlock_lock* lock) {
+  return rlock_query_for(out, lock, RLOCK_THREAD_CURRENT);
+}
+
+int rlock_lock_token_for(int64_t* out, const rlock_lock* lock, int64_t thread_id) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
     Pinned<LockObj> l(lock);
@@ -616,8 +631,12 @@ int rlock_lock_token(const rlock_lock* lock, int64_t thread_id, int64_t* out) {
   });
 }
 
-int rlock_fenced_write(rlock_client* client, const char* key, size_t key_len, const char* value,
-                       size_t value_len, int64_t token, int* out_accepted) {
+int rlock_lock_token(int64_t* out, const rlock_lock* lock) {
+  return rlock_lock_token_for(out, lock, RLOCK_THREAD_CURRENT);
+}
+
+int rlock_fenced_write(int* out_accepted, rlock_client* client, const char* key, size_t key_len,
+                       const char* value, size_t value_len, int64_t token) {
   return guarded([&]() -> int {
     if (client == nullptr) return invalid("client must not be NULL");
     Pinned<ClientObj> c(client);
@@ -647,7 +666,8 @@ int rlock_lock_set_lost_callback(rlock_lock* lock, rlock_lost_cb cb, void* paylo
     } else {
       l->core->set_lost_callback(
           [lock, cb, payload](const std::string& name, int64_t thread_id, int reason) {
-            cb(lock, name.c_str(), name.size(), thread_id, reason, payload);
+            cb(lock, name.c_str(), name.size(), thread_id, static_cast<rlock_lost_reason>(reason),
+               payload);
           });
     }
     return RLOCK_OK;
@@ -701,8 +721,8 @@ void rlock_multi_free(rlock_multi* group) {
   });
 }
 
-int rlock_multi_acquire(rlock_multi* group, const rlock_acquire_options* opts,
-                        int64_t* out_validity_ms) {
+int rlock_multi_acquire_ex(int64_t* out_validity_ms, rlock_multi* group,
+                           const rlock_acquire_options* opts) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
     Pinned<MultiObj> g(group);
@@ -727,7 +747,13 @@ int rlock_multi_acquire(rlock_multi* group, const rlock_acquire_options* opts,
   });
 }
 
-int rlock_multi_release(rlock_multi* group, int64_t thread_id) {
+int rlock_multi_acquire(rlock_multi* group, int64_t wait_ms) {
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = wait_ms;
+  return rlock_multi_acquire_ex(nullptr, group, &opts);
+}
+
+int rlock_multi_release_for(rlock_multi* group, int64_t thread_id) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
     Pinned<MultiObj> g(group);
@@ -736,7 +762,11 @@ int rlock_multi_release(rlock_multi* group, int64_t thread_id) {
   });
 }
 
-int rlock_multi_is_held(const rlock_multi* group, int64_t thread_id) {
+int rlock_multi_release(rlock_multi* group) {
+  return rlock_multi_release_for(group, RLOCK_THREAD_CURRENT);
+}
+
+int rlock_multi_is_held_for(const rlock_multi* group, int64_t thread_id) {
   if (group == nullptr) return 0;
   int held = 0;
   guarded([&]() -> int {
@@ -746,6 +776,10 @@ int rlock_multi_is_held(const rlock_multi* group, int64_t thread_id) {
     return RLOCK_OK;
   });
   return held;
+}
+
+int rlock_multi_is_held(const rlock_multi* group) {
+  return rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT);
 }
 
 int rlock_multi_cancel(rlock_multi* group) {
@@ -798,6 +832,20 @@ void rlock_cancel_token_free(rlock_cancel_token* token) {
     if (!t || !t.kill()) return t.bad("token");  // a second free: recorded, nothing else
     return RLOCK_OK;  // an acquire using it keeps it pinned until it returns
   });
+}
+
+// ---- Deprecated names (rlock.h) ---------------------------------------------------------------
+
+int rlock_release_ex(rlock_lock* lock, int64_t thread_id) {
+  return rlock_release_for(lock, thread_id);
+}
+
+int rlock_extend_ex(rlock_lock* lock, int64_t lease_ms, int64_t thread_id) {
+  return rlock_extend_for(lock, thread_id, lease_ms);
+}
+
+int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
+  return rlock_is_held_for(lock, thread_id);
 }
 
 }  // extern "C"

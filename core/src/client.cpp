@@ -96,8 +96,8 @@ void validate_config(ClientConfig* c) {
       throw Error(kInvalid, "the sentinel master name must not be empty");
   }
   if (ep.db < 0) throw Error(kInvalid, "db must not be negative, got " + std::to_string(ep.db));
-  if (c->sync_replicas < kSyncAuto || c->sync_replicas > 1000) {
-    throw Error(kInvalid, "sync_replicas must be -1 (auto), 0 (off) or up to 1000, got " +
+  if (c->sync_replicas < kSyncNever || c->sync_replicas > 1000) {
+    throw Error(kInvalid, "sync_replicas must be 0 (auto), -1 (never) or up to 1000, got " +
                               std::to_string(c->sync_replicas));
   }
 
@@ -183,8 +183,8 @@ void Client::finish_start(const std::shared_ptr<Client>& client) {
     if (reply.is_error()) {
       int code = code_for_redis_error(reply.str);
       throw Error(code == kRedis ? kUnsupported : code,
-                  "Redis refused WAIT, which replica sync needs; set sync_replicas=0 to run "
-                  "without it: " +
+                  "Redis refused WAIT, which replica sync needs; set sync_replicas=never to "
+                  "run without it: " +
                       reply.str);
     }
   }
@@ -204,6 +204,7 @@ Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
 Client::~Client() { close(); }
 
 int Client::sync_replicas(const std::string& name) {
+  if (config_.sync_replicas == kSyncNever) return 0;
   if (config_.sync_replicas != kSyncAuto) return config_.sync_replicas;
   if (config_.topology == Topology::Standalone) return 0;
   if (cluster_ != nullptr) return std::min(cluster_->replicas_of(key_slot(name)), 1);

@@ -83,10 +83,13 @@ void parse_sync_replicas(const std::string& url, const std::string& value, Clien
   int64_t number;
   if (value == "auto") {
     config->sync_replicas = kSyncAuto;
+  } else if (value == "never" || value == "-1") {  // the numbers of rlock_client_options
+    config->sync_replicas = kSyncNever;
   } else if (parse_number(value, 0, 1000, &number)) {
-    config->sync_replicas = static_cast<int>(number);
+    config->sync_replicas = static_cast<int>(number);  // 0 is auto, as in the options
   } else {
-    bad(url, "sync_replicas must be 'auto' or a number from 0 to 1000, got " + shown(url, value));
+    bad(url, "sync_replicas must be 'auto', 'never' or a number from -1 to 1000, got " +
+                 shown(url, value));
   }
 }
 

@@ -495,16 +495,16 @@ class Lock:
 
     def locked(self) -> bool:
         """True if anyone holds the lock (asks Redis)."""
-        return self._checked().query(_CALLING_THREAD)[0]
+        return self._checked().query(_CALLING_THREAD).locked
 
     def hold_count(self) -> int:
         """How many times the calling thread holds the lock (asks Redis; 0 if not held)."""
-        return self._checked().query(_CALLING_THREAD)[2]
+        return self._checked().query(_CALLING_THREAD).hold_count
 
     def remaining_ttl(self) -> Optional[float]:
         """Seconds until the lock expires (asks Redis): None if it is not locked,
         ``math.inf`` if it is locked without expiry."""
-        return _ttl_seconds(self._checked().query(_CALLING_THREAD)[3])
+        return _ttl_seconds(self._checked().query(_CALLING_THREAD).ttl_ms)
 
     @property
     def token(self) -> Optional[int]:

@@ -287,17 +287,17 @@ class Lock:
     async def locked(self) -> bool:
         """True if anyone holds the lock (asks Redis)."""
         state = await _off_loop(self._lock._checked().query, _task_owner())
-        return state[0]
+        return state.locked
 
     async def hold_count(self) -> int:
         """How many times the current task holds the lock (asks Redis)."""
         state = await _off_loop(self._lock._checked().query, _task_owner())
-        return state[2]
+        return state.hold_count
 
     async def remaining_ttl(self) -> Optional[float]:
         """Seconds until the lock expires: None if not locked, ``math.inf`` without expiry."""
         state = await _off_loop(self._lock._checked().query, _task_owner())
-        return _ttl_seconds(state[3])
+        return _ttl_seconds(state.ttl_ms)
 
     async def force_unlock(self) -> bool:
         """Deletes the lock whoever holds it; True if it was locked."""

@@ -361,11 +361,23 @@ rlock_cancel_token* token_of(const py::object& cancel) {
   return cancel.cast<CancelToken&>().get();
 }
 
+// One owner's view of a lock (rlock_lock_state), read by field name in Python.
+struct LockState {
+  bool locked = false;
+  bool held_by_me = false;
+  int64_t hold_count = 0;
+  int64_t ttl_ms = 0;
+  int64_t owner_count = 0;
+  py::object owner = py::none();  // bytes, or None when nobody holds it
+  int64_t owner_hold_count = 0;
+  int mode = RLOCK_MODE_NONE;  // an rlock_lock_mode
+};
+
 rlock_lock* new_lock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
                      int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms) {
   rlock_lock_options opts;
   check(rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION));
-  opts.kind = kind;
+  opts.kind = static_cast<rlock_lock_kind>(kind);
   opts.lease_ms = lease_ms;
   opts.spin_initial_ms = spin_initial_ms;
   opts.spin_max_ms = spin_max_ms;
@@ -414,7 +426,7 @@ class NativeLock {
       return rlock_acquire_ex(lock, &opts);
     };
     if (!handle_.acquire(wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-                         [](rlock_lock* lock, int64_t owner) { rlock_release_ex(lock, owner); })) {
+                         [](rlock_lock* lock, int64_t owner) { rlock_release_for(lock, owner); })) {
       return false;
     }
     record(receipt, py::bool_(true));
@@ -422,16 +434,16 @@ class NativeLock {
   }
 
   void release(int64_t thread_id) {
-    check(call([&](rlock_lock* lock) { return rlock_release_ex(lock, thread_id); }));
+    check(call([&](rlock_lock* lock) { return rlock_release_for(lock, thread_id); }));
   }
 
   void extend(int64_t lease_ms, int64_t thread_id) {
-    check(call([&](rlock_lock* lock) { return rlock_extend_ex(lock, lease_ms, thread_id); }));
+    check(call([&](rlock_lock* lock) { return rlock_extend_for(lock, thread_id, lease_ms); }));
   }
 
   bool force_unlock() {
     int deleted = 0;
-    check(call([&](rlock_lock* lock) { return rlock_force_unlock(lock, &deleted); }));
+    check(call([&](rlock_lock* lock) { return rlock_force_unlock(&deleted, lock); }));
     return deleted == 1;
   }
 
@@ -440,29 +452,28 @@ class NativeLock {
   }
 
   bool is_held(int64_t thread_id) {
-    return call([&](rlock_lock* lock) { return rlock_is_held_ex(lock, thread_id); }) == 1;
+    return call([&](rlock_lock* lock) { return rlock_is_held_for(lock, thread_id); }) == 1;
   }
 
   bool is_lost(int64_t thread_id) {
-    return call([&](rlock_lock* lock) { return rlock_is_lost(lock, thread_id); }) == 1;
+    return call([&](rlock_lock* lock) { return rlock_is_lost_for(lock, thread_id); }) == 1;
   }
 
   py::object token(int64_t thread_id) {
     int64_t value = 0;
-    int rc = call([&](rlock_lock* lock) { return rlock_lock_token(lock, thread_id, &value); });
+    int rc = call([&](rlock_lock* lock) { return rlock_lock_token_for(&value, lock, thread_id); });
     if (rc == RLOCK_ENOTHELD) return py::none();
     check(rc);
     return py::int_(value);
   }
 
-  // (locked, held_by_me, hold_count, ttl_ms, owner_count, owner, owner_hold_count, mode)
-  py::tuple query(int64_t thread_id) {
+  LockState query(int64_t thread_id) {
     rlock_lock_state state;
     std::string owner;
     bool has_owner = false;
     int rc = call([&](rlock_lock* lock) {
       state.version = RLOCK_LOCK_STATE_VERSION;
-      int r = rlock_query(lock, thread_id, &state);
+      int r = rlock_query_for(&state, lock, thread_id);
       if (r == RLOCK_OK && state.owner != nullptr) {  // borrowed: copy before returning
         owner.assign(state.owner, state.owner_len);
         has_owner = true;
@@ -470,9 +481,16 @@ class NativeLock {
       return r;
     });
     check(rc);
-    py::object owner_obj = has_owner ? py::object(py::bytes(owner)) : py::object(py::none());
-    return py::make_tuple(state.locked == 1, state.held_by_me == 1, state.hold_count, state.ttl_ms,
-                          state.owner_count, owner_obj, state.owner_hold_count, state.mode);
+    LockState out;
+    out.locked = state.locked == 1;
+    out.held_by_me = state.held_by_me == 1;
+    out.hold_count = state.hold_count;
+    out.ttl_ms = state.ttl_ms;
+    out.owner_count = state.owner_count;
+    if (has_owner) out.owner = py::bytes(owner);
+    out.owner_hold_count = state.owner_hold_count;
+    out.mode = state.mode;
+    return out;
   }
 
   // fn(name: bytes, thread_id: int, reason: int) on the watchdog thread, or None to clear.
@@ -490,7 +508,7 @@ class NativeLock {
 
  private:
   static void lost_trampoline(rlock_lock*, const char* name, size_t name_len, int64_t thread_id,
-                              int reason, void* payload) noexcept {
+                              rlock_lost_reason reason, void* payload) noexcept {
     {
       std::lock_guard<std::mutex> guard(g_inflight_mu);
       if (g_shutdown.load()) return;
@@ -502,7 +520,7 @@ class NativeLock {
       py::object fn = self->callback_;
       if (!fn.is_none()) {
         try {
-          fn(py::bytes(name, name_len), thread_id, reason);
+          fn(py::bytes(name, name_len), thread_id, static_cast<int>(reason));
         } catch (py::error_already_set& e) {
           e.discard_as_unraisable("rlock lost-lock callback");
         }
@@ -556,11 +574,11 @@ class NativeMulti {
       opts.lease_ms = lease_ms;
       opts.thread_id = owner;
       opts.cancel = token;
-      return rlock_multi_acquire(group, &opts, &validity);
+      return rlock_multi_acquire_ex(&validity, group, &opts);
     };
     if (!handle_.acquire(
             wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-            [](rlock_multi* group, int64_t owner) { rlock_multi_release(group, owner); })) {
+            [](rlock_multi* group, int64_t owner) { rlock_multi_release_for(group, owner); })) {
       return py::none();
     }
     py::int_ result(validity);
@@ -569,11 +587,11 @@ class NativeMulti {
   }
 
   void release(int64_t thread_id) {
-    check(call([&](rlock_multi* group) { return rlock_multi_release(group, thread_id); }));
+    check(call([&](rlock_multi* group) { return rlock_multi_release_for(group, thread_id); }));
   }
 
   bool is_held(int64_t thread_id) {
-    return call([&](rlock_multi* group) { return rlock_multi_is_held(group, thread_id); }) == 1;
+    return call([&](rlock_multi* group) { return rlock_multi_is_held_for(group, thread_id); }) == 1;
   }
 
   void cancel() {
@@ -591,7 +609,7 @@ bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& v
   int accepted = 0;
   check(without_gil([&] {
     return client.with_client([&](rlock_client* c) {
-      return rlock_fenced_write(c, k.data(), k.size(), v.data(), v.size(), token, &accepted);
+      return rlock_fenced_write(&accepted, c, k.data(), k.size(), v.data(), v.size(), token);
     });
   }));
   return accepted == 1;
@@ -638,6 +656,22 @@ py::dict lock_option_defaults() {
   return d;
 }
 
+// LockState and the modes its `mode` takes.
+void def_lock_state(py::module_& m) {
+  m.attr("MODE_NONE") = static_cast<int>(RLOCK_MODE_NONE);
+  m.attr("MODE_READ") = static_cast<int>(RLOCK_MODE_READ);
+  m.attr("MODE_WRITE") = static_cast<int>(RLOCK_MODE_WRITE);
+  py::class_<LockState>(m, "LockState")
+      .def_readonly("locked", &LockState::locked)
+      .def_readonly("held_by_me", &LockState::held_by_me)
+      .def_readonly("hold_count", &LockState::hold_count)
+      .def_readonly("ttl_ms", &LockState::ttl_ms)
+      .def_readonly("owner_count", &LockState::owner_count)
+      .def_readonly("owner", &LockState::owner)
+      .def_readonly("owner_hold_count", &LockState::owner_hold_count)
+      .def_readonly("mode", &LockState::mode);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -662,6 +696,8 @@ PYBIND11_MODULE(_native, m) {
   m.attr("KIND_FAIR") = static_cast<int>(RLOCK_LOCK_FAIR);
   m.attr("KIND_READ") = static_cast<int>(RLOCK_LOCK_READ);
   m.attr("KIND_WRITE") = static_cast<int>(RLOCK_LOCK_WRITE);
+
+  def_lock_state(m);
 
   m.def("version", [] { return std::string(rlock_version_string()); });
   m.def("current_thread_id", [] { return rlock_current_thread_id(); });

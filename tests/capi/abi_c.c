@@ -52,7 +52,7 @@ static void check_last_error(int code, const char *needle, int line) {
 }
 
 static void lost_cb(rlock_lock *lock, const char *name, size_t name_len, int64_t thread_id,
-                    int reason, void *payload) {
+                    rlock_lost_reason reason, void *payload) {
   (void)lock;
   (void)name;
   (void)name_len;
@@ -170,6 +170,8 @@ static void test_initializer_macros(void) {
   CHECK(co.connect_timeout_ms == 0 && co.command_timeout_ms == 0);
   CHECK(co.watchdog_lease_ms == 0 && co.poll_cap_ms == 0 && co.max_name_len == 0);
   CHECK(co.sync_replicas == 0 && co.sync_timeout_ms == 0); /* version 2 */
+  CHECK_EQ_INT(co.sync_replicas, RLOCK_SYNC_AUTO);         /* zero is the default: auto */
+  CHECK_EQ_INT(RLOCK_SYNC_NEVER, -1);
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
   CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 2);
@@ -194,6 +196,14 @@ static void test_initializer_macros(void) {
   CHECK_EQ_INT(RLOCK_EDEADLK, -21);
   CHECK(st.locked == 0 && st.held_by_me == 0 && st.hold_count == 0 && st.ttl_ms == 0);
   CHECK(st.owner_count == 0 && st.owner == NULL && st.owner_len == 0 && st.owner_hold_count == 0);
+  CHECK_EQ_INT(st.mode, RLOCK_MODE_NONE);
+  CHECK_EQ_INT(RLOCK_MODE_NONE, 0);
+  CHECK_EQ_INT(RLOCK_MODE_READ, 1);
+  CHECK_EQ_INT(RLOCK_MODE_WRITE, 2);
+  /* Enum-typed fields keep the size of the int they replaced. */
+  CHECK_EQ_INT(sizeof lo.kind, sizeof(int));
+  CHECK_EQ_INT(sizeof st.mode, sizeof(int));
+  CHECK_EQ_INT(sizeof rlock_last_error()->code, sizeof(int));
 
   /* The *_options_init functions agree with the macros. */
   memset(&lo2, 0x5a, sizeof lo2);
@@ -299,6 +309,9 @@ static void test_no_redis_failures(void) {
   rlock_client_options co = RLOCK_CLIENT_OPTIONS_INIT;
   rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
   int deleted = 7;
+  int accepted = 7;
+  int64_t token = 0;
+  int64_t validity = 0;
 
   co.version = 0;
   CHECK_EQ_INT(rlock_client_new(&client, &co), RLOCK_EVERSION);
@@ -328,17 +341,33 @@ static void test_no_redis_failures(void) {
   check_last_error(RLOCK_EINVAL, "lock", __LINE__);
   CHECK_EQ_INT(rlock_release(NULL), RLOCK_EINVAL);
   CHECK_EQ_INT(rlock_extend(NULL, 1000), RLOCK_EINVAL);
-  CHECK_EQ_INT(rlock_force_unlock(NULL, &deleted), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_force_unlock(&deleted, NULL), RLOCK_EINVAL);
   CHECK_EQ_INT(deleted, 7);
   CHECK_EQ_INT(rlock_cancel(NULL), RLOCK_EINVAL);
-  CHECK_EQ_INT(rlock_query(NULL, 0, &st), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_query(&st, NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_query_for(&st, NULL, 0), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_release_for(NULL, 42), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_extend_for(NULL, 42, 1000), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_lock_token(&token, NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_lock_token_for(&token, NULL, 42), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_fenced_write(&accepted, NULL, "k", 1, "v", 1, 1), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "client", __LINE__);
+  CHECK_EQ_INT(accepted, 7);
+  CHECK_EQ_INT(rlock_multi_acquire(NULL, 0), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_multi_acquire_ex(&validity, NULL, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "group", __LINE__);
+  CHECK_EQ_INT(rlock_multi_release(NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_multi_release_for(NULL, 42), RLOCK_EINVAL);
   CHECK_EQ_INT(rlock_lock_set_lost_callback(NULL, lost_cb, NULL), RLOCK_EINVAL);
   check_last_error(RLOCK_EINVAL, "lock", __LINE__);
 
   CHECK(rlock_client_id(NULL) == NULL);
   CHECK_EQ_INT(rlock_is_held(NULL), 0);
-  CHECK_EQ_INT(rlock_is_held_ex(NULL, 42), 0);
-  CHECK_EQ_INT(rlock_is_lost(NULL, 0), 0);
+  CHECK_EQ_INT(rlock_is_held_for(NULL, 42), 0);
+  CHECK_EQ_INT(rlock_is_lost(NULL), 0);
+  CHECK_EQ_INT(rlock_is_lost_for(NULL, 0), 0);
+  CHECK_EQ_INT(rlock_multi_is_held(NULL), 0);
+  CHECK_EQ_INT(rlock_multi_is_held_for(NULL, 42), 0);
   CHECK_EQ_INT(rlock_cancel_token_is_cancelled(NULL), 0);
   CHECK_EQ_INT(rlock_cancel_token_new(NULL), RLOCK_EINVAL);
   check_last_error(RLOCK_EINVAL, "out", __LINE__);
@@ -451,26 +480,68 @@ static void test_every_function_links(void) {
       (any_fn)rlock_acquire,
       (any_fn)rlock_acquire_ex,
       (any_fn)rlock_release,
-      (any_fn)rlock_release_ex,
+      (any_fn)rlock_release_for,
       (any_fn)rlock_extend,
-      (any_fn)rlock_extend_ex,
+      (any_fn)rlock_extend_for,
       (any_fn)rlock_force_unlock,
       (any_fn)rlock_cancel,
+      (any_fn)rlock_lock_token,
+      (any_fn)rlock_lock_token_for,
+      (any_fn)rlock_fenced_write,
       (any_fn)rlock_is_held,
-      (any_fn)rlock_is_held_ex,
+      (any_fn)rlock_is_held_for,
       (any_fn)rlock_is_lost,
+      (any_fn)rlock_is_lost_for,
       (any_fn)rlock_query,
+      (any_fn)rlock_query_for,
       (any_fn)rlock_lock_set_lost_callback,
       (any_fn)rlock_cancel_token_new,
       (any_fn)rlock_cancel_token_cancel,
       (any_fn)rlock_cancel_token_is_cancelled,
       (any_fn)rlock_cancel_token_free,
+      (any_fn)rlock_multi_lock_new,
+      (any_fn)rlock_redlock_new,
+      (any_fn)rlock_multi_free,
+      (any_fn)rlock_multi_acquire,
+      (any_fn)rlock_multi_acquire_ex,
+      (any_fn)rlock_multi_release,
+      (any_fn)rlock_multi_release_for,
+      (any_fn)rlock_multi_is_held,
+      (any_fn)rlock_multi_is_held_for,
+      (any_fn)rlock_multi_cancel,
       (any_fn)rlock_current_thread_id,
   };
   size_t i;
   CHECK(cb != NULL);
   for (i = 0; i < sizeof fns / sizeof fns[0]; ++i) CHECK(fns[i] != NULL);
 }
+
+#if defined(RLOCK_DEPRECATE_HARD)
+/* The deprecated names are compiled out: a declaration left in rlock.h would conflict with
+ * these (a static function after an extern declaration of the same name does not compile). */
+static int rlock_release_ex(void) { return 1; }
+static int rlock_extend_ex(void) { return 1; }
+static int rlock_is_held_ex(void) { return 1; }
+
+static void test_deprecated_names(void) {
+  CHECK_EQ_INT(rlock_release_ex() + rlock_extend_ex() + rlock_is_held_ex(), 3);
+}
+#else
+/* The deprecated names still link and forward to their replacements. */
+#  if defined(__GNUC__)
+#    pragma GCC diagnostic push
+#    pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#  endif
+static void test_deprecated_names(void) {
+  CHECK_EQ_INT(rlock_release_ex(NULL, 42), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "lock", __LINE__);
+  CHECK_EQ_INT(rlock_extend_ex(NULL, 1000, 42), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_is_held_ex(NULL, 42), 0);
+}
+#  if defined(__GNUC__)
+#    pragma GCC diagnostic pop
+#  endif
+#endif
 
 int main(void) {
   test_last_error_before_any_failure(); /* first: nothing has failed on this thread yet */
@@ -487,6 +558,7 @@ int main(void) {
   test_helpers();
   test_struct_layouts();
   test_every_function_links();
+  test_deprecated_names();
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

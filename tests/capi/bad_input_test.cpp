@@ -138,7 +138,7 @@ T* sentinel() {
   return reinterpret_cast<T*>(storage);
 }
 
-class CapiFaults : public ::testing::Test {
+class CapiBadInput : public ::testing::Test {
  protected:
   void SetUp() override {
     // The fixture's URLs; a missing one throws, which fails the test here.
@@ -275,7 +275,7 @@ class CapiFaults : public ::testing::Test {
   std::vector<std::string> users_;
 };
 
-void CapiFaults::exercise_name(const std::string& name) {
+void CapiBadInput::exercise_name(const std::string& name) {
   SCOPED_TRACE("lock name of " + std::to_string(name.size()) + " bytes");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -284,7 +284,7 @@ void CapiFaults::exercise_name(const std::string& name) {
   EXPECT_EQ(rlock_is_held(lock), 1);
 
   rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-  ASSERT_EQ(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_OK) << last_message();
+  ASSERT_EQ(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_OK) << last_message();
   EXPECT_EQ(st.locked, 1);
   EXPECT_EQ(st.held_by_me, 1);
   EXPECT_EQ(st.hold_count, 1);
@@ -326,14 +326,14 @@ void CapiFaults::exercise_name(const std::string& name) {
   EXPECT_EQ(
       redis_->hgetall(name),
       (std::map<std::string, std::string>{{std::string(rlock_client_id(other)) + ":4242", "1"}}));
-  EXPECT_EQ(rlock_release_ex(waiter_lock, 4242), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(waiter_lock, 4242), RLOCK_OK) << last_message();
   EXPECT_FALSE(redis_->exists(name));
 }
 
 // ---- transports -------------------------------------------------------------------------------
 
 // The fixture's own URL (RLOCK_TEST_REDIS_URL, a unix socket) runs commands, not only connects.
-TEST_F(CapiFaults, UnixSocketClientRunsCommands) {
+TEST_F(CapiBadInput, UnixSocketClientRunsCommands) {
   rlock_client* c = nullptr;
   ASSERT_EQ(rlock_client_new_url(&c, unix_url_.c_str()), RLOCK_OK) << last_message();
   clients_.push_back(c);
@@ -348,7 +348,7 @@ TEST_F(CapiFaults, UnixSocketClientRunsCommands) {
 
 // ---- NULL pointers ----------------------------------------------------------------------------
 
-TEST_F(CapiFaults, H9_NullOutPointersAreEinval) {
+TEST_F(CapiBadInput, H9_NullOutPointersAreEinval) {
   rlock_lock* lock = make_lock(unique_name("null-out"));
   ASSERT_NE(lock, nullptr);
   EXPECT_FAIL(rlock_client_new(nullptr, nullptr), RLOCK_EINVAL, "out");
@@ -356,17 +356,17 @@ TEST_F(CapiFaults, H9_NullOutPointersAreEinval) {
   EXPECT_FAIL(rlock_lock_new(nullptr, client_, "x", nullptr), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_lock_new_n(nullptr, client_, "x", 1, nullptr), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_cancel_token_new(nullptr), RLOCK_EINVAL, "out");
-  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, nullptr), RLOCK_EINVAL, "out");
+  EXPECT_FAIL(rlock_query_for(nullptr, lock, RLOCK_THREAD_CURRENT), RLOCK_EINVAL, "out");
   EXPECT_FAIL(rlock_client_options_init(nullptr, RLOCK_CLIENT_OPTIONS_VERSION), RLOCK_EINVAL,
               "opts");
   EXPECT_FAIL(rlock_lock_options_init(nullptr, RLOCK_LOCK_OPTIONS_VERSION), RLOCK_EINVAL, "opts");
   EXPECT_FAIL(rlock_acquire_options_init(nullptr, RLOCK_ACQUIRE_OPTIONS_VERSION), RLOCK_EINVAL,
               "opts");
   // out_deleted is optional.
-  EXPECT_EQ(rlock_force_unlock(lock, nullptr), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_force_unlock(nullptr, lock), RLOCK_OK) << last_message();
 }
 
-TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
+TEST_F(CapiBadInput, H9_NullHandlesAreEinvalNamingTheArgument) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, nullptr, "x", nullptr), RLOCK_EINVAL, "client");
   EXPECT_EQ(out, nullptr);
@@ -392,20 +392,20 @@ TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
   EXPECT_FAIL(rlock_acquire_ex(nullptr, &ao), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_acquire_ex(nullptr, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_release(nullptr), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_release_ex(nullptr, 1), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_release_for(nullptr, 1), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_extend(nullptr, 1000), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_extend_ex(nullptr, 1000, 1), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_force_unlock(nullptr, &deleted), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_extend_for(nullptr, 1, 1000), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_force_unlock(&deleted, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_EQ(deleted, 7);
   EXPECT_FAIL(rlock_cancel(nullptr), RLOCK_EINVAL, "lock");
-  EXPECT_FAIL(rlock_query(nullptr, RLOCK_THREAD_CURRENT, &st), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_query_for(&st, nullptr, RLOCK_THREAD_CURRENT), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_lock_set_lost_callback(nullptr, nullptr, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_cancel_token_cancel(nullptr), RLOCK_EINVAL, "token");
 
   // The status functions that cannot fail answer "no" for NULL.
   EXPECT_EQ(rlock_is_held(nullptr), 0);
-  EXPECT_EQ(rlock_is_held_ex(nullptr, 1), 0);
-  EXPECT_EQ(rlock_is_lost(nullptr, 0), 0);
+  EXPECT_EQ(rlock_is_held_for(nullptr, 1), 0);
+  EXPECT_EQ(rlock_is_lost_for(nullptr, 0), 0);
   EXPECT_EQ(rlock_client_id(nullptr), nullptr);
   EXPECT_EQ(rlock_cancel_token_is_cancelled(nullptr), 0);
   rlock_lock_free(nullptr);
@@ -415,7 +415,7 @@ TEST_F(CapiFaults, H9_NullHandlesAreEinvalNamingTheArgument) {
 
 // ---- names ------------------------------------------------------------------------------------
 
-TEST_F(CapiFaults, H1_EmptyNameIsEinval) {
+TEST_F(CapiBadInput, H1_EmptyNameIsEinval) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, client_, "", nullptr), RLOCK_EINVAL, "name");
   EXPECT_EQ(out, nullptr);
@@ -424,7 +424,7 @@ TEST_F(CapiFaults, H1_EmptyNameIsEinval) {
   EXPECT_EQ(out, nullptr);
 }
 
-TEST_F(CapiFaults, H2_NameLongerThanMaxNameLenIsEinval) {
+TEST_F(CapiBadInput, H2_NameLongerThanMaxNameLenIsEinval) {
   rlock_client_options o = server_options();
   o.max_name_len = 40;
   rlock_client* small = make_client(o);
@@ -464,7 +464,7 @@ TEST_F(CapiFaults, H2_NameLongerThanMaxNameLenIsEinval) {
   EXPECT_EQ(rlock_release(big_lock), RLOCK_OK) << last_message();
 }
 
-TEST_F(CapiFaults, H2_MaxNameLenAboveTheHardLimitIsEinval) {
+TEST_F(CapiBadInput, H2_MaxNameLenAboveTheHardLimitIsEinval) {
   rlock_client_options o = server_options();
   o.max_name_len = RLOCK_HARD_MAX_NAME_LEN + 1;
   rlock_client* c = sentinel<rlock_client>();
@@ -474,12 +474,12 @@ TEST_F(CapiFaults, H2_MaxNameLenAboveTheHardLimitIsEinval) {
   EXPECT_NE(make_client(o), nullptr);
 }
 
-TEST_F(CapiFaults, H3_BinaryNameWithNulBytesAndInvalidUtf8) {
+TEST_F(CapiBadInput, H3_BinaryNameWithNulBytesAndInvalidUtf8) {
   exercise_name(unique_name(std::string("bin\0ary\xff\xfe\xc3\x28", 11)));
   exercise_name(std::string("\0\x80\xbf", 3) + unique_name("lead-nul"));
 }
 
-TEST_F(CapiFaults, H4_NamesWithBraces) {
+TEST_F(CapiBadInput, H4_NamesWithBraces) {
   exercise_name(unique_name("a}b{c"));
   exercise_name("{" + unique_name("tag") + "}:x");
   exercise_name(unique_name("}"));
@@ -492,7 +492,7 @@ TEST_F(CapiFaults, H4_NamesWithBraces) {
 // refused and recorded in ACL LOG under that user, so an empty log for the user proves the
 // invalid calls were never sent (without MONITOR, and whatever other tests do on the shared
 // server). The last call is the control: a valid acquire, refused and logged.
-TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
+TEST_F(CapiBadInput, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   const std::string user = "rlock-capi-noscript-" + std::to_string(::getpid());
   const std::string password = "pw-" + std::to_string(::getpid());
   make_user(user, password, {"-evalsha", "-evalsha_ro", "-fcall", "-fcall_ro", "-script"});
@@ -544,17 +544,17 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
     ao.wait_ms = 0;
     ao.thread_id = bad;
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "thread_id");
-    EXPECT_FAIL(rlock_release_ex(lock, bad), RLOCK_EINVAL, "thread_id");
-    EXPECT_FAIL(rlock_extend_ex(lock, 1000, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_release_for(lock, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_extend_for(lock, bad, 1000), RLOCK_EINVAL, "thread_id");
     rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-    EXPECT_FAIL(rlock_query(lock, bad, &st), RLOCK_EINVAL, "thread_id");
-    EXPECT_EQ(rlock_is_held_ex(lock, bad), 0);
-    EXPECT_EQ(rlock_is_lost(lock, bad), 0);
+    EXPECT_FAIL(rlock_query_for(&st, lock, bad), RLOCK_EINVAL, "thread_id");
+    EXPECT_EQ(rlock_is_held_for(lock, bad), 0);
+    EXPECT_EQ(rlock_is_lost_for(lock, bad), 0);
   }
   // Extend: 0, negative (-1 means nothing here) and too large leases.
   for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{-1}, kMax + 1, int64_t{INT64_MAX}}) {
     EXPECT_FAIL(rlock_extend(lock, bad), RLOCK_EINVAL, "lease_ms");
-    EXPECT_FAIL(rlock_extend_ex(lock, bad, 5), RLOCK_EINVAL, "lease_ms");
+    EXPECT_FAIL(rlock_extend_for(lock, 5, bad), RLOCK_EINVAL, "lease_ms");
   }
   // Unknown struct versions.
   for (unsigned int version : {0u, RLOCK_ACQUIRE_OPTIONS_VERSION + 1u, 99u}) {
@@ -564,7 +564,8 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EVERSION, "rlock_acquire_options");
     rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
     st.version = version;
-    EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EVERSION, "rlock_lock_state");
+    EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_EVERSION,
+                "rlock_lock_state");
   }
 
   std::vector<std::string> denied = acl_denials(user);
@@ -582,7 +583,7 @@ TEST_F(CapiFaults, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
 }
 
 // lease_ms 0 in acquire options means the lock's default lease (documented), not "unlock now".
-TEST_F(CapiFaults, H5_AcquireLeaseZeroMeansTheLocksDefault) {
+TEST_F(CapiBadInput, H5_AcquireLeaseZeroMeansTheLocksDefault) {
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.lease_ms = 4000;
   const std::string name = unique_name("lease-default");
@@ -610,7 +611,7 @@ TEST_F(CapiFaults, H5_AcquireLeaseZeroMeansTheLocksDefault) {
 
 // RLOCK_MAX_DURATION_MS itself is accepted everywhere ("larger values are EINVAL"), and a hold
 // taken with it is held, not lost at once.
-TEST_F(CapiFaults, H6_MaxDurationIsAcceptedAndHeld) {
+TEST_F(CapiBadInput, H6_MaxDurationIsAcceptedAndHeld) {
   const std::string name = unique_name("max-duration");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -638,7 +639,7 @@ TEST_F(CapiFaults, H6_MaxDurationIsAcceptedAndHeld) {
     EXPECT_GT(redis_->pttl(name), lease - 3600 * 1000);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(rlock_is_held(lock), 1) << "a hold with a long lease is not held locally";
-    EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0)
+    EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0)
         << "a hold with a long lease was declared lost";
     EXPECT_EQ(rlock_extend(lock, lease), RLOCK_OK) << last_message();
     EXPECT_EQ(rlock_is_held(lock), 1) << "not held after extending to a long lease";
@@ -649,7 +650,7 @@ TEST_F(CapiFaults, H6_MaxDurationIsAcceptedAndHeld) {
 
 // ---- client construction ----------------------------------------------------------------------
 
-TEST_F(CapiFaults, H11_InvalidUrlsAreEinvalNamingTheField) {
+TEST_F(CapiBadInput, H11_InvalidUrlsAreEinvalNamingTheField) {
   struct Case {
     std::string url;
     int code;
@@ -697,7 +698,7 @@ TEST_F(CapiFaults, H11_InvalidUrlsAreEinvalNamingTheField) {
 
 // Bad option values are refused before connecting: the port refuses connections, so a client
 // that tried would report ECONN instead.
-TEST_F(CapiFaults, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
+TEST_F(CapiBadInput, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
   ClosedPort closed;
   ASSERT_GT(closed.port(), 0);
   auto base = [&] {
@@ -752,7 +753,7 @@ TEST_F(CapiFaults, H11_InvalidClientOptionsAreEinvalBeforeConnecting) {
   }
 }
 
-TEST_F(CapiFaults, H12_WrongPasswordIsEauth) {
+TEST_F(CapiBadInput, H12_WrongPasswordIsEauth) {
   // The fixture's default user has no password: AUTH with one is refused.
   const std::string hostport = tcp_url_.substr(std::string("redis://").size());
   rlock_client* c = sentinel<rlock_client>();
@@ -781,7 +782,7 @@ TEST_F(CapiFaults, H12_WrongPasswordIsEauth) {
   EXPECT_NE(make_client(o), nullptr);
 }
 
-TEST_F(CapiFaults, UnreachableServerIsEconnQuickly) {
+TEST_F(CapiBadInput, UnreachableServerIsEconnQuickly) {
   ClosedPort closed;
   ASSERT_GT(closed.port(), 0);
   const std::string where = "127.0.0.1:" + std::to_string(closed.port());
@@ -799,7 +800,7 @@ TEST_F(CapiFaults, UnreachableServerIsEconnQuickly) {
   EXPECT_EQ(c, nullptr);
 }
 
-TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
+TEST_F(CapiBadInput, UnknownOptionsVersionIsEversion) {
   for (unsigned int version : {0u, RLOCK_CLIENT_OPTIONS_VERSION + 1u, 99u}) {
     SCOPED_TRACE(version);
     rlock_client_options co = server_options();
@@ -831,14 +832,14 @@ TEST_F(CapiFaults, UnknownOptionsVersionIsEversion) {
   st.version = 0;
   st.locked = 55;
   st.hold_count = 66;
-  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EVERSION, "rlock_lock_state");
+  EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_EVERSION, "rlock_lock_state");
   EXPECT_EQ(st.locked, 55);
   EXPECT_EQ(st.hold_count, 66);
 }
 
 // ---- release bookkeeping ----------------------------------------------------------------------
 
-TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotowner) {
+TEST_F(CapiBadInput, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotowner) {
   const std::string name = unique_name("release-twice");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -857,7 +858,7 @@ TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotow
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTHELD, "");
   EXPECT_FALSE(redis_->exists(name)) << "a failed release created the key";
   EXPECT_EQ(rlock_is_held(lock), 0);
-  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0);
 
   // Another owner holds it now: a stray release by us leaves its hold untouched.
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
@@ -868,20 +869,20 @@ TEST_F(CapiFaults, H14_H13_ReleasingTwiceIsEnotheldAndAnotherOwnersReleaseEnotow
   const std::map<std::string, std::string> before = redis_->hgetall(name);
   const long long ttl_before = redis_->pttl(name);
   EXPECT_FAIL(rlock_release(lock), RLOCK_ENOTOWNER, "");
-  EXPECT_FAIL(rlock_release_ex(lock, 778), RLOCK_ENOTOWNER, "");
+  EXPECT_FAIL(rlock_release_for(lock, 778), RLOCK_ENOTOWNER, "");
   EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ENOTOWNER, "");
   EXPECT_EQ(redis_->hgetall(name), before);
   const long long ttl_after = redis_->pttl(name);
   EXPECT_LE(ttl_after, ttl_before) << "the other owner's lease was reset";
   EXPECT_GT(ttl_after, ttl_before - 10000);
-  EXPECT_EQ(rlock_release_ex(lock, 777), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(lock, 777), RLOCK_OK) << last_message();
   EXPECT_FALSE(redis_->exists(name));
-  EXPECT_FAIL(rlock_release_ex(lock, 777), RLOCK_ENOTHELD, "");
+  EXPECT_FAIL(rlock_release_for(lock, 777), RLOCK_ENOTHELD, "");
 }
 
 // ---- rlock_last_error -------------------------------------------------------------------------
 
-TEST_F(CapiFaults, LastErrorIsNeverNullAndPerThread) {
+TEST_F(CapiBadInput, LastErrorIsNeverNullAndPerThread) {
   // A thread that has not failed yet sees OK and "".
   std::thread fresh([] {
     const rlock_error_info* e = rlock_last_error();
@@ -911,7 +912,7 @@ TEST_F(CapiFaults, LastErrorIsNeverNullAndPerThread) {
 
 // ---- handles that outlive their client --------------------------------------------------------
 
-TEST_F(CapiFaults, H19_LockHandlesAfterClientFreeAreEclosed) {
+TEST_F(CapiBadInput, H19_LockHandlesAfterClientFreeAreEclosed) {
   rlock_client* c2 = nullptr;
   ASSERT_EQ(rlock_client_new_url(&c2, tcp_url_.c_str()), RLOCK_OK) << last_message();
   const std::string held_name = unique_name("closed-held");
@@ -958,16 +959,16 @@ TEST_F(CapiFaults, H19_LockHandlesAfterClientFreeAreEclosed) {
     EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_acquire_ex(lock, &a), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_release(lock), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_release_ex(lock, 1), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_release_for(lock, 1), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_extend_ex(lock, 1000, 1), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_ECLOSED, "closed");
-    EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_extend_for(lock, 1, 1000), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_force_unlock(&deleted, lock), RLOCK_ECLOSED, "closed");
     EXPECT_EQ(rlock_is_held(lock), 0);
-    EXPECT_EQ(rlock_is_held_ex(lock, 1), 0);
+    EXPECT_EQ(rlock_is_held_for(lock, 1), 0);
     // These have no documented result here; they must simply not crash.
     (void)rlock_cancel(lock);
-    (void)rlock_is_lost(lock, RLOCK_THREAD_CURRENT);
+    (void)rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT);
     (void)rlock_lock_set_lost_callback(lock, nullptr, nullptr);
   }
   // TearDown frees the four handles now, after their client.
@@ -975,7 +976,7 @@ TEST_F(CapiFaults, H19_LockHandlesAfterClientFreeAreEclosed) {
 
 // ---- H12, H16, H17, H23: server refusals, unreachable server, expiry -------------------------
 
-TEST_F(CapiFaults, H12_EvalRenamedIsEunsupportedAtCreation) {
+TEST_F(CapiBadInput, H12_EvalRenamedIsEunsupportedAtCreation) {
   rlock_test::PrivateRedis server({"--rename-command", "EVAL", "\"\""});
   rlock_client* c = sentinel<rlock_client>();
   auto start = Clock::now();
@@ -984,7 +985,7 @@ TEST_F(CapiFaults, H12_EvalRenamedIsEunsupportedAtCreation) {
   EXPECT_LT(ms_since(start), 2000) << "no retry loop";
 }
 
-TEST_F(CapiFaults, H16_ReleaseWhileRedisIsDownIsEconnAndBounded) {
+TEST_F(CapiBadInput, H16_ReleaseWhileRedisIsDownIsEconnAndBounded) {
   auto server = std::make_unique<rlock_test::PrivateRedis>();
   rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
   const std::string url = server->tcp_url();
@@ -1003,7 +1004,7 @@ TEST_F(CapiFaults, H16_ReleaseWhileRedisIsDownIsEconnAndBounded) {
   EXPECT_EQ(rlock_is_held(lock), 0) << "the hold is still renewed after the failed release";
 }
 
-TEST_F(CapiFaults, H17_ExtendAfterExpiryIsElostAndRecreatesNothing) {
+TEST_F(CapiBadInput, H17_ExtendAfterExpiryIsElostAndRecreatesNothing) {
   const std::string name = unique_name("h17");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -1029,11 +1030,11 @@ TEST_F(CapiFaults, H17_ExtendAfterExpiryIsElostAndRecreatesNothing) {
   EXPECT_FAIL(rlock_extend(lock, 90000), RLOCK_ELOST, "");
   EXPECT_EQ(redis_->hgetall(name), before);
   EXPECT_LE(redis_->pttl(name), ttl);
-  EXPECT_EQ(rlock_release_ex(lock, 4343), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(lock, 4343), RLOCK_OK) << last_message();
 }
 
 // OOM, BUSY and READONLY replies come back as their own codes and never as "acquired".
-TEST_F(CapiFaults, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
+TEST_F(CapiBadInput, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
   rlock_test::PrivateRedis server({"--busy-reply-threshold", "100"});
   RedisConn admin(server.admin_url());
   rlock_client_options o = RLOCK_CLIENT_OPTIONS_INIT;
@@ -1084,7 +1085,7 @@ TEST_F(CapiFaults, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
 // grant is taken back (twice) and the call reports RLOCK_ENOTSYNCED; nothing is held or left.
 // With the option off (-1) the same server grants at once. A version-1 options struct still
 // works and means the defaults (auto: no WAIT on a lone server).
-TEST_F(CapiFaults, ReplicaSyncWithoutReplicasIsEnotsyncedAndHoldsNothing) {
+TEST_F(CapiBadInput, ReplicaSyncWithoutReplicasIsEnotsyncedAndHoldsNothing) {
   RedisConn& admin = *redis_;
   const std::string name = unique_name("sync");
   rlock_client_options o = server_options();
@@ -1131,7 +1132,7 @@ TEST_F(CapiFaults, ReplicaSyncWithoutReplicasIsEnotsyncedAndHoldsNothing) {
 
 // Every call on a freed lock handle is EBADHANDLE naming rlock_lock, or its documented "no";
 // nothing reaches Redis; a second free is a no-op that records EBADHANDLE.
-TEST_F(CapiFaults, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
+TEST_F(CapiBadInput, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
   std::string user;
   rlock_client* c = no_script_client(&user);
   ASSERT_NE(c, nullptr);
@@ -1150,19 +1151,20 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
   EXPECT_FAIL(rlock_acquire(lock, RLOCK_WAIT_FOREVER), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_release_ex(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release_for(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_extend_ex(lock, 1000, 5), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_force_unlock(lock, &deleted), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend_for(lock, 5, 1000), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_force_unlock(&deleted, lock), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_EQ(deleted, 7);
   EXPECT_FAIL(rlock_cancel(lock), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), RLOCK_EBADHANDLE, "rlock_lock");
-  EXPECT_FAIL(rlock_lock_token(lock, RLOCK_THREAD_CURRENT, &token), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_lock_token_for(&token, lock, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE,
+              "rlock_lock");
   EXPECT_EQ(token, 7);
   EXPECT_FAIL(rlock_lock_set_lost_callback(lock, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_EQ(rlock_is_held(lock), 0);
-  EXPECT_EQ(rlock_is_held_ex(lock, 5), 0);
-  EXPECT_EQ(rlock_is_lost(lock, RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_held_for(lock, 5), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0);
   rlock_multi* group = sentinel<rlock_multi>();
   EXPECT_FAIL(rlock_multi_lock_new(&group, &lock, 1), RLOCK_EBADHANDLE, "members[0]");
   EXPECT_EQ(group, nullptr);
@@ -1181,7 +1183,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
   expect_control_is_logged(live, user);
 }
 
-TEST_F(CapiFaults, H10_UseAfterFreeOfAClientIsEbadhandle) {
+TEST_F(CapiBadInput, H10_UseAfterFreeOfAClientIsEbadhandle) {
   rlock_client* c = nullptr;
   ASSERT_EQ(rlock_client_new_url(&c, tcp_url_.c_str()), RLOCK_OK) << last_message();
   ASSERT_NE(rlock_client_id(c), nullptr);
@@ -1197,7 +1199,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAClientIsEbadhandle) {
               "rlock_client");
   EXPECT_EQ(out, nullptr);
   int accepted = 7;
-  EXPECT_FAIL(rlock_fenced_write(c, name.data(), name.size(), "v", 1, 1, &accepted),
+  EXPECT_FAIL(rlock_fenced_write(&accepted, c, name.data(), name.size(), "v", 1, 1),
               RLOCK_EBADHANDLE, "rlock_client");
   EXPECT_EQ(accepted, 7);
   EXPECT_EQ(rlock_client_id(c), nullptr);
@@ -1210,7 +1212,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAClientIsEbadhandle) {
   EXPECT_FALSE(redis_->exists("rlock_fence:{" + name + "}"));
 }
 
-TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) {
+TEST_F(CapiBadInput, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) {
   std::string user;
   rlock_client* c = no_script_client(&user);
   ASSERT_NE(c, nullptr);
@@ -1229,12 +1231,13 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) 
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = 0;
     int64_t validity = 7;
-    EXPECT_FAIL(rlock_multi_acquire(group, &ao, &validity), RLOCK_EBADHANDLE, "rlock_multi");
-    EXPECT_FAIL(rlock_multi_acquire(group, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_acquire_ex(&validity, group, &ao), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_acquire_ex(nullptr, group, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
     EXPECT_EQ(validity, 7);
-    EXPECT_FAIL(rlock_multi_release(group, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE, "rlock_multi");
+    EXPECT_FAIL(rlock_multi_release_for(group, RLOCK_THREAD_CURRENT), RLOCK_EBADHANDLE,
+                "rlock_multi");
     EXPECT_FAIL(rlock_multi_cancel(group), RLOCK_EBADHANDLE, "rlock_multi");
-    EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0);
+    EXPECT_EQ(rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT), 0);
     prime_last_error(RLOCK_EBADHANDLE);
     rlock_multi_free(group);
     EXPECT_EQ(rlock_last_error()->code, RLOCK_EBADHANDLE);
@@ -1253,7 +1256,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) 
   EXPECT_TRUE(names(last_message(), "rlock_cancel_token")) << last_message();
   rlock_multi* group = nullptr;
   ASSERT_EQ(rlock_multi_lock_new(&group, members, 2), RLOCK_OK) << last_message();
-  EXPECT_FAIL(rlock_multi_acquire(group, &ao, nullptr), RLOCK_EBADHANDLE, "opts->cancel");
+  EXPECT_FAIL(rlock_multi_acquire_ex(nullptr, group, &ao), RLOCK_EBADHANDLE, "opts->cancel");
   rlock_multi_free(group);
   prime_last_error(RLOCK_EBADHANDLE);
   rlock_cancel_token_free(token);
@@ -1266,7 +1269,7 @@ TEST_F(CapiFaults, H10_UseAfterFreeOfAGroupOrATokenIsEbadhandleAndSendsNothing) 
 }
 
 // Handles never made by rlock, or of another type, are recognised without being read.
-TEST_F(CapiFaults, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
+TEST_F(CapiBadInput, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
   const std::string name = unique_name("h10-forged");
   rlock_lock* lock = make_lock(name);
   ASSERT_NE(lock, nullptr);
@@ -1293,7 +1296,7 @@ TEST_F(CapiFaults, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
   EXPECT_EQ(out, nullptr);
   EXPECT_FAIL(rlock_cancel_token_cancel(reinterpret_cast<rlock_cancel_token*>(lock)),
               RLOCK_EBADHANDLE, "rlock_cancel_token");
-  EXPECT_FAIL(rlock_multi_release(reinterpret_cast<rlock_multi*>(lock), 1), RLOCK_EBADHANDLE,
+  EXPECT_FAIL(rlock_multi_release_for(reinterpret_cast<rlock_multi*>(lock), 1), RLOCK_EBADHANDLE,
               "rlock_multi");
   EXPECT_FALSE(redis_->exists(name));
   // The real ones still work after all that.
@@ -1304,7 +1307,7 @@ TEST_F(CapiFaults, H10_MadeUpAndMistypedHandlesAreEbadhandle) {
 
 // A handle freed while another thread waits in a call on it: the wait ends (ECANCELED), nothing
 // is left locked for the waiter, and the object lives until that call returned (ASan checks).
-TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
+TEST_F(CapiBadInput, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
   const std::string name = unique_name("h10-free-waiting");
   rlock_lock* holder = make_lock(name);
   ASSERT_NE(holder, nullptr);
@@ -1331,7 +1334,7 @@ TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
       ao.wait_ms = 10000;  // bounded, so a free that does not wake it fails instead of hanging
       ao.thread_id = 2;
       started = true;
-      rc = group ? rlock_multi_acquire(multi, &ao, nullptr) : rlock_acquire_ex(lock, &ao);
+      rc = group ? rlock_multi_acquire_ex(nullptr, multi, &ao) : rlock_acquire_ex(lock, &ao);
     });
     while (!started) std::this_thread::yield();
     if (!group) {
@@ -1349,17 +1352,17 @@ TEST_F(CapiFaults, H10_FreeingALockOrGroupWhileAnotherThreadWaitsOnIt) {
     EXPECT_LT(ms_since(freed), 3000);
     EXPECT_EQ(redis_->hgetall(name), held) << "the waiter left something in the lock";
     if (group) {
-      EXPECT_FAIL(rlock_multi_acquire(multi, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
+      EXPECT_FAIL(rlock_multi_acquire_ex(nullptr, multi, nullptr), RLOCK_EBADHANDLE, "rlock_multi");
     } else {
       EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EBADHANDLE, "rlock_lock");
     }
   }
-  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(holder, 1), RLOCK_OK) << last_message();
 }
 
 // A token freed during an acquire that uses it stays valid for that acquire, which ends as it
 // would have (here: its wait passes).
-TEST_F(CapiFaults, H10_FreeingATokenInUseLeavesTheAcquireAlone) {
+TEST_F(CapiBadInput, H10_FreeingATokenInUseLeavesTheAcquireAlone) {
   const std::string name = unique_name("h10-token-in-use");
   rlock_lock* holder = make_lock(name);
   rlock_lock* lock = make_lock(name);
@@ -1385,12 +1388,12 @@ TEST_F(CapiFaults, H10_FreeingATokenInUseLeavesTheAcquireAlone) {
   waiter.join();
   EXPECT_EQ(rc.load(), RLOCK_ETIMEDOUT) << rlock_strerror(rc.load());
   EXPECT_EQ(redis_->hgetall(name).size(), 1u);
-  EXPECT_EQ(rlock_release_ex(holder, 1), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release_for(holder, 1), RLOCK_OK) << last_message();
 }
 
 // Threads calling on handles while others free them (twice, at once): every call returns a
 // status code, never touches freed memory (ASan/TSan builds check), and the last free wins.
-TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
+TEST_F(CapiBadInput, H10_ConcurrentCallsAndFreesFromOtherThreads) {
   const std::string name = unique_name("h10-race");
   names_.push_back(name);
   // ECLOSED: a call that pinned the lock before it was freed may meet the client's free.
@@ -1418,10 +1421,10 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
           ao.lease_ms = 2000;
           ao.thread_id = 100 + t;
           ao.cancel = i % 2 == 0 ? token : nullptr;
-          int codes[4] = {rlock_acquire_ex(lock, &ao), rlock_release_ex(lock, 100 + t),
+          int codes[4] = {rlock_acquire_ex(lock, &ao), rlock_release_for(lock, 100 + t),
                           rlock_cancel_token_is_cancelled(token) == 0 ? RLOCK_OK : RLOCK_ERROR,
                           rlock_cancel(lock)};
-          (void)rlock_is_held_ex(lock, 100 + t);
+          (void)rlock_is_held_for(lock, 100 + t);
           rlock_lock* extra = nullptr;
           int made = rlock_lock_new(&extra, c, name.c_str(), nullptr);
           if (made == RLOCK_OK) {
@@ -1453,7 +1456,7 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
     second_free.join();
     rlock_client_free(c);
     for (std::thread& u : users) u.join();
-    EXPECT_EQ(rlock_is_held_ex(lock, 100), 0);
+    EXPECT_EQ(rlock_is_held_for(lock, 100), 0);
     EXPECT_FAIL(rlock_release(lock), RLOCK_EBADHANDLE, "rlock_lock");
   }
   EXPECT_EQ(unexpected.load(), 0) << "for example " << an_unexpected_code.load() << " ("
@@ -1463,7 +1466,7 @@ TEST_F(CapiFaults, H10_ConcurrentCallsAndFreesFromOtherThreads) {
 
 // The handle table's lock is taken around fork(): a child can make handles even when another
 // thread of the parent was making or freeing one at that moment (it would hang otherwise).
-TEST_F(CapiFaults, H10_ForkedChildCanMakeHandlesWhileOtherThreadsChurnThem) {
+TEST_F(CapiBadInput, H10_ForkedChildCanMakeHandlesWhileOtherThreadsChurnThem) {
   std::atomic<bool> stop{false};
   std::vector<std::thread> churn;
   for (int t = 0; t < 2; ++t) {
@@ -1500,7 +1503,7 @@ TEST_F(CapiFaults, H10_ForkedChildCanMakeHandlesWhileOtherThreadsChurnThem) {
 // A lock handle that is a member of a group may be freed before the group (documented), but
 // its lost-lock callback must not run after rlock_lock_free returned: the caller frees the
 // payload then. The group's holds are still found lost (is_held 0).
-TEST_F(CapiFaults, H10_FreedGroupMemberRunsNoLostCallback) {
+TEST_F(CapiBadInput, H10_FreedGroupMemberRunsNoLostCallback) {
   rlock_client_options o = server_options();
   o.watchdog_lease_ms = 600;  // renewals every 200 ms
   rlock_client* c = make_client(o);
@@ -1513,21 +1516,23 @@ TEST_F(CapiFaults, H10_FreedGroupMemberRunsNoLostCallback) {
   calls = 0;
   ASSERT_EQ(
       rlock_lock_set_lost_callback(
-          member, [](rlock_lock*, const char*, size_t, int64_t, int, void*) { ++calls; }, nullptr),
+          member,
+          [](rlock_lock*, const char*, size_t, int64_t, rlock_lost_reason, void*) { ++calls; },
+          nullptr),
       RLOCK_OK);
   rlock_multi* group = nullptr;
   ASSERT_EQ(rlock_multi_lock_new(&group, &member, 1), RLOCK_OK) << last_message();
   rlock_lock_free(member);
   rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
   ao.wait_ms = 0;
-  ASSERT_EQ(rlock_multi_acquire(group, &ao, nullptr), RLOCK_OK) << last_message();
-  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 1);
+  ASSERT_EQ(rlock_multi_acquire_ex(nullptr, group, &ao), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT), 1);
   redis_->del(name);  // the hold is lost; the next renewal finds out
   auto start = Clock::now();
-  while (rlock_multi_is_held(group, RLOCK_THREAD_CURRENT) == 1 && ms_since(start) < 3000) {
+  while (rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT) == 1 && ms_since(start) < 3000) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  EXPECT_EQ(rlock_multi_is_held(group, RLOCK_THREAD_CURRENT), 0) << "the loss was not noticed";
+  EXPECT_EQ(rlock_multi_is_held_for(group, RLOCK_THREAD_CURRENT), 0) << "the loss was not noticed";
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(calls.load(), 0) << "the freed handle's callback ran";
   rlock_multi_free(group);

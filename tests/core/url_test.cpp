@@ -390,7 +390,10 @@ TEST(ParseClientUrl, SyncOptions) {
   ClientConfig c = client_url("redis://h?sync_replicas=2&sync_timeout_ms=250");
   EXPECT_EQ(c.sync_replicas, 2);
   EXPECT_EQ(c.sync_timeout_ms, 250);
-  EXPECT_EQ(client_url("redis-sentinel://h/m?sync_replicas=0").sync_replicas, 0);
+  // The numbers mean what they mean in rlock_client_options: 0 = auto, -1 = never.
+  EXPECT_EQ(client_url("redis-sentinel://h/m?sync_replicas=never").sync_replicas, kSyncNever);
+  EXPECT_EQ(client_url("redis-sentinel://h/m?sync_replicas=-1").sync_replicas, kSyncNever);
+  EXPECT_EQ(client_url("redis-sentinel://h/m?sync_replicas=0").sync_replicas, kSyncAuto);
   EXPECT_EQ(client_url("redis://h?sync_replicas=auto").sync_replicas, kSyncAuto);
   EXPECT_EQ(client_url("redis://h").sync_replicas, kSyncAuto);
 }

@@ -277,8 +277,8 @@ struct LostSink {
   std::mutex* mutex;
 };
 
-void on_lost(rlock_lock*, const char* name, size_t name_len, int64_t thread_id, int reason,
-             void* payload) {
+void on_lost(rlock_lock*, const char* name, size_t name_len, int64_t thread_id,
+             rlock_lost_reason reason, void* payload) {
   auto* sink = static_cast<LostSink*>(payload);
   int64_t now = mono_ns();
   std::string owner = "?";
@@ -288,8 +288,8 @@ void on_lost(rlock_lock*, const char* name, size_t name_len, int64_t thread_id, 
     if (it != sink->owner_of_thread->end()) owner = it->second;
   }
   sink->history->line("lost %s %.*s %" PRId64 " %d", owner.c_str(), static_cast<int>(name_len),
-                      name, now, reason);
-  if (sink->print) say("lost %d %" PRId64, reason, now);
+                      name, now, static_cast<int>(reason));
+  if (sink->print) say("lost %d %" PRId64, static_cast<int>(reason), now);
 }
 
 // The lock side of one name: a handle (two for rw), or a RedLock group.
@@ -315,7 +315,8 @@ struct World {
   std::mutex owner_mutex;
 };
 
-rlock_lock* new_lock(World& w, rlock_client* client, const std::string& name, int kind) {
+rlock_lock* new_lock(World& w, rlock_client* client, const std::string& name,
+                     rlock_lock_kind kind) {
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.kind = kind;
   lo.lease_ms = w.o.lease_ms;
@@ -355,10 +356,10 @@ void build(World& w, bool print_lost) {
       t.lock = new_lock(w, w.client, name, RLOCK_LOCK_READ);
       t.write = new_lock(w, w.client, name, RLOCK_LOCK_WRITE);
     } else {
-      int kind = o.kind == "fenced" ? RLOCK_LOCK_FENCED
-                 : o.kind == "fair" ? RLOCK_LOCK_FAIR
-                 : o.kind == "spin" ? RLOCK_LOCK_SPIN
-                                    : RLOCK_LOCK_REENTRANT;
+      rlock_lock_kind kind = o.kind == "fenced" ? RLOCK_LOCK_FENCED
+                             : o.kind == "fair" ? RLOCK_LOCK_FAIR
+                             : o.kind == "spin" ? RLOCK_LOCK_SPIN
+                                                : RLOCK_LOCK_REENTRANT;
       t.lock = new_lock(w, w.client, name, kind);
     }
     if (!o.counter_dir.empty()) {
@@ -429,7 +430,7 @@ Held acquire(World& w, Target& t, char mode, const std::string& owner) {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = o.wait_ms;
     ao.lease_ms = o.lease_ms == RLOCK_LEASE_WATCHDOG ? 0 : o.lease_ms;
-    h.rc = rlock_multi_acquire(t.group, &ao, &validity);
+    h.rc = rlock_multi_acquire_ex(&validity, t.group, &ao);
   } else {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = o.wait_ms;
@@ -454,8 +455,8 @@ Held acquire(World& w, Target& t, char mode, const std::string& owner) {
 int fenced_write(World& w, Target& t, const std::string& owner, int64_t token) {
   int accepted = 0;
   int64_t start = mono_ns();
-  int rc = rlock_fenced_write(w.resource, t.name.data(), t.name.size(), owner.data(), owner.size(),
-                              token, &accepted);
+  int rc = rlock_fenced_write(&accepted, w.resource, t.name.data(), t.name.size(), owner.data(),
+                              owner.size(), token);
   int64_t end = mono_ns();
   int result = rc == RLOCK_OK ? accepted : rc;
   w.history->line("fence %s %s %" PRId64 " %" PRId64 " %" PRId64 " %d", owner.c_str(),
@@ -471,7 +472,7 @@ int release(World& w, Target& t, char mode, const std::string& owner) {
   for (const std::string& name : names) {
     w.history->line("leave %s %s %c %" PRId64, owner.c_str(), name.c_str(), mode, start);
   }
-  int rc = t.group != nullptr ? rlock_multi_release(t.group, RLOCK_THREAD_CURRENT)
+  int rc = t.group != nullptr ? rlock_multi_release_for(t.group, RLOCK_THREAD_CURRENT)
                               : rlock_release(mode == 'W' ? t.write : t.lock);
   int64_t end = mono_ns();
   for (const std::string& name : names) {
@@ -601,7 +602,7 @@ int run_hold(World& w) {
       say("release %d", release(w, t, mode, owner));
     } else if (line == "held") {
       rlock_lock* handle = mode == 'W' ? t.write : t.lock;
-      say("held %d", t.group != nullptr ? rlock_multi_is_held(t.group, RLOCK_THREAD_CURRENT)
+      say("held %d", t.group != nullptr ? rlock_multi_is_held_for(t.group, RLOCK_THREAD_CURRENT)
                                         : rlock_is_held(handle));
     } else if (line.rfind("extend ", 0) == 0) {
       say("extend %d", rlock_extend(mode == 'W' ? t.write : t.lock, std::atoll(line.c_str() + 7)));

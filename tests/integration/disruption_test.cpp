@@ -54,7 +54,7 @@ TEST(ScriptFlush, FlushesMidRunAreInvisibleToCallers) {
       check(rlock_acquire(lock, wait_ms), "acquire");
       check(rlock_acquire(lock, 0), "reentrant acquire");
       rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-      check(rlock_query(lock, RLOCK_THREAD_CURRENT, &st), "query");
+      check(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), "query");
       check(rlock_extend(lock, 5000), "extend");
       check(rlock_release(lock), "release");
       check(rlock_release(lock), "release");
@@ -73,7 +73,7 @@ TEST(ScriptFlush, FlushesMidRunAreInvisibleToCallers) {
   for (size_t i = 0; i < failures.size() && i < 10; ++i) ADD_FAILURE() << failures[i];
   EXPECT_EQ(failures.size(), 0u) << "calls failed while scripts were flushed";
 
-  EXPECT_EQ(rlock_is_lost(held.get(), RLOCK_THREAD_CURRENT), 0) << "renewal failed on NOSCRIPT";
+  EXPECT_EQ(rlock_is_lost_for(held.get(), RLOCK_THREAD_CURRENT), 0) << "renewal failed on NOSCRIPT";
   EXPECT_EQ(rlock_is_held(held.get()), 1);
   EXPECT_GT(admin.pttl("held-by-watchdog"), 0);
   EXPECT_EQ(rlock_release(held.get()), RLOCK_OK) << it::last_error();
@@ -119,7 +119,7 @@ void pubsub_killed_while_waiting(int64_t poll_cap_ms) {
   EXPECT_LT(got_at - released_at, 1500) << "the waiter did not recover from the lost subscription";
   EXPECT_EQ(admin.hgetall(name),
             (std::map<std::string, std::string>{{it::owner_of(waiter_client.get(), tid), "1"}}));
-  EXPECT_EQ(rlock_release_ex(waiter.get(), tid), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_release_for(waiter.get(), tid), RLOCK_OK) << it::last_error();
 }
 
 TEST(PubsubKill, WaiterAcquiresSoonAfterRelease) { pubsub_killed_while_waiting(0); }

@@ -186,7 +186,7 @@ class WaiterGroup {
         std::unique_lock<std::mutex> l(mutex_);
         cv_.wait(l, [this] { return open_; });
       }
-      w->release_rc = rlock_release_ex(lock_, w->thread_id);
+      w->release_rc = rlock_release_for(lock_, w->thread_id);
     });
     return *w;
   }
@@ -729,7 +729,7 @@ TEST(Fair, ReentrancyAndOwnershipWorkAsOnTheReentrantLock) {
 
   // Not the owner: another client, or another thread id on the same handle.
   EXPECT_EQ(rlock_release(lb.get()), RLOCK_ENOTOWNER) << it::last_error();
-  EXPECT_EQ(rlock_release_ex(la.get(), 4242), RLOCK_ENOTOWNER) << it::last_error();
+  EXPECT_EQ(rlock_release_for(la.get(), 4242), RLOCK_ENOTOWNER) << it::last_error();
   EXPECT_EQ(rlock_extend(lb.get(), 60000), RLOCK_ENOTOWNER) << it::last_error();
   EXPECT_EQ(it::query(la.get()).hold_count, 2) << "a refused release changed the lock";
 

@@ -99,7 +99,7 @@ struct State {
 
 inline State query(rlock_lock* lock, int64_t thread_id = RLOCK_THREAD_CURRENT) {
   rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-  if (rlock_query(lock, thread_id, &st) != RLOCK_OK) {
+  if (rlock_query_for(&st, lock, thread_id) != RLOCK_OK) {
     throw std::runtime_error("rlock_query failed: " + last_error());
   }
   State out;

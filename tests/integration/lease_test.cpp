@@ -37,8 +37,8 @@ struct LostLog {
   }
 };
 
-void on_lost(rlock_lock* lock, const char* name, size_t name_len, int64_t thread_id, int reason,
-             void* payload) {
+void on_lost(rlock_lock* lock, const char* name, size_t name_len, int64_t thread_id,
+             rlock_lost_reason reason, void* payload) {
   LostLog* log = static_cast<LostLog*>(payload);
   std::lock_guard<std::mutex> g(log->mutex);
   ++log->calls;
@@ -111,14 +111,14 @@ TEST(LeaseExpiry, ExpiredExplicitLeaseIsReportedAsLost) {
     EXPECT_GE(log.at_ms - start, 300) << "reported lost long before the lease ran out";
   }
   EXPECT_EQ(rlock_is_held(lock.get()), 0);
-  EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 1);
+  EXPECT_EQ(rlock_is_lost_for(lock.get(), RLOCK_THREAD_CURRENT), 1);
   // The library declares the loss a little early (drift allowance); release once the server
   // has expired the key too.
   const int64_t deadline = mono_ms() + 2000;
   while (redis.exists(name) && mono_ms() < deadline) sleep_ms(5);
   ASSERT_FALSE(redis.exists(name)) << "the key outlived its 400 ms lease";
   EXPECT_EQ(rlock_release(lock.get()), RLOCK_ELOST) << it::last_error();
-  EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 0) << "released since";
+  EXPECT_EQ(rlock_is_lost_for(lock.get(), RLOCK_THREAD_CURRENT), 0) << "released since";
   EXPECT_EQ(log.count(), 1);
   ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
 }
@@ -134,9 +134,10 @@ struct ReleaseOnLost {
   int release_rc = 1;
 };
 
-void release_on_lost(rlock_lock* lock, const char*, size_t, int64_t thread_id, int, void* payload) {
+void release_on_lost(rlock_lock* lock, const char*, size_t, int64_t thread_id, rlock_lost_reason,
+                     void* payload) {
   auto* r = static_cast<ReleaseOnLost*>(payload);
-  int rc = rlock_release_ex(lock, thread_id);
+  int rc = rlock_release_for(lock, thread_id);
   std::lock_guard<std::mutex> g(r->mutex);
   ++r->calls;
   r->release_rc = rc;
@@ -193,7 +194,7 @@ TEST(Watchdog, KeepsLockPastItsLeaseAndStopsAfterRelease) {
     ASSERT_EQ(rlock_is_held(lock.get()), 1);
     ++samples;
   }
-  EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock.get(), RLOCK_THREAD_CURRENT), 0);
 
   ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(redis.exists(name));
@@ -203,7 +204,7 @@ TEST(Watchdog, KeepsLockPastItsLeaseAndStopsAfterRelease) {
     sleep_ms(25);
   }
   EXPECT_EQ(rlock_is_held(lock.get()), 0);
-  EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock.get(), RLOCK_THREAD_CURRENT), 0);
 }
 
 // The watchdog renews every lease/3, so the TTL never falls much below two thirds of the lease
@@ -285,14 +286,14 @@ TEST(LostCallback, FiresOnceWhenKeyIsDeletedBehindTheHolder) {
     EXPECT_EQ(log.lock, lock.get());
   }
   EXPECT_EQ(rlock_is_held(lock.get()), 0);
-  EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 1);
+  EXPECT_EQ(rlock_is_lost_for(lock.get(), RLOCK_THREAD_CURRENT), 1);
 
   sleep_ms(1500);  // several more renewal periods
   EXPECT_EQ(log.count(), 1) << "the callback must fire exactly once";
   EXPECT_FALSE(redis.exists(name)) << "the watchdog recreated a deleted lock";
 
   EXPECT_EQ(rlock_release(lock.get()), RLOCK_ELOST) << it::last_error();
-  EXPECT_EQ(rlock_is_lost(lock.get(), RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_is_lost_for(lock.get(), RLOCK_THREAD_CURRENT), 0);
   EXPECT_EQ(log.count(), 1);
   ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
 }

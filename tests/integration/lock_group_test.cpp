@@ -35,7 +35,7 @@ int group_acquire(rlock_multi* g, int64_t wait_ms, int64_t lease_ms = 0, int64_t
   opts.wait_ms = wait_ms;
   opts.lease_ms = lease_ms;
   opts.thread_id = thread_id;
-  return rlock_multi_acquire(g, &opts, validity);
+  return rlock_multi_acquire_ex(validity, g, &opts);
 }
 
 // FAULTS.md E7: all-or-nothing.
@@ -53,7 +53,7 @@ TEST(MultiLock, AllOrNothingLeavesNoPartialHolds) {
   EXPECT_EQ(group_acquire(g.get(), 0), RLOCK_ETIMEDOUT);
   EXPECT_FALSE(redis.exists(a)) << "partial hold left on a";
   EXPECT_FALSE(redis.exists(c)) << "partial hold left on c";
-  EXPECT_EQ(rlock_multi_is_held(g.get(), RLOCK_THREAD_CURRENT), 0);
+  EXPECT_EQ(rlock_multi_is_held_for(g.get(), RLOCK_THREAD_CURRENT), 0);
   auto start = Clock::now();
   EXPECT_EQ(group_acquire(g.get(), 300), RLOCK_ETIMEDOUT);
   EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(290));
@@ -64,13 +64,13 @@ TEST(MultiLock, AllOrNothingLeavesNoPartialHolds) {
   const int64_t holder = rlock_current_thread_id();  // the other client's owner is this thread
   std::thread freer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    EXPECT_EQ(rlock_release_ex(held.get(), holder), RLOCK_OK) << it::last_error();
+    EXPECT_EQ(rlock_release_for(held.get(), holder), RLOCK_OK) << it::last_error();
   });
   EXPECT_EQ(group_acquire(g.get(), 5000), RLOCK_OK) << it::last_error();
   freer.join();
-  EXPECT_EQ(rlock_multi_is_held(g.get(), RLOCK_THREAD_CURRENT), 1);
+  EXPECT_EQ(rlock_multi_is_held_for(g.get(), RLOCK_THREAD_CURRENT), 1);
   EXPECT_TRUE(redis.exists(a) && redis.exists(b) && redis.exists(c));
-  EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_EQ(rlock_multi_release_for(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_FALSE(redis.exists(a) || redis.exists(b) || redis.exists(c));
 }
 
@@ -98,7 +98,7 @@ TEST(MultiLock, OppositeOrdersFinishAndExclude) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       counter = seen + 1;
       inside.fetch_sub(1);
-      if (rlock_multi_release(g, RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
+      if (rlock_multi_release_for(g, RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
     }
   };
   auto start = Clock::now();
@@ -148,8 +148,8 @@ TEST(MultiLock, BadInput) {
   int64_t token = 0;
   rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
   opts.token = &token;
-  EXPECT_EQ(rlock_multi_acquire(one.get(), &opts, nullptr), RLOCK_EINVAL);
-  EXPECT_EQ(rlock_multi_acquire(nullptr, nullptr, nullptr), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_multi_acquire_ex(nullptr, one.get(), &opts), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_multi_acquire_ex(nullptr, nullptr, nullptr), RLOCK_EINVAL);
   rlock_multi_free(nullptr);
 }
 
@@ -208,8 +208,9 @@ TEST_F(RedLockTest, OneServerDownStillAcquires) {
       EXPECT_GT(validity, 0);
       EXPECT_LE(validity, 10000 - 100 - 2);  // lease minus the drift allowance
       EXPECT_EQ(keys_left(), 4);
-      EXPECT_EQ(rlock_multi_is_held(g.get(), RLOCK_THREAD_CURRENT), 1);
-      EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK) << it::last_error();
+      EXPECT_EQ(rlock_multi_is_held_for(g.get(), RLOCK_THREAD_CURRENT), 1);
+      EXPECT_EQ(rlock_multi_release_for(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK)
+          << it::last_error();
       EXPECT_EQ(keys_left(), 0);
     }
   }
@@ -247,7 +248,7 @@ TEST_F(RedLockTest, SlowServerIsBoundedByThePerServerTimeout) {
     EXPECT_EQ(rc, RLOCK_OK) << it::last_error();
     EXPECT_GT(validity, 0);
     EXPECT_LE(validity, 10000 - 102);
-    rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT);
+    rlock_multi_release_for(g.get(), RLOCK_THREAD_CURRENT);
   }
   std::sort(took_ms.begin(), took_ms.end());
   // 50 ms timeout plus scheduling on a loaded 2-core machine; far below the 4 s pause.
@@ -273,9 +274,9 @@ TEST_F(RedLockTest, ContendingRedLocksExcludeEachOther) {
   ASSERT_EQ(group_acquire(first.get(), 0, 10000), RLOCK_OK) << it::last_error();
   EXPECT_EQ(group_acquire(second.get(), 0, 10000), RLOCK_ETIMEDOUT);
   EXPECT_EQ(keys_left(), 5) << "the failed attempt must not remove the holder's keys";
-  EXPECT_EQ(rlock_multi_release(first.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_EQ(rlock_multi_release_for(first.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(group_acquire(second.get(), 1000, 10000), RLOCK_OK) << it::last_error();
-  EXPECT_EQ(rlock_multi_release(second.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_EQ(rlock_multi_release_for(second.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(keys_left(), 0);
 }
 
@@ -308,7 +309,7 @@ TEST_F(RedLockTest, CompetitorsLoseNoUpdate) {
         int seen = counter;
         std::this_thread::sleep_for(std::chrono::microseconds(300));
         counter = seen + 1;
-        if (rlock_multi_release(groups[c].get(), RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
+        if (rlock_multi_release_for(groups[c].get(), RLOCK_THREAD_CURRENT) != RLOCK_OK) ++failures;
       }
     });
   }

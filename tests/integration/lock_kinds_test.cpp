@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -13,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-it::Lock make_kind_lock(rlock_client* client, const std::string& name, int kind,
+it::Lock make_kind_lock(rlock_client* client, const std::string& name, rlock_lock_kind kind,
                         int64_t lease_ms = 0) {
   rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
   opts.kind = kind;
@@ -52,18 +53,18 @@ TEST(Fenced, TokensStrictlyIncreaseAcrossReentriesHoldersAndClients) {
   EXPECT_GT(t1, 0);
   EXPECT_GT(t2, t1);
   int64_t current = 0;
-  EXPECT_EQ(rlock_lock_token(la.get(), RLOCK_THREAD_CURRENT, &current), RLOCK_OK);
+  EXPECT_EQ(rlock_lock_token_for(&current, la.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(current, t2);
   EXPECT_EQ(rlock_release(la.get()), RLOCK_OK);
   EXPECT_EQ(rlock_release(la.get()), RLOCK_OK);
-  EXPECT_EQ(rlock_lock_token(la.get(), RLOCK_THREAD_CURRENT, &current), RLOCK_ENOTHELD);
+  EXPECT_EQ(rlock_lock_token_for(&current, la.get(), RLOCK_THREAD_CURRENT), RLOCK_ENOTHELD);
 
   int64_t t3 = acquire_token(lb.get());  // another client
   EXPECT_GT(t3, t2);
   EXPECT_EQ(rlock_release(lb.get()), RLOCK_OK);
   int64_t t4 = acquire_token(la.get(), 777);  // another owner of the first client
   EXPECT_GT(t4, t3);
-  EXPECT_EQ(rlock_release_ex(la.get(), 777), RLOCK_OK);
+  EXPECT_EQ(rlock_release_for(la.get(), 777), RLOCK_OK);
 
   // The counter is Redisson's key, never expires, and holds the last token handed out.
   EXPECT_EQ(redis.pttl(token_key(name)), -1);
@@ -79,7 +80,7 @@ TEST(Fenced, FencedAcquireWithoutAskingStillAdvancesTheCounter) {
   it::Lock lock = make_kind_lock(c.get(), name, RLOCK_LOCK_FENCED);
   ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
   int64_t token = 0;
-  EXPECT_EQ(rlock_lock_token(lock.get(), RLOCK_THREAD_CURRENT, &token), RLOCK_OK);
+  EXPECT_EQ(rlock_lock_token_for(&token, lock.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(redis.ok({"GET", token_key(name)}).str, std::to_string(token));
   EXPECT_EQ(rlock_release(lock.get()), RLOCK_OK);
   redis.del(token_key(name));
@@ -96,7 +97,7 @@ TEST(Fenced, ReentrantLockGivesTokensOnlyWhenAskedFromTheSameSequence) {
   ASSERT_EQ(rlock_acquire(plain.get(), 0), RLOCK_OK);
   EXPECT_FALSE(redis.exists(token_key(name))) << "a plain acquire must not touch the counter";
   int64_t none = 0;
-  EXPECT_EQ(rlock_lock_token(plain.get(), RLOCK_THREAD_CURRENT, &none), RLOCK_ENOTHELD);
+  EXPECT_EQ(rlock_lock_token_for(&none, plain.get(), RLOCK_THREAD_CURRENT), RLOCK_ENOTHELD);
   EXPECT_EQ(rlock_release(plain.get()), RLOCK_OK);
 
   int64_t t1 = acquire_token(fenced.get());
@@ -128,8 +129,8 @@ TEST(Fenced, PausedHolderStaleWriteIsRejected) {
   ASSERT_GT(t2, t1);
   const std::string value = "new holder";
   int accepted = -1;
-  ASSERT_EQ(rlock_fenced_write(c.get(), resource.data(), resource.size(), value.data(),
-                               value.size(), t2, &accepted),
+  ASSERT_EQ(rlock_fenced_write(&accepted, c.get(), resource.data(), resource.size(), value.data(),
+                               value.size(), t2),
             RLOCK_OK)
       << it::last_error();
   EXPECT_EQ(accepted, 1);
@@ -171,8 +172,8 @@ TEST(Fenced, FencedWriteAcceptsEqualAndNewerTokensOnly) {
   it::Client c = it::make_client();
   auto write = [&](int64_t token, const std::string& value) {
     int accepted = -1;
-    EXPECT_EQ(rlock_fenced_write(c.get(), resource.data(), resource.size(), value.data(),
-                                 value.size(), token, &accepted),
+    EXPECT_EQ(rlock_fenced_write(&accepted, c.get(), resource.data(), resource.size(), value.data(),
+                                 value.size(), token),
               RLOCK_OK)
         << it::last_error();
     return accepted;
@@ -184,13 +185,13 @@ TEST(Fenced, FencedWriteAcceptsEqualAndNewerTokensOnly) {
   EXPECT_EQ(write(9, "nine"), 1);
   EXPECT_EQ(redis.ok({"GET", "rlock_fence:{" + resource + "}"}).str, "9");
   int accepted = -1;
-  EXPECT_EQ(rlock_fenced_write(c.get(), resource.data(), resource.size(), "x", 1, -1, &accepted),
+  EXPECT_EQ(rlock_fenced_write(&accepted, c.get(), resource.data(), resource.size(), "x", 1, -1),
             RLOCK_EINVAL);
-  EXPECT_EQ(rlock_fenced_write(c.get(), nullptr, 0, "x", 1, 1, &accepted), RLOCK_EINVAL);
-  EXPECT_EQ(rlock_fenced_write(c.get(), "", 0, "x", 1, 1, &accepted), RLOCK_EINVAL);
-  EXPECT_EQ(rlock_fenced_write(c.get(), resource.data(), resource.size(), "x", 1, 1, nullptr),
+  EXPECT_EQ(rlock_fenced_write(&accepted, c.get(), nullptr, 0, "x", 1, 1), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_fenced_write(&accepted, c.get(), "", 0, "x", 1, 1), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_fenced_write(nullptr, c.get(), resource.data(), resource.size(), "x", 1, 1),
             RLOCK_EINVAL);
-  EXPECT_EQ(rlock_fenced_write(nullptr, resource.data(), resource.size(), "x", 1, 1, &accepted),
+  EXPECT_EQ(rlock_fenced_write(&accepted, nullptr, resource.data(), resource.size(), "x", 1, 1),
             RLOCK_EINVAL);
   EXPECT_EQ(redis.ok({"GET", resource}).str, "nine") << "a refused call wrote anyway";
   redis.del(resource);
@@ -216,7 +217,7 @@ TEST(Spin, WaitsWithoutSubscribingAndGetsTheLockAfterRelease) {
   EXPECT_EQ(rc, RLOCK_OK) << it::last_error();
   // Backoff is capped at 128 ms (with jitter): generous bound for a loaded machine.
   EXPECT_LT(took.count(), 1000);
-  EXPECT_EQ(rlock_release_ex(lock.get(), 4242), RLOCK_OK);
+  EXPECT_EQ(rlock_release_for(lock.get(), 4242), RLOCK_OK);
 }
 
 TEST(Spin, WaitTimeAndCancelAreHonoured) {
@@ -247,7 +248,7 @@ TEST(LockKinds, BadKindAndBackoffAreRefused) {
   rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
   rlock_lock* l = nullptr;
   for (int kind : {-1, 6, 99}) {
-    opts.kind = kind;
+    std::memcpy(&opts.kind, &kind, sizeof kind);  // out of range on purpose, as C allows
     EXPECT_EQ(rlock_lock_new(&l, c.get(), "k", &opts), RLOCK_EINVAL) << kind;
     EXPECT_NE(it::last_error().find("kind"), std::string::npos);
     EXPECT_EQ(l, nullptr);
@@ -263,7 +264,8 @@ TEST(LockKinds, BadKindAndBackoffAreRefused) {
   // Version 1 options (before kinds existed) still work and mean a reentrant lock.
   rlock_lock_options v1 = RLOCK_LOCK_OPTIONS_INIT;
   v1.version = 1;
-  v1.kind = 99;  // not read at version 1
+  const int bad_kind = 99;
+  std::memcpy(&v1.kind, &bad_kind, sizeof bad_kind);  // not read at version 1
   EXPECT_EQ(rlock_lock_new(&l, c.get(), "k", &v1), RLOCK_OK) << it::last_error();
   rlock_lock_free(l);
 }

@@ -161,7 +161,7 @@ TEST(NonOwner, H18_OtherThreadOfSameClientCannotRelease) {
   EXPECT_EQ(release_rc, RLOCK_ENOTOWNER) << message;
   EXPECT_EQ(extend_rc, RLOCK_ENOTOWNER);
   // The same through an explicit thread id that is not the holder's.
-  EXPECT_EQ(rlock_release_ex(lock.get(), rlock_current_thread_id() + 100000), RLOCK_ENOTOWNER);
+  EXPECT_EQ(rlock_release_for(lock.get(), rlock_current_thread_id() + 100000), RLOCK_ENOTOWNER);
 
   EXPECT_EQ(redis.hgetall(name), fields);
   const long long ttl_after = redis.pttl(name);
@@ -215,14 +215,14 @@ TEST(SharedHandles, ExplicitThreadIdIsItsOwnOwner) {
   ASSERT_EQ(it::acquire(lock.get(), 0, 0, tid), RLOCK_OK) << it::last_error();
   EXPECT_EQ(redis.hgetall(name),
             (std::map<std::string, std::string>{{it::owner_of(client.get(), tid), "1"}}));
-  EXPECT_EQ(rlock_is_held_ex(lock.get(), tid), 1);
+  EXPECT_EQ(rlock_is_held_for(lock.get(), tid), 1);
   EXPECT_EQ(rlock_is_held(lock.get()), 0) << "the calling thread is a different owner";
   EXPECT_EQ(rlock_acquire(lock.get(), 0), RLOCK_ETIMEDOUT);
   EXPECT_EQ(rlock_release(lock.get()), RLOCK_ENOTOWNER);
 
   // Work may move between OS threads: release the hold from another thread by its id.
   int rc = -100;
-  std::thread([&] { rc = rlock_release_ex(lock.get(), tid); }).join();
+  std::thread([&] { rc = rlock_release_for(lock.get(), tid); }).join();
   EXPECT_EQ(rc, RLOCK_OK);
   EXPECT_FALSE(redis.exists(name));
 }
@@ -300,7 +300,7 @@ TEST(Names, NulBytesRoundTripIntoHashAndChannel) {
 
   EXPECT_EQ(redis.hgetall(name),
             (std::map<std::string, std::string>{{it::owner_of(waiter_client.get(), tid), "1"}}));
-  EXPECT_EQ(rlock_release_ex(waiter.get(), tid), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_release_for(waiter.get(), tid), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(redis.exists(name));
 }
 
@@ -356,7 +356,7 @@ TEST(ForceUnlock, DeletesAnyHolderAndWakesWaiter) {
   sleep_ms(100);
   int deleted = -1;
   const int64_t forced_at = mono_ms();
-  EXPECT_EQ(rlock_force_unlock(admin.get(), &deleted), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_force_unlock(&deleted, admin.get()), RLOCK_OK) << it::last_error();
   t.join();
   EXPECT_TRUE(subscribed);
   EXPECT_EQ(deleted, 1);
@@ -369,9 +369,9 @@ TEST(ForceUnlock, DeletesAnyHolderAndWakesWaiter) {
             (std::map<std::string, std::string>{{it::owner_of(waiter_client.get(), tid), "1"}}))
       << "the old holder's release touched the new holder's key";
 
-  EXPECT_EQ(rlock_release_ex(waiter.get(), tid), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_release_for(waiter.get(), tid), RLOCK_OK) << it::last_error();
   deleted = -1;
-  EXPECT_EQ(rlock_force_unlock(admin.get(), &deleted), RLOCK_OK);
+  EXPECT_EQ(rlock_force_unlock(&deleted, admin.get()), RLOCK_OK);
   EXPECT_EQ(deleted, 0) << "nothing to delete";
   EXPECT_FALSE(redis.exists(name));
 }
@@ -409,7 +409,7 @@ TEST(ClientFree, H19_ReleasesHeldLocksAndWakesWaiters) {
   EXPECT_EQ(rlock_is_held(holder.get()), 0);
   holder.reset();
 
-  EXPECT_EQ(rlock_release_ex(waiter.get(), tid), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_release_for(waiter.get(), tid), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(redis.exists(name));
 }
 

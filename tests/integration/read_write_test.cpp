@@ -24,7 +24,7 @@ struct Halves {
 
 Halves make_rw(rlock_client* client, const std::string& name, int64_t lease_ms = 0) {
   Halves h;
-  for (int kind : {RLOCK_LOCK_READ, RLOCK_LOCK_WRITE}) {
+  for (rlock_lock_kind kind : {RLOCK_LOCK_READ, RLOCK_LOCK_WRITE}) {
     rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
     opts.kind = kind;
     if (lease_ms != 0) opts.lease_ms = lease_ms;
@@ -55,7 +55,7 @@ TEST(ReadWrite, ReadersShareAndExcludeWriters) {
   EXPECT_EQ(rlock_acquire(hb.write.get(), 0), RLOCK_EDEADLK);
 
   rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
-  ASSERT_EQ(rlock_query(ha.read.get(), RLOCK_THREAD_CURRENT, &st), RLOCK_OK);
+  ASSERT_EQ(rlock_query_for(&st, ha.read.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(st.mode, RLOCK_MODE_READ);
   EXPECT_EQ(st.owner_count, 2);
   EXPECT_EQ(st.held_by_me, 1);
@@ -67,7 +67,7 @@ TEST(ReadWrite, ReadersShareAndExcludeWriters) {
   ASSERT_EQ(rlock_acquire(hb.write.get(), 0), RLOCK_OK) << it::last_error();
   EXPECT_EQ(rlock_acquire(ha.read.get(), 0), RLOCK_ETIMEDOUT) << "a reader got in with a writer";
   EXPECT_EQ(rlock_acquire(ha.write.get(), 0), RLOCK_ETIMEDOUT) << "two writers";
-  ASSERT_EQ(rlock_query(hb.write.get(), RLOCK_THREAD_CURRENT, &st), RLOCK_OK);
+  ASSERT_EQ(rlock_query_for(&st, hb.write.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
   EXPECT_EQ(st.mode, RLOCK_MODE_WRITE);
   ASSERT_NE(st.owner, nullptr);
   EXPECT_EQ(std::string(st.owner, st.owner_len),
@@ -180,11 +180,11 @@ TEST(ReadWrite, ReleasesWakeWaitersPromptly) {
   std::thread writer([&] { rc = it::acquire(ha.write.get(), 10000, 0, 200); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   released = Clock::now();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(rlock_release_ex(hb.read.get(), 100 + i), RLOCK_OK);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(rlock_release_for(hb.read.get(), 100 + i), RLOCK_OK);
   writer.join();
   EXPECT_EQ(rc, RLOCK_OK) << it::last_error();
   EXPECT_LT(Clock::now() - released, std::chrono::milliseconds(1500));
-  EXPECT_EQ(rlock_release_ex(ha.write.get(), 200), RLOCK_OK);
+  EXPECT_EQ(rlock_release_for(ha.write.get(), 200), RLOCK_OK);
 }
 
 TEST(ReadWrite, ForceUnlockOnlyDeletesItsOwnMode) {
@@ -195,10 +195,10 @@ TEST(ReadWrite, ForceUnlockOnlyDeletesItsOwnMode) {
   Halves h = make_rw(a.get(), name);
   ASSERT_EQ(rlock_acquire(h.read.get(), 0), RLOCK_OK);
   int deleted = -1;
-  EXPECT_EQ(rlock_force_unlock(h.write.get(), &deleted), RLOCK_OK);
+  EXPECT_EQ(rlock_force_unlock(&deleted, h.write.get()), RLOCK_OK);
   EXPECT_EQ(deleted, 0) << "the write half deleted a read-held lock";
   EXPECT_TRUE(redis.exists(name));
-  EXPECT_EQ(rlock_force_unlock(h.read.get(), &deleted), RLOCK_OK);
+  EXPECT_EQ(rlock_force_unlock(&deleted, h.read.get()), RLOCK_OK);
   EXPECT_EQ(deleted, 1);
   EXPECT_FALSE(redis.exists(name));
   EXPECT_EQ(rlock_release(h.read.get()), RLOCK_ELOST);

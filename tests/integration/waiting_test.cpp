@@ -87,7 +87,7 @@ TEST(WaitTime, BoundedWaitReturnsTimedOutAfterTheBound) {
 // Everything a cancelled owner must not leave behind.
 void expect_nothing_held(RedisConn& redis, const std::string& name, rlock_lock* lock,
                          rlock_client* client, int64_t thread_id) {
-  EXPECT_EQ(rlock_is_held_ex(lock, thread_id), 0);
+  EXPECT_EQ(rlock_is_held_for(lock, thread_id), 0);
   EXPECT_EQ(it::query(lock, thread_id).hold_count, 0);
   auto fields = redis.hgetall(name);
   EXPECT_EQ(fields.count(it::owner_of(client, thread_id)), 0u) << "a cancelled acquire left a hold";
@@ -215,7 +215,7 @@ TEST(WakeUp, ReleaseWakesWaiterWellBeforePollCap) {
     EXPECT_EQ(bg.rc(), RLOCK_OK);
     EXPECT_LT(bg.returned_at_ms() - released_at, 200)
         << "the unlock message did not wake the waiter";
-    ASSERT_EQ(rlock_release_ex(waiter.get(), tid), RLOCK_OK) << it::last_error();
+    ASSERT_EQ(rlock_release_for(waiter.get(), tid), RLOCK_OK) << it::last_error();
   }
   EXPECT_FALSE(redis.exists(name));
 }
@@ -286,11 +286,11 @@ TEST(WakeUp, WaiterJoiningAnActiveChannelSendsOneAttempt) {
   BackgroundAcquire& other = winner == &first ? second : first;
   const int64_t other_tid = winner_tid == 7001 ? 7002 : 7001;
   start = mono_ms();
-  ASSERT_EQ(rlock_release_ex(waiter, winner_tid), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(waiter, winner_tid), RLOCK_OK) << it::last_error();
   ASSERT_TRUE(other.wait(5000));
   EXPECT_LT(mono_ms() - start, 2000);
   ASSERT_EQ(other.rc(), RLOCK_OK);
-  ASSERT_EQ(rlock_release_ex(waiter, other_tid), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(waiter, other_tid), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(admin.exists(name));
 }
 
@@ -311,7 +311,7 @@ TEST(WakeUp, SubscriptionLingersBrieflyAfterTheLastWaiter) {
     ASSERT_EQ(rlock_release(holder), RLOCK_OK) << it::last_error();
     ASSERT_TRUE(bg.wait(5000));
     ASSERT_EQ(bg.rc(), RLOCK_OK);
-    ASSERT_EQ(rlock_release_ex(waiter, 8001), RLOCK_OK) << it::last_error();
+    ASSERT_EQ(rlock_release_for(waiter, 8001), RLOCK_OK) << it::last_error();
   }
   EXPECT_EQ(admin.numsub(channel), 1) << "the subscription went with its last waiter";
 
@@ -330,7 +330,7 @@ TEST(WakeUp, SubscriptionLingersBrieflyAfterTheLastWaiter) {
   ASSERT_TRUE(again.wait(5000));
   EXPECT_LT(again.returned_at_ms() - released_at, 2000) << "woken by polling, not by the message";
   ASSERT_EQ(again.rc(), RLOCK_OK);
-  ASSERT_EQ(rlock_release_ex(waiter, 8002), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(waiter, 8002), RLOCK_OK) << it::last_error();
 
   const int64_t start = mono_ms();
   while (admin.numsub(channel) != 0 && mono_ms() - start < 5000) sleep_ms(20);
@@ -361,15 +361,15 @@ TEST(WakeUp, NewWaiterQueuesBehindItsClientsSleepingWaiters) {
   EXPECT_FALSE(first.wait(0));
   EXPECT_FALSE(second.wait(0));
 
-  ASSERT_EQ(rlock_release_ex(lock, 6001), RLOCK_OK) << it::last_error();
-  ASSERT_EQ(rlock_release_ex(lock, 6001), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(lock, 6001), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(lock, 6001), RLOCK_OK) << it::last_error();
   ASSERT_TRUE(first.wait(5000)) << "the sleeping waiter was not woken";
   ASSERT_EQ(first.rc(), RLOCK_OK);
   EXPECT_FALSE(second.wait(0)) << "the later waiter got the lock while the earlier one held it";
-  ASSERT_EQ(rlock_release_ex(lock, 6002), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(lock, 6002), RLOCK_OK) << it::last_error();
   ASSERT_TRUE(second.wait(5000)) << "the later waiter was not woken";
   ASSERT_EQ(second.rc(), RLOCK_OK);
-  ASSERT_EQ(rlock_release_ex(lock, 6003), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_release_for(lock, 6003), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(admin.exists(own.name));
 }
 

@@ -105,7 +105,7 @@ int run_mutex(char** argv) {
   rlock_client* client = connect(url, 0, threads);
   rlock_lock* lock = nullptr;
   rlock_lock_options lock_options = RLOCK_LOCK_OPTIONS_INIT;
-  if (argv[8] != nullptr) lock_options.kind = std::atoi(argv[8]);
+  if (argv[8] != nullptr) lock_options.kind = static_cast<rlock_lock_kind>(std::atoi(argv[8]));
   int rc = rlock_lock_new_n(&lock, client, name.data(), name.size(), &lock_options);
   if (rc != RLOCK_OK) {
     report("rlock_lock_new_n", rc);
@@ -240,8 +240,8 @@ int run_rw(char** argv) {
   return 0;
 }
 
-void print_lost(rlock_lock*, const char*, size_t, int64_t, int reason, void*) {
-  std::printf("lost %d\n", reason);
+void print_lost(rlock_lock*, const char*, size_t, int64_t, rlock_lost_reason reason, void*) {
+  std::printf("lost %d\n", static_cast<int>(reason));
   std::fflush(stdout);
 }
 
@@ -282,8 +282,8 @@ int run_fenced(char** argv) {
   sigwait(&go, &sig);
   const std::string value = std::to_string(getpid());
   int accepted = -1;
-  rc = rlock_fenced_write(client, resource.data(), resource.size(), value.data(), value.size(),
-                          token, &accepted);
+  rc = rlock_fenced_write(&accepted, client, resource.data(), resource.size(), value.data(),
+                          value.size(), token);
   if (rc != RLOCK_OK) {
     report("rlock_fenced_write", rc);
     return 1;
@@ -367,7 +367,7 @@ int run_fair(int argc, char** argv) {
       say("acquired %" PRId64 " %" PRId64 "\n", tid, acquired_us);
       if (hold_ms > 0) rlock_test::sleep_ms(hold_ms);
       say("releasing %" PRId64 " %" PRId64 "\n", tid, rlock_test::mono_us());
-      r = rlock_release_ex(lock, tid);
+      r = rlock_release_for(lock, tid);
       if (r != RLOCK_OK) {
         report("rlock_release_ex", r);
         failed[t] = 1;

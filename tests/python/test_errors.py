@@ -425,7 +425,7 @@ def test_replica_sync_without_a_replica_raises_not_synced_and_holds_nothing(redi
         assert "replicas confirmed" in str(info.value)
         assert not lock.held()
         assert r.exists(name) == 0
-    with rlock.Client(redis_url + "?sync_replicas=0") as client:
+    with rlock.Client(redis_url + "?sync_replicas=never") as client:
         lock = client.lock(name)
         assert lock.acquire(blocking=False)
         lock.release()

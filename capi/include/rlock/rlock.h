@@ -8,7 +8,19 @@
  *   - Every fallible function returns 0 (RLOCK_OK) or a negative rlock_error_code.
  *     The detail of the last failure on the calling thread is in rlock_last_error().
  *   - Durations are int64_t milliseconds (suffix _ms). Booleans are int 0/1.
- *   - Constructors return ownership through their first argument `out`; *_free(NULL) is a no-op.
+ *   - Outputs come first: constructors return ownership through their first argument `out`,
+ *     and every other function with out-arguments takes them before the handle. Optional
+ *     out-arguments may be NULL. *_free(NULL) is a no-op.
+ *   - Name suffixes, one meaning each:
+ *       (none)  acts for the calling thread as the owner (rlock_release, rlock_query, ...);
+ *       _for    the same for an explicit owner `thread_id`, the argument right after the handle
+ *               (RLOCK_THREAD_CURRENT = the calling thread);
+ *       _ex     takes an options struct in place of the plain arguments (rlock_acquire_ex);
+ *       _n      takes a string as pointer and length instead of NUL-terminated (rlock_lock_new_n).
+ *   - Enum-valued fields and arguments have their enum type (rlock_lock_kind, rlock_lock_mode,
+ *     ...); the values fit an int.
+ *   - Items marked RLOCK_DEPRECATED still work but go away in a later version; compile with
+ *     RLOCK_DEPRECATE_HARD defined to hide them and find every remaining use.
  *   - Handles are checked values, not pointers (docs/abi.md): a call on a freed handle returns
  *     RLOCK_EBADHANDLE (0 from the 0/1 functions); freeing one twice does nothing and records
  *     RLOCK_EBADHANDLE in rlock_last_error().
@@ -32,6 +44,17 @@
 #  endif
 #else
 #  define RLOCK_API __attribute__((visibility("default")))
+#endif
+
+/* RLOCK_DEPRECATED(msg): marks a declaration the compiler warns about when it is used. */
+#if defined(__cplusplus) && __cplusplus >= 201402L
+#  define RLOCK_DEPRECATED(msg) [[deprecated(msg)]]
+#elif defined(__GNUC__) || defined(__clang__)
+#  define RLOCK_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif defined(_MSC_VER)
+#  define RLOCK_DEPRECATED(msg) __declspec(deprecated(msg))
+#else
+#  define RLOCK_DEPRECATED(msg)
 #endif
 
 #define RLOCK_STRINGIFY_(x) #x
@@ -89,8 +112,8 @@ typedef enum rlock_error_code {
 } rlock_error_code;
 
 typedef struct rlock_error_info {
-  int code;            /* the rlock_error_code of the last failure on this thread, or RLOCK_OK */
-  const char *message; /* never NULL; "" when there is none */
+  rlock_error_code code; /* the rlock_error_code of the last failure on this thread, or RLOCK_OK */
+  const char *message;   /* never NULL; "" when there is none */
 } rlock_error_info;
 
 /* The last failure on the calling thread. Never NULL. Borrowed: valid until the next rlock call
@@ -120,6 +143,13 @@ RLOCK_API const char *rlock_version_string(void);
   ((int64_t)-1) /* lease_ms: hold until released, renewed by the watchdog */
 #define RLOCK_THREAD_CURRENT ((int64_t)0) /* thread_id: the calling OS thread */
 
+/* rlock_client_options.sync_replicas, and sync_replicas= in a URL, take a count N > 0 of
+ * replicas to WAIT for, or one of these (the same numbers in both places).
+ * RLOCK_SYNC_AUTO, the default: one replica on Sentinel and Cluster while the master has one,
+ * none on a lone server (URL: auto). RLOCK_SYNC_NEVER: never WAIT (URL: never). */
+#define RLOCK_SYNC_AUTO 0
+#define RLOCK_SYNC_NEVER (-1)
+
 /* ---- Client ------------------------------------------------------------------------------- */
 
 typedef struct rlock_client_options {
@@ -129,7 +159,7 @@ typedef struct rlock_client_options {
    *   unix://[[user]:password@]/path/to/socket[?db=N]
    *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]
    *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
-   *   each also with ?sync_replicas=N|auto&sync_timeout_ms=T (docs/deployments.md)       */
+   *   each also with ?sync_replicas=N|auto|never&sync_timeout_ms=T (docs/deployments.md) */
   const char *url;
   const char *host;           /* default "127.0.0.1" */
   int port;                   /* default 6379 */
@@ -144,10 +174,10 @@ typedef struct rlock_client_options {
   int64_t poll_cap_ms;        /* longest a waiter sleeps without retrying, default 1000 */
   size_t max_name_len;        /* default RLOCK_DEFAULT_MAX_NAME_LEN */
   /* version 2: replica sync (docs/deployments.md). Also settable in the URL
-   * (?sync_replicas=N|auto&sync_timeout_ms=T); a value given both ways must agree. */
+   * (?sync_replicas=N|auto|never&sync_timeout_ms=T); a value given both ways must agree. */
   int sync_replicas;       /* WAIT for this many replicas after each acquire and release:
-                            * 0 = auto (one on Sentinel, when the master has a replica;
-                            * none on a lone server), -1 = never, N = N (strict) */
+                            * RLOCK_SYNC_AUTO (0, the default), RLOCK_SYNC_NEVER (-1), or a
+                            * count N > 0 (strict) */
   int64_t sync_timeout_ms; /* how long each WAIT waits, default 1000 */
 } rlock_client_options;
 
@@ -195,7 +225,7 @@ typedef struct rlock_lock_options {
   unsigned int version;
   int64_t lease_ms; /* lease of acquires without one: default RLOCK_LEASE_WATCHDOG, or > 0 */
   /* version 2 */
-  int kind;                /* an rlock_lock_kind; default RLOCK_LOCK_REENTRANT */
+  rlock_lock_kind kind;    /* default RLOCK_LOCK_REENTRANT */
   int64_t spin_initial_ms; /* spin lock: first backoff, default 1 */
   int64_t spin_max_ms;     /* spin lock: the backoff doubles up to this, default 128 */
   int64_t fair_wait_ms;    /* fair lock: how long a queued waiter keeps its place without
@@ -251,20 +281,20 @@ RLOCK_API int rlock_acquire(rlock_lock *lock, int64_t wait_ms);
 /* Acquire with every option; NULL opts = RLOCK_ACQUIRE_OPTIONS_INIT. */
 RLOCK_API int rlock_acquire_ex(rlock_lock *lock, const rlock_acquire_options *opts);
 
-/* Releases one hold of the calling thread (or of `thread_id` with _ex). At zero the key is
- * deleted and waiters are woken. RLOCK_ENOTHELD if nobody holds it, RLOCK_ENOTOWNER if someone
- * else does (the lock is untouched), RLOCK_ELOST if this owner held it but lost it. */
+/* Releases one hold of the calling thread (or of `thread_id`). At zero the key is deleted and
+ * waiters are woken. RLOCK_ENOTHELD if nobody holds it, RLOCK_ENOTOWNER if someone else does
+ * (the lock is untouched), RLOCK_ELOST if this owner held it but lost it. */
 RLOCK_API int rlock_release(rlock_lock *lock);
-RLOCK_API int rlock_release_ex(rlock_lock *lock, int64_t thread_id);
+RLOCK_API int rlock_release_for(rlock_lock *lock, int64_t thread_id);
 
 /* Resets the remaining lease of a hold of the calling thread (or of `thread_id`) to lease_ms
  * (> 0). The watchdog, if it renews this hold, keeps renewing. Same errors as release. */
 RLOCK_API int rlock_extend(rlock_lock *lock, int64_t lease_ms);
-RLOCK_API int rlock_extend_ex(rlock_lock *lock, int64_t lease_ms, int64_t thread_id);
+RLOCK_API int rlock_extend_for(rlock_lock *lock, int64_t thread_id, int64_t lease_ms);
 
 /* Deletes the lock whoever holds it and wakes waiters. *out_deleted (optional) is set to 1 if
  * a lock was deleted. Holders find out at their next renewal or release. */
-RLOCK_API int rlock_force_unlock(rlock_lock *lock, int *out_deleted);
+RLOCK_API int rlock_force_unlock(int *out_deleted, rlock_lock *lock);
 
 /* Wakes every acquire currently waiting on this handle with RLOCK_ECANCELED. Callable from any
  * thread. Acquires that start later are not affected (use a cancel token for that). */
@@ -276,27 +306,37 @@ RLOCK_API int rlock_cancel(rlock_lock *lock);
  * `thread_id`). RLOCK_ENOTHELD if it holds none, or took it without a token. Tokens come from
  * the counter "redisson_lock_token:{N}", which never expires and only grows: created (or
  * re-created after Redis lost it) at the server's Unix time in milliseconds times 1,000. */
-RLOCK_API int rlock_lock_token(const rlock_lock *lock, int64_t thread_id, int64_t *out);
+RLOCK_API int rlock_lock_token(int64_t *out, const rlock_lock *lock);
+RLOCK_API int rlock_lock_token_for(int64_t *out, const rlock_lock *lock, int64_t thread_id);
 
 /* A resource kept in Redis that rejects stale lock holders: sets the string key `key` to
  * `value` only if `token` is at least the highest token seen for `key` (kept in
  * "rlock_fence:{key}"), atomically. *out_accepted is 1 when written, 0 when refused because a
  * newer holder already wrote. Resources outside Redis should keep the same rule themselves:
  * accept a write only if its token is >= the highest one accepted so far. */
-RLOCK_API int rlock_fenced_write(rlock_client *client, const char *key, size_t key_len,
-                                 const char *value, size_t value_len, int64_t token,
-                                 int *out_accepted);
+RLOCK_API int rlock_fenced_write(int *out_accepted, rlock_client *client, const char *key,
+                                 size_t key_len, const char *value, size_t value_len,
+                                 int64_t token);
 
 /* ---- Status ------------------------------------------------------------------------------- */
 
 /* Local view, no I/O: 1 if the calling thread (or `thread_id`) holds the lock through this
  * client and has not been told it was lost, else 0. Never fails (0 for a NULL lock). */
 RLOCK_API int rlock_is_held(const rlock_lock *lock);
-RLOCK_API int rlock_is_held_ex(const rlock_lock *lock, int64_t thread_id);
+RLOCK_API int rlock_is_held_for(const rlock_lock *lock, int64_t thread_id);
 
-/* Local view, no I/O: 1 if a hold of this owner was found lost (expired, deleted, taken or not
- * renewable in time) and the owner has not released or re-acquired since. */
-RLOCK_API int rlock_is_lost(const rlock_lock *lock, int64_t thread_id);
+/* Local view, no I/O: 1 if a hold of the calling thread (or `thread_id`) was found lost
+ * (expired, deleted, taken or not renewable in time) and the owner has not released or
+ * re-acquired since. */
+RLOCK_API int rlock_is_lost(const rlock_lock *lock);
+RLOCK_API int rlock_is_lost_for(const rlock_lock *lock, int64_t thread_id);
+
+/* Which half of a read-write lock an owner field belongs to. */
+typedef enum rlock_lock_mode {
+  RLOCK_MODE_NONE = 0, /* not a read-write lock, or not locked */
+  RLOCK_MODE_READ = 1,
+  RLOCK_MODE_WRITE = 2
+} rlock_lock_mode;
 
 typedef struct rlock_lock_state {
   unsigned int version; /* set by the caller: RLOCK_LOCK_STATE_VERSION */
@@ -312,20 +352,17 @@ typedef struct rlock_lock_state {
   size_t owner_len;
   int64_t owner_hold_count;
   /* version 2 */
-  int mode; /* read-write locks: RLOCK_MODE_READ or RLOCK_MODE_WRITE; else 0 */
+  rlock_lock_mode mode; /* the mode of a read-write lock's key; RLOCK_MODE_NONE otherwise */
 } rlock_lock_state;
-
-#define RLOCK_MODE_NONE 0
-#define RLOCK_MODE_READ 1
-#define RLOCK_MODE_WRITE 2
 
 #define RLOCK_LOCK_STATE_VERSION 2
 #define RLOCK_LOCK_STATE_INIT \
-  { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0, 0 }
+  { RLOCK_LOCK_STATE_VERSION, 0, 0, 0, 0, 0, NULL, 0, 0, RLOCK_MODE_NONE }
 
-/* Reads the server-side state of the lock in one round trip, from the point of view of
- * `thread_id` (RLOCK_THREAD_CURRENT for the calling thread). `out->version` must be set. */
-RLOCK_API int rlock_query(rlock_lock *lock, int64_t thread_id, rlock_lock_state *out);
+/* Reads the server-side state of the lock in one round trip, from the point of view of the
+ * calling thread (or `thread_id`). `out->version` must be set. */
+RLOCK_API int rlock_query(rlock_lock_state *out, rlock_lock *lock);
+RLOCK_API int rlock_query_for(rlock_lock_state *out, rlock_lock *lock, int64_t thread_id);
 
 /* ---- Lost-lock notification -------------------------------------------------------------- */
 
@@ -340,7 +377,7 @@ typedef enum rlock_lost_reason {
  * it may call rlock functions (on any handle). It must not block for long. `name` is borrowed
  * for the duration of the call. Exceptions or longjmp must not leave the callback. */
 typedef void (*rlock_lost_cb)(rlock_lock *lock, const char *name, size_t name_len,
-                              int64_t thread_id, int reason, void *payload);
+                              int64_t thread_id, rlock_lost_reason reason, void *payload);
 
 /* Sets (or with cb NULL clears) the callback for holds acquired through this handle. */
 RLOCK_API int rlock_lock_set_lost_callback(rlock_lock *lock, rlock_lost_cb cb, void *payload);
@@ -374,19 +411,37 @@ RLOCK_API int rlock_redlock_new(rlock_multi **out, rlock_lock *const *members, s
 /* A wait on the group in progress on another thread ends with RLOCK_ECANCELED. */
 RLOCK_API void rlock_multi_free(rlock_multi *group);
 
+/* Acquires the group for the calling thread with the members' default leases, as
+ * rlock_acquire. */
+RLOCK_API int rlock_multi_acquire(rlock_multi *group, int64_t wait_ms);
 /* Acquires the group with opts' wait_ms, lease_ms (0 = the watchdog), thread_id and cancel
  * (NULL opts = RLOCK_ACQUIRE_OPTIONS_INIT; opts->token must be NULL). *out_validity_ms
  * (optional) receives how long the group is sure to be held: the shortest member lease minus
  * the time spent acquiring and a clock-drift allowance. */
-RLOCK_API int rlock_multi_acquire(rlock_multi *group, const rlock_acquire_options *opts,
-                                  int64_t *out_validity_ms);
+RLOCK_API int rlock_multi_acquire_ex(int64_t *out_validity_ms, rlock_multi *group,
+                                     const rlock_acquire_options *opts);
 /* Releases every member of the calling thread (or `thread_id`). For a RedLock, members that are
  * down or were never granted are skipped: it succeeds when a majority was released. */
-RLOCK_API int rlock_multi_release(rlock_multi *group, int64_t thread_id);
-/* Local view, no I/O: 1 if the owner holds the group (every member, or a majority). */
-RLOCK_API int rlock_multi_is_held(const rlock_multi *group, int64_t thread_id);
+RLOCK_API int rlock_multi_release(rlock_multi *group);
+RLOCK_API int rlock_multi_release_for(rlock_multi *group, int64_t thread_id);
+/* Local view, no I/O: 1 if the calling thread (or `thread_id`) holds the group (every member,
+ * or a majority). */
+RLOCK_API int rlock_multi_is_held(const rlock_multi *group);
+RLOCK_API int rlock_multi_is_held_for(const rlock_multi *group, int64_t thread_id);
 /* Wakes every acquire waiting on this group with RLOCK_ECANCELED. Any thread. */
 RLOCK_API int rlock_multi_cancel(rlock_multi *group);
+
+/* ---- Deprecated ----------------------------------------------------------------------------- */
+
+#if !defined(RLOCK_DEPRECATE_HARD)
+/* The names of 0.1, when `_ex` also meant "explicit thread id". */
+RLOCK_DEPRECATED("use rlock_release_for")
+RLOCK_API int rlock_release_ex(rlock_lock *lock, int64_t thread_id);
+RLOCK_DEPRECATED("use rlock_extend_for (thread_id before lease_ms)")
+RLOCK_API int rlock_extend_ex(rlock_lock *lock, int64_t lease_ms, int64_t thread_id);
+RLOCK_DEPRECATED("use rlock_is_held_for")
+RLOCK_API int rlock_is_held_ex(const rlock_lock *lock, int64_t thread_id);
+#endif
 
 /* ---- Helpers ------------------------------------------------------------------------------ */
 

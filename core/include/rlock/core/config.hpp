@@ -29,10 +29,12 @@ enum class Topology {
 
 constexpr int kSentinelPort = 26379;
 
-// sync_replicas: after each acquire and release, WAIT for this many replicas (0 = never).
+// sync_replicas: after each acquire and release, WAIT for this many replicas (N > 0), or one of
+// these (the same numbers as RLOCK_SYNC_AUTO and RLOCK_SYNC_NEVER in rlock.h and in URLs).
 // kSyncAuto waits for one on Sentinel and Cluster deployments whenever the master has a replica
 // connected, and never on a lone server.
-constexpr int kSyncAuto = -1;
+constexpr int kSyncAuto = 0;
+constexpr int kSyncNever = -1;
 
 // The longest lock name a client accepts unless configured otherwise (RLOCK_DEFAULT_MAX_NAME_LEN).
 constexpr size_t kDefaultMaxNameLen = 65536;
@@ -68,7 +70,7 @@ struct ClientConfig {
 //     (sentinel port 26379 by default; the credentials are the master's; sentinel_user=U and
 //     sentinel_password=P give the sentinels' own)
 //   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
-// Every form also takes sync_replicas=N|auto and sync_timeout_ms=T; redis-cluster:// also
+// Every form also takes sync_replicas=N|auto|never and sync_timeout_ms=T; redis-cluster:// also
 // pubsub=auto|sharded|classic.
 void parse_client_url(const std::string& url, ClientConfig* config);
 

@@ -118,7 +118,7 @@ public class RedisLock implements Lock, AutoCloseable {
 
   /** Whether anyone holds the lock (asks Redis). */
   public boolean isLocked() {
-    return nativeLock.query(currentOwner())[0] == 1;
+    return nativeLock.query(currentOwner()).locked;
   }
 
   /**
@@ -136,7 +136,7 @@ public class RedisLock implements Lock, AutoCloseable {
 
   /** How many times the calling thread holds the lock (asks Redis; 0 when it does not). */
   public int getHoldCount() {
-    return (int) nativeLock.query(currentOwner())[2];
+    return (int) nativeLock.query(currentOwner()).holdCount;
   }
 
   /**
@@ -144,7 +144,7 @@ public class RedisLock implements Lock, AutoCloseable {
    * locked, -1 when it is locked without expiry.
    */
   public long remainTimeToLive() {
-    return nativeLock.query(currentOwner())[3];
+    return nativeLock.query(currentOwner()).ttlMs;
   }
 
   /**

@@ -55,7 +55,7 @@ public final class RedisLockClient implements AutoCloseable {
     return new Builder();
   }
 
-  /** The version of the native library in use, e.g. "0.1.0". */
+  /** The version of the native library in use, e.g. "0.2.0". */
   public static String version() {
     return NativeClient.version();
   }

@@ -46,12 +46,12 @@ public final class NativeLock implements AutoCloseable {
   }
 
   public void release(long threadId) {
-    handle.execute(this, lock -> RlockNative.releaseEx(lock, threadId));
+    handle.execute(this, lock -> RlockNative.releaseFor(lock, threadId));
   }
 
   /** Local view: the owner holds it through this client and it was not found lost. */
   public boolean isHeld(long threadId) {
-    return handle.call(this, lock -> RlockNative.isHeldEx(lock, threadId));
+    return handle.call(this, lock -> RlockNative.isHeldFor(lock, threadId));
   }
 
   /** The fencing token of the owner's hold (local view), 0 when it holds none. */
@@ -64,11 +64,9 @@ public final class NativeLock implements AutoCloseable {
     return handle.call(this, lock -> RlockNative.forceUnlock(lock) == 1);
   }
 
-  /** Server view for the owner: {locked, heldByOwner, holdCount, ttlMs, ownerCount, mode}. */
-  public long[] query(long threadId) {
-    long[] state = new long[6];
-    handle.execute(this, lock -> RlockNative.query(lock, threadId, state));
-    return state;
+  /** Server view for the owner. */
+  public LockState query(long threadId) {
+    return handle.call(this, lock -> RlockNative.query(lock, threadId));
   }
 
   /**

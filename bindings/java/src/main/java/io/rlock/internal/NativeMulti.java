@@ -46,11 +46,11 @@ public final class NativeMulti implements AutoCloseable {
   }
 
   public void release(long threadId) {
-    handle.execute(this, group -> RlockNative.multiRelease(group, threadId));
+    handle.execute(this, group -> RlockNative.multiReleaseFor(group, threadId));
   }
 
   public boolean isHeld(long threadId) {
-    return handle.call(this, group -> RlockNative.multiIsHeld(group, threadId));
+    return handle.call(this, group -> RlockNative.multiIsHeldFor(group, threadId));
   }
 
   @Override
