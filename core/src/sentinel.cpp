@@ -10,11 +10,12 @@
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/parse.hpp"
+#include "rlock/core/timing.hpp"
 
 namespace rlock::core {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = SteadyClock;
 
 // How often the sentinels are asked even when nothing seems wrong: a +switch-master message
 // can be lost with the connection that carried it.
@@ -32,9 +33,16 @@ bool parse_port(const std::string& text, int* port) {
   return true;
 }
 
-int64_t ms_until(Clock::time_point t) {
-  auto d = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now());
-  return std::max<int64_t>(0, d.count());
+// Every word between single spaces, empty ones included.
+std::vector<std::string> split_on_spaces(const std::string& text) {
+  std::vector<std::string> words;
+  for (size_t p = 0; p <= text.size();) {
+    size_t space = text.find(' ', p);
+    if (space == std::string::npos) space = text.size();
+    words.push_back(text.substr(p, space - p));
+    p = space + 1;
+  }
+  return words;
 }
 
 }  // namespace
@@ -139,36 +147,18 @@ void SentinelWatch::stop() {
 
 void SentinelWatch::run() {
   std::unique_ptr<Connection> sub;
-  int64_t backoff_ms = kMinBackoffMs;
+  Backoff backoff(kMinBackoffMs, kMaxBackoffMs);
   Clock::time_point last_ask = Clock::now();
   Clock::time_point next_ask = last_ask + kRefresh;
-  auto tell = [this] {
-    for (auto& fn : listeners_) fn();
-  };
 
   while (!stop_.load()) {
     if (!sub) {
-      size_t first;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        first = preferred_;
-      }
-      for (size_t i = 0; i < config_.seeds.size() && !sub && !stop_.load(); ++i) {
-        try {
-          sub =
-              std::make_unique<Connection>(config_.seeds[(first + i) % config_.seeds.size()],
-                                           config_.connect_timeout_ms, config_.command_timeout_ms);
-          sub->send({"SUBSCRIBE", kSwitchChannel});
-        } catch (const Error&) {
-          sub.reset();
-        }
-      }
+      sub = subscribe_to_switches();
       if (!sub) {
-        doorbell_.wait(backoff_ms);
-        backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+        doorbell_.wait(backoff.next());
         continue;
       }
-      backoff_ms = kMinBackoffMs;
+      backoff.reset();
       suspected_.store(true);  // a switch may have gone by while nobody listened
     }
 
@@ -178,51 +168,79 @@ void SentinelWatch::run() {
       suspected_.store(false);
       last_ask = now;
       next_ask = now + kRefresh;
-      Endpoint found;
-      std::string why;
-      if (ask(&found, &why) == Answer::Found && adopt(found)) tell();
+      ask_again();
       continue;
     }
 
     Clock::time_point wake = next_ask;
     if (suspected_.load()) wake = std::min(wake, last_ask + kMinAskGap);
-    pollfd pfds[2] = {{sub->fd(), POLLIN, 0}, {doorbell_.fd(), POLLIN, 0}};
-    ::poll(pfds, 2, static_cast<int>(ms_until(wake)) + 1);
-    if (pfds[1].revents & POLLIN) doorbell_.clear();
-    if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      std::vector<Reply> replies;
-      try {
-        replies = sub->read_available();
-      } catch (const Error&) {
-        sub.reset();
-        continue;
-      }
-      for (const Reply& r : replies) {
-        // "message" "+switch-master" "<name> <old-ip> <old-port> <new-ip> <new-port>"
-        if (r.type != Reply::Type::Array || r.elements.size() != 3 ||
-            r.elements[0].str != "message" || r.elements[1].str != kSwitchChannel) {
-          continue;
-        }
-        std::vector<std::string> words;
-        const std::string& text = r.elements[2].str;
-        for (size_t p = 0; p <= text.size();) {
-          size_t space = text.find(' ', p);
-          if (space == std::string::npos) space = text.size();
-          words.push_back(text.substr(p, space - p));
-          p = space + 1;
-        }
-        int port = 0;
-        if (words.size() != 5 || words[0] != config_.master_name || !parse_port(words[4], &port)) {
-          continue;
-        }
-        Endpoint found = config_.endpoint;
-        found.host = words[3];
-        found.port = port;
-        found.unix_path.clear();
-        if (adopt(found)) tell();
-      }
+    if (!wait_for_switches(*sub, wake)) sub.reset();
+  }
+}
+
+std::unique_ptr<Connection> SentinelWatch::subscribe_to_switches() {
+  size_t first;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    first = preferred_;
+  }
+  std::unique_ptr<Connection> sub;
+  for (size_t i = 0; i < config_.seeds.size() && !sub && !stop_.load(); ++i) {
+    try {
+      sub = std::make_unique<Connection>(config_.seeds[(first + i) % config_.seeds.size()],
+                                         config_.connect_timeout_ms, config_.command_timeout_ms);
+      sub->send({"SUBSCRIBE", kSwitchChannel});
+    } catch (const Error&) {
+      sub.reset();
     }
   }
+  return sub;
+}
+
+void SentinelWatch::ask_again() {
+  Endpoint found;
+  std::string why;
+  if (ask(&found, &why) == Answer::Found && adopt(found)) tell_listeners();
+}
+
+void SentinelWatch::tell_listeners() {
+  for (auto& fn : listeners_) fn();
+}
+
+bool SentinelWatch::wait_for_switches(Connection& sub, Clock::time_point wake) {
+  pollfd pfds[2] = {{sub.fd(), POLLIN, 0}, {doorbell_.fd(), POLLIN, 0}};
+  ::poll(pfds, 2, static_cast<int>(ms_until(wake)) + 1);
+  if (pfds[1].revents & POLLIN) doorbell_.clear();
+  if (!(pfds[0].revents & (POLLIN | POLLHUP | POLLERR))) return true;
+  std::vector<Reply> replies;
+  try {
+    replies = sub.read_available();
+  } catch (const Error&) {
+    return false;
+  }
+  for (const Reply& r : replies) {
+    Endpoint found;
+    if (switched_to(r, &found) && adopt(found)) tell_listeners();
+  }
+  return true;
+}
+
+bool SentinelWatch::switched_to(const Reply& r, Endpoint* found) const {
+  // "message" "+switch-master" "<name> <old-ip> <old-port> <new-ip> <new-port>"
+  if (r.type != Reply::Type::Array || r.elements.size() != 3 || r.elements[0].str != "message" ||
+      r.elements[1].str != kSwitchChannel) {
+    return false;
+  }
+  std::vector<std::string> words = split_on_spaces(r.elements[2].str);
+  int port = 0;
+  if (words.size() != 5 || words[0] != config_.master_name || !parse_port(words[4], &port)) {
+    return false;
+  }
+  *found = config_.endpoint;
+  found->host = words[3];
+  found->port = port;
+  found->unix_path.clear();
+  return true;
 }
 
 }  // namespace rlock::core

@@ -7,6 +7,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/timing.hpp"
 #include "rlock/core/transport.hpp"
 
 namespace rlock::core {
@@ -26,11 +27,6 @@ void send_in_chunks(Connection& conn, const char* verb, const std::vector<std::s
     for (size_t j = i; j < names.size() && j < i + per_command; ++j) cmd.push_back(names[j]);
     conn.send(cmd);
   }
-}
-
-int64_t ms_until(Subscriber::Clock::time_point t) {
-  auto d = std::chrono::duration_cast<std::chrono::milliseconds>(t - Subscriber::Clock::now());
-  return std::max<int64_t>(0, d.count());
 }
 
 }  // namespace
@@ -202,26 +198,25 @@ void Subscriber::on_disconnected_locked() {
   }
 }
 
+void Subscriber::mark_moved_locked(Channel& c) {
+  c.sub_sent = false;
+  c.confirmed = false;
+  c.moved = true;
+  wake_all_locked(c);
+}
+
+void Subscriber::count_answer_locked(Channel& c) {
+  if (sharded_ && !unanswered_.empty()) unanswered_.pop_front();
+  if (c.inflight > 0) --c.inflight;
+}
+
 void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
   if (reply.type == Reply::Type::Status && reply.str == "PONG") {
     *pong = true;
     return;
   }
   if (reply.type == Reply::Type::Error) {
-    // Sharded: SSUBSCRIBE of a channel whose slot this node does not serve (MOVED). Its
-    // waiters are told to join again, which routes them to the slot's owner.
-    if (unanswered_.empty()) return;
-    auto it = channels_.find(unanswered_.front());
-    unanswered_.pop_front();
-    if (it == channels_.end()) return;
-    Channel& c = it->second;
-    if (c.inflight > 0) --c.inflight;
-    if (c.sub_sent) {
-      c.sub_sent = false;
-      c.confirmed = false;
-      c.moved = true;
-      wake_all_locked(c);
-    }
+    handle_error_reply_locked();
     return;
   }
   if (reply.type != Reply::Type::Array || reply.elements.size() < 2) return;
@@ -231,180 +226,239 @@ void Subscriber::handle_reply_locked(const Reply& reply, bool* pong) {
     return;
   }
   if (reply.elements.size() < 3) return;
-  auto it = channels_.find(reply.elements[1].str);
+  handle_channel_reply_locked(kind, reply.elements[1].str, reply.elements[2].str);
+}
+
+void Subscriber::handle_error_reply_locked() {
+  // Sharded: SSUBSCRIBE of a channel whose slot this node does not serve (MOVED). Its
+  // waiters are told to join again, which routes them to the slot's owner.
+  if (unanswered_.empty()) return;
+  auto it = channels_.find(unanswered_.front());
+  unanswered_.pop_front();
+  if (it == channels_.end()) return;
+  Channel& c = it->second;
+  if (c.inflight > 0) --c.inflight;
+  if (c.sub_sent) mark_moved_locked(c);
+}
+
+void Subscriber::handle_channel_reply_locked(const std::string& kind, const std::string& name,
+                                             const std::string& payload) {
+  auto it = channels_.find(name);
   if (it == channels_.end()) {
-    if (sharded_ && (kind == "ssubscribe" || kind == "sunsubscribe") && !unanswered_.empty() &&
-        unanswered_.front() == reply.elements[1].str) {
-      unanswered_.pop_front();
-    }
+    handle_unknown_channel_locked(kind, name);
     return;
   }
   Channel& c = it->second;
   if (kind == "message" || kind == "smessage") {
-    c.mark = next_mark();
-    const std::string& payload = reply.elements[2].str;
-    if (payload == "0") {
-      wake_one_locked(c);
-    } else if (payload == "1") {
-      wake_all_locked(c);
-    }
+    handle_message_locked(c, payload);
   } else if (kind == "subscribe" || kind == "ssubscribe") {
-    if (sharded_ && !unanswered_.empty()) unanswered_.pop_front();
-    if (c.inflight > 0) --c.inflight;
-    if (c.inflight == 0 && c.sub_sent && !c.confirmed) {
-      c.confirmed = true;
-      c.mark = next_mark();
-      for (Waiter* w : c.members) w->cv_.notify_all();
-      if (c.wake_all_on_confirm) {
-        c.wake_all_on_confirm = false;
-        wake_all_locked(c);
-      }
-    }
+    handle_subscribed_locked(c);
   } else if (kind == "sunsubscribe" && c.sub_sent && c.confirmed && c.inflight == 0) {
     // Not asked for: the server dropped the subscription because the slot moved away.
-    c.sub_sent = false;
-    c.confirmed = false;
-    c.moved = true;
-    wake_all_locked(c);
+    mark_moved_locked(c);
   } else if (kind == "unsubscribe" || kind == "sunsubscribe") {
-    if (sharded_ && !unanswered_.empty()) unanswered_.pop_front();
-    if (c.inflight > 0) --c.inflight;
-    if (c.inflight == 0 && c.refcount == 0 && !c.sub_sent && !c.dirty) channels_.erase(it);
+    if (handle_unsubscribed_locked(c)) channels_.erase(it);
   }
 }
 
-void Subscriber::run() {
+void Subscriber::handle_unknown_channel_locked(const std::string& kind, const std::string& name) {
+  if (sharded_ && (kind == "ssubscribe" || kind == "sunsubscribe") && !unanswered_.empty() &&
+      unanswered_.front() == name) {
+    unanswered_.pop_front();
+  }
+}
+
+void Subscriber::handle_message_locked(Channel& c, const std::string& payload) {
+  c.mark = next_mark();
+  if (payload == "0") {
+    wake_one_locked(c);
+  } else if (payload == "1") {
+    wake_all_locked(c);
+  }
+}
+
+void Subscriber::handle_subscribed_locked(Channel& c) {
+  count_answer_locked(c);
+  if (c.inflight == 0 && c.sub_sent && !c.confirmed) {
+    c.confirmed = true;
+    c.mark = next_mark();
+    for (Waiter* w : c.members) w->cv_.notify_all();
+    if (c.wake_all_on_confirm) {
+      c.wake_all_on_confirm = false;
+      wake_all_locked(c);
+    }
+  }
+}
+
+bool Subscriber::handle_unsubscribed_locked(Channel& c) {
+  count_answer_locked(c);
+  return c.inflight == 0 && c.refcount == 0 && !c.sub_sent && !c.dirty;
+}
+
+// ---- The subscriber thread ------------------------------------------------------------------
+
+// The thread's connection and what it knows of the connection's health. Only run() and the
+// steps it calls touch it, so it needs no lock.
+struct Subscriber::Link {
+  explicit Link(const ClientConfig& config)
+      : ping_idle(config.poll_cap_ms), ping_timeout(config.command_timeout_ms) {}
+
+  const std::chrono::milliseconds ping_idle;     // PING after this long without a read
+  const std::chrono::milliseconds ping_timeout;  // give the connection up when PONG takes longer
   std::unique_ptr<Connection> conn;
-  int64_t backoff_ms = kMinBackoffMs;
+  Backoff backoff{kMinBackoffMs, kMaxBackoffMs};
   Clock::time_point last_read = Clock::now();
   bool ping_outstanding = false;
   Clock::time_point ping_sent;
-  const auto ping_idle = std::chrono::milliseconds(config_.poll_cap_ms);
-  const auto ping_timeout = std::chrono::milliseconds(config_.command_timeout_ms);
+};
 
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stop_) break;
-      if (reconnect_) {
-        reconnect_ = false;
-        backoff_ms = kMinBackoffMs;
-        if (conn) {
-          conn.reset();
-          on_disconnected_locked();
-        }
-      }
+void Subscriber::run() {
+  Link link(config_);
+  while (keep_running(link)) {
+    if (!link.conn && !connect(link)) {
+      doorbell_.wait(link.backoff.next());
+      continue;
     }
-    if (!conn) {
-      try {
-        conn = std::make_unique<Connection>(master_.master(), config_.connect_timeout_ms,
-                                            config_.command_timeout_ms);
-        if (master_.check_role()) check_master_role(*conn, master_.master());
-        last_read = Clock::now();
-        ping_outstanding = false;
-        std::lock_guard<std::mutex> lock(mutex_);
-        connected_ = true;
-        for (auto& entry : channels_) {
-          if (entry.second.refcount > 0) mark_dirty_locked(entry.second);
-        }
-      } catch (const Error&) {
-        conn.reset();
-        master_.suspect();
-        std::lock_guard<std::mutex> lock(mutex_);
-        on_disconnected_locked();
-      }
-      if (!conn) {
-        doorbell_.wait(backoff_ms);
-        backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
-        continue;
-      }
-    }
-
     try {
-      std::vector<std::string> subscribe, unsubscribe;
-      bool have_channels;
       Clock::time_point next_expiry;
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        next_expiry = expire_idle_locked(Clock::now());
-        for (const std::string& name : dirty_) {
-          auto it = channels_.find(name);
-          if (it == channels_.end()) continue;
-          Channel& c = it->second;
-          c.dirty = false;
-          if (c.refcount > 0 && !c.sub_sent) {
-            c.sub_sent = true;
-            c.confirmed = false;
-            ++c.inflight;
-            subscribe.push_back(name);
-          } else if (c.refcount == 0 && c.sub_sent) {
-            c.sub_sent = false;
-            c.confirmed = false;
-            ++c.inflight;
-            unsubscribe.push_back(name);
-          } else if (c.refcount == 0 && c.inflight == 0) {
-            channels_.erase(it);
-          }
-        }
-        dirty_.clear();
-        have_channels = !channels_.empty();
-      }
-      if (sharded_) {
-        // One channel per command: Redis refuses an SSUBSCRIBE whose channels span slots.
-        send_in_chunks(*conn, "SSUBSCRIBE", subscribe, 1);
-        send_in_chunks(*conn, "SUNSUBSCRIBE", unsubscribe, 1);
-        std::lock_guard<std::mutex> lock(mutex_);
-        unanswered_.insert(unanswered_.end(), subscribe.begin(), subscribe.end());
-        unanswered_.insert(unanswered_.end(), unsubscribe.begin(), unsubscribe.end());
-      } else {
-        send_in_chunks(*conn, "SUBSCRIBE", subscribe, kChannelsPerCommand);
-        send_in_chunks(*conn, "UNSUBSCRIBE", unsubscribe, kChannelsPerCommand);
-      }
-
-      Clock::time_point now = Clock::now();
-      if (have_channels && !ping_outstanding && now - last_read >= ping_idle) {
-        conn->send({"PING"});
-        ping_outstanding = true;
-        ping_sent = now;
-      }
-      if (ping_outstanding && now - ping_sent >= ping_timeout) {
-        throw Error(kConn, "subscriber connection: no answer to PING");
-      }
-      int timeout_ms = -1;
-      if (ping_outstanding) {
-        timeout_ms = static_cast<int>(ms_until(ping_sent + ping_timeout));
-      } else if (have_channels) {
-        timeout_ms = static_cast<int>(ms_until(last_read + ping_idle));
-      }
-      if (next_expiry != Clock::time_point::max()) {
-        int expiry_ms = static_cast<int>(ms_until(next_expiry)) + 1;
-        timeout_ms = timeout_ms < 0 ? expiry_ms : std::min(timeout_ms, expiry_ms);
-      }
-      pollfd pfds[2] = {{conn->fd(), POLLIN, 0}, {doorbell_.fd(), POLLIN, 0}};
-      ::poll(pfds, 2, timeout_ms);
-      if (pfds[1].revents & POLLIN) doorbell_.clear();
-      if (pfds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-        std::vector<Reply> replies = conn->read_available();
-        last_read = Clock::now();
-        if (!replies.empty()) backoff_ms = kMinBackoffMs;  // the connection works
-        bool pong = false;
-        std::lock_guard<std::mutex> lock(mutex_);
-        for (const Reply& r : replies) handle_reply_locked(r, &pong);
-        if (pong) ping_outstanding = false;
-      }
+      const bool have_channels = send_pending(*link.conn, &next_expiry);
+      keep_alive(link, have_channels);
+      wait_and_read(link, poll_timeout_ms(link, have_channels, next_expiry));
     } catch (const Error&) {
-      conn.reset();
-      master_.suspect();
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        on_disconnected_locked();
-      }
+      lose_connection(link);
       // Back off here too: a server that accepts and then fails every command (at its client
       // limit, say) must not be hammered with reconnects.
-      doorbell_.wait(backoff_ms);
-      backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+      doorbell_.wait(link.backoff.next());
     }
   }
+}
+
+bool Subscriber::keep_running(Link& link) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stop_) return false;
+  if (reconnect_) {
+    reconnect_ = false;
+    link.backoff.reset();
+    if (link.conn) {
+      link.conn.reset();
+      on_disconnected_locked();
+    }
+  }
+  return true;
+}
+
+bool Subscriber::connect(Link& link) {
+  try {
+    link.conn = std::make_unique<Connection>(master_.master(), config_.connect_timeout_ms,
+                                             config_.command_timeout_ms);
+    if (master_.check_role()) check_master_role(*link.conn, master_.master());
+    link.last_read = Clock::now();
+    link.ping_outstanding = false;
+    std::lock_guard<std::mutex> lock(mutex_);
+    connected_ = true;
+    for (auto& entry : channels_) {
+      if (entry.second.refcount > 0) mark_dirty_locked(entry.second);
+    }
+    return true;
+  } catch (const Error&) {
+    lose_connection(link);
+    return false;
+  }
+}
+
+void Subscriber::lose_connection(Link& link) {
+  link.conn.reset();
+  master_.suspect();
+  std::lock_guard<std::mutex> lock(mutex_);
+  on_disconnected_locked();
+}
+
+bool Subscriber::send_pending(Connection& conn, Clock::time_point* next_expiry) {
+  std::vector<std::string> subscribe, unsubscribe;
+  bool have_channels;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    *next_expiry = expire_idle_locked(Clock::now());
+    take_dirty_locked(&subscribe, &unsubscribe);
+    have_channels = !channels_.empty();
+  }
+  if (sharded_) {
+    // One channel per command: Redis refuses an SSUBSCRIBE whose channels span slots.
+    send_in_chunks(conn, "SSUBSCRIBE", subscribe, 1);
+    send_in_chunks(conn, "SUNSUBSCRIBE", unsubscribe, 1);
+    std::lock_guard<std::mutex> lock(mutex_);
+    unanswered_.insert(unanswered_.end(), subscribe.begin(), subscribe.end());
+    unanswered_.insert(unanswered_.end(), unsubscribe.begin(), unsubscribe.end());
+  } else {
+    send_in_chunks(conn, "SUBSCRIBE", subscribe, kChannelsPerCommand);
+    send_in_chunks(conn, "UNSUBSCRIBE", unsubscribe, kChannelsPerCommand);
+  }
+  return have_channels;
+}
+
+void Subscriber::take_dirty_locked(std::vector<std::string>* subscribe,
+                                   std::vector<std::string>* unsubscribe) {
+  for (const std::string& name : dirty_) {
+    auto it = channels_.find(name);
+    if (it == channels_.end()) continue;
+    Channel& c = it->second;
+    c.dirty = false;
+    if (c.refcount > 0 && !c.sub_sent) {
+      c.sub_sent = true;
+      c.confirmed = false;
+      ++c.inflight;
+      subscribe->push_back(name);
+    } else if (c.refcount == 0 && c.sub_sent) {
+      c.sub_sent = false;
+      c.confirmed = false;
+      ++c.inflight;
+      unsubscribe->push_back(name);
+    } else if (c.refcount == 0 && c.inflight == 0) {
+      channels_.erase(it);
+    }
+  }
+  dirty_.clear();
+}
+
+void Subscriber::keep_alive(Link& link, bool have_channels) {
+  Clock::time_point now = Clock::now();
+  if (have_channels && !link.ping_outstanding && now - link.last_read >= link.ping_idle) {
+    link.conn->send({"PING"});
+    link.ping_outstanding = true;
+    link.ping_sent = now;
+  }
+  if (link.ping_outstanding && now - link.ping_sent >= link.ping_timeout) {
+    throw Error(kConn, "subscriber connection: no answer to PING");
+  }
+}
+
+int Subscriber::poll_timeout_ms(const Link& link, bool have_channels,
+                                Clock::time_point next_expiry) {
+  int timeout_ms = -1;
+  if (link.ping_outstanding) {
+    timeout_ms = static_cast<int>(ms_until(link.ping_sent + link.ping_timeout));
+  } else if (have_channels) {
+    timeout_ms = static_cast<int>(ms_until(link.last_read + link.ping_idle));
+  }
+  if (next_expiry != Clock::time_point::max()) {
+    int expiry_ms = static_cast<int>(ms_until(next_expiry)) + 1;
+    timeout_ms = timeout_ms < 0 ? expiry_ms : std::min(timeout_ms, expiry_ms);
+  }
+  return timeout_ms;
+}
+
+void Subscriber::wait_and_read(Link& link, int timeout_ms) {
+  pollfd pfds[2] = {{link.conn->fd(), POLLIN, 0}, {doorbell_.fd(), POLLIN, 0}};
+  ::poll(pfds, 2, timeout_ms);
+  if (pfds[1].revents & POLLIN) doorbell_.clear();
+  if (!(pfds[0].revents & (POLLIN | POLLHUP | POLLERR))) return;
+  std::vector<Reply> replies = link.conn->read_available();
+  link.last_read = Clock::now();
+  if (!replies.empty()) link.backoff.reset();  // the connection works
+  bool pong = false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Reply& r : replies) handle_reply_locked(r, &pong);
+  if (pong) link.ping_outstanding = false;
 }
 
 void Subscriber::stop() {

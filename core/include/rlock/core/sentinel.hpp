@@ -9,9 +9,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,6 +23,9 @@
 #include "rlock/core/doorbell.hpp"
 
 namespace rlock::core {
+
+class Connection;
+struct Reply;
 
 class MasterSource {
  public:
@@ -73,6 +78,17 @@ class SentinelWatch final : public MasterSource {
   // Takes `found` as the master; true if it changed.
   bool adopt(const Endpoint& found);
   void run();
+  // The steps of run(), all on the watch thread.
+  // A connection subscribed to +switch-master on the first sentinel that takes it, or null.
+  std::unique_ptr<Connection> subscribe_to_switches();
+  // Asks the sentinels, and tells the listeners when the master changed.
+  void ask_again();
+  void tell_listeners();
+  // Sleeps until `wake`, the doorbell or a message, and follows any switch announced; false
+  // when the subscription's connection failed.
+  bool wait_for_switches(Connection& sub, std::chrono::steady_clock::time_point wake);
+  // Whether `r` announces our master's move, to the address then put in `found`.
+  bool switched_to(const Reply& r, Endpoint* found) const;
 
   const ClientConfig config_;
   mutable std::mutex mutex_;

@@ -30,6 +30,8 @@
 
 namespace rlock::core {
 
+class Connection;
+
 class Subscriber {
  public:
   using Clock = std::chrono::steady_clock;
@@ -124,7 +126,44 @@ class Subscriber {
   void wake_one_locked(Channel& c);
   void wake_all_locked(Channel& c);
   void on_disconnected_locked();
+
+  // Replies read on the pub/sub connection. `pong`: set when one answers our PING.
   void handle_reply_locked(const Reply& reply, bool* pong);
+  // An error answers the oldest unanswered (S)SUBSCRIBE (sharded: MOVED).
+  void handle_error_reply_locked();
+  // A (s)message or an (un)subscribe confirmation of `name`.
+  void handle_channel_reply_locked(const std::string& kind, const std::string& name,
+                                   const std::string& payload);
+  // A confirmation for a channel already forgotten: its place among the unanswered goes.
+  void handle_unknown_channel_locked(const std::string& kind, const std::string& name);
+  // "0" wakes one waiter, "1" all.
+  void handle_message_locked(Channel& c, const std::string& payload);
+  void handle_subscribed_locked(Channel& c);
+  // True when the channel is no longer needed and can be erased.
+  bool handle_unsubscribed_locked(Channel& c);
+  // One (un)subscribe command of `c` answered.
+  void count_answer_locked(Channel& c);
+  // The node no longer serves the channel's slot: its waiters must join again.
+  void mark_moved_locked(Channel& c);
+
+  // The thread (run) and its steps, which lock mutex_ themselves where needed.
+  struct Link;
+  // False once stopped; drops the connection first when reconnect() asked for it.
+  bool keep_running(Link& link);
+  // Connects to the master and queues every channel in use; false (connection lost) on failure.
+  bool connect(Link& link);
+  void lose_connection(Link& link);
+  // Sends the queued (un)subscriptions; returns whether any channel is known, and in
+  // `next_expiry` when the next idle channel is due to be dropped.
+  bool send_pending(Connection& conn, Clock::time_point* next_expiry);
+  void take_dirty_locked(std::vector<std::string>* subscribe,
+                         std::vector<std::string>* unsubscribe);
+  // PINGs an idle connection; throws Error(kConn) when the PONG is overdue.
+  void keep_alive(Link& link, bool have_channels);
+  // How long the thread may sleep in poll (-1: until rung).
+  static int poll_timeout_ms(const Link& link, bool have_channels, Clock::time_point next_expiry);
+  // Sleeps until the connection is readable, the doorbell rings or the timeout; handles what came.
+  void wait_and_read(Link& link, int timeout_ms);
   void notify_thread() { doorbell_.ring(); }
   // Unsubscribes channels idle for long enough (or too many); returns when to look again.
   Clock::time_point expire_idle_locked(Clock::time_point now);

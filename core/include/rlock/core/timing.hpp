@@ -1,8 +1,9 @@
 // Time arithmetic shared by every wait in the core: deadlines that saturate instead of
 // overflowing (leases and waits go up to 2^53 ms, beyond what the clock can count), sleeps
-// that never pass a deadline, and jittered backoff.
+// that never pass a deadline, and (jittered) exponential backoff.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <random>
@@ -31,6 +32,33 @@ inline SteadyClock::time_point wake_time(SteadyClock::time_point now,
                                          SteadyClock::time_point deadline) {
   return deadline - now <= sleep ? deadline : now + sleep;
 }
+
+// Whole milliseconds from now until `t`; 0 once it has passed.
+inline int64_t ms_until(SteadyClock::time_point t) {
+  auto d = std::chrono::duration_cast<std::chrono::milliseconds>(t - SteadyClock::now());
+  return std::max<int64_t>(0, d.count());
+}
+
+// Exponential backoff: next() gives `first_ms` (>= 1), then doubles on each call up to `cap_ms`
+// (>= first_ms); reset() starts over, as after a success.
+class Backoff {
+ public:
+  Backoff(int64_t first_ms, int64_t cap_ms)
+      : first_ms_(first_ms), cap_ms_(cap_ms), current_ms_(first_ms) {}
+
+  int64_t next() {
+    const int64_t delay = current_ms_;
+    // Doubled without overflow: the cap may be near the top of int64_t.
+    current_ms_ = current_ms_ > cap_ms_ - current_ms_ ? cap_ms_ : current_ms_ * 2;
+    return delay;
+  }
+  void reset() { current_ms_ = first_ms_; }
+
+ private:
+  int64_t first_ms_;
+  int64_t cap_ms_;
+  int64_t current_ms_;
+};
 
 // A random duration in [backoff_ms / 2, backoff_ms], so competing callers spread out.
 inline std::chrono::milliseconds jittered(int64_t backoff_ms) {
