@@ -129,6 +129,65 @@ TEST(MultiLock, LongestWaitIsNotCutShort) {
   EXPECT_EQ(rlock_release(held.get()), RLOCK_OK);
 }
 
+// The server reloads its data (DEBUG RELOAD, slowed by key-load-delay) on a thread of its own;
+// once started, every other connection's commands answer LOADING until the data is back.
+class Reloading {
+ public:
+  explicit Reloading(const PrivateRedis& server) : server_(server) {
+    RedisConn admin(server_.admin_url());
+    admin.ok({"DEBUG", "POPULATE", "2000", "filler"});
+    admin.ok({"CONFIG", "SET", "key-load-delay", "500"});  // microseconds a key: about 1 s
+    admin.ok({"CONFIG", "SET", "loading-process-events-interval-bytes", "1024"});
+    reload_ = std::thread([this] {
+      RedisConn runner(server_.admin_url(), 60000);
+      runner.ok({"DEBUG", "RELOAD"});
+    });
+    const auto start = Clock::now();
+    while (!loading(admin) && Clock::now() - start < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ~Reloading() { reload_.join(); }
+  static bool loading(RedisConn& admin) {
+    Reply r = admin.command({"PING"});
+    return r.is_error() && r.str.rfind("LOADING", 0) == 0;
+  }
+
+ private:
+  const PrivateRedis& server_;
+  std::thread reload_;
+};
+
+// A multi-lock waits through LOADING as a single lock does (it used to fail at once with
+// RLOCK_EREDIS); so does a single lock.
+TEST(MultiLock, WaitsThroughLoadingAsASingleLockDoes) {
+  PrivateRedis server({"--enable-debug-command", "yes"});
+  RedisConn admin(server.admin_url());
+  it::Client client = it::make_client(server.tcp_url());
+  const std::string a = unique_name("multi-load-a"), b = unique_name("multi-load-b");
+  it::Lock la = it::make_lock(client.get(), a), lb = it::make_lock(client.get(), b);
+  Group g = make_group({la.get(), lb.get()}, false);
+  {
+    Reloading reload(server);
+    ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+    EXPECT_EQ(group_acquire(g.get(), 20000, 30000), RLOCK_OK) << it::last_error();
+    EXPECT_FALSE(Reloading::loading(admin)) << "acquired while the server was loading";
+  }
+  EXPECT_TRUE(admin.exists(a) && admin.exists(b));
+  EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK) << it::last_error();
+  {
+    Reloading reload(server);
+    ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+    EXPECT_EQ(it::acquire(la.get(), 20000, 30000), RLOCK_OK) << it::last_error();
+  }
+  EXPECT_EQ(rlock_release(la.get()), RLOCK_OK) << it::last_error();
+  // A try-once call still reports LOADING rather than waiting.
+  Reloading reload(server);
+  ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+  EXPECT_EQ(group_acquire(g.get(), 0, 30000), RLOCK_EREDIS);
+  EXPECT_NE(it::last_error().find("LOADING"), std::string::npos) << it::last_error();
+}
+
 TEST(MultiLock, BadInput) {
   it::Client c = it::make_client();
   it::Lock l = it::make_lock(c.get(), unique_name("multi-bad"));
