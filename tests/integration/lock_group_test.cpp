@@ -135,8 +135,8 @@ class Reloading {
  public:
   explicit Reloading(const PrivateRedis& server) : server_(server) {
     RedisConn admin(server_.admin_url());
-    admin.ok({"DEBUG", "POPULATE", "2000", "filler"});
-    admin.ok({"CONFIG", "SET", "key-load-delay", "500"});  // microseconds a key: about 1 s
+    admin.ok({"DEBUG", "POPULATE", "3000", "filler"});
+    admin.ok({"CONFIG", "SET", "key-load-delay", "500"});  // microseconds a key: about 1.5 s
     admin.ok({"CONFIG", "SET", "loading-process-events-interval-bytes", "1024"});
     reload_ = std::thread([this] {
       RedisConn runner(server_.admin_url(), 60000);
@@ -151,6 +151,13 @@ class Reloading {
   static bool loading(RedisConn& admin) {
     Reply r = admin.command({"PING"});
     return r.is_error() && r.str.rfind("LOADING", 0) == 0;
+  }
+  // How many LOADING replies the server has sent (INFO errorstats, Redis 7).
+  static long long loading_replies(RedisConn& admin) {
+    const std::string info = admin.ok({"INFO", "errorstats"}).str;
+    const std::string field = "errorstat_LOADING:count=";
+    const size_t at = info.find(field);
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
   }
 
  private:
@@ -170,7 +177,9 @@ TEST(MultiLock, WaitsThroughLoadingAsASingleLockDoes) {
   {
     Reloading reload(server);
     ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+    const long long before = Reloading::loading_replies(admin);
     EXPECT_EQ(group_acquire(g.get(), 20000, 30000), RLOCK_OK) << it::last_error();
+    EXPECT_GT(Reloading::loading_replies(admin), before) << "the group never met LOADING";
     EXPECT_FALSE(Reloading::loading(admin)) << "acquired while the server was loading";
   }
   EXPECT_TRUE(admin.exists(a) && admin.exists(b));
@@ -178,7 +187,9 @@ TEST(MultiLock, WaitsThroughLoadingAsASingleLockDoes) {
   {
     Reloading reload(server);
     ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+    const long long before = Reloading::loading_replies(admin);
     EXPECT_EQ(it::acquire(la.get(), 20000, 30000), RLOCK_OK) << it::last_error();
+    EXPECT_GT(Reloading::loading_replies(admin), before) << "the lock never met LOADING";
   }
   EXPECT_EQ(rlock_release(la.get()), RLOCK_OK) << it::last_error();
   // A try-once call still reports LOADING rather than waiting.
