@@ -181,8 +181,7 @@ void Client::finish_start(const std::shared_ptr<Client>& client) {
     // Replica sync needs WAIT: fail now, not at every acquire, if it is renamed or refused.
     Reply reply = client->transport_->run({"WAIT", "0", "1"});
     if (reply.is_error()) {
-      int code = code_for_redis_error(reply.str);
-      throw Error(code == kRedis ? kUnsupported : code,
+      throw Error(reply.error.code == kRedis ? kUnsupported : reply.error.code,
                   "Redis refused WAIT, which replica sync needs; set sync_replicas=never to "
                   "run without it: " +
                       reply.str);

@@ -80,32 +80,6 @@ ClusterTransport::ClusterTransport(const ClientConfig& config) : config_(config)
 
 ClusterTransport::~ClusterTransport() { close(); }
 
-bool ClusterTransport::parse_redirect(const std::string& error, Redirect* out) {
-  // "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381" (IPv6 hosts keep their colons).
-  bool ask = error.rfind("ASK ", 0) == 0;
-  if (!ask && error.rfind("MOVED ", 0) != 0) return false;
-  size_t slot_start = error.find(' ') + 1;
-  size_t space = error.find(' ', slot_start);
-  if (space == std::string::npos) return false;
-  long slot = 0;
-  if (!parse_number(std::string_view(error).substr(slot_start, space - slot_start),
-                    kClusterSlots - 1, &slot)) {
-    return false;
-  }
-  std::string where = error.substr(space + 1);
-  size_t colon = where.rfind(':');
-  long port = 0;
-  if (colon == std::string::npos || colon == 0 ||
-      !parse_number(std::string_view(where).substr(colon + 1), 65535, &port) || port == 0) {
-    return false;
-  }
-  out->ask = ask;
-  out->slot = static_cast<int>(slot);
-  out->host = where.substr(0, colon);
-  out->port = static_cast<int>(port);
-  return true;
-}
-
 std::shared_ptr<ClusterTransport::Node> ClusterTransport::node_at(const std::string& host,
                                                                   int port) {
   const std::string key = node_key(host, port);
@@ -175,7 +149,7 @@ bool ClusterTransport::apply_slots(const Reply& slots, const Endpoint& asked, st
   return true;
 }
 
-bool ClusterTransport::refresh(bool force, std::string* why) {
+bool ClusterTransport::refresh(bool force, RefreshFailure* failure) {
   std::unique_lock<std::mutex> guard(refresh_mutex_, std::try_to_lock);
   if (!guard.owns_lock()) {
     if (!force) return true;  // one is under way
@@ -201,27 +175,29 @@ bool ClusterTransport::refresh(bool force, std::string* why) {
   for (const Endpoint& seed : config_.seeds) {
     if (seen.insert(node_key(seed.host, seed.port)).second) candidates.push_back(seed);
   }
-  std::string last;
+  RefreshFailure last;
   for (const Endpoint& ep : candidates) {
+    last.not_a_cluster = false;
     try {
       Connection conn(ep, config_.connect_timeout_ms, config_.command_timeout_ms);
       Reply r = conn.command({"CLUSTER", "SLOTS"});
       if (r.is_error()) {
-        last = "Redis at " + ep.describe() + " answered CLUSTER SLOTS with: " + r.str;
+        last.why = "Redis at " + ep.describe() + " answered CLUSTER SLOTS with: " + r.str;
+        last.not_a_cluster = r.error.kind == RedisErrorKind::kClusterDisabled;
         continue;
       }
-      if (apply_slots(r, ep, &last)) return true;
+      if (apply_slots(r, ep, &last.why)) return true;
     } catch (const Error& e) {
-      last = e.message();
+      last.why = e.message();
     }
   }
-  if (why != nullptr) *why = last;
+  if (failure != nullptr) *failure = std::move(last);
   return false;
 }
 
 void ClusterTransport::start() {
-  std::string why;
-  if (refresh(true, &why)) {
+  RefreshFailure failure;
+  if (refresh(true, &failure)) {
     if (config_.pubsub == PubSubMode::Classic) return;
     // Sharded pub/sub came with Redis 7.
     std::shared_ptr<Node> node = route(-1);
@@ -240,11 +216,12 @@ void ClusterTransport::start() {
     sharded_ = major >= 7;
     return;
   }
-  if (why.find("cluster support disabled") != std::string::npos) {
-    throw Error(kInvalid, "redis-cluster:// names a server that is not a cluster node: " + why);
+  if (failure.not_a_cluster) {
+    throw Error(kInvalid,
+                "redis-cluster:// names a server that is not a cluster node: " + failure.why);
   }
   throw Error(kConn, "no cluster node answered (" + std::to_string(config_.seeds.size()) +
-                         " seeds tried); last: " + why);
+                         " seeds tried); last: " + failure.why);
 }
 
 void ClusterTransport::warm_up() {
@@ -296,7 +273,7 @@ std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int
     // TRYAGAIN: the slot is being migrated and the script's keys are split between the two
     // nodes for a moment (its channel key never exists, so every script on a migrating lock
     // sees this until the slot is handed over). Wait a little and send it again.
-    if (first.is_error() && first.str.rfind("TRYAGAIN", 0) == 0 &&
+    if (first.error.kind == RedisErrorKind::kTryAgain &&
         Clock::now() + std::chrono::milliseconds(pause_ms) < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       pause_ms = std::min<int64_t>(pause_ms * 2, 100);
@@ -305,15 +282,14 @@ std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int
       hop = 0;
       continue;
     }
-    Redirect to;
-    if (!first.is_error() || !parse_redirect(first.str, &to) || hop >= kMaxRedirects ||
-        Clock::now() >= deadline) {
-      if (first.is_error() && first.str.rfind("CLUSTERDOWN", 0) == 0) refresh(false);
+    const Redirect& to = first.error.redirect;
+    if (to.kind == Redirect::Kind::kNone || hop >= kMaxRedirects || Clock::now() >= deadline) {
+      if (first.error.kind == RedisErrorKind::kClusterDown) refresh(false);
       return replies;
     }
     node = node_at(to.host, to.port);
-    asking = to.ask;
-    if (!to.ask) {
+    asking = to.kind == Redirect::Kind::kAsk;
+    if (!asking) {
       {
         std::unique_lock<std::shared_mutex> lock(mutex_);
         slots_[to.slot] = node;

@@ -62,6 +62,13 @@ int poll_ms(std::chrono::steady_clock::time_point deadline) {
   return static_cast<int>(std::min<int64_t>(ms, 1 << 30));
 }
 
+// A connect that got no answer in time: hiredis reports the poll's timeout as an I/O error
+// with errno ETIMEDOUT, and a unix socket whose listen queue is full as EAGAIN.
+bool connect_timed_out(int hiredis_err, int error_number) {
+  return hiredis_err == REDIS_ERR_IO &&
+         (error_number == ETIMEDOUT || error_number == EAGAIN || error_number == EWOULDBLOCK);
+}
+
 }  // namespace
 
 Reply reply_from_hiredis(const redisReply* r) {
@@ -82,6 +89,7 @@ Reply reply_from_hiredis(const redisReply* r) {
     case REDIS_REPLY_ERROR:
       out.type = Reply::Type::Error;
       out.str.assign(r->str, r->len);
+      out.error = classify_redis_error(out.str);
       break;
     case REDIS_REPLY_ARRAY:
       out.type = Reply::Type::Array;
@@ -99,15 +107,17 @@ Reply reply_from_hiredis(const redisReply* r) {
 Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t command_timeout_ms)
     : where_(ep.describe()), command_timeout_ms_(command_timeout_ms) {
   timeval ctv = to_timeval(connect_timeout_ms);
+  errno = 0;
   ctx_ = ep.unix_path.empty() ? redisConnectWithTimeout(ep.host.c_str(), ep.port, ctv)
                               : redisConnectUnixWithTimeout(ep.unix_path.c_str(), ctv);
+  const int connect_errno = errno;  // what hiredis's I/O error was made from
   if (ctx_ == nullptr) throw Error(kNoMemory, "out of memory allocating a Redis connection");
   if (ctx_->err) {
     std::string why = ctx_->errstr;
+    const bool no_answer = connect_timed_out(ctx_->err, connect_errno);
     redisFree(ctx_);
     ctx_ = nullptr;
-    if (why.find("timed out") != std::string::npos || why.find("temporarily") != std::string::npos)
-      why = "no answer within " + std::to_string(connect_timeout_ms) + " ms";
+    if (no_answer) why = "no answer within " + std::to_string(connect_timeout_ms) + " ms";
     throw Error(kConn, "cannot connect to Redis at " + where_ + ": " + why);
   }
   // hiredis 0.14 does not set close-on-exec: without it every program that spawns processes
@@ -122,8 +132,7 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
       Reply r = ep.username.empty() ? command({"AUTH", ep.password})
                                     : command({"AUTH", ep.username, ep.password});
       if (r.is_error()) {
-        int code = code_for_redis_error(r.str);
-        if (code == kRedis) code = kAuth;
+        const int code = r.error.code == kRedis ? kAuth : r.error.code;
         throw Error(code, "Redis at " + where_ + " rejected the credentials" +
                               (ep.username.empty() ? "" : " of user '" + ep.username + "'") + ": " +
                               r.str);
@@ -133,8 +142,7 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
       std::string db = std::to_string(ep.db);
       Reply r = command({"SELECT", db});
       if (r.is_error()) {
-        int code = code_for_redis_error(r.str);
-        throw Error(code == kRedis ? kInvalid : code,
+        throw Error(r.error.code == kRedis ? kInvalid : r.error.code,
                     "Redis at " + where_ + " refused database " + db + ": " + r.str);
       }
     }

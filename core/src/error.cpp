@@ -1,40 +1,141 @@
 #include "rlock/core/error.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <iterator>
 
 namespace rlock::core {
 namespace {
 struct LastError {
   int code = kOk;
+  bool transient = false;
   std::string message;
 };
 thread_local LastError t_last;
 
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.compare(0, std::char_traits<char>::length(prefix), prefix) == 0;
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
 }
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+struct Known {
+  std::string_view text;
+  RedisErrorKind kind;
+  int code;
+  bool transient;
+};
+
+// Error replies recognized by their leading word.
+constexpr Known kLeading[] = {
+    {"OOM", RedisErrorKind::kOom, kRedisOom, false},
+    // Also BUSYKEY and BUSYGROUP, as before: no script of rlock's meets those.
+    {"BUSY", RedisErrorKind::kBusy, kRedisBusy, true},
+    {"READONLY", RedisErrorKind::kReadOnly, kReadOnly, false},
+    {"NOPERM", RedisErrorKind::kNoPerm, kNoPerm, false},
+    {"WRONGPASS", RedisErrorKind::kBadCredentials, kAuth, false},
+    {"NOAUTH", RedisErrorKind::kNoAuth, kAuth, false},
+    {"ERR unknown command", RedisErrorKind::kUnknownCommand, kUnsupported, false},
+    // The server is loading its data (a restart, a replica's full sync): ready soon.
+    {"LOADING", RedisErrorKind::kLoading, kRedis, true},
+    // A slot is half-migrated or the cluster is failing over: both pass within seconds.
+    {"TRYAGAIN", RedisErrorKind::kTryAgain, kRedis, true},
+    {"CLUSTERDOWN", RedisErrorKind::kClusterDown, kRedis, true},
+    // Only a replica answers this, and rlock never sends to one on purpose: not retried.
+    {"MASTERDOWN", RedisErrorKind::kMasterDown, kRedis, false},
+    {"NOSCRIPT", RedisErrorKind::kNoScript, kRedis, false},
+    {"WRONGTYPE", RedisErrorKind::kWrongType, kRedis, false},
+};
+
+// Password refusals of servers before ACLs (Redis < 6) and of AUTH without a password set.
+bool password_refusal(std::string_view reply) {
+  return contains(reply, "invalid password") ||
+         contains(reply, "without any password configured") ||
+         contains(reply, "invalid username-password") || contains(reply, "but no password is set");
+}
+
+// `text` is a whole decimal number from 0 to max.
+bool parse_bounded(std::string_view text, unsigned max, int* out) {
+  unsigned value = 0;
+  const char* end = text.data() + text.size();
+  auto [at, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || at != end || value > max) return false;
+  *out = static_cast<int>(value);
+  return true;
+}
+
+// "<slot> <host>:<port>", the rest of a MOVED or ASK reply. The host is everything before the
+// last colon, so an IPv6 address keeps its own.
+bool parse_redirect(std::string_view rest, Redirect::Kind kind, Redirect* out) {
+  const size_t space = rest.find(' ');
+  if (space == std::string_view::npos) return false;
+  const std::string_view where = rest.substr(space + 1);
+  const size_t colon = where.rfind(':');
+  Redirect r;
+  r.kind = kind;
+  if (!parse_bounded(rest.substr(0, space), 16383, &r.slot) || colon == std::string_view::npos ||
+      colon == 0 || !parse_bounded(where.substr(colon + 1), 65535, &r.port) || r.port == 0) {
+    return false;
+  }
+  r.host = std::string(where.substr(0, colon));
+  *out = std::move(r);
+  return true;
+}
+
+// MOVED and ASK with an address that parses; anything else stays unrecognized.
+bool classify_redirect(std::string_view reply, RedisError* out) {
+  Redirect redirect;
+  const bool parsed = starts_with(reply, "MOVED ")
+                          ? parse_redirect(reply.substr(6), Redirect::Kind::kMoved, &redirect)
+                          : starts_with(reply, "ASK ") &&
+                                parse_redirect(reply.substr(4), Redirect::Kind::kAsk, &redirect);
+  if (!parsed) return false;
+  out->kind = redirect.kind == Redirect::Kind::kAsk ? RedisErrorKind::kAsk : RedisErrorKind::kMoved;
+  out->code = kRedis;
+  out->transient = false;
+  out->redirect = std::move(redirect);
+  return true;
+}
+
+// An error reply without a leading word the core knows, by what it says within.
+RedisErrorKind kind_within(std::string_view reply) {
+  if (password_refusal(reply)) return RedisErrorKind::kBadCredentials;
+  // "ERR This instance has cluster support disabled"
+  if (contains(reply, "cluster support disabled")) return RedisErrorKind::kClusterDisabled;
+  // Redis < 7 wraps an error met inside a script: "ERR Error running script (call to f_...):
+  // @user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value".
+  if (contains(reply, "WRONGTYPE")) return RedisErrorKind::kWrongType;
+  return RedisErrorKind::kOther;
+}
+
 }  // namespace
 
-void set_last_error(int code, std::string message) {
+void set_last_error(int code, std::string message, bool transient) {
   t_last.code = code;
+  t_last.transient = transient;
   t_last.message = std::move(message);
 }
 
 int last_error_code() noexcept { return t_last.code; }
 const std::string& last_error_message() noexcept { return t_last.message; }
+bool last_error_transient() noexcept { return t_last.transient; }
 
-int code_for_redis_error(const std::string& reply) {
-  if (starts_with(reply, "OOM")) return kRedisOom;
-  if (starts_with(reply, "BUSY")) return kRedisBusy;
-  if (starts_with(reply, "READONLY")) return kReadOnly;
-  if (starts_with(reply, "NOPERM")) return kNoPerm;
-  if (starts_with(reply, "WRONGPASS") || starts_with(reply, "NOAUTH") ||
-      reply.find("invalid password") != std::string::npos ||
-      reply.find("without any password configured") != std::string::npos ||
-      reply.find("invalid username-password") != std::string::npos)
-    return kAuth;
-  if (starts_with(reply, "ERR unknown command")) return kUnsupported;
-  return kRedis;
+RedisError classify_redis_error(std::string_view reply) {
+  RedisError out{RedisErrorKind::kOther, kRedis, false, {}};
+  const auto leading = std::find_if(std::begin(kLeading), std::end(kLeading),
+                                    [&](const Known& k) { return starts_with(reply, k.text); });
+  if (leading != std::end(kLeading)) {
+    out = {leading->kind, leading->code, leading->transient, {}};
+  } else if (!classify_redirect(reply, &out)) {
+    out.kind = kind_within(reply);
+  }
+  // The codes keep the precedence of the earlier code_for_redis_error: a password refusal
+  // anywhere in the text outranks kRedis and kUnsupported.
+  if ((out.code == kRedis || out.code == kUnsupported) && password_refusal(reply)) out.code = kAuth;
+  return out;
 }
 
 std::string printable(const std::string& bytes, size_t limit) {

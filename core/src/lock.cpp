@@ -67,12 +67,6 @@ bool status_shape(const Reply& r) {
          is_text_or_nil(e[5]);
 }
 
-bool is_transient(int code, const std::string& message) {
-  return code == kConn || code == kRedisBusy || message.find("LOADING") != std::string::npos ||
-         message.find("TRYAGAIN") != std::string::npos ||
-         message.find("CLUSTERDOWN") != std::string::npos;
-}
-
 }  // namespace
 
 int check_wait(int64_t wait_ms) {
@@ -153,12 +147,13 @@ int Lock::unexpected(const std::string& doing) const {
 }
 
 int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
-  int code = code_for_redis_error(reply.str);
   std::string hint;
-  if (reply.str.find("WRONGTYPE") != std::string::npos) {
+  if (reply.error.kind == RedisErrorKind::kWrongType) {
     hint = " (the key exists and is not a lock hash)";
   }
-  return fail(code, doing + " lock " + printable(name_) + ": Redis replied: " + reply.str + hint);
+  return fail(reply.error.code,
+              doing + " lock " + printable(name_) + ": Redis replied: " + reply.str + hint,
+              reply.error.transient);
 }
 
 Reply Lock::run_synced(const Script& script, const Args& keys, const Args& argv, Retry retry,
@@ -179,6 +174,8 @@ Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
     client_->recount_replicas();  // auto mode: the replica may be gone rather than slow
     at = try_acquire_once(plan, join_queue);
   }
+  // A failed attempt recorded whether its failure passes by itself (see worth_retrying).
+  at.transient = at.code != kOk && at.code != kTimedOut && last_error_transient();
   return at;
 }
 
@@ -336,8 +333,7 @@ int Lock::acquire(const AcquireArgs& a) {
   // does; a try-once call never queues.
   Attempt at = behind_others ? Attempt{kTimedOut, -1} : try_acquire(plan, a.wait_ms != 0);
   if (at.code == kOk) return acquired(a, plan);
-  bool retry = at.code == kTimedOut || is_transient(at.code, last_error_message());
-  if (!retry) return at.code;
+  if (!worth_retrying(at.code, at.transient)) return at.code;
   if (a.wait_ms == 0) {
     if (at.code == kTimedOut) {
       return fail(kTimedOut, "lock " + printable(name_) + " is held by another owner");
@@ -407,7 +403,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
       }
     }
     attempt_now = true;
-    if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
+    if (!worth_retrying(at.code, at.transient)) return at.code;
     if (waiter->moved()) {
       // Sharded pub/sub: the channel's slot went to another node. Listen there, then try
       // again at once (an unlock may have been published while nobody listened).
@@ -473,7 +469,7 @@ int Lock::wait_spinning(const AcquireArgs& a, const Plan& plan) {
     if (client_->closed()) return check_open();
     Attempt at = try_acquire(plan, true);
     if (at.code == kOk) return kOk;
-    if (at.code != kTimedOut && !is_transient(at.code, last_error_message())) return at.code;
+    if (!worth_retrying(at.code, at.transient)) return at.code;
     if (Clock::now() >= deadline) return give_up(at.code, a.wait_ms);
   }
 }
@@ -536,7 +532,7 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
     r = send();
     // A server restarting answers LOADING until its data is back: keep trying within the
     // command timeout rather than leave the lock to expire.
-    for (int64_t pause = 5; r.is_error() && r.str.compare(0, 7, "LOADING") == 0 &&
+    for (int64_t pause = 5; r.error.kind == RedisErrorKind::kLoading &&
                             Clock::now() + std::chrono::milliseconds(pause) < give_up;
          pause = std::min<int64_t>(pause * 2, 100)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(pause));

@@ -37,7 +37,7 @@ Reply eval_script(Transport& transport, const Script& chosen, const Args& keys, 
     with_source();
     return transport.run(cmd, deadline);
   }
-  if (reply.is_error() && reply.str.compare(0, 8, "NOSCRIPT") == 0) {
+  if (reply.error.kind == RedisErrorKind::kNoScript) {
     with_source();
     reply =
         retry == Retry::Once ? transport.run_retrying(cmd, deadline) : transport.run(cmd, deadline);
@@ -75,7 +75,7 @@ SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const
     with_source();  // as in eval_script: the NOSCRIPT answer may be what was lost
     replies = send();
   }
-  if (replies[0].is_error() && replies[0].str.compare(0, 8, "NOSCRIPT") == 0) {
+  if (replies[0].error.kind == RedisErrorKind::kNoScript) {
     with_source();
     try {
       replies = send();

@@ -79,7 +79,7 @@ SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
         // NOAUTH: it wants a password we did not give (sentinel_password).
         *why = "sentinel " + sentinel.describe() + " answered: " + r.str;
         ++reached;
-        if (r.str.rfind("NOAUTH", 0) == 0 || code_for_redis_error(r.str) == kAuth) ++refused;
+        if (r.error.code == kAuth) ++refused;
         continue;
       }
       someone_answered = true;

@@ -21,9 +21,8 @@ constexpr int64_t kSpinUs = 100;
 void check_master_role(Connection& conn, const Endpoint& where) {
   Reply role = conn.command({"ROLE"});
   if (role.is_error()) {  // NOAUTH: the master wants the password the URL did not give
-    const int code = code_for_redis_error(role.str);
-    throw Error(code == kRedis ? kConn : code,
-                "Redis at " + where.describe() + " refused ROLE: " + role.str);
+    const int code = role.error.code == kRedis ? kConn : role.error.code;
+    throw Error(code, "Redis at " + where.describe() + " refused ROLE: " + role.str);
   }
   if (role.type == Reply::Type::Array && !role.elements.empty() &&
       role.elements[0].str == "master") {
@@ -86,8 +85,9 @@ void PipelinedTransport::warm_up() {
     if (reply.is_error()) refusal = "refused a no-op script (rlock needs EVAL/EVALSHA)";
   }
   if (refusal != nullptr) {
-    int code = code_for_redis_error(reply.str);
-    throw Error(code, "Redis at " + master_.master().describe() + " " + refusal + ": " + reply.str);
+    throw Error(reply.error.code,
+                "Redis at " + master_.master().describe() + " " + refusal + ": " + reply.str,
+                reply.error.transient);
   }
 }
 
@@ -246,7 +246,7 @@ void PipelinedTransport::run_noted(Request* requests, size_t count, const std::s
   }
   // A demoted master answers writes with READONLY: the sentinels know where the master went.
   for (size_t i = 0; i < count; ++i) {
-    if (requests[i].reply.is_error() && requests[i].reply.str.compare(0, 8, "READONLY") == 0) {
+    if (requests[i].reply.error.kind == RedisErrorKind::kReadOnly) {
       master_.suspect();
     }
   }

@@ -129,6 +129,76 @@ TEST(MultiLock, LongestWaitIsNotCutShort) {
   EXPECT_EQ(rlock_release(held.get()), RLOCK_OK);
 }
 
+// The server reloads its data (DEBUG RELOAD, slowed by key-load-delay) on a thread of its own;
+// once started, every other connection's commands answer LOADING until the data is back.
+class Reloading {
+ public:
+  explicit Reloading(const PrivateRedis& server) : server_(server) {
+    RedisConn admin(server_.admin_url());
+    admin.ok({"DEBUG", "POPULATE", "3000", "filler"});
+    admin.ok({"CONFIG", "SET", "key-load-delay", "500"});  // microseconds a key: about 1.5 s
+    admin.ok({"CONFIG", "SET", "loading-process-events-interval-bytes", "1024"});
+    reload_ = std::thread([this] {
+      RedisConn runner(server_.admin_url(), 60000);
+      runner.ok({"DEBUG", "RELOAD"});
+    });
+    const auto start = Clock::now();
+    while (!loading(admin) && Clock::now() - start < std::chrono::seconds(10)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ~Reloading() { reload_.join(); }
+  static bool loading(RedisConn& admin) {
+    Reply r = admin.command({"PING"});
+    return r.is_error() && r.str.rfind("LOADING", 0) == 0;
+  }
+  // How many LOADING replies the server has sent (INFO errorstats, Redis 7).
+  static long long loading_replies(RedisConn& admin) {
+    const std::string info = admin.ok({"INFO", "errorstats"}).str;
+    const std::string field = "errorstat_LOADING:count=";
+    const size_t at = info.find(field);
+    return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
+  }
+
+ private:
+  const PrivateRedis& server_;
+  std::thread reload_;
+};
+
+// A multi-lock waits through LOADING as a single lock does (it used to fail at once with
+// RLOCK_EREDIS); so does a single lock.
+TEST(MultiLock, WaitsThroughLoadingAsASingleLockDoes) {
+  PrivateRedis server({"--enable-debug-command", "yes"});
+  RedisConn admin(server.admin_url());
+  it::Client client = it::make_client(server.tcp_url());
+  const std::string a = unique_name("multi-load-a"), b = unique_name("multi-load-b");
+  it::Lock la = it::make_lock(client.get(), a), lb = it::make_lock(client.get(), b);
+  Group g = make_group({la.get(), lb.get()}, false);
+  {
+    Reloading reload(server);
+    ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+    const long long before = Reloading::loading_replies(admin);
+    EXPECT_EQ(group_acquire(g.get(), 20000, 30000), RLOCK_OK) << it::last_error();
+    EXPECT_GT(Reloading::loading_replies(admin), before) << "the group never met LOADING";
+    EXPECT_FALSE(Reloading::loading(admin)) << "acquired while the server was loading";
+  }
+  EXPECT_TRUE(admin.exists(a) && admin.exists(b));
+  EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK) << it::last_error();
+  {
+    Reloading reload(server);
+    ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+    const long long before = Reloading::loading_replies(admin);
+    EXPECT_EQ(it::acquire(la.get(), 20000, 30000), RLOCK_OK) << it::last_error();
+    EXPECT_GT(Reloading::loading_replies(admin), before) << "the lock never met LOADING";
+  }
+  EXPECT_EQ(rlock_release(la.get()), RLOCK_OK) << it::last_error();
+  // A try-once call still reports LOADING rather than waiting.
+  Reloading reload(server);
+  ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
+  EXPECT_EQ(group_acquire(g.get(), 0, 30000), RLOCK_EREDIS);
+  EXPECT_NE(it::last_error().find("LOADING"), std::string::npos) << it::last_error();
+}
+
 TEST(MultiLock, BadInput) {
   it::Client c = it::make_client();
   it::Lock l = it::make_lock(c.get(), unique_name("multi-bad"));

@@ -72,19 +72,18 @@ class ClusterTransport final : public Transport, public MasterSource {
     std::unique_ptr<PipelinedTransport> transport;
     int replicas = 0;
   };
-  struct Redirect {
-    bool ask = false;
-    int slot = -1;
-    std::string host;
-    int port = 0;
+  // Why no node gave a slot map: the last one's answer, and whether it said it is no cluster
+  // node.
+  struct RefreshFailure {
+    std::string why;
+    bool not_a_cluster = false;
   };
 
-  static bool parse_redirect(const std::string& error, Redirect* out);
   std::shared_ptr<Node> node_at(const std::string& host, int port);
   std::shared_ptr<Node> route(int slot);
   // Asks for a fresh slot map: at once when `force`, else at most every 100 ms. Returns false
   // when no node answered.
-  bool refresh(bool force, std::string* why = nullptr);
+  bool refresh(bool force, RefreshFailure* failure = nullptr);
   bool apply_slots(const Reply& slots, const Endpoint& asked, std::string* why);
   std::vector<Reply> send(const std::vector<Args>& commands, int slot, Deadline deadline);
 

@@ -83,8 +83,9 @@ class Lock {
 
  private:
   struct Attempt {
-    int code;      // kOk = acquired, kTimedOut = held by another owner, else an error
-    int64_t pttl;  // when held by another owner
+    int code;                // kOk = acquired, kTimedOut = held by another owner, else an error
+    int64_t pttl;            // when held by another owner
+    bool transient = false;  // an error that passes by itself (see worth_retrying)
   };
   // What one acquire call asks for, worked out once.
   struct Plan {

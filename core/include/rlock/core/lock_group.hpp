@@ -37,6 +37,14 @@ class LockGroup {
   size_t quorum() const { return quorum_; }
 
  private:
+  struct Round;
+  int check_acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, CancelSet* cancel) const;
+  int64_t shortest_lease(int64_t lease_ms) const;
+  // Tries every member once, at once, without waiting.
+  void try_round(const AcquireArgs& args, int64_t lease_ms, Round* round);
+  // A round that fell short (its members released): the outcome to return, or kOk to back off
+  // and try again.
+  int after_shortfall(const Round& round, bool out_of_time) const;
   void release_all(int64_t thread_id);
 
   std::vector<std::shared_ptr<Lock>> members_;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "rlock/core/error.hpp"
+
 namespace rlock::core {
 
 struct Reply {
@@ -14,6 +16,7 @@ struct Reply {
   int64_t integer = 0;
   std::string str;  // String, Status and Error
   std::vector<Reply> elements;
+  RedisError error;  // Error: what the text means (classify_redis_error); decisions read this
 
   static Reply nil() { return {}; }
   static Reply of_int(int64_t v) {
@@ -31,6 +34,7 @@ struct Reply {
   static Reply of_error(std::string s) {
     Reply r;
     r.type = Type::Error;
+    r.error = classify_redis_error(s);
     r.str = std::move(s);
     return r;
   }
