@@ -183,7 +183,7 @@ TEST(MultiLock, WaitsThroughLoadingAsASingleLockDoes) {
     EXPECT_FALSE(Reloading::loading(admin)) << "acquired while the server was loading";
   }
   EXPECT_TRUE(admin.exists(a) && admin.exists(b));
-  EXPECT_EQ(rlock_multi_release(g.get(), RLOCK_THREAD_CURRENT), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_multi_release(g.get()), RLOCK_OK) << it::last_error();
   {
     Reloading reload(server);
     ASSERT_TRUE(Reloading::loading(admin)) << "the server never answered LOADING";
