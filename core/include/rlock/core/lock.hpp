@@ -138,9 +138,4 @@ class Lock {
   std::shared_ptr<LostListener> listener_ = std::make_shared<LostListener>();
 };
 
-// Writes `value` to the string key `resource` only if `token` is at least the highest fencing
-// token seen for it (kept in "rlock_fence:{resource}"). *accepted tells which happened.
-int fenced_write(Client& client, const std::string& resource, const std::string& value,
-                 int64_t token, bool* accepted);
-
 }  // namespace rlock::core
