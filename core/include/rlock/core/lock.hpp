@@ -1,4 +1,6 @@
-// The reentrant lock of PROTOCOL.md: hash N, field "<client-id>:<thread-id>" = hold count.
+// The locks of PROTOCOL.md, every kind: the reentrant lock's hash N, field
+// "<client-id>:<thread-id>" = hold count, and the kinds built on it. Lock holds what all kinds
+// share; what differs per kind (keys, scripts, replies) is in core/src/kinds.
 //
 // All operations return a status code (kOk or a negative Code) and record a message for the
 // calling thread on failure; unexpected failures (out of memory, bugs) throw.
