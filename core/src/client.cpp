@@ -292,4 +292,31 @@ void Client::close() {
   if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
 }
 
+int fenced_write(Client& client, const std::string& resource, const std::string& value,
+                 int64_t token, bool* accepted) {
+  if (client.closed()) return fail(kClosed, "fenced write: the client was closed");
+  if (resource.empty()) return fail(kInvalid, "fenced write: resource key must not be empty");
+  if (resource.size() > client.config().max_name_len) {
+    return fail(kInvalid, "fenced write: resource key is longer than max_name_len");
+  }
+  if (token < 0) return fail(kInvalid, "fenced write: token must not be negative");
+  Reply r;
+  try {
+    // Retrying is safe: a second delivery with the same token and value changes nothing.
+    r = eval_script(client.transport(), scripts::fenced_write, {resource, fence_mark(resource)},
+                    {std::to_string(token), value}, Retry::Once);
+  } catch (const Error& e) {
+    return fail(e.code(), "fenced write to " + printable(resource) + ": " + e.message());
+  }
+  if (r.is_error()) {
+    return fail(code_for_redis_error(r.str),
+                "fenced write to " + printable(resource) + ": Redis replied: " + r.str);
+  }
+  if (r.type != Reply::Type::Integer) {
+    return fail(kRedis, "fenced write to " + printable(resource) + ": unexpected reply");
+  }
+  *accepted = r.integer == 1;
+  return kOk;
+}
+
 }  // namespace rlock::core

@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "kinds/kind.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
@@ -32,31 +33,12 @@ std::string lease_problem(int64_t lease) {
          (lease == 0 || lease < -1 ? " (a lease <= 0 would unlock at once)" : "");
 }
 
-// Wall-clock milliseconds: the fair lock's queue deadlines are absolute times, as Redisson
-// keeps them, so every client of one lock must agree on the clock (NTP).
-int64_t epoch_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Replies are read only in the shapes core/scripts/*.lua return; anything else (a proxy's or a
 // broken server's answer) is an unexpected reply, kRedis, never a result.
 bool is_int(const Reply& r) { return r.type == Reply::Type::Integer; }
 
 bool is_text_or_nil(const Reply& r) {
   return r.type == Reply::Type::String || r.type == Reply::Type::Nil;
-}
-
-// acquire scripts: {1, count, token} granted, {0, pttl} held by another, {-1, 0} no upgrade.
-bool acquire_shape(const Reply& r) {
-  if (r.type != Reply::Type::Array || r.elements.size() < 2) return false;
-  for (const Reply& e : r.elements) {
-    if (!is_int(e)) return false;
-  }
-  const int64_t verdict = r.elements[0].integer;
-  if (verdict == 1) return r.elements.size() == 3 && r.elements[1].integer >= 1;
-  return (verdict == 0 || verdict == -1) && r.elements.size() == 2;
 }
 
 // status.lua: {pttl, mine, owners, first owner or nil, its count, mode or nil}.
@@ -85,12 +67,8 @@ int check_lease(int64_t lease_ms) {
 Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options)
     : client_(std::move(client)),
       name_(std::move(name)),
-      channel_(options.kind == LockKind::Read || options.kind == LockKind::Write
-                   ? rw_channel(name_)
-                   : lock_channel(name_)),
-      token_counter_(token_counter(name_)),
-      queue_(fair_queue(name_)),
-      deadlines_(fair_deadlines(name_)),
+      kind_(kinds::make_kind(options.kind, name_)),
+      channel_(kind_->channel()),
       options_(options) {
   if (name_.empty()) throw Error(kInvalid, "lock name must not be empty");
   if (name_.size() > client_->config().max_name_len) {
@@ -138,8 +116,7 @@ int64_t Lock::resolve_thread(int64_t thread_id) const {
 }
 
 std::string Lock::owner_field(int64_t thread_id) const {
-  std::string owner = client_->owner(resolve_thread(thread_id));
-  return writes() ? owner + ":write" : owner;
+  return kind_->owner_field(client_->owner(resolve_thread(thread_id)));
 }
 
 int Lock::unexpected(const std::string& doing) const {
@@ -156,8 +133,16 @@ int Lock::redis_failure(const std::string& doing, const Reply& reply) const {
               reply.error.transient);
 }
 
-Reply Lock::run_synced(const Script& script, const Args& keys, const Args& argv, Retry retry,
-                       Deadline deadline, int replicas, int64_t* acked) {
+Reply Lock::run_once(const kinds::Call& call, Send send) {
+  return eval_script(client_->transport(), *call.script, kinds::views(call.keys),
+                     kinds::views(call.argv), Retry::Once, send);
+}
+
+Reply Lock::run_synced(const kinds::Call& call, Retry retry, Deadline deadline, int replicas,
+                       int64_t* acked) {
+  const Script& script = *call.script;
+  const Args keys = kinds::views(call.keys);
+  const Args argv = kinds::views(call.argv);
   if (replicas <= 0) {
     return eval_script(client_->transport(), script, keys, argv, retry, Send::Sha, deadline);
   }
@@ -184,7 +169,6 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   if (client_->closed()) return {check_open(), 0};
   Holds& holds = client_->holds();
   int64_t before = holds.count(name_, plan.owner);
-  std::string lease = std::to_string(plan.lease_ms);
   const int wanted = client_->sync_replicas(name_);
   Clock::time_point sent = Clock::now();
   const Clock::time_point deadline =
@@ -192,100 +176,84 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   Reply r;
   int64_t acked = -1;
   try {
-    if (reads()) {
-      const std::string prefix = read_lease_prefix(name_, plan.base_owner);
-      r = run_synced(scripts::rw_read_acquire, {name_, prefix},
-                     {lease, plan.base_owner, plan.base_owner + ":write"}, Retry::No, deadline,
-                     wanted, &acked);
-    } else if (writes()) {
-      r = run_synced(scripts::rw_write_acquire, {name_}, {lease, plan.owner, plan.base_owner},
-                     Retry::No, deadline, wanted, &acked);
-    } else if (fair()) {
-      Args keys{name_, queue_, deadlines_};
-      if (plan.fenced) keys.push_back(token_counter_);
-      const std::string allowance = std::to_string(plan.fair_allowance_ms);
-      const std::string now = std::to_string(epoch_ms());
-      r = run_synced(scripts::fair_acquire, keys,
-                     {lease, plan.owner, allowance, now, join_queue ? "1" : "0"}, Retry::No,
-                     deadline, wanted, &acked);
-    } else {
-      Args keys{name_};
-      if (plan.fenced) keys.push_back(token_counter_);
-      r = run_synced(scripts::acquire, keys, {lease, plan.owner}, Retry::No, deadline, wanted,
-                     &acked);
-    }
+    const kinds::Call call =
+        kind_->acquire({plan.owner, plan.base_owner, std::to_string(plan.lease_ms), plan.fenced,
+                        plan.fair_allowance_ms, join_queue});
+    r = run_synced(call, Retry::No, deadline, wanted, &acked);
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
     // does not outlive us until its lease.
-    // (Not for read-write locks: their layout differs; their key expires by the lease.)
-    if (e.code() == kConn && !read_write() && plan.undo_lost_reply) {
+    if (e.code() == kConn && plan.undo_lost_reply) {
       undo_acquire(plan.owner, before + 1, plan.lease_ms);
     }
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};
   }
   if (r.is_error()) return {redis_failure("acquiring", r), 0};
-  if (!acquire_shape(r)) return {unexpected("acquiring"), 0};
-  if (r.elements[0].integer == 1) {
-    HoldLayout layout = reads()    ? HoldLayout::Read
-                        : writes() ? HoldLayout::Write
-                                   : HoldLayout::Plain;
+  kinds::AcquireReply got;
+  if (!kind_->read_acquire(r, &got)) return {unexpected("acquiring"), 0};
+  if (got.verdict == kinds::AcquireReply::Verdict::Granted) {
     // The holds this owner took, counted here: the server may count more, from an acquire
     // whose reply was lost and whose undo failed, or a release still on its way. Only this
     // client uses this owner, so those are nobody's, and the last release removes them all.
     // (Fewer on the server means the earlier holds were lost: this one starts afresh.)
-    const int64_t count = std::min(r.elements[1].integer, before + 1);
+    const int64_t count = std::min(got.count, before + 1);
     holds.acquired(name_, plan.owner, plan.thread_id, count, plan.lease_ms, plan.watchdog, sent,
-                   listener_, r.elements[2].integer, layout);
-    const int64_t elapsed_ms =
-        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
-    if (wanted > 0 && elapsed_ms >= plan.lease_ms - Holds::drift_ms(plan.lease_ms)) {
-      // The answer came after the lease it granted ran out (WAIT took most of it): whatever
-      // it granted is no longer ours to use. (Without WAIT such a late grant is reported
-      // acquired and at once lost, through the lost-lock callback, as it always was.)
-      in_flight.unlock();
-      release_hold(plan.thread_id, false);
-      return {fail(kConn, "lock " + printable(name_) + ": the grant arrived after its lease of " +
-                              std::to_string(plan.lease_ms) + " ms ran out; it was taken back"),
-              0};
-    }
-    if (wanted > 0 && acked < wanted) {
-      // Granted on the master only: a failover now would hand the lock to another owner.
-      // Take this hold back (the outer ones of a re-entry stay).
-      in_flight.unlock();
-      release_hold(plan.thread_id, false);
-      return {fail(kNotSynced,
-                   "lock " + printable(name_) + " was granted, but " +
-                       (acked < 0 ? std::string("WAIT failed")
-                                  : std::to_string(acked) + " of " + std::to_string(wanted)) +
-                       " replicas confirmed it within " +
-                       std::to_string(client_->config().sync_timeout_ms) +
-                       " ms (sync_replicas): it was taken back"),
-              0};
-    }
-    return {kOk, 0};
+                   listener_, got.token, kind_->layout());
+    return confirm_grant(plan, sent, wanted, acked, &in_flight);
   }
-  if (r.elements[0].integer == -1) {
+  if (got.verdict == kinds::AcquireReply::Verdict::Refused) {
     return {fail(kDeadlock, "lock " + printable(name_) + ": " + plan.base_owner +
                                 " holds the read lock and asked for the write lock; upgrading "
                                 "is not supported (release the read lock first)"),
             0};
   }
-  return {kTimedOut, r.elements[1].integer};
+  return {kTimedOut, got.pttl};
+}
+
+Lock::Attempt Lock::confirm_grant(const Plan& plan, Clock::time_point sent, int wanted,
+                                  int64_t acked, std::shared_lock<std::shared_mutex>* in_flight) {
+  const int64_t elapsed_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - sent).count();
+  if (wanted > 0 && elapsed_ms >= plan.lease_ms - Holds::drift_ms(plan.lease_ms)) {
+    // The answer came after the lease it granted ran out (WAIT took most of it): whatever
+    // it granted is no longer ours to use. (Without WAIT such a late grant is reported
+    // acquired and at once lost, through the lost-lock callback, as it always was.)
+    in_flight->unlock();
+    release_hold(plan.thread_id, false);
+    return {fail(kConn, "lock " + printable(name_) + ": the grant arrived after its lease of " +
+                            std::to_string(plan.lease_ms) + " ms ran out; it was taken back"),
+            0};
+  }
+  if (wanted > 0 && acked < wanted) {
+    // Granted on the master only: a failover now would hand the lock to another owner.
+    // Take this hold back (the outer ones of a re-entry stay).
+    in_flight->unlock();
+    release_hold(plan.thread_id, false);
+    return {
+        fail(kNotSynced, "lock " + printable(name_) + " was granted, but " +
+                             (acked < 0 ? std::string("WAIT failed")
+                                        : std::to_string(acked) + " of " + std::to_string(wanted)) +
+                             " replicas confirmed it within " +
+                             std::to_string(client_->config().sync_timeout_ms) +
+                             " ms (sync_replicas): it was taken back"),
+        0};
+  }
+  return {kOk, 0};
 }
 
 void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms) {
+  const std::optional<kinds::Call> undo = kind_->undo_acquire(owner, expected_count, lease_ms);
+  if (!undo) return;  // the key expires by its lease
   try {
     // With its source: when replies are being lost, a NOSCRIPT answer would be lost too and
     // the undo never run.
-    eval_script(client_->transport(), scripts::undo_acquire, {name_, channel_},
-                {owner, std::to_string(expected_count), std::to_string(lease_ms)}, Retry::Once,
-                Send::Source);
+    run_once(*undo, Send::Source);
   } catch (const Error&) {
     // Still unreachable: nothing renews the key, so it expires by its lease.
   }
 }
 
-int Lock::acquire(const AcquireArgs& a) {
+int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {
   if (int c = check_open()) return c;
   if (int rc = check_wait(a.wait_ms)) return rc;
   int64_t lease = a.lease_ms == 0 ? options_.lease_ms : a.lease_ms;
@@ -297,27 +265,30 @@ int Lock::acquire(const AcquireArgs& a) {
   if (a.cancel != nullptr && a.cancel->cancelled()) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
-  Plan plan;
-  plan.thread_id = resolve_thread(a.thread_id);
-  plan.base_owner = client_->owner(plan.thread_id);
-  plan.owner = writes() ? plan.base_owner + ":write" : plan.base_owner;
-  plan.watchdog = lease == kLeaseWatchdog;
-  plan.lease_ms = plan.watchdog ? client_->config().watchdog_lease_ms : lease;
-  plan.fenced = options_.kind == LockKind::Fenced || a.token != nullptr;
-  plan.undo_lost_reply = a.undo_lost_reply;
-  if (plan.fenced && read_write()) {
-    return fail(kInvalid, "lock " + printable(name_) +
-                              ": fencing tokens are not available for read-write locks");
+  plan->thread_id = resolve_thread(a.thread_id);
+  plan->base_owner = client_->owner(plan->thread_id);
+  plan->owner = kind_->owner_field(plan->base_owner);
+  plan->watchdog = lease == kLeaseWatchdog;
+  plan->lease_ms = plan->watchdog ? client_->config().watchdog_lease_ms : lease;
+  plan->fenced = kind_->always_fenced() || a.token != nullptr;
+  plan->undo_lost_reply = a.undo_lost_reply;
+  if (plan->fenced && kind_->fencing_unavailable() != nullptr) {
+    return fail(kInvalid, "lock " + printable(name_) + ": " + kind_->fencing_unavailable());
   }
   // Redisson's rule: a bounded wait is also how long a fair waiter's place is kept.
-  plan.fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
+  plan->fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
+  return kOk;
+}
 
+int Lock::acquire(const AcquireArgs& a) {
+  Plan plan;
+  if (int rc = make_plan(a, &plan)) return rc;
   // Taken before the attempt: if this client already listens on the channel (for other waiters,
   // or still, for one that left a moment ago) and no message comes before this caller joins,
   // its failed attempt is still current.
   bool others_sleeping = false;
   uint64_t mark =
-      a.wait_ms != 0 && options_.kind != LockKind::Spin
+      a.wait_ms != 0 && !kind_->spins()
           ? client_->subscriber_for(channel_).message_mark(wake_channel(plan), &others_sleeping)
           : 0;
   // A call that waits for as long as it takes does not barge past this client's waiters of a
@@ -325,10 +296,9 @@ int Lock::acquire(const AcquireArgs& a) {
   // first of them), so a busy lock costs one attempt per client per release. Not for a thread
   // that already holds the lock (a re-entry), nor for bounded waits (the lock may have expired
   // meanwhile, and such a call must not time out without having tried).
-  const bool behind_others =
-      others_sleeping && mark != 0 && a.wait_ms < 0 &&
-      (options_.kind == LockKind::Reentrant || options_.kind == LockKind::Fenced) &&
-      client_->holds().count(name_, plan.owner) == 0;
+  const bool behind_others = others_sleeping && mark != 0 && a.wait_ms < 0 &&
+                             kind_->yields_to_local_waiters() &&
+                             client_->holds().count(name_, plan.owner) == 0;
   // A call that will wait takes its place in a fair queue with its first attempt, as Redisson
   // does; a try-once call never queues.
   Attempt at = behind_others ? Attempt{kTimedOut, -1} : try_acquire(plan, a.wait_ms != 0);
@@ -340,10 +310,9 @@ int Lock::acquire(const AcquireArgs& a) {
     }
     return at.code;
   }
-  int rc =
-      options_.kind == LockKind::Spin ? wait_spinning(a, plan) : wait_subscribed(a, plan, at, mark);
+  int rc = kind_->spins() ? wait_spinning(a, plan) : wait_subscribed(a, plan, at, mark);
   if (rc == kOk) return acquired(a, plan);
-  if (fair()) leave_queue(plan);
+  leave_queue(plan);
   return rc;
 }
 
@@ -352,16 +321,15 @@ int Lock::acquired(const AcquireArgs& a, const Plan& plan) {
   return kOk;
 }
 
-// A fair waiter is woken alone, on a channel of its own.
-std::string Lock::wake_channel(const Plan& plan) const {
-  return fair() ? channel_ + ":" + plan.owner : channel_;
-}
+// The channel this plan's waiter is woken on (a fair waiter: one of its own).
+std::string Lock::wake_channel(const Plan& plan) const { return kind_->wake_channel(plan.owner); }
 
-// A fair waiter that gives up leaves the queue, so the ones behind need not wait out its place.
+// A waiter that gives up leaves the queue of a kind that has one.
 void Lock::leave_queue(const Plan& plan) {
+  const std::optional<kinds::Call> leave = kind_->leave_queue(plan.owner, plan.fair_allowance_ms);
+  if (!leave) return;
   try {
-    eval_script(client_->transport(), scripts::fair_leave, {name_, queue_, deadlines_, channel_},
-                {plan.owner, std::to_string(plan.fair_allowance_ms)}, Retry::Once);
+    run_once(*leave);
   } catch (const Error&) {
     // Unreachable: our entry is dropped when its deadline passes.
   }
@@ -430,11 +398,9 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
     if (at.code == kTimedOut) {
       // Sleep until a wake-up message, bounded by the holder's remaining lease and the poll cap.
       if (at.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(at.pttl));
-      // A fair waiter keeps its place by coming back at least every quarter allowance (the
-      // script refreshes its deadline in the last half).
-      if (fair()) {
-        sleep = std::min(
-            sleep, std::chrono::milliseconds(std::max<int64_t>(1, plan.fair_allowance_ms / 4)));
+      // A queued waiter (fair lock) comes back in time to keep its place.
+      if (int64_t revisit_ms = kind_->revisit_ms(plan.fair_allowance_ms)) {
+        sleep = std::min(sleep, std::chrono::milliseconds(revisit_ms));
       }
       backoff_ms = kMinBackoffMs;
     } else {
@@ -487,7 +453,6 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   Holds& holds = client_->holds();
   int64_t lease_ms = holds.lease(name_, owner);
   if (lease_ms <= 0) lease_ms = client_->config().watchdog_lease_ms;
-  const std::string lease = std::to_string(lease_ms);
   const std::string latch = unlock_latch(name_, random_hex(8));
   const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
   // A hold already reported lost stays lost: its release still frees the key if it is there,
@@ -498,7 +463,7 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   // This owner's last hold (as counted here) takes every hold the server counts for it: the
   // extra ones are nobody's (see acquire). Read-write locks count holds their own way.
   const int64_t own = holds.count(name_, owner);
-  const bool last = own <= 1 && !read_write();
+  const bool last = own <= 1 && !kind_->counts_holds_on_server();
   const std::string to_release = last ? std::to_string(kAllHolds) : "1";
   holds.begin_release(name_, owner);
   // Every try, and the retries on LOADING below, end within one command timeout.
@@ -508,25 +473,9 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   // is free on the master either way, and a replica that missed it frees it by its lease).
   int64_t acked = -1;
   const int replicas = synced ? client_->sync_replicas(name_) : 0;
-  auto run = [&](const Script& script, const Args& keys, const Args& argv) {
-    return run_synced(script, keys, argv, Retry::Once, give_up, replicas, &acked);
-  };
-  const std::string read_prefix = reads() ? read_lease_prefix(name_, owner) : std::string();
-  const std::string tagged = reads() ? hash_tagged(name_) : std::string();
-  const std::string now = fair() ? std::to_string(epoch_ms()) : std::string();
-  auto send = [&] {
-    if (reads()) {
-      return run(scripts::rw_read_release, {name_, channel_, read_prefix, tagged, latch},
-                 {owner, latch_ttl});
-    }
-    if (writes()) {
-      return run(scripts::rw_write_release, {name_, channel_, latch}, {lease, owner, latch_ttl});
-    }
-    return fair() ? run(scripts::fair_release, {name_, queue_, deadlines_, channel_, latch},
-                        {lease, owner, to_release, latch_ttl, now})
-                  : run(scripts::release, {name_, channel_, latch},
-                        {lease, owner, to_release, latch_ttl});
-  };
+  const kinds::Call call =
+      kind_->release({owner, std::to_string(lease_ms), to_release, latch, latch_ttl});
+  auto send = [&] { return run_synced(call, Retry::Once, give_up, replicas, &acked); };
   try {
     // Retrying is safe: the latch makes a second delivery return the first one's result.
     r = send();
@@ -544,6 +493,12 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
                               " (renewal stopped; the lock expires by its lease)");
   }
+  return finish_release(owner, r, was_lost, last ? 0 : own - 1, lease_ms, sent);
+}
+
+int Lock::finish_release(const std::string& owner, const Reply& r, bool was_lost, int64_t left_here,
+                         int64_t lease_ms, Clock::time_point sent) {
+  Holds& holds = client_->holds();
   // A renewal that found the key gone while this release was in flight counts as a loss only
   // if the release did not find the lock held (it may have deleted the key itself). A held
   // release ends after the hold's own update, so a renewal answering in between finds the hold
@@ -555,7 +510,7 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   if (r.integer >= 0 && !was_lost) {
     // Holds left as counted here: fewer on the server means the outer ones were lost, which
     // their renewal then reports.
-    const int64_t left = read_write() ? r.integer : last ? 0 : own - 1;
+    const int64_t left = kind_->counts_holds_on_server() ? r.integer : left_here;
     holds.released(name_, owner, left, lease_ms, sent);
     holds.end_release(name_, owner, Holds::Released::Held);
     return kOk;
@@ -603,43 +558,27 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
-    if (reads()) {
-      // The read renewal script with one owner: 1 renewed, else not held (read as -1).
-      r = eval_script(client_->transport(), scripts::rw_read_renew,
-                      {name_, read_lease_prefix(name_, owner)}, {std::to_string(lease_ms), owner},
-                      Retry::Once);
-      if (r.type == Reply::Type::Array && r.elements.size() == 1 && is_int(r.elements[0])) {
-        r = Reply::of_int(r.elements[0].integer == 1 ? 1 : -1);
-      } else if (!r.is_error()) {
-        return unexpected("extending");
-      }
-    } else {
-      r = eval_script(client_->transport(), scripts::extend, {name_},
-                      {std::to_string(lease_ms), owner}, Retry::Once);
-    }
+    const kinds::Call call = kind_->extend(owner, std::to_string(lease_ms));
+    r = run_once(call);
   } catch (const Error& e) {
     return fail(e.code(), "extending lock " + printable(name_) + ": " + e.message());
   }
   if (r.is_error()) return redis_failure("extending", r);
-  if (!is_int(r)) return unexpected("extending");
-  if (r.integer == 1) {
+  int64_t result = 0;
+  if (!kind_->read_extend(r, &result)) return unexpected("extending");
+  if (result == 1) {
     holds.extended(name_, owner, lease_ms, sent);
     return kOk;
   }
-  return not_held(owner, r.integer == -2, false, "extend");
+  return not_held(owner, result == -2, false, "extend");
 }
 
 int Lock::force_unlock(bool* deleted) {
   if (int c = check_open()) return c;
   Reply r;
   try {
-    r = read_write() ? eval_script(client_->transport(), scripts::rw_force_unlock,
-                                   {name_, channel_}, {reads() ? "read" : "write"}, Retry::Once)
-        : fair()     ? eval_script(client_->transport(), scripts::fair_force_unlock,
-                                   {name_, queue_, deadlines_, channel_}, {std::to_string(epoch_ms())},
-                                   Retry::Once)
-                 : eval_script(client_->transport(), scripts::force_unlock, {name_, channel_}, {},
-                               Retry::Once);
+    const kinds::Call call = kind_->force_unlock();
+    r = run_once(call);
   } catch (const Error& e) {
     return fail(e.code(), "force-unlocking lock " + printable(name_) + ": " + e.message());
   }
@@ -691,33 +630,6 @@ int Lock::token(int64_t thread_id, int64_t* out) const {
                 "lock " + printable(name_) + " is not held by " + owner + " with a fencing token");
   }
   *out = token;
-  return kOk;
-}
-
-int fenced_write(Client& client, const std::string& resource, const std::string& value,
-                 int64_t token, bool* accepted) {
-  if (client.closed()) return fail(kClosed, "fenced write: the client was closed");
-  if (resource.empty()) return fail(kInvalid, "fenced write: resource key must not be empty");
-  if (resource.size() > client.config().max_name_len) {
-    return fail(kInvalid, "fenced write: resource key is longer than max_name_len");
-  }
-  if (token < 0) return fail(kInvalid, "fenced write: token must not be negative");
-  Reply r;
-  try {
-    // Retrying is safe: a second delivery with the same token and value changes nothing.
-    r = eval_script(client.transport(), scripts::fenced_write, {resource, fence_mark(resource)},
-                    {std::to_string(token), value}, Retry::Once);
-  } catch (const Error& e) {
-    return fail(e.code(), "fenced write to " + printable(resource) + ": " + e.message());
-  }
-  if (r.is_error()) {
-    return fail(code_for_redis_error(r.str),
-                "fenced write to " + printable(resource) + ": Redis replied: " + r.str);
-  }
-  if (!is_int(r)) {
-    return fail(kRedis, "fenced write to " + printable(resource) + ": unexpected reply");
-  }
-  *accepted = r.integer == 1;
   return kOk;
 }
 

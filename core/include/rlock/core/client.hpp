@@ -88,6 +88,12 @@ class Client {
   std::chrono::steady_clock::time_point replicas_counted_;
 };
 
+// Writes `value` to the string key `resource` only if `token` is at least the highest fencing
+// token seen for it (kept in "rlock_fence:{resource}"). *accepted tells which happened. Returns
+// kOk or a negative Code with a message for the calling thread, as Lock's operations do.
+int fenced_write(Client& client, const std::string& resource, const std::string& value,
+                 int64_t token, bool* accepted);
+
 // A random version-4 UUID, lower-case with dashes.
 std::string random_uuid();
 // `bytes` random bytes as lower-case hex.

@@ -1,11 +1,15 @@
-// The reentrant lock of docs/protocol.md: hash N, field "<client-id>:<thread-id>" = hold count.
+// The locks of docs/protocol.md, every kind: the reentrant lock's hash N, field
+// "<client-id>:<thread-id>" = hold count, and the kinds built on it. Lock holds what all kinds
+// share; what differs per kind (keys, scripts, replies) is in core/src/kinds.
 //
 // All operations return a status code (kOk or a negative Code) and record a message for the
 // calling thread on failure; unexpected failures (out of memory, bugs) throw.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 
 #include "rlock/core/cancel.hpp"
@@ -14,6 +18,11 @@
 #include "rlock/core/scripts.hpp"
 
 namespace rlock::core {
+
+namespace kinds {
+class Kind;
+struct Call;
+}  // namespace kinds
 
 constexpr int64_t kWaitForever = -1;
 constexpr int64_t kLeaseWatchdog = -1;
@@ -98,24 +107,31 @@ class Lock {
     int64_t fair_allowance_ms;  // fair lock: how long our place in the queue is kept
     bool undo_lost_reply;
   };
+  // Checks an acquire's arguments and works out what it asks for.
+  int make_plan(const AcquireArgs& a, Plan* plan) const;
   // One attempt; with replica sync, a grant the replicas did not confirm is taken back and
   // tried once more before kNotSynced.
   Attempt try_acquire(const Plan& plan, bool join_queue);
   Attempt try_acquire_once(const Plan& plan, bool join_queue);
+  // A grant recorded in the holds, checked against replica sync: kOk, or taken back.
+  Attempt confirm_grant(const Plan& plan, std::chrono::steady_clock::time_point sent, int wanted,
+                        int64_t acked, std::shared_lock<std::shared_mutex>* in_flight);
   // Runs an acquire or release script, followed by WAIT for `replicas` when that is above 0;
   // `acked` gets the replicas that confirmed (-1: WAIT failed; unchanged without WAIT).
-  Reply run_synced(const Script& script, const Args& keys, const Args& argv, Retry retry,
-                   Deadline deadline, int replicas, int64_t* acked);
+  Reply run_synced(const kinds::Call& call, Retry retry, Deadline deadline, int replicas,
+                   int64_t* acked);
+  // Runs any other script, retried once on a fresh connection if its reply is lost.
+  Reply run_once(const kinds::Call& call, Send send = Send::Sha);
   int release_hold(int64_t thread_id, bool synced);
+  // What a release's reply means for the holds and the caller. `left_here`: the holds left as
+  // counted here if it released one.
+  int finish_release(const std::string& owner, const Reply& r, bool was_lost, int64_t left_here,
+                     int64_t lease_ms, std::chrono::steady_clock::time_point sent);
   int wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark);
   std::string wake_channel(const Plan& plan) const;
   int wait_spinning(const AcquireArgs& a, const Plan& plan);
   int acquired(const AcquireArgs& a, const Plan& plan);
   void leave_queue(const Plan& plan);
-  bool fair() const { return options_.kind == LockKind::Fair; }
-  bool reads() const { return options_.kind == LockKind::Read; }
-  bool writes() const { return options_.kind == LockKind::Write; }
-  bool read_write() const { return reads() || writes(); }
   // The hash field of the owner with this thread id.
   std::string owner_field(int64_t thread_id) const;
   int give_up(int last_code, int64_t wait_ms);
@@ -130,18 +146,11 @@ class Lock {
 
   std::shared_ptr<Client> client_;
   const std::string name_;
-  const std::string channel_;
-  const std::string token_counter_;
-  const std::string queue_;      // fair lock only
-  const std::string deadlines_;  // fair lock only
+  const std::unique_ptr<const kinds::Kind> kind_;  // what differs per kind (core/src/kinds)
+  const std::string channel_;                      // the channel waiters listen on
   const LockOptions options_;
   CancelSet waits_;
   std::shared_ptr<LostListener> listener_ = std::make_shared<LostListener>();
 };
-
-// Writes `value` to the string key `resource` only if `token` is at least the highest fencing
-// token seen for it (kept in "rlock_fence:{resource}"). *accepted tells which happened.
-int fenced_write(Client& client, const std::string& resource, const std::string& value,
-                 int64_t token, bool* accepted);
 
 }  // namespace rlock::core
