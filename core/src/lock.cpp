@@ -359,7 +359,7 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
   bool attempt_now = !(first.code == kTimedOut && waiter->nothing_missed());
   if (attempt_now) waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
 
-  int64_t backoff_ms = kMinBackoffMs;
+  Backoff backoff(kMinBackoffMs, kMaxBackoffMs);  // after transient failures
   Attempt at = first;
   for (;;) {
     if (client_->closed()) return check_open();
@@ -402,10 +402,9 @@ int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first,
       if (int64_t revisit_ms = kind_->revisit_ms(plan.fair_allowance_ms)) {
         sleep = std::min(sleep, std::chrono::milliseconds(revisit_ms));
       }
-      backoff_ms = kMinBackoffMs;
+      backoff.reset();
     } else {
-      sleep = std::chrono::milliseconds(backoff_ms);
-      backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+      sleep = std::chrono::milliseconds(backoff.next());
     }
     if (waiter->wait(wake_time(now, sleep, deadline)) == Subscriber::Wake::Cancelled) {
       if (client_->closed()) return check_open();
@@ -426,12 +425,11 @@ int Lock::wait_spinning(const AcquireArgs& a, const Plan& plan) {
   if (!by_token.attach(a.cancel, &sleeper)) {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
-  int64_t backoff_ms = options_.spin_initial_ms;
+  Backoff backoff(options_.spin_initial_ms, options_.spin_max_ms);
   for (;;) {
-    if (!sleeper.sleep_until(wake_time(Clock::now(), jittered(backoff_ms), deadline))) {
+    if (!sleeper.sleep_until(wake_time(Clock::now(), jittered(backoff.next()), deadline))) {
       return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
     }
-    backoff_ms = std::min(backoff_ms * 2, options_.spin_max_ms);
     if (client_->closed()) return check_open();
     Attempt at = try_acquire(plan, true);
     if (at.code == kOk) return kOk;

@@ -146,7 +146,7 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
   if (!by_group.attach(&waits_, &sleeper))
     return fail(kCanceled, "lock group: its handle was freed");
   if (!by_token.attach(cancel, &sleeper)) return fail(kCanceled, "lock group: cancelled");
-  int64_t backoff_ms = kFirstBackoffMs;
+  Backoff backoff(kFirstBackoffMs, kMaxBackoffMs);
   for (;;) {
     Round round;
     try_round(args, lease_applied, &round);
@@ -158,8 +158,7 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
     const Clock::time_point now = Clock::now();
     if (int rc = after_shortfall(round, wait_ms == 0 || now >= deadline)) return rc;
     // Back off with jitter so competing callers do not collide round after round.
-    Clock::time_point until = wake_time(now, jittered(backoff_ms), deadline);
-    backoff_ms = std::min(backoff_ms * 2, kMaxBackoffMs);
+    Clock::time_point until = wake_time(now, jittered(backoff.next()), deadline);
     if (!sleeper.sleep_until(until)) return fail(kCanceled, "lock group: cancelled");
   }
 }
