@@ -74,12 +74,20 @@ go_checks() {
       "$tools/staticcheck" ./...)
 }
 
+# Maven, showing only javac's warnings and the errors (-q would hide which warning failed).
+mvn_compile() {
+  local log
+  log=$(mvn -B -Dstyle.color=never "$@" 2>&1) && return 0
+  grep -E '^\[(WARNING|ERROR)\] .*\.java' <<<"$log" || tail -n 20 <<<"$log"
+  return 1
+}
+
 java_checks() {  # the poms pass -Xlint:all -Werror to javac
   local jar
   jar=$(ls "$build"/bindings/java/maven/rlock-[0-9]*.jar 2>/dev/null | head -n1 || true)
-  mvn -B -q -f tests/redisson/pom.xml test-compile -Drlock.build.dir="$build/lint-java/redisson" &&
+  mvn_compile -f tests/redisson/pom.xml test-compile -Drlock.build.dir="$build/lint-java/redisson" &&
     if [ -n "$jar" ]; then
-      mvn -B -q -f bench/java/pom.xml compile -Drlock.jar="$jar" \
+      mvn_compile -f bench/java/pom.xml compile -Drlock.jar="$jar" \
         -Dbench.build.dir="$build/lint-java/bench"
     else
       echo "bench/java skipped: no binding jar in $build yet (the java CTest test makes it)"
