@@ -13,9 +13,8 @@ build=$root/build-fuzz
 
 "$root/scripts/install-deps.sh" clang libclang-rt-14-dev
 
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DRLOCK_BUILD_FUZZERS=ON \
-  -DRLOCK_BUILD_TESTS=OFF -DRLOCK_BUILD_CLI=OFF -DRLOCK_INSTALL=OFF >/dev/null
+# CMakePresets.json "fuzz": clang, RLOCK_BUILD_FUZZERS, warnings as errors; binary dir build-fuzz.
+cmake --preset fuzz >/dev/null
 if ! cmake --build "$build" -j "$jobs" --target rlock_fuzzers >"$build/build.log" 2>&1; then
   tail -n 40 "$build/build.log"
   exit 1

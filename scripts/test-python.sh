@@ -3,6 +3,7 @@
 # of its own and runs the pytest suite against that installation (not the source tree).
 # Usage: scripts/test-python.sh [pytest args...]
 #   RLOCK_CLI: the rlock command for the cross-language test (default build/capi/cli/rlock)
+#   RLOCK_WARNINGS_AS_ERRORS=ON: compile the extension with -Werror (scripts/test.sh sets it)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -20,7 +21,8 @@ fi
 
 rm -rf "$dist" "$wheelhouse"
 echo "-- building the wheel"
-"$venv/bin/python" -m pip wheel -q --no-deps -w "$dist" "$root"
+"$venv/bin/python" -m pip wheel -q --no-deps -w "$dist" \
+  -C cmake.define.RLOCK_WARNINGS_AS_ERRORS="${RLOCK_WARNINGS_AS_ERRORS:-OFF}" "$root"
 PATH="$venv/bin:$PATH" "$venv/bin/python" -m auditwheel repair -w "$wheelhouse" "$dist"/rlock-*.whl \
   2>&1 | grep -E "Fixed-up wheel|Error|error" || true
 wheel=$(ls "$wheelhouse"/rlock-*manylinux*.whl)

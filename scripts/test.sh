@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: installs what is missing, builds, runs the CTest suite (unit, integration,
+# Runs every test: installs what is missing, runs the static checks (scripts/lint.sh), builds
+# with warnings as errors (CMakePresets.json: dev), runs the CTest suite (unit, integration,
 # abi, cli, and the Go and Java bindings' suites), the Python suite against the installed wheel
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
 # fault-injection catalog (tests/faults), the fault worker under valgrind memcheck, the
@@ -7,14 +8,24 @@
 # with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
 # then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
 # 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
-# Usage: scripts/test.sh   (RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes;
-#                           RLOCK_FUZZ_SECONDS=N fuzzes each target N s, default 30;
-#                           RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180;
-#                           RLOCK_FAULT_CYCLES=N cycles per criterion-1 fault class, 20000)
+# This full run is what CI executes.
+# Usage: scripts/test.sh [--quick]
+#   --quick: the day-to-day lane: static checks, build, the CTest suite and pytest only (no
+#            fault catalog, valgrind, Redisson interop, bench smoke, fuzzing or sanitizers).
+#   RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes; RLOCK_FUZZ_SECONDS=N fuzzes each target
+#   N s, default 30; RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180;
+#   RLOCK_FAULT_CYCLES=N cycles per criterion-1 fault class, 20000.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 jobs=${RLOCK_JOBS:-2}
+quick=0
+case "${1:-}" in
+  --quick) quick=1 ;;
+  "") ;;
+  *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+start=$SECONDS
 
 "$root/scripts/install-deps.sh" swig default-jdk-headless maven
 if ! command -v go >/dev/null; then
@@ -22,19 +33,19 @@ if ! command -v go >/dev/null; then
   exit 1
 fi
 
-run_suite() {  # build-dir, extra cmake args..., then ctest args after "--"
-  local dir=$1; shift
-  local cmake_args=() ctest_args=()
-  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
-  [ $# -gt 0 ] && shift
-  ctest_args=("$@")
-  cmake -S "$root" -B "$dir" -G Ninja -DRLOCK_BUILD_TESTS=ON "${cmake_args[@]}" >/dev/null
-  cmake --build "$dir" -j "$jobs"
-  (cd "$dir" && ctest -j "$jobs" --output-on-failure --timeout 600 "${ctest_args[@]}")
+run_suite() {  # preset (CMakePresets.json), then extra ctest args
+  local preset=$1; shift
+  cmake --preset "$preset" >/dev/null
+  cmake --build --preset "$preset" -j "$jobs"
+  ctest --preset "$preset" -j "$jobs" "$@"
 }
 
-echo "== build and test (RelWithDebInfo), with the Go and Java bindings"
-run_suite "$root/build" -DRLOCK_BUILD_GO=ON -DRLOCK_BUILD_JAVA=ON
+echo "== static checks (scripts/lint.sh)"
+cmake --preset dev >/dev/null
+"$root/scripts/lint.sh" "$root/build"
+
+echo "== build (RelWithDebInfo, warnings as errors) and test, with the Go and Java bindings"
+run_suite dev
 
 echo "== Python: build the wheel, install it in a venv, run pytest against the installation"
 # The Go and Java workers of the cross-language test were built by the CTest pass above.
@@ -42,7 +53,12 @@ export RLOCK_GO_WORKER=$root/build/bindings/go/rlock-contend
 java_out=$root/build/bindings/java/maven
 export RLOCK_JAVA_WORKER="java -cp $(ls "$java_out"/rlock-*.jar | head -n1):$java_out/test-classes io.rlock.CrossLanguageWorker"
 export RLOCK_REQUIRE_CROSSLANG=1
-"$root/scripts/test-python.sh"
+RLOCK_WARNINGS_AS_ERRORS=ON "$root/scripts/test-python.sh"
+
+if [ "$quick" = 1 ]; then
+  echo "== quick lane passed in $((SECONDS - start)) s (scripts/test.sh without --quick runs everything)"
+  exit 0
+fi
 
 echo "== fault-injection catalog (tests/faults): workers under injected faults, four checkers"
 RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-180} "$root/scripts/test-faults.sh" -q
@@ -63,15 +79,13 @@ if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== build and test with ASan + UBSan, then the fault cases marked 'sanitized' on that build"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=address,undefined \
-    -- -L 'unit|integration'
+  run_suite asan
   RLOCK_FAULT_WORKER=$root/build-asan/tests/faults/rlock-fault-worker RLOCK_FAULT_SANITIZED=1 \
     "$root/scripts/test-faults.sh" -q -m sanitized
   echo "== build and test the threaded parts with TSan, then the fault cases marked 'threads'"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-  run_suite "$root/build-tsan" -DCMAKE_BUILD_TYPE=Debug -DRLOCK_SANITIZE=thread \
-    -DRLOCK_BUILD_CLI=OFF -- -L integration
+  run_suite tsan
   RLOCK_FAULT_WORKER=$root/build-tsan/tests/faults/rlock-fault-worker RLOCK_FAULT_SANITIZED=1 \
     "$root/scripts/test-faults.sh" -q -m threads
 fi
-echo "== all tests passed"
+echo "== all tests passed in $((SECONDS - start)) s"

@@ -119,7 +119,8 @@ typename Traits<T>::Handle* publish(std::unique_ptr<T> object) {
   uintptr_t h = Handles::instance().add(Traits<T>::kind, object.get(),
                                         [](void* p) { delete static_cast<T*>(p); });
   if (h == 0) throw std::bad_alloc();  // every slot in use
-  object.release();
+  (void)object.release();              // the table owns it now
+  // NOLINTNEXTLINE(performance-no-int-to-ptr): a handle is a checked table key, never an address
   return reinterpret_cast<typename Traits<T>::Handle*>(h);
 }
 

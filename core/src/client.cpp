@@ -102,7 +102,7 @@ void validate_config(ClientConfig* c) {
   }
 
   // Timeouts beyond a day are surely mistakes, and keep clock arithmetic far from overflow.
-  constexpr int64_t kDayMs = 24 * 3600 * 1000;
+  constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
   check_duration("connect_timeout_ms", c->connect_timeout_ms, 1, kDayMs);
   check_duration("command_timeout_ms", c->command_timeout_ms, 1, kDayMs);
   check_duration("watchdog_lease_ms", c->watchdog_lease_ms, 30, kMaxDurationMs);

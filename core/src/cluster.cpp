@@ -139,6 +139,7 @@ bool ClusterTransport::apply_slots(const Reply& slots, const Endpoint& asked, st
     return false;
   }
   std::vector<std::pair<Range*, std::shared_ptr<Node>>> resolved;
+  resolved.reserve(ranges.size());
   for (Range& r : ranges) resolved.emplace_back(&r, node_at(r.host, r.port));
   std::unique_lock<std::shared_mutex> lock(mutex_);
   slots_.fill(nullptr);

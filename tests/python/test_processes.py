@@ -16,7 +16,7 @@ import textwrap
 import threading
 import time
 import weakref
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 
 import pytest
 import redis
@@ -91,7 +91,7 @@ _WORKER_SRC = textwrap.dedent('''
 
 _worker_ns: Dict[str, object] = {"__name__": "rlock_test_worker"}
 exec(compile(_WORKER_SRC, "<rlock test worker>", "exec"), _worker_ns)
-rmw_loop = _worker_ns["rmw_loop"]
+rmw_loop = cast(Callable[..., Any], _worker_ns["rmw_loop"])
 
 
 def _start_workers(
@@ -103,7 +103,7 @@ def _start_workers(
     tag: Optional[str] = None,
     pause: float = 0.0,
 ):
-    ctx = multiprocessing.get_context(method)
+    ctx: Any = multiprocessing.get_context(method)  # typed BaseContext, which has no Process
     q = ctx.Queue()
     procs = []
     for _ in range(nproc):
@@ -167,11 +167,13 @@ class Child:
             t.start()
 
     def _read_out(self) -> None:
+        assert self.proc.stdout is not None
         for line in self.proc.stdout:
             self.lines.put(line.rstrip("\n"))
         self.lines.put(None)
 
     def _read_err(self) -> None:
+        assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self.err.append(line)
 
@@ -200,6 +202,7 @@ class Child:
                 return words
 
     def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
@@ -219,7 +222,8 @@ class Child:
             t.join(5)
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:  # stdin of a killed child: nothing left to flush
                 pass
 
@@ -241,7 +245,7 @@ def children():
 
 def _fields_of(r: redis.Redis, key: str, client_id: str) -> List[bytes]:
     """The fields of the lock hash `key` that belong to the client `client_id`."""
-    return [f for f in r.hkeys(key) if f.startswith(client_id.encode() + b":")]
+    return [f for f in cast(List[bytes], r.hkeys(key)) if f.startswith(client_id.encode() + b":")]
 
 
 def _wait_for_renewal(r: redis.Redis, key: str, timeout: float = 2.0) -> int:

@@ -97,6 +97,8 @@ public final class Bench {
       List.of("uncontended", "throughput", "handoff", "herd", "herd-fair");
 
   private static final class UsageError extends Exception {
+    private static final long serialVersionUID = 1L;
+
     UsageError(String message) {
       super(message);
     }

@@ -68,14 +68,22 @@ final class Peer implements AutoCloseable {
     return answer();
   }
 
+  // Throws no InterruptedException (javac -Xlint:try): an interrupt while waiting for the peer
+  // kills it and stays set on the thread.
   @Override
-  public void close() throws Exception {
-    if (process.isAlive()) {
-      send("quit");
-      if (!process.waitFor(10, TimeUnit.SECONDS)) {
-        process.destroyForcibly();
+  public void close() throws IOException {
+    try {
+      if (process.isAlive()) {
+        send("quit");
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+          process.destroyForcibly();
+        }
       }
+    } catch (InterruptedException e) {
+      process.destroyForcibly();
+      Thread.currentThread().interrupt();
+    } finally {
+      reader.shutdownNow();
     }
-    reader.shutdownNow();
   }
 }
