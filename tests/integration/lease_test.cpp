@@ -300,7 +300,9 @@ TEST(LostCallback, FiresOnceWhenKeyIsDeletedBehindTheHolder) {
 
 // A renewal that reaches Redis just after the owner's release finds the key gone. That is the
 // release's doing, not a loss: no callback may fire for a lock its owner released (found by
-// the fault suite's A3 case). Renewals every 10 ms make the overlap frequent.
+// the fault suite's A3 case). Renewals every 10 ms make the overlap frequent. On a loaded
+// machine a renewal can also come too late for the 30 ms lease: that hold is really lost, its
+// release says so (RLOCK_ELOST) and its one callback is due; only those may have callbacks.
 TEST(LostCallback, NeverFiresForARenewalRacingTheOwnersRelease) {
   const std::string name = unique_name("race");
   LockKeys cleanup(name);
@@ -309,16 +311,24 @@ TEST(LostCallback, NeverFiresForARenewalRacingTheOwnersRelease) {
   LostLog log;
   ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), on_lost, &log), RLOCK_OK);
   const int64_t deadline = mono_ms() + 4000;
-  int cycles = 0;
+  int cycles = 0, lost = 0;
   while (mono_ms() < deadline) {
     ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
     sleep_ms(cycles % 10);
-    ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+    const int rc = rlock_release(lock.get());
+    if (rc == RLOCK_ELOST) {
+      ++lost;
+    } else {
+      ASSERT_EQ(rc, RLOCK_OK) << it::last_error();
+    }
     ++cycles;
   }
   sleep_ms(100);
-  EXPECT_EQ(log.count(), 0) << "lost-lock callbacks for released holds in " << cycles
-                            << " cycles, the last with reason " << log.reason;
+  EXPECT_LE(lost * 10, cycles) << lost << " of " << cycles << " holds were really lost: the "
+                               << "machine is too loaded for this test to show anything";
+  EXPECT_EQ(log.count(), lost) << "lost-lock callbacks for released holds in " << cycles
+                               << " cycles (" << lost << " really lost), the last with reason "
+                               << log.reason;
   ASSERT_EQ(rlock_lock_set_lost_callback(lock.get(), nullptr, nullptr), RLOCK_OK);
 }
 
