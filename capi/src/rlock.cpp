@@ -182,58 +182,37 @@ const rlock_error_info* rlock_last_error(void) {
 }
 
 const char* rlock_strerror(int code) {
-  switch (code) {
-    case RLOCK_OK:
-      return "success";
-    case RLOCK_ERROR:
-      return "error";
-    case RLOCK_ETIMEDOUT:
-      return "timed out waiting for the lock";
-    case RLOCK_ENOTHELD:
-      return "the lock is not held";
-    case RLOCK_ECANCELED:
-      return "the wait was cancelled";
-    case RLOCK_ECONN:
-      return "Redis connection failed";
-    case RLOCK_EINVAL:
-      return "invalid argument";
-    case RLOCK_ENOMEM:
-      return "out of memory";
-    case RLOCK_EVERSION:
-      return "unknown options version";
-    case RLOCK_EINTERNAL:
-      return "internal error";
-    case RLOCK_EUSER:
-      return "a user callback failed";
-    case RLOCK_ELOST:
-      return "the lock was lost";
-    case RLOCK_ENOTOWNER:
-      return "the lock is held by another owner";
-    case RLOCK_EAUTH:
-      return "Redis authentication failed";
-    case RLOCK_ENOPERM:
-      return "Redis permission denied";
-    case RLOCK_EUNSUPPORTED:
-      return "not supported by the Redis server";
-    case RLOCK_EREDIS:
-      return "Redis returned an error";
-    case RLOCK_EOOM:
-      return "Redis is out of memory";
-    case RLOCK_EBUSY:
-      return "Redis is busy";
-    case RLOCK_EREADONLY:
-      return "Redis server is read-only";
-    case RLOCK_ECLOSED:
-      return "the client was closed";
-    case RLOCK_EDEADLK:
-      return "would deadlock: upgrading a read lock to a write lock";
-    case RLOCK_EBADHANDLE:
-      return "not a live handle: freed already, or not made by rlock";
-    case RLOCK_ENOTSYNCED:
-      return "the replicas did not confirm the acquire in time";
-    default:
-      return "unknown error code";
-  }
+  // Indexed by -code: codes are 0, -1, -2, ... with no gaps (the header says append-only).
+  static const char* const texts[] = {
+      "success",                                                 // RLOCK_OK
+      "error",                                                   // RLOCK_ERROR
+      "timed out waiting for the lock",                          // RLOCK_ETIMEDOUT
+      "the lock is not held",                                    // RLOCK_ENOTHELD
+      "the wait was cancelled",                                  // RLOCK_ECANCELED
+      "Redis connection failed",                                 // RLOCK_ECONN
+      "invalid argument",                                        // RLOCK_EINVAL
+      "out of memory",                                           // RLOCK_ENOMEM
+      "unknown options version",                                 // RLOCK_EVERSION
+      "internal error",                                          // RLOCK_EINTERNAL
+      "a user callback failed",                                  // RLOCK_EUSER
+      "the lock was lost",                                       // RLOCK_ELOST
+      "the lock is held by another owner",                       // RLOCK_ENOTOWNER
+      "Redis authentication failed",                             // RLOCK_EAUTH
+      "Redis permission denied",                                 // RLOCK_ENOPERM
+      "not supported by the Redis server",                       // RLOCK_EUNSUPPORTED
+      "Redis returned an error",                                 // RLOCK_EREDIS
+      "Redis is out of memory",                                  // RLOCK_EOOM
+      "Redis is busy",                                           // RLOCK_EBUSY
+      "Redis server is read-only",                               // RLOCK_EREADONLY
+      "the client was closed",                                   // RLOCK_ECLOSED
+      "would deadlock: upgrading a read lock to a write lock",   // RLOCK_EDEADLK
+      "not a live handle: freed already, or not made by rlock",  // RLOCK_EBADHANDLE
+      "the replicas did not confirm the acquire in time",        // RLOCK_ENOTSYNCED
+  };
+  static_assert(sizeof texts / sizeof texts[0] == 1 - core::kLowestCode,
+                "one rlock_strerror text per status code");
+  if (code > 0 || code < core::kLowestCode) return "unknown error code";
+  return texts[-code];
 }
 
 unsigned int rlock_version_number(void) { return RLOCK_VERSION_NUMBER; }

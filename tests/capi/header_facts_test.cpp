@@ -116,7 +116,8 @@ TEST(HeaderFacts, EveryStatusCodeHasItsTextAndCoreCode) {
   int lowest = 0;
   for (const auto& [name, value] : codes) {
     const std::string text = rlock_strerror(value);
-    EXPECT_NE(text, unknown) << name << " has no case in rlock_strerror (capi/src/rlock.cpp)";
+    EXPECT_NE(text, unknown) << name
+                             << " has no text in rlock_strerror's table (capi/src/rlock.cpp)";
     EXPECT_FALSE(text.empty()) << name;
     auto [it, added] = texts.emplace(text, value);
     EXPECT_TRUE(added) << name << " shares its rlock_strerror text with code " << it->second;
