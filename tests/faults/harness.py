@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union, cast
 
 import redis
 
@@ -129,6 +129,7 @@ class RedisServer:
             with socket.create_connection(("127.0.0.1", self.port), timeout=5) as s:
                 s.sendall(b"*1\r\n$8\r\nSHUTDOWN\r\n")
                 s.recv(100)
+            assert self.proc is not None
             self.proc.wait(10)
         else:
             self.kill()
@@ -160,6 +161,7 @@ class FaultProxy:
             stdout=subprocess.PIPE,
             text=True,
         )
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("port "):
             raise RuntimeError(f"the fault proxy did not start: {line!r}")
@@ -185,6 +187,7 @@ class FaultProxy:
     def stop(self) -> None:
         self.proc.kill()
         self.proc.wait()
+        assert self.proc.stdout is not None
         self.proc.stdout.close()
         shutil.rmtree(self.control_path.parent, ignore_errors=True)
 
@@ -244,6 +247,7 @@ class Worker:
                 self._cv.wait(min(left, 0.1))
 
     def send(self, line: str) -> None:
+        assert self.proc.stdin is not None
         self.proc.stdin.write(line + "\n")
         self.proc.stdin.flush()
 
@@ -297,7 +301,7 @@ class Case:
         self.log = root / "history.log"
         self.counters = root / "counters"
         self.counters.mkdir()
-        self.servers: List[RedisServer] = []
+        self.servers: List[Union[RedisServer, SentinelServer]] = []
         self.proxies: List[FaultProxy] = []
         self.workers: List[Worker] = []
 
@@ -351,7 +355,8 @@ class Case:
                 w.kill()
             for stream in (w.proc.stdin, w.proc.stdout, w.proc.stderr):
                 try:
-                    stream.close()
+                    if stream is not None:
+                        stream.close()
                 except OSError:
                     pass
         for p in self.proxies:
@@ -360,16 +365,20 @@ class Case:
             s.stop()
 
 
+class MultiOption(TypedDict, total=False):
+    multi: int  # the worker's --multi: each name is a multi-lock of its "+"-joined names
+
+
 def run_every_kind(case: Case, url: str, prefix: str, names: int, cycles: int) -> None:
     """Loops every lock kind (reentrant, fenced, fair, spin, read-write, and multi-locks of two
     names) through `url`: two threads of one worker per kind, each for `cycles` cycles, all
     of which must acquire."""
     for kind in ("reentrant", "fenced", "fair", "spin", "rw", "multi"):
         kind_names = [f"{prefix}-{kind}-{i}" for i in range(names)]
-        extra = {}
+        extra: MultiOption = {}
         if kind == "multi":
             kind_names = [f"{a}+{b}" for a, b in zip(kind_names, kind_names[1:] + kind_names[:1])]
-            extra = dict(multi=1)
+            extra = {"multi": 1}
         w = case.worker(
             "loop",
             url,
@@ -541,7 +550,7 @@ class SentinelDeployment:
         # every 2 s): wait for that, or the first kill would find no quorum.
         def ready() -> bool:
             for s in self.sentinels:
-                info = s.conn().sentinel_master(self.NAME)
+                info = cast(Dict[str, Any], s.conn().sentinel_master(self.NAME))
                 if info["num-other-sentinels"] != sentinels - 1 or info["num-slaves"] != replicas:
                     return False
             return True
@@ -557,7 +566,9 @@ class SentinelDeployment:
         """The master's port as the sentinels report it (the first that answers)."""
         for s in self.sentinels:
             try:
-                host, port = s.conn().sentinel_get_master_addr_by_name(self.NAME)
+                # None while no master is known: unpacking it raises the TypeError below.
+                reply = s.conn().sentinel_get_master_addr_by_name(self.NAME)
+                host, port = cast(Tuple[str, int], reply)
                 return int(port)
             except (redis.RedisError, TypeError):
                 continue

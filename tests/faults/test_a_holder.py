@@ -10,6 +10,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Dict, List, Tuple, cast
 
 import checkers
 import pytest
@@ -73,9 +74,9 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
         for w in waiters:
             assert w.wait(20) == 0
             assert w.summary()["acquired"] == 3, w.lines
-    h = _assert_exclusive(case)
-    first = {}
-    for hold in h.holds:
+    history = _assert_exclusive(case)
+    first: Dict[str, int] = {}
+    for hold in history.holds:
         if hold.pid not in case.ended() and (
             hold.name not in first or hold.start < first[hold.name]
         ):
@@ -142,16 +143,17 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
             )
             for n in names
         ]
-        before = {}
+        keys_before: Dict[str, List[bytes]] = {}
         for w, n, t in zip(waiters, names, tokens):
             fields = w.expect("acquired", 20)
             assert fields[1] == "0", f"{n}: the waiter did not get the lock of a paused holder"
             assert int(fields[2]) > t, f"{n}: token {fields[2]} is not above the paused {t}"
             assert w.ask("write")[1] == "1"
-            before[n] = conn.hkeys(n)
+            keys_before[n] = cast(List[bytes], conn.hkeys(n))
         time.sleep(max(0.0, 3 * LEASE_MS / 1000 - (now_ns() - stopped) / 1e9))
+        before: Dict[str, Tuple[List[bytes], int]] = {}
         for n in names:
-            before[n] = (before[n], conn.pttl(n))
+            before[n] = (keys_before[n], conn.pttl(n))
         resumed = now_ns()
         for h in holders:
             h.signal(signal.SIGCONT)
@@ -163,8 +165,8 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
             callback_ms.append((int(lost[2]) - resumed) / MS)
         time.sleep(0.2)  # a renewal from the old holder would land by now
         for n in names:
-            fields, pttl = before[n]
-            assert conn.hkeys(n) == fields, f"{n}: the new holder's key was modified"
+            keys, pttl = before[n]
+            assert conn.hkeys(n) == keys, f"{n}: the new holder's key was modified"
             assert conn.pttl(n) <= pttl, f"{n}: the new holder's lease was extended"
         for w in waiters:
             assert w.ask("release")[1] == "0"

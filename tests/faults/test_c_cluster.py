@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import time
 from collections import defaultdict
+from typing import TypedDict
 
 import checkers
 import pytest
@@ -16,6 +17,16 @@ MS = 1_000_000
 # The cluster transport, the per-node subscribers and their threads run under ASan/UBSan and
 # TSan too (scripts/test.sh).
 pytestmark = [pytest.mark.sanitized, pytest.mark.threads]
+
+
+class HoldOptions(TypedDict):
+    """The options the wake-up test gives each of its hold workers."""
+
+    names: str
+    counters: bool
+    lease_ms: int
+    poll_cap_ms: int
+    wait_ms: int
 
 
 def _lock_keys(dep: ClusterDeployment) -> list:
@@ -165,7 +176,13 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
     name = "wake-me"
     channel = "redisson_lock__channel:{" + name + "}"
     slot = dep.key_slot(name)
-    opts = dict(names=name, counters=False, lease_ms=-1, poll_cap_ms=10000, wait_ms=30000)
+    opts: HoldOptions = {
+        "names": name,
+        "counters": False,
+        "lease_ms": -1,
+        "poll_cap_ms": 10000,
+        "wait_ms": 30000,
+    }
 
     holder = case.worker("hold", dep.url, **opts)
     assert holder.expect("acquired")[1] == "0"
@@ -191,7 +208,7 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
     assert holder.expect("release")[1] == "0"
 
     # pubsub=classic: SUBSCRIBE, and PUBLISH reaches it from any node.
-    classic = dict(opts, names="classic-wake")
+    classic: HoldOptions = {**opts, "names": "classic-wake"}
     cchannel = "redisson_lock__channel:{classic-wake}"
     holder3 = case.worker("hold", dep.url + "?pubsub=classic", **classic)
     assert holder3.expect("acquired")[1] == "0"

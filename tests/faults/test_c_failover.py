@@ -93,7 +93,9 @@ def test_C2_sentinel_failover_resumes_within_5s_and_waiters_resubscribe(case: Ca
     assert wait_until(lambda: dep.master_port() not in (None, old.port), 15), (
         "the sentinels did not promote the replica"
     )
-    promoted = dep.server(dep.master_port())
+    promoted_port = dep.master_port()
+    assert promoted_port is not None
+    promoted = dep.server(promoted_port)
     switched = now_ns()
     # Every waiter process listens again, on the new master.
     assert wait_until(lambda: _numsub(promoted.port, channel) == 3, 5), (

@@ -13,6 +13,7 @@ import random
 import signal
 import threading
 import time
+from typing import Dict, Optional
 
 import checkers
 import pytest
@@ -31,7 +32,7 @@ class FaultLoop:
         self._stop = threading.Event()
         self._rng = random.Random(seed)
         self._fault, self._lo, self._hi = fault, lo, hi
-        self.error = None
+        self.error: Optional[Exception] = None
         self._thread = threading.Thread(target=self._run)
         self._thread.start()
 
@@ -120,7 +121,7 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
 
     # One process in each binding contends with the C ones (RedLock: C only, as the bindings'
     # workers take one server).
-    langs = {}
+    langs: Dict[int, str] = {}
     mix = (
         ["c"] * PROCESSES
         if fault.startswith("redlock")
@@ -219,12 +220,12 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
         if fault.startswith("redlock")
         else sum(1 for x in h.holds if x.rel_rc is not None)
     )
-    errors = {}
+    errors: Dict[str, int] = {}
     for w in final:
         if w.ended_ns is None:
             for k, v in w.summary().items():
                 errors[k] = errors.get(k, 0) + v
-    by_lang = {}
+    by_lang: Dict[str, int] = {}
     for x in h.holds:
         lang = langs.get(x.pid, "?")
         by_lang[lang] = by_lang.get(lang, 0) + 1

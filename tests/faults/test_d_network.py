@@ -6,6 +6,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from typing import Dict
 
 import checkers
 from harness import Case, now_ns, wait_until
@@ -54,7 +55,7 @@ def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case
     time.sleep(0.1)
     proxy.set("all", BLACKHOLE)  # both directions: a partition
     partitioned = now_ns()
-    expired = {}
+    expired: Dict[str, int] = {}
 
     def watch_expiry() -> None:
         watcher = server.conn()
@@ -92,8 +93,8 @@ def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case
     assert min(margins) > 0, (
         f"a holder learned of its loss after the server freed the lock: {margins}"
     )
-    h = checkers.read_history(case.log)
-    assert checkers.fencing(h).violations == [] and checkers.mutex_history(h) == []
+    history = checkers.read_history(case.log)
+    assert checkers.fencing(history).violations == [] and checkers.mutex_history(history) == []
 
 
 def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):

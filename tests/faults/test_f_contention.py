@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Dict, cast
 
 import checkers
 import pytest
@@ -45,7 +46,7 @@ def test_F1_herd_of_1000_waiters_each_acquires_once(case: Case):
     calls = script_calls(conn) - before
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
-    per_owner = {}
+    per_owner: Dict[str, int] = {}
     for x in h.holds:
         per_owner[x.owner] = per_owner.get(x.owner, 0) + 1
     holds = sorted((x for x in h.holds if x.pid != holder.pid), key=lambda x: x.start)
@@ -169,7 +170,7 @@ def test_F4_reentrancy_to_depth_100_through_renewals(case: Case):
         for depth in range(99, -1, -1):
             lock.release()
             if depth:
-                assert int(conn.hget("f4", next(iter(conn.hkeys("f4"))))) == depth
+                assert int(cast(bytes, conn.hget("f4", next(iter(conn.hkeys("f4")))))) == depth
         assert conn.exists("f4") == 0
         with pytest.raises(rlock.NotHeldError):
             lock.release()
