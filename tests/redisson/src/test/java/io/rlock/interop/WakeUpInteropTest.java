@@ -78,6 +78,7 @@ class WakeUpInteropTest extends InteropTest {
           return at;
         });
         awaitWaiting("write", name);
+        WakeUps.letRedissonWaiterPark();
         String[] answer = peer.ask("unlock write " + name).split(" ");
         assertEquals("unlocked", answer[0], String.join(" ", answer));
         latencies.add(acquired.get(30, TimeUnit.SECONDS) - Long.parseLong(answer[1]));
