@@ -1,9 +1,10 @@
 #include "rlock/core/error.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <iterator>
+
+#include "rlock/core/parse.hpp"
 
 namespace rlock::core {
 namespace {
@@ -58,11 +59,9 @@ bool password_refusal(std::string_view reply) {
 }
 
 // `text` is a whole decimal number from 0 to max.
-bool parse_bounded(std::string_view text, unsigned max, int* out) {
-  unsigned value = 0;
-  const char* end = text.data() + text.size();
-  auto [at, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || at != end || value > max) return false;
+bool parse_bounded(std::string_view text, int max, int* out) {
+  int64_t value = 0;
+  if (parse_int(text, 0, max, &value) != ParseStatus::kOk) return false;
   *out = static_cast<int>(value);
   return true;
 }
