@@ -32,11 +32,11 @@ struct LockObj {
 };
 
 struct MultiObj {
-  std::unique_ptr<core::LockGroup> core;
+  std::shared_ptr<core::LockGroup> core;  // shared with asynchronous calls in progress
 };
 
 struct TokenObj {
-  core::CancelSet set;
+  std::shared_ptr<core::CancelSet> set = std::make_shared<core::CancelSet>();  // shared likewise
 };
 
 static_assert(
@@ -481,7 +481,7 @@ int rlock_acquire_ex(rlock_lock* lock, const rlock_acquire_options* opts) {
       args.wait_ms = opts->wait_ms;
       args.lease_ms = opts->lease_ms;
       args.thread_id = opts->thread_id;
-      args.cancel = opts->cancel == nullptr ? nullptr : &cancel->set;
+      args.cancel = opts->cancel == nullptr ? nullptr : cancel->set.get();
       if (opts->version >= 2) args.token = opts->token;
     }
     return l->core->acquire(args);
@@ -675,7 +675,7 @@ int new_group(rlock_multi** out, rlock_lock* const* members, size_t count,
       locks.push_back(member->core);
     }
     auto group = std::make_unique<MultiObj>();
-    group->core = std::make_unique<core::LockGroup>(std::move(locks), policy);
+    group->core = std::make_shared<core::LockGroup>(std::move(locks), policy);
     *out = publish(std::move(group));
     return RLOCK_OK;
   });
@@ -723,7 +723,7 @@ int rlock_multi_acquire_ex(int64_t* out_validity_ms, rlock_multi* group,
     Pinned<TokenObj> cancel(o.cancel);
     if (o.cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
     return g->core->acquire(o.wait_ms, o.lease_ms, o.thread_id,
-                            o.cancel == nullptr ? nullptr : &cancel->set, out_validity_ms);
+                            o.cancel == nullptr ? nullptr : cancel->set.get(), out_validity_ms);
   });
 }
 
@@ -788,7 +788,7 @@ int rlock_cancel_token_cancel(rlock_cancel_token* token) {
     if (token == nullptr) return invalid("token must not be NULL");
     Pinned<TokenObj> t(token);
     if (!t) return t.bad("token");
-    t->set.cancel_all(true);
+    t->set->cancel_all(true);
     return RLOCK_OK;
   });
 }
@@ -799,7 +799,7 @@ int rlock_cancel_token_is_cancelled(const rlock_cancel_token* token) {
   guarded([&]() -> int {
     Pinned<TokenObj> t(token);
     if (!t) return t.bad("token");
-    cancelled = t->set.cancelled() ? 1 : 0;
+    cancelled = t->set->cancelled() ? 1 : 0;
     return RLOCK_OK;
   });
   return cancelled;
@@ -829,3 +829,131 @@ int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
 }
 
 }  // extern "C"
+
+// ---- Asynchronous calls ---------------------------------------------------------------------
+// TEMPORARY STUB (not for landing): a thread per call running the blocking call, so the
+// bindings can be built against the ABI while the core's waiting engine is written.
+
+#include <thread>
+
+namespace {
+
+template <class Body>
+int start_stub(rlock_completion_cb done, void* user, Body body) {
+  if (done == nullptr) return invalid("done must not be NULL");
+  std::thread([done, user, body]() mutable {
+    int64_t value = 0;
+    int rc = body(&value);
+    done(user, rc, value);
+  }).detach();
+  return RLOCK_OK;
+}
+
+}  // namespace
+
+int rlock_acquire_async(rlock_lock* lock, const rlock_acquire_options* opts,
+                        rlock_completion_cb done, void* user) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    core::AcquireArgs args;
+    std::shared_ptr<core::CancelSet> cancel_set;
+    int64_t* token_out = nullptr;
+    if (opts != nullptr) {
+      if (int rc =
+              check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
+        return rc;
+      Pinned<TokenObj> cancel(opts->cancel);
+      if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
+      if (cancel) cancel_set = cancel->set;
+      args.wait_ms = opts->wait_ms;
+      args.lease_ms = opts->lease_ms;
+      args.thread_id = opts->thread_id;
+      if (opts->version >= 2) token_out = opts->token;
+    }
+    if (args.thread_id == 0) args.thread_id = core::current_thread_id();
+    std::shared_ptr<core::Lock> core_lock = l->core;
+    return start_stub(done, user, [core_lock, args, cancel_set, token_out](int64_t* value) {
+      core::AcquireArgs a = args;
+      a.cancel = cancel_set.get();
+      int64_t token = 0;
+      if (token_out != nullptr) a.token = &token;
+      int rc = core_lock->acquire(a);
+      if (rc == 0 && token_out != nullptr) *token_out = token;
+      *value = token;
+      return rc;
+    });
+  });
+}
+
+int rlock_release_async(rlock_lock* lock, int64_t thread_id, rlock_completion_cb done,
+                        void* user) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    if (thread_id == 0) thread_id = core::current_thread_id();
+    std::shared_ptr<core::Lock> core_lock = l->core;
+    return start_stub(done, user, [core_lock, thread_id](int64_t*) {
+      return core_lock->release(thread_id);
+    });
+  });
+}
+
+int rlock_extend_async(rlock_lock* lock, int64_t thread_id, int64_t lease_ms,
+                       rlock_completion_cb done, void* user) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    if (thread_id == 0) thread_id = core::current_thread_id();
+    std::shared_ptr<core::Lock> core_lock = l->core;
+    return start_stub(done, user, [core_lock, thread_id, lease_ms](int64_t*) {
+      return core_lock->extend(lease_ms, thread_id);
+    });
+  });
+}
+
+int rlock_multi_acquire_async(rlock_multi* group, const rlock_acquire_options* opts,
+                              rlock_completion_cb done, void* user) {
+  return guarded([&]() -> int {
+    if (group == nullptr) return invalid("group must not be NULL");
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
+    rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
+    std::shared_ptr<core::CancelSet> cancel_set;
+    if (opts != nullptr) {
+      if (int rc =
+              check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
+        return rc;
+      o.wait_ms = opts->wait_ms;
+      o.lease_ms = opts->lease_ms;
+      o.thread_id = opts->thread_id;
+      if (opts->version >= 2 && opts->token != nullptr) {
+        return invalid("fencing tokens are not available for lock groups (opts->token)");
+      }
+      Pinned<TokenObj> cancel(opts->cancel);
+      if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
+      if (cancel) cancel_set = cancel->set;
+    }
+    if (o.thread_id == 0) o.thread_id = core::current_thread_id();
+    std::shared_ptr<core::LockGroup> core_group = g->core;
+    return start_stub(done, user, [core_group, o, cancel_set](int64_t* value) {
+      return core_group->acquire(o.wait_ms, o.lease_ms, o.thread_id, cancel_set.get(), value);
+    });
+  });
+}
+
+int rlock_multi_release_async(rlock_multi* group, int64_t thread_id, rlock_completion_cb done,
+                              void* user) {
+  return guarded([&]() -> int {
+    if (group == nullptr) return invalid("group must not be NULL");
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
+    if (thread_id == 0) thread_id = core::current_thread_id();
+    std::shared_ptr<core::LockGroup> core_group = g->core;
+    return start_stub(done, user,
+                      [core_group, thread_id](int64_t*) { return core_group->release(thread_id); });
+  });
+}

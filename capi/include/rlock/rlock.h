@@ -17,6 +17,8 @@
  *               (RLOCK_THREAD_CURRENT = the calling thread);
  *       _ex     takes an options struct in place of the plain arguments (rlock_acquire_ex);
  *       _n      takes a string as pointer and length instead of NUL-terminated (rlock_lock_new_n).
+ *       _async  starts the call and returns at once; a completion callback gets its outcome
+ *               (rlock_acquire_async; see "Asynchronous calls" below).
  *   - Enum-valued fields and arguments have their enum type (rlock_lock_kind, rlock_lock_mode,
  *     ...); the values fit an int.
  *   - Items marked RLOCK_DEPRECATED still work but go away in a later version; compile with
@@ -430,6 +432,43 @@ RLOCK_API int rlock_multi_is_held(const rlock_multi *group);
 RLOCK_API int rlock_multi_is_held_for(const rlock_multi *group, int64_t thread_id);
 /* Wakes every acquire waiting on this group with RLOCK_ECANCELED. Any thread. */
 RLOCK_API int rlock_multi_cancel(rlock_multi *group);
+
+/* ---- Asynchronous calls ------------------------------------------------------------------- */
+/* Each _async call starts an operation and returns at once. It returns 0 when started: `done`
+ * is then called exactly once, on a library thread, with no library lock held, whatever
+ * happens (granted, timed out, cancelled by a token or rlock_cancel, handle freed, client
+ * freed, Redis failure). It returns a negative code when it could not start (bad arguments, a
+ * freed handle, a closed client, no memory): `done` is then never called. Inside `done`,
+ * rlock_last_error() describes a failing `status`. Owners: `thread_id` (or opts->thread_id)
+ * RLOCK_THREAD_CURRENT means the thread calling the _async function. A waiting operation holds
+ * no thread of yours and none of its own: waits are timers and pub/sub wake-ups of the
+ * client's few library threads (docs/threading.md gives the budget and what `done` may call).
+ * `done` must not block for long: it delays other completions of the client. */
+
+/* status: 0 or a negative rlock_error_code. value: the fencing token of a granted acquire (0
+ * when none was asked for), the validity of a granted group acquire in ms (as
+ * rlock_multi_acquire_ex's out_validity_ms), else 0. */
+typedef void (*rlock_completion_cb)(void *user, int status, int64_t value);
+
+/* rlock_acquire_ex, asynchronously. NULL opts = RLOCK_ACQUIRE_OPTIONS_INIT. opts is read during
+ * the call; opts->cancel may be freed after it returns (the operation keeps it); opts->token,
+ * if not NULL, must stay valid until `done` runs and is written before it (the token is also
+ * `done`'s value). A grant that races a cancel is reported (status 0: the caller holds the
+ * lock), except after rlock_lock_free of the handle: then it is released and the status is
+ * RLOCK_ECANCELED. */
+RLOCK_API int rlock_acquire_async(rlock_lock *lock, const rlock_acquire_options *opts,
+                                  rlock_completion_cb done, void *user);
+/* rlock_release_for and rlock_extend_for, asynchronously. */
+RLOCK_API int rlock_release_async(rlock_lock *lock, int64_t thread_id, rlock_completion_cb done,
+                                  void *user);
+RLOCK_API int rlock_extend_async(rlock_lock *lock, int64_t thread_id, int64_t lease_ms,
+                                 rlock_completion_cb done, void *user);
+/* rlock_multi_acquire_ex and rlock_multi_release_for, asynchronously (`done`'s value is the
+ * validity in ms of a granted group acquire). opts->token must be NULL. */
+RLOCK_API int rlock_multi_acquire_async(rlock_multi *group, const rlock_acquire_options *opts,
+                                        rlock_completion_cb done, void *user);
+RLOCK_API int rlock_multi_release_async(rlock_multi *group, int64_t thread_id,
+                                        rlock_completion_cb done, void *user);
 
 /* ---- Deprecated ----------------------------------------------------------------------------- */
 
