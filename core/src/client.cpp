@@ -270,6 +270,7 @@ void Client::close() {
     node_subscribers_stopped_ = true;
     for (auto& [key, entry] : node_subscribers_) entry.subscriber->stop();
   }
+  engine_->stop();
   std::unique_lock<std::shared_mutex> no_acquire_in_flight(acquire_gate_);
   // Best effort: free what we still hold so others need not wait for the leases.
   for (const Holds::Active& hold : holds_.active()) {

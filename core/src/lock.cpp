@@ -280,40 +280,41 @@ int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {
   return kOk;
 }
 
-int Lock::acquire(const AcquireArgs& a) {
-  Plan plan;
-  if (int rc = make_plan(a, &plan)) return rc;
+bool Lock::first_attempt(const AcquireArgs& a, const Plan& plan, Attempt* at, uint64_t* mark,
+                         int* outcome) {
   // Taken before the attempt: if this client already listens on the channel (for other waiters,
   // or still, for one that left a moment ago) and no message comes before this caller joins,
   // its failed attempt is still current.
   bool others_sleeping = false;
-  uint64_t mark =
-      a.wait_ms != 0 && !kind_->spins()
-          ? client_->subscriber_for(channel_).message_mark(wake_channel(plan), &others_sleeping)
-          : 0;
+  *mark = a.wait_ms != 0 && !kind_->spins()
+              ? client_->subscriber_for(channel_).message_mark(wake_channel(plan), &others_sleeping)
+              : 0;
   // A call that waits for as long as it takes does not barge past this client's waiters of a
   // reentrant lock: it sleeps behind them without an attempt (the next unlock message wakes the
   // first of them), so a busy lock costs one attempt per client per release. Not for a thread
   // that already holds the lock (a re-entry), nor for bounded waits (the lock may have expired
   // meanwhile, and such a call must not time out without having tried).
-  const bool behind_others = others_sleeping && mark != 0 && a.wait_ms < 0 &&
+  const bool behind_others = others_sleeping && *mark != 0 && a.wait_ms < 0 &&
                              kind_->yields_to_local_waiters() &&
                              client_->holds().count(name_, plan.owner) == 0;
   // A call that will wait takes its place in a fair queue with its first attempt, as Redisson
   // does; a try-once call never queues.
-  Attempt at = behind_others ? Attempt{kTimedOut, -1} : try_acquire(plan, a.wait_ms != 0);
-  if (at.code == kOk) return acquired(a, plan);
-  if (!worth_retrying(at.code, at.transient)) return at.code;
-  if (a.wait_ms == 0) {
-    if (at.code == kTimedOut) {
-      return fail(kTimedOut, "lock " + printable(name_) + " is held by another owner");
-    }
-    return at.code;
+  *at = behind_others ? Attempt{kTimedOut, -1} : try_acquire(plan, a.wait_ms != 0);
+  if (at->code == kOk) {
+    *outcome = acquired(a, plan);
+    return false;
   }
-  int rc = kind_->spins() ? wait_spinning(a, plan) : wait_subscribed(a, plan, at, mark);
-  if (rc == kOk) return acquired(a, plan);
-  leave_queue(plan);
-  return rc;
+  if (!worth_retrying(at->code, at->transient)) {
+    *outcome = at->code;
+    return false;
+  }
+  if (a.wait_ms == 0) {
+    *outcome = at->code == kTimedOut
+                   ? fail(kTimedOut, "lock " + printable(name_) + " is held by another owner")
+                   : at->code;
+    return false;
+  }
+  return true;
 }
 
 int Lock::acquired(const AcquireArgs& a, const Plan& plan) {
@@ -332,109 +333,6 @@ void Lock::leave_queue(const Plan& plan) {
     run_once(*leave);
   } catch (const Error&) {
     // Unreachable: our entry is dropped when its deadline passes.
-  }
-}
-
-// Waits on the lock's channel: woken by unlock messages, and retrying at least every poll cap
-// or when the holder's lease runs out.
-int Lock::wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark) {
-  const Clock::time_point deadline = deadline_after(a.wait_ms);
-  const auto poll_cap = std::chrono::milliseconds(client_->config().poll_cap_ms);
-  std::unique_ptr<Subscriber::Waiter> waiter;
-  try {
-    waiter = client_->subscriber_for(channel_).join(wake_channel(plan), mark);
-  } catch (const Error& e) {
-    return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
-  }
-  CancelRegistration by_handle, by_token;
-  if (!by_handle.attach(&waits_, waiter.get())) {
-    return fail(kCanceled, "acquiring lock " + printable(name_) + ": its handle was freed");
-  }
-  if (!by_token.attach(a.cancel, waiter.get())) {
-    return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
-  }
-  // Subscribe first, then try again at once: an unlock published before the subscription took
-  // effect would otherwise be missed. Not needed when the subscription was already in place
-  // before the first attempt and no message has come since.
-  bool attempt_now = !(first.code == kTimedOut && waiter->nothing_missed());
-  if (attempt_now) waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
-
-  Backoff backoff(kMinBackoffMs, kMaxBackoffMs);  // after transient failures
-  Attempt at = first;
-  for (;;) {
-    if (client_->closed()) return check_open();
-    if (attempt_now) {
-      at = try_acquire(plan, true);
-      if (at.code == kOk) {
-        waiter->satisfied();
-        return kOk;
-      }
-    }
-    attempt_now = true;
-    if (!worth_retrying(at.code, at.transient)) return at.code;
-    if (waiter->moved()) {
-      // Sharded pub/sub: the channel's slot went to another node. Listen there, then try
-      // again at once (an unlock may have been published while nobody listened).
-      std::unique_ptr<Subscriber::Waiter> fresh;
-      try {
-        fresh = client_->subscriber_for(channel_).join(wake_channel(plan));
-      } catch (const Error& e) {
-        return fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message());
-      }
-      if (!by_handle.attach(&waits_, fresh.get())) {
-        return fail(kCanceled, "acquiring lock " + printable(name_) + ": its handle was freed");
-      }
-      if (!by_token.attach(a.cancel, fresh.get())) {
-        return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
-      }
-      waiter = std::move(fresh);
-      waiter->wait_subscribed(std::min(deadline, Clock::now() + poll_cap));
-      if (Clock::now() >= deadline) return give_up(at.code, a.wait_ms);
-      continue;
-    }
-    Clock::time_point now = Clock::now();
-    if (now >= deadline) return give_up(at.code, a.wait_ms);
-    std::chrono::milliseconds sleep = poll_cap;
-    if (at.code == kTimedOut) {
-      // Sleep until a wake-up message, bounded by the holder's remaining lease and the poll cap.
-      if (at.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(at.pttl));
-      // A queued waiter (fair lock) comes back in time to keep its place.
-      if (int64_t revisit_ms = kind_->revisit_ms(plan.fair_allowance_ms)) {
-        sleep = std::min(sleep, std::chrono::milliseconds(revisit_ms));
-      }
-      backoff.reset();
-    } else {
-      sleep = std::chrono::milliseconds(backoff.next());
-    }
-    if (waiter->wait(wake_time(now, sleep, deadline)) == Subscriber::Wake::Cancelled) {
-      if (client_->closed()) return check_open();
-      return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
-    }
-  }
-}
-
-// The spin lock: no pub/sub at all, retries with exponential backoff and jitter. For users
-// with very many locks, where a subscription per waiting lock costs more than the retries.
-int Lock::wait_spinning(const AcquireArgs& a, const Plan& plan) {
-  const Clock::time_point deadline = deadline_after(a.wait_ms);
-  Sleeper sleeper;
-  CancelRegistration by_handle, by_token;
-  if (!by_handle.attach(&waits_, &sleeper)) {
-    return fail(kCanceled, "acquiring lock " + printable(name_) + ": its handle was freed");
-  }
-  if (!by_token.attach(a.cancel, &sleeper)) {
-    return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
-  }
-  Backoff backoff(options_.spin_initial_ms, options_.spin_max_ms);
-  for (;;) {
-    if (!sleeper.sleep_until(wake_time(Clock::now(), jittered(backoff.next()), deadline))) {
-      return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
-    }
-    if (client_->closed()) return check_open();
-    Attempt at = try_acquire(plan, true);
-    if (at.code == kOk) return kOk;
-    if (!worth_retrying(at.code, at.transient)) return at.code;
-    if (Clock::now() >= deadline) return give_up(at.code, a.wait_ms);
   }
 }
 

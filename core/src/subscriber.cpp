@@ -35,41 +35,43 @@ void send_in_chunks(Connection& conn, const char* verb, const std::vector<std::s
 
 Subscriber::Waiter::~Waiter() { owner_->leave(this); }
 
-bool Subscriber::Waiter::wait_subscribed(Clock::time_point until) {
-  std::unique_lock<std::mutex> lock(owner_->mutex_);
-  cv_.wait_until(lock, until, [&] { return channel_->confirmed || cancelled_; });
+bool Subscriber::Waiter::subscribed() const {
+  std::lock_guard<std::mutex> lock(owner_->mutex_);
   return channel_->confirmed;
 }
 
-Subscriber::Wake Subscriber::Waiter::wait(Clock::time_point until) {
-  std::unique_lock<std::mutex> lock(owner_->mutex_);
-  if (cancelled_) return Wake::Cancelled;
-  if (!signalled_ && channel_->permits > 0) {
-    --channel_->permits;
-    return Wake::Signalled;
-  }
-  if (!signalled_) {
-    channel_->sleeping.push_back(this);
-    sleeping_ = true;
-    cv_.wait_until(lock, until, [&] { return signalled_ || cancelled_; });
-    if (sleeping_) {
-      auto& s = channel_->sleeping;
-      s.erase(std::remove(s.begin(), s.end(), this), s.end());
-      sleeping_ = false;
-    }
-  }
+Subscriber::Wake Subscriber::Waiter::take_or_sleep(bool* polls) {
+  std::lock_guard<std::mutex> lock(owner_->mutex_);
+  Channel& c = *channel_;
+  *polls = false;
   if (cancelled_) return Wake::Cancelled;  // an unused wake-up is passed on when leaving
   if (signalled_) {
     signalled_ = false;
     return Wake::Signalled;
   }
-  return Wake::Timeout;
+  if (c.permits > 0) {
+    --c.permits;
+    return Wake::Signalled;
+  }
+  if (!sleeping_) {
+    c.sleeping.push_back(this);
+    sleeping_ = true;
+  }
+  if (c.poller == nullptr) c.poller = this;
+  *polls = c.poller == this;
+  return Wake::None;
 }
 
-void Subscriber::Waiter::cancel() {
+bool Subscriber::Waiter::stop_sleeping() {
   std::lock_guard<std::mutex> lock(owner_->mutex_);
-  cancelled_ = true;
-  cv_.notify_all();
+  if (sleeping_) {
+    auto& s = channel_->sleeping;
+    s.erase(std::remove(s.begin(), s.end(), this), s.end());
+    sleeping_ = false;
+  }
+  const bool woken = signalled_;
+  signalled_ = false;
+  return woken;
 }
 
 // ---- Subscriber -----------------------------------------------------------------------------
@@ -99,14 +101,15 @@ uint64_t Subscriber::message_mark(const std::string& name, bool* others_sleeping
   return c.mark;
 }
 
-std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, uint64_t mark) {
+std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, uint64_t mark,
+                                                     WakeTarget* target) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stop_) throw Error(kClosed, "the rlock client was closed");
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   auto it = channels_.try_emplace(name).first;
   Channel& c = it->second;
   c.name = &it->first;
-  std::unique_ptr<Waiter> w(new Waiter(this, &c));
+  std::unique_ptr<Waiter> w(new Waiter(this, &c, target));
   w->nothing_missed_ = mark != 0 && c.confirmed && c.mark == mark;
   c.members.push_back(w.get());
   if (c.moved) {  // routed here again: try this node once more
@@ -126,6 +129,11 @@ void Subscriber::leave(Waiter* w) {
   c.members.erase(std::remove(c.members.begin(), c.members.end(), w), c.members.end());
   --c.refcount;
   if (w->signalled_ && w->pass_on_unused_) wake_one_locked(c);
+  if (c.poller == w) {
+    // The periodic retry passes to the waiter in line longest (woken to take it up).
+    c.poller = nullptr;
+    if (!c.sleeping.empty()) c.sleeping.front()->target_->wake_up();
+  }
   c.permits = std::min(c.permits, c.refcount);
   if (c.refcount == 0) {
     c.idle_since = Clock::now();
@@ -163,7 +171,7 @@ void Subscriber::wake_one_locked(Channel& c) {
     c.sleeping.pop_front();
     w->sleeping_ = false;
     w->signalled_ = true;
-    w->cv_.notify_all();
+    w->target_->wake_up();
   } else if (c.permits < c.refcount) {
     ++c.permits;
   }
@@ -173,7 +181,7 @@ void Subscriber::wake_all_locked(Channel& c) {
   for (Waiter* w : c.members) {
     w->signalled_ = true;
     w->sleeping_ = false;
-    w->cv_.notify_all();
+    w->target_->wake_up();
   }
   c.sleeping.clear();
 }
@@ -282,7 +290,7 @@ void Subscriber::handle_subscribed_locked(Channel& c) {
   if (c.inflight == 0 && c.sub_sent && !c.confirmed) {
     c.confirmed = true;
     c.mark = next_mark();
-    for (Waiter* w : c.members) w->cv_.notify_all();
+    for (Waiter* w : c.members) w->target_->wake_up();
     if (c.wake_all_on_confirm) {
       c.wake_all_on_confirm = false;
       wake_all_locked(c);
@@ -468,7 +476,7 @@ void Subscriber::stop() {
     for (auto& [name, c] : channels_) {
       for (Waiter* w : c.members) {
         w->cancelled_ = true;
-        w->cv_.notify_all();
+        w->target_->wake_up();
       }
     }
   }

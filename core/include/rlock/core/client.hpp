@@ -11,6 +11,7 @@
 
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/config.hpp"
+#include "rlock/core/engine.hpp"
 #include "rlock/core/holds.hpp"
 #include "rlock/core/sentinel.hpp"
 #include "rlock/core/subscriber.hpp"
@@ -38,6 +39,9 @@ class Client {
   // pub/sub the one of the node serving the channel's slot.
   Subscriber& subscriber_for(const std::string& channel);
   Holds& holds() { return holds_; }
+  // The waiting engine: every waiting acquire and asynchronous call of this client.
+  Engine& engine() { return *engine_; }
+  const std::shared_ptr<Engine>& engine_ptr() { return engine_; }
 
   // Replicas to WAIT for after an acquire or release of the lock `name` now (0 = none):
   // sync_replicas, or with auto, one on Sentinel and Cluster deployments while the master
@@ -49,9 +53,10 @@ class Client {
 
   std::string owner(int64_t thread_id) const { return id_ + ":" + std::to_string(thread_id); }
 
-  // Stops renewals, releases what this client still holds (best effort, bounded by one command
-  // timeout per lock and giving up at the first unreachable answer), wakes every waiter with
-  // kClosed, and closes connections. Idempotent.
+  // Stops renewals, ends every waiting acquire with kClosed (asynchronous ones have had their
+  // completion when it returns, unless called from one), releases what this client still holds
+  // (best effort, bounded by one command timeout per lock and giving up at the first
+  // unreachable answer), and closes connections. Idempotent.
   void close();
   bool closed() const { return closed_.load(); }
 
@@ -71,6 +76,7 @@ class Client {
   ClusterTransport* cluster_ = nullptr;  // transport_, on a Cluster deployment
   Subscriber subscriber_;
   Holds holds_;
+  const std::shared_ptr<Engine> engine_ = std::make_shared<Engine>();
   std::atomic<bool> closed_{false};
   std::shared_mutex acquire_gate_;
   // Sharded pub/sub: one subscriber per node ("host:port"), with the node as its master.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
@@ -65,14 +66,27 @@ struct LockState {
   std::string mode;  // read-write lock: "read" or "write"; else empty
 };
 
-class Lock {
+class Lock : public std::enable_shared_from_this<Lock> {
  public:
+  // The outcome of an asynchronous call: a status code and a value (an acquire's fencing token,
+  // else 0). Runs exactly once, on a library thread, with no library lock held; a failure's
+  // message is the thread's last error while it runs.
+  using Completion = std::function<void(int status, int64_t value)>;
+
   // Throws Error(kInvalid) for an empty or too long name or bad options.
   Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options);
   ~Lock();
 
   int acquire(const AcquireArgs& args);
+  // Starts an acquire on the client's waiting engine and returns at once: kOk when started
+  // (`done` then runs exactly once), or a failure code with a message (`done` never runs).
+  // `keep` owns args.cancel for the operation's life. args.token, if set, is written before
+  // `done` runs. Must be called through a shared_ptr.
+  int acquire_async(const AcquireArgs& args, std::shared_ptr<CancelSet> keep, Completion done);
   int release(int64_t thread_id) { return release_hold(thread_id, true); }
+  // release and extend on a library thread, as acquire_async.
+  int release_async(int64_t thread_id, Completion done);
+  int extend_async(int64_t lease_ms, int64_t thread_id, Completion done);
   int extend(int64_t lease_ms, int64_t thread_id);
   int force_unlock(bool* deleted);
   int query(int64_t thread_id, LockState* out);
@@ -91,6 +105,7 @@ class Lock {
   Client& client() { return *client_; }
 
  private:
+  class Wait;  // a waiting acquire (lock_wait.cpp)
   struct Attempt {
     int code;                // kOk = acquired, kTimedOut = held by another owner, else an error
     int64_t pttl;            // when held by another owner
@@ -127,10 +142,14 @@ class Lock {
   // counted here if it released one.
   int finish_release(const std::string& owner, const Reply& r, bool was_lost, int64_t left_here,
                      int64_t lease_ms, std::chrono::steady_clock::time_point sent);
-  int wait_subscribed(const AcquireArgs& a, const Plan& plan, Attempt first, uint64_t mark);
+  // An acquire's first attempt. Returns true when the caller must wait, with the attempt and
+  // the subscription mark taken before it; else false with the outcome in *outcome.
+  bool first_attempt(const AcquireArgs& a, const Plan& plan, Attempt* at, uint64_t* mark,
+                     int* outcome);
   std::string wake_channel(const Plan& plan) const;
-  int wait_spinning(const AcquireArgs& a, const Plan& plan);
   int acquired(const AcquireArgs& a, const Plan& plan);
+  // Runs `body` on a library thread and hands its outcome to `done`.
+  int run_async(std::function<int()> body, Completion done);
   void leave_queue(const Plan& plan);
   // The hash field of the owner with this thread id.
   std::string owner_field(int64_t thread_id) const;

@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -22,7 +21,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "rlock/core/cancel.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/doorbell.hpp"
 #include "rlock/core/reply.hpp"
@@ -35,22 +33,40 @@ class Connection;
 class Subscriber {
  public:
   using Clock = std::chrono::steady_clock;
-  enum class Wake { Signalled, Timeout, Cancelled };
 
   struct Channel;
+  class Waiter;
 
-  // One blocked acquire's place on a channel. Leaves the channel when destroyed.
-  class Waiter final : public Cancellable {
+  // What a waiter's events wake (a wake-up message, the subscription's confirmation, the
+  // channel moving, the subscriber stopping): called with the subscriber's lock held, so it
+  // must only queue work (the waiting engine runs the waiter's next step).
+  class WakeTarget {
+   public:
+    virtual void wake_up() = 0;
+
+   protected:
+    ~WakeTarget() = default;
+  };
+
+  enum class Wake { Signalled, None, Cancelled };
+
+  // One waiting acquire's place on a channel. Leaves the channel when destroyed. Never
+  // blocks: what happens to it is told to its target, and read with the calls below.
+  class Waiter final {
    public:
     ~Waiter();
     Waiter(const Waiter&) = delete;
     Waiter& operator=(const Waiter&) = delete;
 
-    // Blocks until the subscription is confirmed by Redis, the deadline, or cancellation.
-    bool wait_subscribed(Clock::time_point until);
-    // Blocks until a wake-up message for this waiter, the deadline, or cancellation.
-    Wake wait(Clock::time_point until);
-    void cancel() override;
+    // The subscription is confirmed by Redis.
+    bool subscribed() const;
+    // Takes a wake-up meant for this waiter (Signalled), or else puts it in line for one
+    // (None). *polls tells whether this waiter keeps the channel's periodic retry: one waiter
+    // per channel does (the first to sleep, until it leaves), so the client's waiters on one
+    // lock cost Redis one attempt per poll period however many they are.
+    Wake take_or_sleep(bool* polls);
+    // Out of line for wake-ups (its timer ran out). True if one had come for it meanwhile.
+    bool stop_sleeping();
     // Called when the waiter got what it waited for: a wake-up it did not use is then not
     // handed to another waiter on leaving.
     void satisfied() { pass_on_unused_ = false; }
@@ -63,11 +79,12 @@ class Subscriber {
 
    private:
     friend class Subscriber;
-    Waiter(Subscriber* owner, Channel* channel) : owner_(owner), channel_(channel) {}
+    Waiter(Subscriber* owner, Channel* channel, WakeTarget* target)
+        : owner_(owner), channel_(channel), target_(target) {}
 
     Subscriber* owner_;
     Channel* channel_;
-    std::condition_variable cv_;
+    WakeTarget* target_;
     bool signalled_ = false;
     bool cancelled_ = false;
     bool sleeping_ = false;
@@ -89,6 +106,7 @@ class Subscriber {
     Clock::time_point idle_since;  // when refcount last fell to 0
     std::deque<Waiter*> sleeping;
     std::vector<Waiter*> members;
+    Waiter* poller = nullptr;  // the waiter that keeps the periodic retry (take_or_sleep)
   };
 
   // Subscribes on `master`, which must outlive the subscriber. `sharded`: SSUBSCRIBE (the
@@ -98,9 +116,10 @@ class Subscriber {
              std::atomic<uint64_t>* marks = nullptr);
   ~Subscriber();
 
-  // Registers a waiter on a channel (subscribing if it is the first). Throws Error(kClosed)
-  // after stop(). `mark` is a message_mark() taken earlier, or 0.
-  std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark = 0);
+  // Registers a waiter on a channel (subscribing if it is the first), whose events wake
+  // `target`. Throws Error(kClosed) after stop(). `mark` is a message_mark() taken earlier,
+  // or 0.
+  std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark, WakeTarget* target);
 
   // A mark of the channel's state while it is subscribed (confirmed), else 0.
   // Taken before a lock attempt, it lets a waiter that joins after a failed attempt skip the
