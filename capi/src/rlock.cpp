@@ -831,21 +831,28 @@ int rlock_is_held_ex(const rlock_lock* lock, int64_t thread_id) {
 }  // extern "C"
 
 // ---- Asynchronous calls ---------------------------------------------------------------------
-// TEMPORARY STUB (not for landing): a thread per call running the blocking call, so the
-// bindings can be built against the ABI while the core's waiting engine is written.
-
-#include <thread>
 
 namespace {
 
-template <class Body>
-int start_stub(rlock_completion_cb done, void* user, Body body) {
-  if (done == nullptr) return invalid("done must not be NULL");
-  std::thread([done, user, body]() mutable {
-    int64_t value = 0;
-    int rc = body(&value);
-    done(user, rc, value);
-  }).detach();
+core::Lock::Completion completion(rlock_completion_cb done, void* user) {
+  return [done, user](int status, int64_t value) { done(user, status, value); };
+}
+
+// Reads acquire options for an asynchronous call; the cancel token's set is kept alive by the
+// operation (the token handle may be freed before the wait ends).
+int read_async_options(const rlock_acquire_options* opts, core::AcquireArgs* args,
+                       std::shared_ptr<core::CancelSet>* keep) {
+  if (opts == nullptr) return RLOCK_OK;
+  if (int rc = check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
+    return rc;
+  Pinned<TokenObj> cancel(opts->cancel);
+  if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
+  if (cancel) *keep = cancel->set;
+  args->wait_ms = opts->wait_ms;
+  args->lease_ms = opts->lease_ms;
+  args->thread_id = opts->thread_id;
+  args->cancel = keep->get();
+  if (opts->version >= 2) args->token = opts->token;
   return RLOCK_OK;
 }
 
@@ -855,35 +862,13 @@ int rlock_acquire_async(rlock_lock* lock, const rlock_acquire_options* opts,
                         rlock_completion_cb done, void* user) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    if (done == nullptr) return invalid("done must not be NULL");
     Pinned<LockObj> l(lock);
     if (!l) return l.bad("lock");
     core::AcquireArgs args;
-    std::shared_ptr<core::CancelSet> cancel_set;
-    int64_t* token_out = nullptr;
-    if (opts != nullptr) {
-      if (int rc =
-              check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
-        return rc;
-      Pinned<TokenObj> cancel(opts->cancel);
-      if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
-      if (cancel) cancel_set = cancel->set;
-      args.wait_ms = opts->wait_ms;
-      args.lease_ms = opts->lease_ms;
-      args.thread_id = opts->thread_id;
-      if (opts->version >= 2) token_out = opts->token;
-    }
-    if (args.thread_id == 0) args.thread_id = core::current_thread_id();
-    std::shared_ptr<core::Lock> core_lock = l->core;
-    return start_stub(done, user, [core_lock, args, cancel_set, token_out](int64_t* value) {
-      core::AcquireArgs a = args;
-      a.cancel = cancel_set.get();
-      int64_t token = 0;
-      if (token_out != nullptr) a.token = &token;
-      int rc = core_lock->acquire(a);
-      if (rc == 0 && token_out != nullptr) *token_out = token;
-      *value = token;
-      return rc;
-    });
+    std::shared_ptr<core::CancelSet> keep;
+    if (int rc = read_async_options(opts, &args, &keep)) return rc;
+    return l->core->acquire_async(args, std::move(keep), completion(done, user));
   });
 }
 
@@ -891,13 +876,10 @@ int rlock_release_async(rlock_lock* lock, int64_t thread_id, rlock_completion_cb
                         void* user) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    if (done == nullptr) return invalid("done must not be NULL");
     Pinned<LockObj> l(lock);
     if (!l) return l.bad("lock");
-    if (thread_id == 0) thread_id = core::current_thread_id();
-    std::shared_ptr<core::Lock> core_lock = l->core;
-    return start_stub(done, user, [core_lock, thread_id](int64_t*) {
-      return core_lock->release(thread_id);
-    });
+    return l->core->release_async(thread_id, completion(done, user));
   });
 }
 
@@ -905,13 +887,10 @@ int rlock_extend_async(rlock_lock* lock, int64_t thread_id, int64_t lease_ms,
                        rlock_completion_cb done, void* user) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
+    if (done == nullptr) return invalid("done must not be NULL");
     Pinned<LockObj> l(lock);
     if (!l) return l.bad("lock");
-    if (thread_id == 0) thread_id = core::current_thread_id();
-    std::shared_ptr<core::Lock> core_lock = l->core;
-    return start_stub(done, user, [core_lock, thread_id, lease_ms](int64_t*) {
-      return core_lock->extend(lease_ms, thread_id);
-    });
+    return l->core->extend_async(lease_ms, thread_id, completion(done, user));
   });
 }
 
@@ -919,29 +898,17 @@ int rlock_multi_acquire_async(rlock_multi* group, const rlock_acquire_options* o
                               rlock_completion_cb done, void* user) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
+    if (done == nullptr) return invalid("done must not be NULL");
     Pinned<MultiObj> g(group);
     if (!g) return g.bad("group");
-    rlock_acquire_options o = RLOCK_ACQUIRE_OPTIONS_INIT;
-    std::shared_ptr<core::CancelSet> cancel_set;
-    if (opts != nullptr) {
-      if (int rc =
-              check_version(opts->version, RLOCK_ACQUIRE_OPTIONS_VERSION, "rlock_acquire_options"))
-        return rc;
-      o.wait_ms = opts->wait_ms;
-      o.lease_ms = opts->lease_ms;
-      o.thread_id = opts->thread_id;
-      if (opts->version >= 2 && opts->token != nullptr) {
-        return invalid("fencing tokens are not available for lock groups (opts->token)");
-      }
-      Pinned<TokenObj> cancel(opts->cancel);
-      if (opts->cancel != nullptr && !cancel) return cancel.bad("opts->cancel");
-      if (cancel) cancel_set = cancel->set;
+    core::AcquireArgs args;
+    std::shared_ptr<core::CancelSet> keep;
+    if (int rc = read_async_options(opts, &args, &keep)) return rc;
+    if (args.token != nullptr) {
+      return invalid("fencing tokens are not available for lock groups (opts->token)");
     }
-    if (o.thread_id == 0) o.thread_id = core::current_thread_id();
-    std::shared_ptr<core::LockGroup> core_group = g->core;
-    return start_stub(done, user, [core_group, o, cancel_set](int64_t* value) {
-      return core_group->acquire(o.wait_ms, o.lease_ms, o.thread_id, cancel_set.get(), value);
-    });
+    return g->core->acquire_async(args.wait_ms, args.lease_ms, args.thread_id, std::move(keep),
+                                  completion(done, user));
   });
 }
 
@@ -949,11 +916,9 @@ int rlock_multi_release_async(rlock_multi* group, int64_t thread_id, rlock_compl
                               void* user) {
   return guarded([&]() -> int {
     if (group == nullptr) return invalid("group must not be NULL");
+    if (done == nullptr) return invalid("done must not be NULL");
     Pinned<MultiObj> g(group);
     if (!g) return g.bad("group");
-    if (thread_id == 0) thread_id = core::current_thread_id();
-    std::shared_ptr<core::LockGroup> core_group = g->core;
-    return start_stub(done, user,
-                      [core_group, thread_id](int64_t*) { return core_group->release(thread_id); });
+    return g->core->release_async(thread_id, completion(done, user));
   });
 }

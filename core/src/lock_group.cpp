@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <future>
+#include <condition_variable>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/engine.hpp"
 #include "rlock/core/holds.hpp"
 #include "rlock/core/timing.hpp"
 
@@ -18,31 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kFirstBackoffMs = 5;
 constexpr int64_t kMaxBackoffMs = 200;
-
-struct Outcome {
-  int code;
-  bool transient;  // as the member recorded it with its failure (see worth_retrying)
-  std::string message;
-};
-
-// Runs `attempt(i)` for every member at once and collects each result with the failure the
-// member recorded on the thread it ran on.
-template <class F>
-std::vector<Outcome> in_parallel(size_t count, F attempt) {
-  std::vector<std::future<Outcome>> running;
-  running.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    running.push_back(std::async(std::launch::async, [&attempt, i] {
-      int code = attempt(i);
-      if (code == kOk) return Outcome{kOk, false, std::string()};
-      return Outcome{code, last_error_transient(), last_error_message()};
-    }));
-  }
-  std::vector<Outcome> out;
-  out.reserve(count);
-  for (auto& r : running) out.push_back(r.get());
-  return out;
-}
 
 }  // namespace
 
@@ -60,13 +37,100 @@ LockGroup::LockGroup(std::vector<std::shared_ptr<Lock>> members, Policy policy)
   quorum_ = policy == Policy::All ? members_.size() : members_.size() / 2 + 1;
 }
 
-void LockGroup::release_all(int64_t thread_id) {
-  in_parallel(members_.size(), [&](size_t i) { return members_[i]->release(thread_id); });
+struct LockGroup::Outcome {
+  int code;
+  bool transient;  // as the member recorded it with its failure (see worth_retrying)
+  std::string message;
+};
+
+namespace {
+
+// One member's call whose outcome joins the others'.
+class MemberCall final : public Engine::Task {
+ public:
+  MemberCall(std::shared_ptr<Engine> engine, std::function<void()> body)
+      : Task(std::move(engine)), body_(std::move(body)) {}
+  void step() override {
+    body_();
+    body_ = nullptr;
+    done();
+  }
+  void close() override {}  // runs anyway: the member's client answers it (closed)
+
+ private:
+  std::function<void()> body_;
+};
+
+}  // namespace
+
+void LockGroup::for_members(std::function<int(Lock&)> op, std::function<void(Outcomes)> then,
+                            bool here) {
+  struct Gather {
+    std::mutex mutex;
+    Outcomes outcomes;
+    size_t pending;
+    std::function<void(Outcomes)> then;
+  };
+  auto gather = std::make_shared<Gather>();
+  gather->outcomes.resize(members_.size(), Outcome{kInternal, false, std::string()});
+  gather->pending = members_.size();
+  gather->then = std::move(then);
+  auto run_one = [gather, op](Lock* member, size_t i) {
+    int code = kInternal;
+    try {
+      code = member != nullptr ? op(*member) : kClosed;  // null: its client was closed
+    } catch (const Error& e) {
+      code = fail(e.code(), e.message());
+    } catch (const std::exception& e) {
+      code = fail(kInternal, std::string("internal error: ") + e.what());
+    }
+    Outcome out{code, code != kOk && last_error_transient(),
+                code != kOk ? last_error_message() : std::string()};
+    std::unique_lock<std::mutex> lock(gather->mutex);
+    gather->outcomes[i] = std::move(out);
+    if (--gather->pending > 0) return;
+    lock.unlock();
+    gather->then(std::move(gather->outcomes));
+  };
+  for (size_t i = 0; i < members_.size(); ++i) {
+    std::shared_ptr<Lock> member = members_[i];
+    if (here) {
+      run_one(member.get(), i);
+      continue;
+    }
+    auto call = std::make_shared<MemberCall>(member->client().engine_ptr(),
+                                             [run_one, member, i] { run_one(member.get(), i); });
+    if (!member->client().engine().start(call)) {
+      fail(kClosed, "lock " + printable(member->name()) + ": the client was closed");
+      run_one(nullptr, i);
+    }
+  }
+}
+
+LockGroup::Outcomes LockGroup::on_members(std::function<int(Lock&)> op) {
+  std::mutex mutex;
+  std::condition_variable done;
+  Outcomes outcomes;
+  bool have = false;
+  // On an engine's own thread, waiting for other tasks of the engine could wait for ever.
+  const bool here = Engine::on_engine_thread() || members_.size() == 1;
+  for_members(
+      std::move(op),
+      [&](Outcomes got) {
+        std::lock_guard<std::mutex> lock(mutex);
+        outcomes = std::move(got);
+        have = true;
+        done.notify_one();
+      },
+      here);
+  std::unique_lock<std::mutex> lock(mutex);
+  done.wait(lock, [&] { return have; });
+  return outcomes;
 }
 
 // One try of every member, and what it came to.
 struct LockGroup::Round {
-  std::vector<Outcome> outcomes;
+  Outcomes outcomes;
   size_t granted = 0;
   const Outcome* worst = nullptr;  // the failure to report if the round falls short
   int64_t spent_ms = 0;
@@ -92,10 +156,8 @@ int64_t LockGroup::shortest_lease(int64_t lease_ms) const {
   return shortest;
 }
 
-void LockGroup::try_round(const AcquireArgs& args, int64_t lease_ms, Round* round) {
-  const Clock::time_point start = Clock::now();
-  round->outcomes =
-      in_parallel(members_.size(), [&](size_t i) { return members_[i]->acquire(args); });
+void LockGroup::count_round(Outcomes outcomes, int64_t lease_ms, Round* round) const {
+  round->outcomes = std::move(outcomes);
   for (const Outcome& r : round->outcomes) {
     if (r.code == kOk) {
       ++round->granted;
@@ -104,8 +166,6 @@ void LockGroup::try_round(const AcquireArgs& args, int64_t lease_ms, Round* roun
       round->worst = &r;
     }
   }
-  round->spent_ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
   round->validity_ms = lease_ms - round->spent_ms - Holds::drift_ms(lease_ms);
 }
 
@@ -128,51 +188,225 @@ int LockGroup::after_shortfall(const Round& round, bool out_of_time) const {
   return fail(worst->code, "lock group not acquired: " + why, worst->transient);
 }
 
+// A group acquire: rounds of one try of every member at once, each followed (when it falls
+// short) by the release of every member and a jittered backoff. Each round and release runs
+// on the members' engines; this task only sleeps in between.
+class LockGroup::Wait final : public Engine::Task, public Cancellable {
+ public:
+  Wait(LockGroup& group, std::shared_ptr<LockGroup> keep_group, int64_t wait_ms, int64_t lease_ms,
+       int64_t thread_id, CancelSet* cancel, std::shared_ptr<CancelSet> keep_cancel,
+       Completion done)
+      : Task(group.members_.front()->client().engine_ptr()),
+        group_(group),
+        keep_group_(std::move(keep_group)),
+        wait_ms_(wait_ms),
+        lease_applied_(group.shortest_lease(lease_ms)),
+        deadline_(deadline_after(wait_ms)),
+        cancel_(cancel),
+        keep_cancel_(std::move(keep_cancel)),
+        done_(std::move(done)) {
+    args_.wait_ms = 0;
+    args_.lease_ms = lease_ms;
+    args_.thread_id = thread_id;
+    args_.undo_lost_reply = false;  // a failed round releases every member
+  }
+  int outcome() const { return outcome_; }
+  int64_t validity_ms() const { return validity_ms_; }
+
+  void step() override;
+  void close() override {
+    closed_.store(true);
+    wake();
+  }
+  void cancel() override {
+    cancelled_.store(true);
+    wake();
+  }
+
+ private:
+  enum class Phase { Start, Round, Releasing, Sleeping };
+  void start_round();
+  void after_round();
+  void after_release();
+  void on_members(std::function<int(Lock&)> op);
+  void end(int code);
+
+  LockGroup& group_;
+  const std::shared_ptr<LockGroup> keep_group_;
+  AcquireArgs args_;
+  const int64_t wait_ms_;
+  const int64_t lease_applied_;
+  const Clock::time_point deadline_;
+  CancelSet* const cancel_;
+  const std::shared_ptr<CancelSet> keep_cancel_;
+  Completion done_;
+  CancelRegistration by_group_;
+  CancelRegistration by_token_;
+  Backoff backoff_{kFirstBackoffMs, kMaxBackoffMs};
+  Phase phase_ = Phase::Start;
+  Clock::time_point round_start_;
+  Clock::time_point wake_at_;
+  Round round_;
+  std::mutex mutex_;  // the members' outcomes, handed in from their threads
+  bool have_outcomes_ = false;
+  Outcomes outcomes_;
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> closed_{false};
+  bool finished_ = false;
+  int outcome_ = kOk;
+  int64_t validity_ms_ = 0;
+};
+
+void LockGroup::Wait::step() {
+  if (finished_) return;
+  // A round in progress is always finished (and released if short) before giving up.
+  const bool between_rounds = phase_ == Phase::Start || phase_ == Phase::Sleeping;
+  if (between_rounds && closed_.load()) return end(fail(kClosed, "lock group: client closed"));
+  if (between_rounds && cancelled_.load()) return end(fail(kCanceled, "lock group: cancelled"));
+  switch (phase_) {
+    case Phase::Start:
+      if (!by_group_.attach(&group_.waits_, this)) {
+        return end(fail(kCanceled, "lock group: its handle was freed"));
+      }
+      if (!by_token_.attach(cancel_, this)) return end(fail(kCanceled, "lock group: cancelled"));
+      return start_round();
+    case Phase::Round:
+      return after_round();
+    case Phase::Releasing:
+      return after_release();
+    case Phase::Sleeping:
+      if (Clock::now() >= wake_at_) return start_round();
+      sleep_until(wake_at_);
+      return;
+  }
+}
+
+void LockGroup::Wait::on_members(std::function<int(Lock&)> op) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    have_outcomes_ = false;
+  }
+  auto self = std::static_pointer_cast<Wait>(shared_from_this());
+  // A lone member is tried on this thread (a library thread, or the blocked caller's).
+  group_.for_members(
+      std::move(op),
+      [self](Outcomes got) {
+        {
+          std::lock_guard<std::mutex> lock(self->mutex_);
+          self->outcomes_ = std::move(got);
+          self->have_outcomes_ = true;
+        }
+        self->wake();
+      },
+      group_.members_.size() == 1);
+}
+
+void LockGroup::Wait::start_round() {
+  phase_ = Phase::Round;
+  round_start_ = Clock::now();
+  const AcquireArgs args = args_;
+  on_members([args](Lock& m) { return m.acquire(args); });
+}
+
+void LockGroup::Wait::after_round() {
+  Outcomes got;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!have_outcomes_) return;  // woken before every member answered
+    got = std::move(outcomes_);
+    have_outcomes_ = false;
+  }
+  round_ = Round();
+  round_.spent_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - round_start_).count();
+  group_.count_round(std::move(got), lease_applied_, &round_);
+  if (round_.granted >= group_.quorum_ && round_.validity_ms > 0) {
+    validity_ms_ = round_.validity_ms;
+    return end(kOk);
+  }
+  // All of them: a member whose reply was lost may hold it anyway.
+  phase_ = Phase::Releasing;
+  const int64_t owner = args_.thread_id;
+  on_members([owner](Lock& m) { return m.release(owner); });
+}
+
+void LockGroup::Wait::after_release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!have_outcomes_) return;
+    have_outcomes_ = false;
+    outcomes_.clear();
+  }
+  const Clock::time_point now = Clock::now();
+  if (int rc = group_.after_shortfall(round_, wait_ms_ == 0 || now >= deadline_)) return end(rc);
+  // Back off with jitter so competing callers do not collide round after round.
+  phase_ = Phase::Sleeping;
+  wake_at_ = wake_time(now, jittered(backoff_.next()), deadline_);
+  sleep_until(wake_at_);
+}
+
+void LockGroup::Wait::end(int code) {
+  if (finished_) return;
+  finished_ = true;
+  if (code == kOk && done_ && group_.waits_.cancelled()) {
+    // Granted to an asynchronous acquire whose group handle was freed meanwhile: given back.
+    const int64_t owner = args_.thread_id;
+    for (const auto& m : group_.members_) m->release(owner);
+    code = fail(kCanceled, "lock group: its handle was freed");
+  }
+  const std::string message = code != kOk ? last_error_message() : std::string();
+  const bool transient = code != kOk && last_error_transient();
+  by_group_.reset();
+  by_token_.reset();
+  outcome_ = code;
+  done();
+  if (done_) {
+    try {
+      if (code != kOk) set_last_error(code, message, transient);
+      done_(code, code == kOk ? validity_ms_ : 0);
+    } catch (...) {
+      // A completion must not throw; there is nobody to tell.
+    }
+    done_ = nullptr;
+  }
+}
+
 int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, CancelSet* cancel,
                        int64_t* validity_ms) {
   if (lease_ms == 0) lease_ms = kLeaseWatchdog;
   if (int rc = check_acquire(wait_ms, lease_ms, thread_id, cancel)) return rc;
-  AcquireArgs args;
-  args.wait_ms = 0;
-  args.lease_ms = lease_ms;
   // Members run on other threads: they must all act for the caller's owner.
-  args.thread_id = thread_id == 0 ? current_thread_id() : thread_id;
-  args.undo_lost_reply = false;  // a failed round releases every member below
-  const int64_t lease_applied = shortest_lease(lease_ms);
-  const Clock::time_point deadline = deadline_after(wait_ms);
-
-  Sleeper sleeper;
-  CancelRegistration by_group, by_token;
-  if (!by_group.attach(&waits_, &sleeper))
-    return fail(kCanceled, "lock group: its handle was freed");
-  if (!by_token.attach(cancel, &sleeper)) return fail(kCanceled, "lock group: cancelled");
-  Backoff backoff(kFirstBackoffMs, kMaxBackoffMs);
-  for (;;) {
-    Round round;
-    try_round(args, lease_applied, &round);
-    if (round.granted >= quorum_ && round.validity_ms > 0) {
-      if (validity_ms != nullptr) *validity_ms = round.validity_ms;
-      return kOk;
-    }
-    release_all(args.thread_id);  // all of them: a member whose reply was lost may hold it anyway
-    const Clock::time_point now = Clock::now();
-    if (int rc = after_shortfall(round, wait_ms == 0 || now >= deadline)) return rc;
-    // Back off with jitter so competing callers do not collide round after round.
-    Clock::time_point until = wake_time(now, jittered(backoff.next()), deadline);
-    if (!sleeper.sleep_until(until)) return fail(kCanceled, "lock group: cancelled");
+  const int64_t owner = thread_id == 0 ? current_thread_id() : thread_id;
+  auto wait = std::make_shared<Wait>(*this, nullptr, wait_ms, lease_ms, owner, cancel, nullptr,
+                                     nullptr);
+  if (!members_.front()->client().engine().run_here(wait)) {
+    return fail(kClosed, "lock group: client closed");
   }
+  if (wait->outcome() == kOk && validity_ms != nullptr) *validity_ms = wait->validity_ms();
+  return wait->outcome();
 }
 
-int LockGroup::release(int64_t thread_id) {
-  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
-  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
-  std::vector<Outcome> results =
-      in_parallel(members_.size(), [&](size_t i) { return members_[i]->release(tid); });
-  size_t released = 0;
+int LockGroup::acquire_async(int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
+                             std::shared_ptr<CancelSet> keep, Completion done) {
+  if (!done) return fail(kInvalid, "lock group: no completion");
+  if (lease_ms == 0) lease_ms = kLeaseWatchdog;
+  CancelSet* cancel = keep.get();
+  if (int rc = check_acquire(wait_ms, lease_ms, thread_id, cancel)) return rc;
+  const int64_t owner = thread_id == 0 ? current_thread_id() : thread_id;
+  auto wait = std::make_shared<Wait>(*this, shared_from_this(), wait_ms, lease_ms, owner, cancel,
+                                     std::move(keep), std::move(done));
+  if (!members_.front()->client().engine().start(wait)) {
+    return fail(kClosed, "lock group: client closed");
+  }
+  return kOk;
+}
+
+int LockGroup::released(const Outcomes& results) const {
+  size_t count = 0;
   const Outcome* first_failure = nullptr;
   for (const Outcome& r : results) {
     if (r.code == kOk) {
-      ++released;
+      ++count;
     } else if (first_failure == nullptr ||
                (first_failure->code == kNotHeld && r.code != kNotHeld)) {
       // A member never granted says "not held"; a failure to reach one says more.
@@ -180,11 +414,35 @@ int LockGroup::release(int64_t thread_id) {
     }
   }
   // A RedLock member that was down, or never granted, fails its release: that is expected.
-  if (released >= quorum_) return kOk;
+  if (count >= quorum_) return kOk;
   if (first_failure == nullptr) return kOk;
-  return fail(first_failure->code, "lock group release: " + std::to_string(released) + " of " +
+  return fail(first_failure->code, "lock group release: " + std::to_string(count) + " of " +
                                        std::to_string(members_.size()) + " members released; " +
                                        first_failure->message);
+}
+
+int LockGroup::release(int64_t thread_id) {
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
+  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
+  return released(on_members([tid](Lock& m) { return m.release(tid); }));
+}
+
+int LockGroup::release_async(int64_t thread_id, Completion done) {
+  if (!done) return fail(kInvalid, "lock group: no completion");
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
+  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
+  if (members_.front()->client().closed()) return fail(kClosed, "lock group: client closed");
+  for_members([tid](Lock& m) { return m.release(tid); },
+              [self = shared_from_this(), done = std::move(done)](Outcomes results) {
+                const int code = self->released(results);
+                try {
+                  done(code, 0);  // a failure's message is this thread's last error
+                } catch (...) {
+                  // A completion must not throw.
+                }
+              },
+              false);
+  return kOk;
 }
 
 bool LockGroup::is_held(int64_t thread_id) const {

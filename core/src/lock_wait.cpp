@@ -401,6 +401,10 @@ int Lock::release_async(int64_t thread_id, Completion done) {
 int Lock::extend_async(int64_t lease_ms, int64_t thread_id, Completion done) {
   const int64_t owner = resolve_thread(thread_id);
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
+  if (lease_ms <= 0 || lease_ms > kMaxDurationMs) {
+    return fail(kInvalid, "lease_ms must be from 1 to " + std::to_string(kMaxDurationMs) +
+                              " ms, got " + std::to_string(lease_ms));
+  }
   return run_async([this, owner, lease_ms] { return extend(lease_ms, owner); }, std::move(done));
 }
 

@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
@@ -16,9 +18,10 @@
 
 namespace rlock::core {
 
-class LockGroup {
+class LockGroup : public std::enable_shared_from_this<LockGroup> {
  public:
   enum class Policy { All, Majority };
+  using Completion = Lock::Completion;
 
   // Throws Error(kInvalid) for no members or the same lock (client and name) twice.
   LockGroup(std::vector<std::shared_ptr<Lock>> members, Policy policy);
@@ -28,8 +31,13 @@ class LockGroup {
   // minus the time spent acquiring and the clock drift allowance.
   int acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, CancelSet* cancel,
               int64_t* validity_ms);
+  // The same on the first member's client's waiting engine, as Lock::acquire_async; `done`'s
+  // value is the validity. `keep` owns `cancel`. Must be called through a shared_ptr.
+  int acquire_async(int64_t wait_ms, int64_t lease_ms, int64_t thread_id,
+                    std::shared_ptr<CancelSet> keep, Completion done);
   // Releases every member (errors of unreachable members are ignored for a RedLock).
   int release(int64_t thread_id);
+  int release_async(int64_t thread_id, Completion done);
   bool is_held(int64_t thread_id) const;
   void cancel_waits() { waits_.cancel_all(false); }
   // The handle is gone: wakes the waits in progress and refuses later ones.
@@ -37,15 +45,25 @@ class LockGroup {
   size_t quorum() const { return quorum_; }
 
  private:
+  class Wait;  // a waiting group acquire, a task of the waiting engine
   struct Round;
+  struct Outcome;
+  using Outcomes = std::vector<Outcome>;
   int check_acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, CancelSet* cancel) const;
   int64_t shortest_lease(int64_t lease_ms) const;
-  // Tries every member once, at once, without waiting.
-  void try_round(const AcquireArgs& args, int64_t lease_ms, Round* round);
+  // Runs `op` on every member at once, each on its client's waiting engine (or, `here`, one
+  // after the other on this thread), and hands the outcomes to `then` on the thread of the
+  // last one.
+  void for_members(std::function<int(Lock&)> op, std::function<void(Outcomes)> then, bool here);
+  // The same, waiting for the outcomes (on this thread when it is an engine's own).
+  Outcomes on_members(std::function<int(Lock&)> op);
+  // A round's outcomes counted.
+  void count_round(Outcomes outcomes, int64_t lease_ms, Round* round) const;
   // A round that fell short (its members released): the outcome to return, or kOk to back off
   // and try again.
   int after_shortfall(const Round& round, bool out_of_time) const;
-  void release_all(int64_t thread_id);
+  // The outcome of releasing every member.
+  int released(const Outcomes& outcomes) const;
 
   std::vector<std::shared_ptr<Lock>> members_;
   Policy policy_;
