@@ -51,6 +51,15 @@ static void check_last_error(int code, const char *needle, int line) {
   }
 }
 
+/* A completion for calls that must not start: counts, so a call that did start shows. */
+static int never_done_calls = 0;
+static void never_done(void *user, int status, int64_t value) {
+  (void)user;
+  (void)status;
+  (void)value;
+  ++never_done_calls;
+}
+
 static void lost_cb(rlock_lock *lock, const char *name, size_t name_len, int64_t thread_id,
                     rlock_lost_reason reason, void *payload) {
   (void)lock;
@@ -360,6 +369,13 @@ static void test_no_redis_failures(void) {
   CHECK_EQ_INT(rlock_multi_release_for(NULL, 42), RLOCK_EINVAL);
   CHECK_EQ_INT(rlock_lock_set_lost_callback(NULL, lost_cb, NULL), RLOCK_EINVAL);
   check_last_error(RLOCK_EINVAL, "lock", __LINE__);
+  CHECK_EQ_INT(rlock_acquire_async(NULL, NULL, never_done, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "lock", __LINE__);
+  CHECK_EQ_INT(rlock_release_async(NULL, 42, never_done, NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_extend_async(NULL, 42, 1000, never_done, NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_multi_acquire_async(NULL, NULL, never_done, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "group", __LINE__);
+  CHECK_EQ_INT(rlock_multi_release_async(NULL, 42, never_done, NULL), RLOCK_EINVAL);
 
   CHECK(rlock_client_id(NULL) == NULL);
   CHECK_EQ_INT(rlock_is_held(NULL), 0);
@@ -509,6 +525,11 @@ static void test_every_function_links(void) {
       (any_fn)rlock_multi_is_held,
       (any_fn)rlock_multi_is_held_for,
       (any_fn)rlock_multi_cancel,
+      (any_fn)rlock_acquire_async,
+      (any_fn)rlock_release_async,
+      (any_fn)rlock_extend_async,
+      (any_fn)rlock_multi_acquire_async,
+      (any_fn)rlock_multi_release_async,
       (any_fn)rlock_current_thread_id,
   };
   size_t i;
@@ -559,6 +580,7 @@ int main(void) {
   test_struct_layouts();
   test_every_function_links();
   test_deprecated_names();
+  CHECK_EQ_INT(never_done_calls, 0);
   if (failures != 0) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

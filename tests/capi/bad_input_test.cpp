@@ -1162,6 +1162,10 @@ TEST_F(CapiBadInput, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
               "rlock_lock");
   EXPECT_EQ(token, 7);
   EXPECT_FAIL(rlock_lock_set_lost_callback(lock, nullptr, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
+  auto never = [](void*, int, int64_t) { ADD_FAILURE() << "a refused call completed"; };
+  EXPECT_FAIL(rlock_acquire_async(lock, &ao, never, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_release_async(lock, 5, never, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend_async(lock, 5, 1000, never, nullptr), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_EQ(rlock_is_held(lock), 0);
   EXPECT_EQ(rlock_is_held_for(lock, 5), 0);
   EXPECT_EQ(rlock_is_lost_for(lock, RLOCK_THREAD_CURRENT), 0);
