@@ -39,6 +39,10 @@ class LockState:
     owner_hold_count: int
     mode: int
 
+class _Delivery:
+    # What an event loop runs to hand over one completion; made only by the native layer.
+    def __call__(self) -> None: ...
+
 class Client:
     def __init__(
         self,

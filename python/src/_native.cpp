@@ -868,6 +868,49 @@ void def_lock_state(py::module_& m) {
       .def_readonly("mode", &LockState::mode);
 }
 
+void def_lock(py::module_& m) {
+  py::class_<NativeLock>(m, "Lock")
+      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
+           py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
+           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
+      .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"),
+           py::arg("interruptible") = false, py::arg("receipt") = py::none())
+      .def("release", &NativeLock::release, py::arg("thread_id"))
+      .def("acquire_async", &NativeLock::acquire_async, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"), py::arg("loop"),
+           py::arg("done"))
+      .def("release_async", &NativeLock::release_async, py::arg("thread_id"), py::arg("loop"),
+           py::arg("done"))
+      .def("extend_async", &NativeLock::extend_async, py::arg("lease_ms"), py::arg("thread_id"),
+           py::arg("loop"), py::arg("done"))
+      .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
+      .def("force_unlock", &NativeLock::force_unlock)
+      .def("cancel", &NativeLock::cancel)
+      .def("is_held", &NativeLock::is_held, py::arg("thread_id"))
+      .def("is_lost", &NativeLock::is_lost, py::arg("thread_id"))
+      .def("token", &NativeLock::token, py::arg("thread_id"))
+      .def("query", &NativeLock::query, py::arg("thread_id"))
+      .def("set_lost_callback", &NativeLock::set_lost_callback, py::arg("fn"))
+      .def("close", &NativeLock::close);
+}
+
+void def_multi(py::module_& m) {
+  py::class_<NativeMulti>(m, "Multi")
+      .def(py::init<const py::list&, bool>(), py::arg("members"), py::arg("redlock"))
+      .def("acquire", &NativeMulti::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("interruptible") = false,
+           py::arg("receipt") = py::none())
+      .def("release", &NativeMulti::release, py::arg("thread_id"))
+      .def("acquire_async", &NativeMulti::acquire_async, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("loop"), py::arg("done"))
+      .def("release_async", &NativeMulti::release_async, py::arg("thread_id"), py::arg("loop"),
+           py::arg("done"))
+      .def("is_held", &NativeMulti::is_held, py::arg("thread_id"))
+      .def("cancel", &NativeMulti::cancel)
+      .def("close", &NativeMulti::close);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -918,42 +961,6 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<CancelToken>(m, "CancelToken").def(py::init<>()).def("cancel", &CancelToken::cancel);
 
-  py::class_<NativeLock>(m, "Lock")
-      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
-           py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
-           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
-      .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"),
-           py::arg("interruptible") = false, py::arg("receipt") = py::none())
-      .def("release", &NativeLock::release, py::arg("thread_id"))
-      .def("acquire_async", &NativeLock::acquire_async, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"), py::arg("loop"),
-           py::arg("done"))
-      .def("release_async", &NativeLock::release_async, py::arg("thread_id"), py::arg("loop"),
-           py::arg("done"))
-      .def("extend_async", &NativeLock::extend_async, py::arg("lease_ms"), py::arg("thread_id"),
-           py::arg("loop"), py::arg("done"))
-      .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
-      .def("force_unlock", &NativeLock::force_unlock)
-      .def("cancel", &NativeLock::cancel)
-      .def("is_held", &NativeLock::is_held, py::arg("thread_id"))
-      .def("is_lost", &NativeLock::is_lost, py::arg("thread_id"))
-      .def("token", &NativeLock::token, py::arg("thread_id"))
-      .def("query", &NativeLock::query, py::arg("thread_id"))
-      .def("set_lost_callback", &NativeLock::set_lost_callback, py::arg("fn"))
-      .def("close", &NativeLock::close);
-
-  py::class_<NativeMulti>(m, "Multi")
-      .def(py::init<const py::list&, bool>(), py::arg("members"), py::arg("redlock"))
-      .def("acquire", &NativeMulti::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("interruptible") = false,
-           py::arg("receipt") = py::none())
-      .def("release", &NativeMulti::release, py::arg("thread_id"))
-      .def("acquire_async", &NativeMulti::acquire_async, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("loop"), py::arg("done"))
-      .def("release_async", &NativeMulti::release_async, py::arg("thread_id"), py::arg("loop"),
-           py::arg("done"))
-      .def("is_held", &NativeMulti::is_held, py::arg("thread_id"))
-      .def("cancel", &NativeMulti::cancel)
-      .def("close", &NativeMulti::close);
+  def_lock(m);
+  def_multi(m);
 }
