@@ -223,7 +223,8 @@ py::str text_of(const std::string& message) {
 }
 
 // What the event loop runs for one completion: callback(status, value, message), once. One
-// dropped without having run (its loop was closed first) gives back the grant it carried.
+// dropped without having run (its loop was closed with it still queued) gives back the grant
+// it carried; that only starts a release, so the GIL may be held meanwhile.
 class Delivery {
  public:
   Delivery(py::object callback, int status, int64_t value, std::string message, Undo undo)
@@ -244,6 +245,9 @@ class Delivery {
     callback(status_, value_, text_of(message_));
   }
 
+  // Never to run: the caller gives the grant back itself.
+  void disarm() { callback_ = py::object(); }
+
  private:
   py::object callback_;  // empty once run
   int status_;
@@ -261,42 +265,53 @@ struct Completion {
   int64_t token = 0;  // a fenced acquire's opts->token
 };
 
-void enter_python_or_undo(Completion* c, int status, int64_t value, std::string message) {
+// Hands the outcome to c's loop, with the GIL. Returns what is left to undo (without the GIL)
+// when the loop is closed: a grant nobody will receive.
+Undo hand_to_loop(Completion* c, int status, int64_t value, std::string message) {
   py::gil_scoped_acquire gil;
   std::unique_ptr<Completion> owned(c);  // its objects are released with the GIL held
   const Undo undo = status == RLOCK_OK ? owned->undo : Undo{};
+  py::object delivery;
   try {
-    py::object delivery =
+    delivery =
         py::cast(new Delivery(std::move(owned->callback), status, value, std::move(message), undo),
                  py::return_value_policy::take_ownership);
     owned->loop.attr("call_soon_threadsafe")(delivery);
+    return Undo{};
   } catch (py::error_already_set& e) {
-    // RuntimeError: the loop is closed; dropping the delivery gave the grant back.
+    // RuntimeError: the loop is closed. Anything else is a bug worth reporting.
     if (!e.matches(PyExc_RuntimeError)) e.discard_as_unraisable("rlock.asyncio completion");
+  } catch (...) {
   }
+  if (delivery) delivery.cast<Delivery&>().disarm();
+  return undo;
 }
 
 // rlock_completion_cb of every call started here. No exception leaves it.
 void complete(void* user, int status, int64_t value) noexcept {
   auto* c = static_cast<Completion*>(user);
+  Undo undo;
   std::string message;
   try {
     message = outcome_of(status).message;  // thread-local: read it here
   } catch (...) {
   }
+  bool shutting_down = false;
   {
     std::lock_guard<std::mutex> guard(g_inflight_mu);
-    if (g_shutdown.load()) {  // Python is going away: c is leaked (its objects need the GIL)
-      if (status == RLOCK_OK) c->undo();
-      return;
-    }
-    ++g_inflight;
+    shutting_down = g_shutdown.load();
+    if (!shutting_down) ++g_inflight;
+  }
+  if (shutting_down) {  // Python is going away: c is leaked (its objects need the GIL)
+    if (status == RLOCK_OK) c->undo();
+    return;
   }
   try {
-    enter_python_or_undo(c, status, value, std::move(message));
+    undo = hand_to_loop(c, status, value, std::move(message));
   } catch (...) {
     // Nothing may unwind into the C library.
   }
+  undo();
   std::lock_guard<std::mutex> guard(g_inflight_mu);
   if (--g_inflight == 0) g_inflight_cv.notify_all();
 }
