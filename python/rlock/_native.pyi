@@ -1,5 +1,10 @@
 # Type stubs of the native layer (python/src/_native.cpp). Private: use the rlock package.
+import asyncio
 from typing import Any, Callable, Optional
+
+# done(status, value, message) of an asynchronous call: run once on the event loop it was
+# started with.
+_Done = Callable[[int, int, str], object]
 
 WAIT_FOREVER: int
 LEASE_WATCHDOG: int
@@ -33,6 +38,10 @@ class LockState:
     owner: Optional[bytes]
     owner_hold_count: int
     mode: int
+
+class _Delivery:
+    # What an event loop runs to hand over one completion; made only by the native layer.
+    def __call__(self) -> None: ...
 
 class Client:
     def __init__(
@@ -76,8 +85,24 @@ class Lock:
         interruptible: bool = False,
         receipt: Optional[list[Any]] = None,
     ) -> bool: ...
+    def acquire_async(
+        self,
+        wait_ms: int,
+        lease_ms: int,
+        thread_id: int,
+        cancel: Optional[CancelToken],
+        want_token: bool,
+        loop: asyncio.AbstractEventLoop,
+        done: _Done,
+    ) -> None: ...
     def release(self, thread_id: int) -> None: ...
+    def release_async(
+        self, thread_id: int, loop: asyncio.AbstractEventLoop, done: _Done
+    ) -> None: ...
     def extend(self, lease_ms: int, thread_id: int) -> None: ...
+    def extend_async(
+        self, lease_ms: int, thread_id: int, loop: asyncio.AbstractEventLoop, done: _Done
+    ) -> None: ...
     def force_unlock(self) -> bool: ...
     def cancel(self) -> None: ...
     def is_held(self, thread_id: int) -> bool: ...
@@ -98,7 +123,19 @@ class Multi:
         interruptible: bool = False,
         receipt: Optional[list[Any]] = None,
     ) -> Optional[int]: ...
+    def acquire_async(
+        self,
+        wait_ms: int,
+        lease_ms: int,
+        thread_id: int,
+        cancel: Optional[CancelToken],
+        loop: asyncio.AbstractEventLoop,
+        done: _Done,
+    ) -> None: ...
     def release(self, thread_id: int) -> None: ...
+    def release_async(
+        self, thread_id: int, loop: asyncio.AbstractEventLoop, done: _Done
+    ) -> None: ...
     def is_held(self, thread_id: int) -> bool: ...
     def cancel(self) -> None: ...
     def close(self) -> None: ...

@@ -1,10 +1,12 @@
 """rlock for asyncio: ``await lock.acquire()``, ``async with lock:``.
 
 Each asyncio task is its own owner (as each thread is in the blocking API): a lock acquired in
-a task must be released by that task, and re-acquiring in the holding task nests. Waiting and
-Redis I/O happen on threads, never on the event loop. Cancelling a task that waits (directly,
-or through ``asyncio.timeout`` / ``wait_for``) cancels the wait, and if the lock was granted at
-that moment it is released before the cancellation goes on: nothing is left locked.
+a task must be released by that task, and re-acquiring in the holding task nests. Acquire,
+release and extend are the C library's asynchronous calls: the task awaits their completion on
+the event loop, so a waiting task costs no thread, and nothing blocks the loop. Cancelling a
+task that waits (directly, or through ``asyncio.timeout`` / ``wait_for``) cancels its wait; if
+the lock was granted at that moment it is released before the cancellation goes on: nothing is
+left locked, and no queue entry is left behind.
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ import concurrent.futures
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, TypeVar
 
-from . import _client, _native
+from . import _client, _errors, _native
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
 from ._errors import LockError, LockTimeoutError
 
-__all__ = ["Client", "Lock", "ReadWriteLock"]
+__all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock"]
 
 _T = TypeVar("_T")
 
@@ -43,11 +45,97 @@ def _task_owner() -> int:
         return owner
 
 
-# Calls that do not wait (try-once, release, extend, queries) share a small pool; a call that
-# may wait gets a thread of its own, so any number of waiters cannot starve the releases that
-# would let them in.
+# ---- native asynchronous calls ----------------------------------------------------------------
+
+_OK = _errors._CODES["RLOCK_OK"]
+_TIMED_OUT = _errors._CODES["RLOCK_ETIMEDOUT"]
+
+# What a native asynchronous call reports: status, value, message.
+_Outcome = Tuple[int, int, str]
+# done(status, value, message), run once on the loop the call was started with.
+_Done = Callable[[int, int, str], object]
+# Starts one native asynchronous call that reports to done on loop.
+_Start = Callable[[asyncio.AbstractEventLoop, _Done], None]
+
+
+def _error(status: int, message: str) -> LockError:
+    """The exception of a failed native call, as the blocking API raises it."""
+    error = _errors._BY_CODE.get(status, LockError)(message)
+    error.code = status
+    return error
+
+
+def _start(start: _Start) -> "asyncio.Future[_Outcome]":
+    """Starts a native asynchronous call (raising if it could not start); the future gets its
+    outcome on the running loop, handed over by the library thread that completed it."""
+    loop = asyncio.get_running_loop()
+    outcome: "asyncio.Future[_Outcome]" = loop.create_future()
+
+    def done(status: int, value: int, message: str) -> None:
+        if not outcome.done():  # a release awaited by a task cancelled meanwhile
+            outcome.set_result((status, value, message))
+
+    start(loop, done)
+    return outcome
+
+
+async def _call(start: _Start) -> int:
+    """Runs a call that does not wait (release, extend): its value, or its error raised. A
+    cancelled caller does not stop it."""
+    status, value, message = await _start(start)
+    if status != _OK:
+        raise _error(status, message)
+    return value
+
+
+async def _settled(outcome: "asyncio.Future[_Outcome]") -> _Outcome:
+    """The outcome, awaited through any number of cancellations of the calling task (used only
+    for the bounded clean-up after a cancel)."""
+    while True:
+        try:
+            return await asyncio.shield(outcome)
+        except asyncio.CancelledError:
+            continue
+
+
+async def _give_back(release: _Start) -> None:
+    try:
+        outcome = _start(release)
+    except LockError:
+        return  # the handle or its client was closed, which released it
+    await _settled(outcome)
+
+
+async def _acquire(
+    start: Callable[[_native.CancelToken, asyncio.AbstractEventLoop, _Done], None],
+    release: _Start,
+) -> Optional[int]:
+    """Runs start(cancel_token, loop, done), a native asynchronous acquire: the value of the
+    grant, or None when the wait ran out. If the calling task is cancelled, the wait is
+    cancelled through the token, and a grant that raced it is given back with release before
+    the CancelledError goes on."""
+    cancel = _native.CancelToken()
+    outcome = _start(lambda loop, done: start(cancel, loop, done))
+    try:
+        status, value, message = await asyncio.shield(outcome)
+    except asyncio.CancelledError:
+        cancel.cancel()
+        status, _, _ = await _settled(outcome)
+        if status == _OK:
+            await _give_back(release)
+        raise
+    if status == _TIMED_OUT:
+        return None
+    if status != _OK:
+        raise _error(status, message)
+    return value
+
+
+# Calls the C ABI has no asynchronous form of (queries, force_unlock, fenced_write, closing a
+# client) share a small pool; none of them waits for a lock.
 _io_pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
 _io_pool_mu = threading.Lock()
+_IO_THREADS = 4
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
@@ -55,7 +143,7 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
     with _io_pool_mu:
         if _io_pool is None:
             _io_pool = concurrent.futures.ThreadPoolExecutor(
-                max_workers=4, thread_name_prefix="rlock-io"
+                max_workers=_IO_THREADS, thread_name_prefix="rlock-io"
             )
         return _io_pool
 
@@ -63,66 +151,6 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
 async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     """Runs a call that does not wait on the I/O pool. A cancelled caller does not stop it."""
     return await asyncio.get_running_loop().run_in_executor(_pool(), fn, *args)
-
-
-async def _until_done(fut: "asyncio.Future[_T]") -> None:
-    """Waits for fut through any number of cancellations of the calling task (used only for a
-    bounded clean-up)."""
-    while not fut.done():
-        try:
-            await asyncio.shield(fut)
-        except asyncio.CancelledError:
-            continue
-        except BaseException:
-            return
-
-
-async def _acquire_off_loop(
-    attempt: Callable[[Any], _T], undo: Callable[[], None], waits: bool
-) -> _T:
-    """Runs attempt(cancel_token) off the event loop. If the calling task is cancelled, the
-    attempt is cancelled too; if it had got the lock by then, undo() releases it."""
-    loop = asyncio.get_running_loop()
-    cancel = _native.CancelToken()
-    fut: "asyncio.Future[_T]" = loop.create_future()
-
-    def deliver(result: Any, exc: Optional[BaseException]) -> None:
-        if fut.done():
-            return
-        if exc is not None:
-            fut.set_exception(exc)
-        else:
-            fut.set_result(result)
-
-    def work() -> None:
-        result: Any = None
-        exc: Optional[BaseException] = None
-        try:
-            result = attempt(cancel)
-        except BaseException as e:  # handed to the task
-            exc = e
-        try:
-            loop.call_soon_threadsafe(deliver, result, exc)
-        except RuntimeError:  # the loop is closed: nobody is left to use the lock
-            if exc is None and result:
-                try:
-                    undo()
-                except LockError:
-                    pass
-
-    if waits:
-        threading.Thread(target=work, name="rlock-acquire", daemon=True).start()
-    else:
-        _pool().submit(work)
-    try:
-        return await asyncio.shield(fut)
-    except asyncio.CancelledError:
-        cancel.cancel()
-        await _until_done(fut)
-        if fut.done() and not fut.cancelled() and fut.exception() is None and fut.result():
-            release = loop.run_in_executor(_pool(), undo)
-            await _until_done(release)
-        raise
 
 
 class Client:
@@ -146,7 +174,9 @@ class Client:
         return self._sync
 
     async def close(self) -> None:
-        """Releases what is still held (best effort) and closes connections."""
+        """Releases what is still held (best effort), wakes waiting tasks with
+        ``ClientClosedError`` and closes connections. The closing round trips run on a helper
+        thread (the I/O pool), not on the event loop."""
         await _off_loop(self._sync.close)
 
     async def __aenter__(self) -> "Client":
@@ -241,29 +271,37 @@ class Lock:
     ) -> bool:
         """Acquires the lock for the current task, like ``threading.Lock.acquire`` but
         awaited: True when acquired, False when ``timeout`` seconds passed (``blocking=False``
-        tries once). The event loop keeps running while it waits."""
+        tries once). The event loop keeps running while it waits, and no thread waits for
+        the task."""
         wait_ms = _wait_ms(blocking, timeout)
         lease_ms = _lease_ms(lease)
         owner = _task_owner()
         native = self._lock._checked()
         want_token = self._lock._kind == _native.KIND_FENCED
 
-        def attempt(cancel: Any) -> bool:
-            return native.acquire(wait_ms, lease_ms, owner, cancel, want_token)
+        def start(
+            cancel: _native.CancelToken, loop: asyncio.AbstractEventLoop, done: _Done
+        ) -> None:
+            native.acquire_async(wait_ms, lease_ms, owner, cancel, want_token, loop, done)
 
-        return await _acquire_off_loop(attempt, lambda: native.release(owner), wait_ms != 0)
+        def release(loop: asyncio.AbstractEventLoop, done: _Done) -> None:
+            native.release_async(owner, loop, done)
+
+        return await _acquire(start, release) is not None
 
     async def release(self) -> None:
         """Releases one hold of the current task (``NotHeldError``, ``LockLostError`` as for
         ``rlock.Lock.release``)."""
         owner = _task_owner()
-        await _off_loop(self._lock._checked().release, owner)
+        native = self._lock._checked()
+        await _call(lambda loop, done: native.release_async(owner, loop, done))
 
     async def extend(self, lease: float) -> None:
         """Sets the remaining lease of the current task's hold to ``lease`` seconds."""
         lease_ms = _duration_ms(lease, "lease")
         owner = _task_owner()
-        await _off_loop(self._lock._checked().extend, lease_ms, owner)
+        native = self._lock._checked()
+        await _call(lambda loop, done: native.extend_async(lease_ms, owner, loop, done))
 
     async def __aenter__(self) -> "Lock":
         timeout = self._lock._blocking_timeout
@@ -353,3 +391,79 @@ class ReadWriteLock:
 
     def write_lock(self) -> Lock:
         return self._write
+
+
+class MultiLock:
+    """See ``rlock.MultiLock``: asyncio locks taken as one, owned per task."""
+
+    _redlock = False
+
+    def __init__(self, locks: Iterable[Lock]) -> None:
+        members = list(locks)
+        for member in members:
+            if not isinstance(member, Lock):
+                raise TypeError(f"members must be rlock.asyncio locks, not {type(member).__name__}")
+        group = _client.RedLock if self._redlock else _client.MultiLock
+        self._group = group([member._lock for member in members])
+        self._locks: Sequence[Lock] = tuple(members)
+        self.validity: Optional[float] = None
+        """After a successful acquire: the seconds the group was sure to be held for then."""
+
+    @property
+    def locks(self) -> Sequence[Lock]:
+        return self._locks
+
+    async def acquire(
+        self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None
+    ) -> bool:
+        """Like ``Lock.acquire``; sets ``validity`` when it returns True."""
+        wait_ms = _wait_ms(blocking, timeout)
+        lease_ms = _lease_ms(lease)
+        owner = _task_owner()
+        for member in self._locks:
+            member._lock._checked()
+        native = self._group._native
+
+        def start(
+            cancel: _native.CancelToken, loop: asyncio.AbstractEventLoop, done: _Done
+        ) -> None:
+            native.acquire_async(wait_ms, lease_ms, owner, cancel, loop, done)
+
+        def release(loop: asyncio.AbstractEventLoop, done: _Done) -> None:
+            native.release_async(owner, loop, done)
+
+        validity_ms = await _acquire(start, release)
+        if validity_ms is None:
+            return False
+        self.validity = validity_ms / 1000.0
+        return True
+
+    async def release(self) -> None:
+        """Releases every member held by the current task."""
+        owner = _task_owner()
+        native = self._group._native
+        await _call(lambda loop, done: native.release_async(owner, loop, done))
+
+    def held(self) -> bool:
+        """True if the current task holds the group (local view)."""
+        return self._group._native.is_held(_task_owner())
+
+    def cancel(self) -> None:
+        """Wakes every acquire waiting on this group (``AcquireCancelledError``)."""
+        self._group.cancel()
+
+    async def __aenter__(self) -> "MultiLock":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<rlock.asyncio.{type(self).__name__} of {len(self._locks)} locks>"
+
+
+class RedLock(MultiLock):
+    """See ``rlock.RedLock``: members on independent Redis servers, held by a majority."""
+
+    _redlock = True

@@ -5,7 +5,8 @@
 // - The GIL is released for every call that can do I/O or wait.
 // - The error message is read from rlock_last_error() in the same native call that failed,
 //   before control goes back to Python (the message is thread-local).
-// - No Python exception or C++ exception leaves the lost-lock trampoline.
+// - No Python exception or C++ exception leaves the lost-lock trampoline or an asynchronous
+//   call's completion; both touch Python objects only with the GIL, and not after _shutdown().
 // - A handle created before fork() is never freed in the child: its threads and mutexes did not
 //   survive the fork, so freeing could hang. The child leaks it instead.
 #include <pybind11/pybind11.h>
@@ -191,6 +192,158 @@ Outcome wait_interruptibly(int64_t owner, Attempt&& attempt, Undo&& undo) {
 
 void record(const py::object& receipt, py::object value) {
   if (!receipt.is_none()) receipt.attr("append")(std::move(value));
+}
+
+// ---- Asynchronous calls (rlock.asyncio) --------------------------------------------------------
+
+// A completion runs on a library thread. It takes the GIL only to hand its outcome to the event
+// loop (loop.call_soon_threadsafe); the task that waits runs it there. A waiting call holds no
+// thread of ours.
+
+void ignore_completion(void*, int, int64_t) noexcept {}
+
+// Gives back a grant that no task will ever learn about, without waiting for the answer. The
+// handle may be freed by then: handles are checked values, and freeing it released the grant.
+struct Undo {
+  rlock_lock* lock = nullptr;
+  rlock_multi* group = nullptr;
+  int64_t owner = 0;
+
+  void operator()() const noexcept {
+    if (lock != nullptr) rlock_release_async(lock, owner, ignore_completion, nullptr);
+    if (group != nullptr) rlock_multi_release_async(group, owner, ignore_completion, nullptr);
+  }
+};
+
+py::str text_of(const std::string& message) {
+  PyObject* text =
+      PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "replace");
+  if (text == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(text);
+}
+
+// What the event loop runs for one completion: callback(status, value, message), once. One
+// dropped without having run (its loop was closed with it still queued) gives back the grant
+// it carried; that only starts a release, so the GIL may be held meanwhile.
+class Delivery {
+ public:
+  Delivery(py::object callback, int status, int64_t value, std::string message, Undo undo)
+      : callback_(std::move(callback)),
+        status_(status),
+        value_(value),
+        message_(std::move(message)),
+        undo_(undo) {}
+  Delivery(const Delivery&) = delete;
+  Delivery& operator=(const Delivery&) = delete;
+  ~Delivery() {
+    if (callback_ && !forked_since(pid_)) undo_();  // never ran
+  }
+
+  void run() {
+    if (!callback_) return;
+    py::object callback = std::move(callback_);
+    callback(status_, value_, text_of(message_));
+  }
+
+  // Never to run: the caller gives the grant back itself.
+  void disarm() { callback_ = py::object(); }
+
+ private:
+  py::object callback_;  // empty once run
+  int status_;
+  int64_t value_;
+  std::string message_;
+  Undo undo_;  // empty unless this is a grant
+  pid_t pid_ = getpid();
+};
+
+// One asynchronous call in flight: where its outcome goes, kept alive until it completed.
+struct Completion {
+  py::object loop;
+  py::object callback;
+  Undo undo;          // set by acquires: how to give the grant back
+  int64_t token = 0;  // a fenced acquire's opts->token
+};
+
+// Hands the outcome to c's loop, with the GIL. Returns what is left to undo (without the GIL)
+// when the loop is closed: a grant nobody will receive.
+Undo hand_to_loop(Completion* c, int status, int64_t value, std::string message) {
+  py::gil_scoped_acquire gil;
+  std::unique_ptr<Completion> owned(c);  // its objects are released with the GIL held
+  const Undo undo = status == RLOCK_OK ? owned->undo : Undo{};
+  py::object delivery;
+  try {
+    delivery =
+        py::cast(new Delivery(std::move(owned->callback), status, value, std::move(message), undo),
+                 py::return_value_policy::take_ownership);
+    owned->loop.attr("call_soon_threadsafe")(delivery);
+    return Undo{};
+  } catch (py::error_already_set& e) {
+    // RuntimeError: the loop is closed. Anything else is a bug worth reporting.
+    if (!e.matches(PyExc_RuntimeError)) e.discard_as_unraisable("rlock.asyncio completion");
+  } catch (...) {
+  }
+  if (delivery) delivery.cast<Delivery&>().disarm();
+  return undo;
+}
+
+// rlock_completion_cb of every call started here. No exception leaves it.
+void complete(void* user, int status, int64_t value) noexcept {
+  auto* c = static_cast<Completion*>(user);
+  Undo undo;
+  std::string message;
+  try {
+    message = outcome_of(status).message;  // thread-local: read it here
+  } catch (...) {
+  }
+  bool shutting_down = false;
+  {
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    shutting_down = g_shutdown.load();
+    if (!shutting_down) ++g_inflight;
+  }
+  if (shutting_down) {  // Python is going away: c is leaked (its objects need the GIL)
+    if (status == RLOCK_OK) c->undo();
+    return;
+  }
+  try {
+    undo = hand_to_loop(c, status, value, std::move(message));
+  } catch (...) {
+    // Nothing may unwind into the C library.
+  }
+  undo();
+  std::lock_guard<std::mutex> guard(g_inflight_mu);
+  if (--g_inflight == 0) g_inflight_cv.notify_all();
+}
+
+std::unique_ptr<Completion> new_completion(py::object loop, py::object callback) {
+  auto c = std::make_unique<Completion>();
+  c->loop = std::move(loop);
+  c->callback = std::move(callback);
+  return c;
+}
+
+// Starts one call: start(user) -> status. On success the completion belongs to `complete`.
+template <class Start>
+int start_async(std::unique_ptr<Completion>& c, Start&& start) {
+  int rc = start(c.get());
+  if (rc == RLOCK_OK) c.release();  // may be running already: not touched again here
+  return rc;
+}
+
+rlock_acquire_options acquire_options(int64_t wait_ms, int64_t lease_ms, int64_t owner,
+                                      rlock_cancel_token* cancel, int64_t* token) {
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = owner;
+  opts.cancel = cancel;
+  opts.token = token;
+  return opts;
+}
+
+int64_t resolved_owner(int64_t thread_id) {
+  return thread_id != 0 ? thread_id : rlock_current_thread_id();
 }
 
 // ---- Handles ---------------------------------------------------------------------------------
@@ -437,6 +590,40 @@ class NativeLock {
     check(call([&](rlock_lock* lock) { return rlock_release_for(lock, thread_id); }));
   }
 
+  // Starts an acquire; done(status, value, message) then runs once on `loop` (value: the
+  // fencing token when want_token). A grant that cannot reach the loop is released.
+  void acquire_async(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, const py::object& cancel,
+                     bool want_token, py::object loop, py::object done) {
+    rlock_cancel_token* token = token_of(cancel);
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    check(call([&](rlock_lock* lock) {
+      const int64_t owner = resolved_owner(thread_id);
+      c->undo = Undo{lock, nullptr, owner};
+      const rlock_acquire_options opts =
+          acquire_options(wait_ms, lease_ms, owner, token, want_token ? &c->token : nullptr);
+      return start_async(
+          c, [&](Completion* user) { return rlock_acquire_async(lock, &opts, complete, user); });
+    }));
+  }
+
+  void release_async(int64_t thread_id, py::object loop, py::object done) {
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    check(call([&](rlock_lock* lock) {
+      return start_async(c, [&](Completion* user) {
+        return rlock_release_async(lock, thread_id, complete, user);
+      });
+    }));
+  }
+
+  void extend_async(int64_t lease_ms, int64_t thread_id, py::object loop, py::object done) {
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    check(call([&](rlock_lock* lock) {
+      return start_async(c, [&](Completion* user) {
+        return rlock_extend_async(lock, thread_id, lease_ms, complete, user);
+      });
+    }));
+  }
+
   void extend(int64_t lease_ms, int64_t thread_id) {
     check(call([&](rlock_lock* lock) { return rlock_extend_for(lock, thread_id, lease_ms); }));
   }
@@ -590,6 +777,30 @@ class NativeMulti {
     check(call([&](rlock_multi* group) { return rlock_multi_release_for(group, thread_id); }));
   }
 
+  // As NativeLock::acquire_async; done's value is the validity in ms of a grant.
+  void acquire_async(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, const py::object& cancel,
+                     py::object loop, py::object done) {
+    rlock_cancel_token* token = token_of(cancel);
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    check(call([&](rlock_multi* group) {
+      const int64_t owner = resolved_owner(thread_id);
+      c->undo = Undo{nullptr, group, owner};
+      const rlock_acquire_options opts = acquire_options(wait_ms, lease_ms, owner, token, nullptr);
+      return start_async(c, [&](Completion* user) {
+        return rlock_multi_acquire_async(group, &opts, complete, user);
+      });
+    }));
+  }
+
+  void release_async(int64_t thread_id, py::object loop, py::object done) {
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    check(call([&](rlock_multi* group) {
+      return start_async(c, [&](Completion* user) {
+        return rlock_multi_release_async(group, thread_id, complete, user);
+      });
+    }));
+  }
+
   bool is_held(int64_t thread_id) {
     return call([&](rlock_multi* group) { return rlock_multi_is_held_for(group, thread_id); }) == 1;
   }
@@ -672,6 +883,49 @@ void def_lock_state(py::module_& m) {
       .def_readonly("mode", &LockState::mode);
 }
 
+void def_lock(py::module_& m) {
+  py::class_<NativeLock>(m, "Lock")
+      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
+           py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
+           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
+      .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"),
+           py::arg("interruptible") = false, py::arg("receipt") = py::none())
+      .def("release", &NativeLock::release, py::arg("thread_id"))
+      .def("acquire_async", &NativeLock::acquire_async, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"), py::arg("loop"),
+           py::arg("done"))
+      .def("release_async", &NativeLock::release_async, py::arg("thread_id"), py::arg("loop"),
+           py::arg("done"))
+      .def("extend_async", &NativeLock::extend_async, py::arg("lease_ms"), py::arg("thread_id"),
+           py::arg("loop"), py::arg("done"))
+      .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
+      .def("force_unlock", &NativeLock::force_unlock)
+      .def("cancel", &NativeLock::cancel)
+      .def("is_held", &NativeLock::is_held, py::arg("thread_id"))
+      .def("is_lost", &NativeLock::is_lost, py::arg("thread_id"))
+      .def("token", &NativeLock::token, py::arg("thread_id"))
+      .def("query", &NativeLock::query, py::arg("thread_id"))
+      .def("set_lost_callback", &NativeLock::set_lost_callback, py::arg("fn"))
+      .def("close", &NativeLock::close);
+}
+
+void def_multi(py::module_& m) {
+  py::class_<NativeMulti>(m, "Multi")
+      .def(py::init<const py::list&, bool>(), py::arg("members"), py::arg("redlock"))
+      .def("acquire", &NativeMulti::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("interruptible") = false,
+           py::arg("receipt") = py::none())
+      .def("release", &NativeMulti::release, py::arg("thread_id"))
+      .def("acquire_async", &NativeMulti::acquire_async, py::arg("wait_ms"), py::arg("lease_ms"),
+           py::arg("thread_id"), py::arg("cancel"), py::arg("loop"), py::arg("done"))
+      .def("release_async", &NativeMulti::release_async, py::arg("thread_id"), py::arg("loop"),
+           py::arg("done"))
+      .def("is_held", &NativeMulti::is_held, py::arg("thread_id"))
+      .def("cancel", &NativeMulti::cancel)
+      .def("close", &NativeMulti::close);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -708,6 +962,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("fenced_write", &fenced_write, py::arg("client"), py::arg("key"), py::arg("value"),
         py::arg("token"));
 
+  // What an event loop runs to hand over one completion (see Delivery); made only here.
+  py::class_<Delivery>(m, "_Delivery").def("__call__", &Delivery::run);
+
   py::class_<NativeClient>(m, "Client")
       .def(py::init<const std::string&, int64_t, int64_t, int, int64_t, int64_t, uint64_t>(),
            py::arg("url"), py::arg("connect_timeout_ms"), py::arg("command_timeout_ms"),
@@ -719,31 +976,6 @@ PYBIND11_MODULE(_native, m) {
 
   py::class_<CancelToken>(m, "CancelToken").def(py::init<>()).def("cancel", &CancelToken::cancel);
 
-  py::class_<NativeLock>(m, "Lock")
-      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
-           py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
-           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
-      .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"),
-           py::arg("interruptible") = false, py::arg("receipt") = py::none())
-      .def("release", &NativeLock::release, py::arg("thread_id"))
-      .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
-      .def("force_unlock", &NativeLock::force_unlock)
-      .def("cancel", &NativeLock::cancel)
-      .def("is_held", &NativeLock::is_held, py::arg("thread_id"))
-      .def("is_lost", &NativeLock::is_lost, py::arg("thread_id"))
-      .def("token", &NativeLock::token, py::arg("thread_id"))
-      .def("query", &NativeLock::query, py::arg("thread_id"))
-      .def("set_lost_callback", &NativeLock::set_lost_callback, py::arg("fn"))
-      .def("close", &NativeLock::close);
-
-  py::class_<NativeMulti>(m, "Multi")
-      .def(py::init<const py::list&, bool>(), py::arg("members"), py::arg("redlock"))
-      .def("acquire", &NativeMulti::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
-           py::arg("thread_id"), py::arg("cancel"), py::arg("interruptible") = false,
-           py::arg("receipt") = py::none())
-      .def("release", &NativeMulti::release, py::arg("thread_id"))
-      .def("is_held", &NativeMulti::is_held, py::arg("thread_id"))
-      .def("cancel", &NativeMulti::cancel)
-      .def("close", &NativeMulti::close);
+  def_lock(m);
+  def_multi(m);
 }
