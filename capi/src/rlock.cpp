@@ -872,8 +872,7 @@ int rlock_acquire_async(rlock_lock* lock, const rlock_acquire_options* opts,
   });
 }
 
-int rlock_release_async(rlock_lock* lock, int64_t thread_id, rlock_completion_cb done,
-                        void* user) {
+int rlock_release_async(rlock_lock* lock, int64_t thread_id, rlock_completion_cb done, void* user) {
   return guarded([&]() -> int {
     if (lock == nullptr) return invalid("lock must not be NULL");
     if (done == nullptr) return invalid("done must not be NULL");

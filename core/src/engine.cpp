@@ -45,8 +45,8 @@ bool Engine::run_here(const std::shared_ptr<Task>& task) {
     while (!t.queued_ && !t.retired_) {
       if (!t.has_timer_) {
         runner.wake.wait(lock);
-      } else if (runner.wake.wait_until(lock, t.timer_) == std::cv_status::timeout &&
-                 !t.queued_ && Clock::now() >= t.timer_) {
+      } else if (runner.wake.wait_until(lock, t.timer_) == std::cv_status::timeout && !t.queued_ &&
+                 Clock::now() >= t.timer_) {
         t.has_timer_ = false;
         t.queued_ = true;
       }

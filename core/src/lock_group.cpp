@@ -8,8 +8,8 @@
 #include <string>
 #include <utility>
 
-#include "rlock/core/error.hpp"
 #include "rlock/core/engine.hpp"
+#include "rlock/core/error.hpp"
 #include "rlock/core/holds.hpp"
 #include "rlock/core/timing.hpp"
 
@@ -377,8 +377,8 @@ int LockGroup::acquire(int64_t wait_ms, int64_t lease_ms, int64_t thread_id, Can
   if (int rc = check_acquire(wait_ms, lease_ms, thread_id, cancel)) return rc;
   // Members run on other threads: they must all act for the caller's owner.
   const int64_t owner = thread_id == 0 ? current_thread_id() : thread_id;
-  auto wait = std::make_shared<Wait>(*this, nullptr, wait_ms, lease_ms, owner, cancel, nullptr,
-                                     nullptr);
+  auto wait =
+      std::make_shared<Wait>(*this, nullptr, wait_ms, lease_ms, owner, cancel, nullptr, nullptr);
   if (!members_.front()->client().engine().run_here(wait)) {
     return fail(kClosed, "lock group: client closed");
   }

@@ -52,9 +52,7 @@ class OneStep final : public Engine::Task {
 
 }  // namespace
 
-class Lock::Wait final : public Engine::Task,
-                         public Cancellable,
-                         public Subscriber::WakeTarget {
+class Lock::Wait final : public Engine::Task, public Cancellable, public Subscriber::WakeTarget {
  public:
   // `keep_lock` (async) keeps the lock alive for the wait; a blocking caller holds it anyway.
   // `keep_cancel` owns args.cancel, `done` gets the outcome (async); both empty when blocking.
@@ -191,8 +189,8 @@ void Lock::Wait::join() {
     go_to_sleep(last_);
     return;
   }
-  waiter_ = lock_.client_->subscriber_for(lock_.channel_)
-                .join(lock_.wake_channel(plan_), mark_, this);
+  waiter_ =
+      lock_.client_->subscriber_for(lock_.channel_).join(lock_.wake_channel(plan_), mark_, this);
   if (last_.code == kTimedOut && waiter_->nothing_missed()) {
     if (!go_to_sleep(last_)) attempt_loop();
     return;
@@ -363,8 +361,8 @@ int Lock::acquire_async(const AcquireArgs& a, std::shared_ptr<CancelSet> keep, C
   if (!done) return fail(kInvalid, "acquiring lock " + printable(name_) + ": no completion");
   Plan plan;
   if (int rc = make_plan(a, &plan)) return rc;
-  auto wait = std::make_shared<Wait>(*this, shared_from_this(), a, std::move(plan),
-                                     std::move(keep), std::move(done));
+  auto wait = std::make_shared<Wait>(*this, shared_from_this(), a, std::move(plan), std::move(keep),
+                                     std::move(done));
   if (!client_->engine().start(wait)) return check_open();
   return kOk;
 }
@@ -373,8 +371,8 @@ int Lock::run_async(std::function<int()> body, Completion done) {
   if (!done) return fail(kInvalid, "lock " + printable(name_) + ": no completion");
   if (int c = check_open()) return c;
   auto task = std::make_shared<OneStep>(
-      client_->engine_ptr(), [self = shared_from_this(), body = std::move(body),
-                              done = std::move(done)] {
+      client_->engine_ptr(),
+      [self = shared_from_this(), body = std::move(body), done = std::move(done)] {
         int code = kInternal;
         try {
           code = body();

@@ -1,12 +1,12 @@
 // Asynchronous calls (rlock_*_async) and the waiting engine under them: completions come exactly
 // once on a library thread, waiting costs no thread, a client's waiters on one held lock cost
 // Redis a bounded number of attempts, and cancel, free and close end every wait.
+#include <dirent.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
-#include <dirent.h>
 #include <functional>
 #include <mutex>
 #include <random>
@@ -200,10 +200,8 @@ TEST(Async, BadInputIsRefusedAtTheCallAndNothingCompletes) {
   opts.version = 99;
   EXPECT_EQ(rlock_acquire_async(own.lock.get(), &opts, &Outcomes::record, out.user(1)),
             RLOCK_EVERSION);
-  EXPECT_EQ(rlock_release_async(own.lock.get(), -3, &Outcomes::record, out.user(2)),
-            RLOCK_EINVAL);
-  EXPECT_EQ(rlock_extend_async(own.lock.get(), 0, 0, &Outcomes::record, out.user(3)),
-            RLOCK_EINVAL);
+  EXPECT_EQ(rlock_release_async(own.lock.get(), -3, &Outcomes::record, out.user(2)), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_extend_async(own.lock.get(), 0, 0, &Outcomes::record, out.user(3)), RLOCK_EINVAL);
   sleep_ms(200);
   EXPECT_EQ(out.done(), 0u);
   EXPECT_FALSE(own.admin.exists(own.name));

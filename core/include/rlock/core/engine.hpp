@@ -96,8 +96,8 @@ class Engine : public std::enable_shared_from_this<Engine> {
   void add_worker_locked();
 
   std::mutex mutex_;
-  std::condition_variable work_;      // workers: ready tasks, timers, stop
-  std::condition_variable quiet_;     // stop(): tasks ended, workers gone
+  std::condition_variable work_;             // workers: ready tasks, timers, stop
+  std::condition_variable quiet_;            // stop(): tasks ended, workers gone
   std::deque<std::shared_ptr<Task>> ready_;  // run by workers, oldest first
   std::multimap<Clock::time_point, std::shared_ptr<Task>> timers_;  // of worker-run tasks
   // Every task from start (or run_here) to done: the engine owns them meanwhile, since a task
