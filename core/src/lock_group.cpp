@@ -63,7 +63,7 @@ class MemberCall final : public Engine::Task {
 
 }  // namespace
 
-void LockGroup::for_members(std::function<int(Lock&)> op, std::function<void(Outcomes)> then,
+void LockGroup::for_members(const std::function<int(Lock&)>& op, std::function<void(Outcomes)> then,
                             bool here) {
   struct Gather {
     std::mutex mutex;
@@ -89,8 +89,9 @@ void LockGroup::for_members(std::function<int(Lock&)> op, std::function<void(Out
     std::unique_lock<std::mutex> lock(gather->mutex);
     gather->outcomes[i] = std::move(out);
     if (--gather->pending > 0) return;
+    Outcomes all = std::exchange(gather->outcomes, Outcomes());
     lock.unlock();
-    gather->then(std::move(gather->outcomes));
+    gather->then(std::move(all));
   };
   for (size_t i = 0; i < members_.size(); ++i) {
     std::shared_ptr<Lock> member = members_[i];
@@ -433,7 +434,7 @@ int LockGroup::release_async(int64_t thread_id, Completion done) {
   const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
   if (members_.front()->client().closed()) return fail(kClosed, "lock group: client closed");
   for_members([tid](Lock& m) { return m.release(tid); },
-              [self = shared_from_this(), done = std::move(done)](Outcomes results) {
+              [self = shared_from_this(), done = std::move(done)](const Outcomes& results) {
                 const int code = self->released(results);
                 try {
                   done(code, 0);  // a failure's message is this thread's last error

@@ -54,7 +54,8 @@ class LockGroup : public std::enable_shared_from_this<LockGroup> {
   // Runs `op` on every member at once, each on its client's waiting engine (or, `here`, one
   // after the other on this thread), and hands the outcomes to `then` on the thread of the
   // last one.
-  void for_members(std::function<int(Lock&)> op, std::function<void(Outcomes)> then, bool here);
+  void for_members(const std::function<int(Lock&)>& op, std::function<void(Outcomes)> then,
+                   bool here);
   // The same, waiting for the outcomes (on this thread when it is an engine's own).
   Outcomes on_members(std::function<int(Lock&)> op);
   // A round's outcomes counted.
