@@ -8,7 +8,9 @@
  * - A failing call throws its Java exception inside the JNI call, built from rlock_last_error()
  *   read right there (the message is thread-local). Errors.fromCode is the one code table.
  * - Handles cross JNI as plain longs; their lifetime is managed on the Java side.
- * - No Java exception leaves the lost-lock trampoline into C.
+ * - No Java exception leaves the lost-lock trampoline or a completion into C.
+ * - An asynchronous call's NativeCompletion is held by one global reference, deleted exactly
+ *   once: in its completion, or by the starter when the call did not start.
  */
 %module RlockNative
 
