@@ -364,11 +364,15 @@ static void rlockj_complete(void *user, int status, int64_t value) {
   if (env == NULL) return; /* the JVM is going away: nobody is left to tell */
   if ((*env)->PushLocalFrame(env, 4) == JNI_OK) {
     if (status < 0) message = rlockj_message(env, status);
-    if (!(*env)->ExceptionCheck(env)) {
-      (*env)->CallVoidMethod(env, completion, rlockj_completion_done, (jint)status, (jlong)value,
-                             message);
-    }
+    (*env)->ExceptionClear(env); /* no memory for the message: completed without it */
+    (*env)->CallVoidMethod(env, completion, rlockj_completion_done, (jint)status, (jlong)value,
+                           message);
     (*env)->PopLocalFrame(env, NULL);
+  } else {
+    /* No room for a frame: completed anyway (the future and the handle wait for it). */
+    (*env)->ExceptionClear(env);
+    (*env)->CallVoidMethod(env, completion, rlockj_completion_done, (jint)status, (jlong)value,
+                           NULL);
   }
   if ((*env)->ExceptionCheck(env)) {
     (*env)->ExceptionDescribe(env); /* NativeCompletion catches its own; a last resort */

@@ -30,7 +30,7 @@ abstract class NativeCompletion {
 
   /**
    * Called by the JNI layer with the C status, the value (a token or a validity) and the
-   * message of a failing status (UTF-8, or null). Never throws.
+   * message of a failing status (UTF-8; null when there was no memory for it). Never throws.
    */
   final void done(int status, long value, byte[] message) {
     if (CALLS.getAndIncrement(this) != 0) {
