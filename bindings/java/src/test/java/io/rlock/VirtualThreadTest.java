@@ -49,7 +49,7 @@ class VirtualThreadTest {
         "-Djava.library.path=" + System.getProperty("java.library.path"),
         "-cp", classes + File.pathSeparator + testClasses,
         VirtualThreadWorker.class.getName(), TestRedis.url(), TestRedis.uniqueName("virtual"),
-        Integer.toString(WAITERS))
+        Integer.toString(WAITERS), Integer.toString(THREAD_BUDGET))
         .redirectErrorStream(true)
         .start();
     boolean ended = child.waitFor(240, TimeUnit.SECONDS);
@@ -118,6 +118,13 @@ class VirtualThreadTest {
     int added = Integer.parseInt(result("threads_added"));
     assertTrue(added <= THREAD_BUDGET,
         added + " OS threads added for " + WAITERS + " waiters (budget " + THREAD_BUDGET + ")");
+  }
+
+  /** Library threads attached to the JVM are detached when they end: no thread is kept. */
+  @Test
+  void noThreadIsKeptAfterTheWaitersDrained() {
+    int after = Integer.parseInt(result("threads_after"));
+    assertTrue(after <= THREAD_BUDGET, after + " OS threads kept after the waiters drained");
   }
 
   @Test

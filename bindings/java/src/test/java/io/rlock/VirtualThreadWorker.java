@@ -19,11 +19,12 @@ import java.util.concurrent.atomic.AtomicReference;
  * 11, so virtual threads are reached through a MethodHandle): waiters on virtual threads must
  * park, not hold their carriers. Prints "key value" lines for the test to check, then "end".
  *
- * <p>Usage: VirtualThreadWorker URL NAME-PREFIX WAITERS
+ * <p>Usage: VirtualThreadWorker URL NAME-PREFIX WAITERS THREAD-BUDGET
  */
 public final class VirtualThreadWorker {
   private static final MethodHandle START_VIRTUAL = startVirtual();
   private static final long LIMIT_S = 60; // a hang is a failure, not a measurement
+  private static int threadBudget;
 
   private VirtualThreadWorker() {}
 
@@ -31,6 +32,7 @@ public final class VirtualThreadWorker {
     String url = args[0];
     String prefix = args[1];
     int waiters = Integer.parseInt(args[2]);
+    threadBudget = Integer.parseInt(args[3]);
     try (RedisLockClient client = RedisLockClient.create(url)) {
       drain(client, prefix + ":drain", waiters);
       interrupts(client, prefix + ":interrupt");
@@ -142,6 +144,13 @@ public final class VirtualThreadWorker {
     }
     report("drained", counter[0]);
     report("locked_after", lock.isLocked());
+    settle();
+    // Library threads that end are detached from the JVM, so the count comes back down.
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (osThreads() - threadsBefore > threadBudget && System.nanoTime() < until) {
+      Thread.sleep(10);
+    }
+    report("threads_after", osThreads() - threadsBefore);
   }
 
   /** Carriers and the library's threads are made once, before counting. */
