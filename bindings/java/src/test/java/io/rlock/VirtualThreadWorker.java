@@ -135,10 +135,12 @@ public final class VirtualThreadWorker {
     startVirtual(unrelated::countDown);
     await(unrelated, "an unrelated virtual thread ran");
     report("unrelated_ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    long drainStart = System.nanoTime();
     letGo.countDown();
     holder.join(TimeUnit.SECONDS.toMillis(LIMIT_S));
     report("holder_unlocked", !holder.isAlive());
     await(drained, "the waiters drained");
+    report("drain_ms", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - drainStart));
     if (failure.get() != null) {
       throw new AssertionError("a virtual thread failed", failure.get());
     }
