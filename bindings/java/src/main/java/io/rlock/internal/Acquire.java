@@ -46,7 +46,7 @@ final class Acquire {
 
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */
   static boolean uninterruptibly(Target target, long waitMs, long leaseMs, long threadId) {
-    NativeCompletion.refuseInsideCompletion("acquiring " + target.what);
+    NativeCompletion.refuseInsideCompletion("acquiring", target.what);
     if (VirtualThreads.current()) {
       return join(async(target, waitMs, leaseMs, threadId));
     }
@@ -70,7 +70,7 @@ final class Acquire {
       // A single try ends at once: no token to watch.
       return uninterruptibly(target, 0, leaseMs, threadId);
     }
-    NativeCompletion.refuseInsideCompletion("acquiring " + target.what);
+    NativeCompletion.refuseInsideCompletion("acquiring", target.what);
     if (VirtualThreads.current()) {
       return parkInterruptibly(target, waitMs, leaseMs, threadId);
     }
@@ -84,7 +84,7 @@ final class Acquire {
 
   /** Releases one hold of the owner, parking a virtual thread while it runs. */
   static void release(Target target, long threadId, Handle.Call<Void, RuntimeException> call) {
-    NativeCompletion.refuseInsideCompletion("releasing " + target.what);
+    NativeCompletion.refuseInsideCompletion("releasing", target.what);
     if (VirtualThreads.current()) {
       join(releaseAsync(target, threadId));
       return;

@@ -55,9 +55,9 @@ abstract class NativeCompletion {
    * Blocking calls wait for a completion, which may need the very library thread a completion
    * runs on: refused there rather than risking a thread waiting for itself.
    */
-  static void refuseInsideCompletion(String call) {
+  static void refuseInsideCompletion(String action, String what) {
     if (RUNNING.get() != null) {
-      throw new IllegalStateException(call + " blocks, and this thread is running an rlock"
+      throw new IllegalStateException(action + " " + what + " blocks, and this thread is running an rlock"
           + " completion (a dependent stage of an rlock future): use the *Async methods, or"
           + " run the stage elsewhere (thenRunAsync and the like)");
     }
