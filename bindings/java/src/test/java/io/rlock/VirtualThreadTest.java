@@ -10,6 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -34,36 +36,55 @@ class VirtualThreadTest {
   static final int THREAD_BUDGET = 16 + Runtime.getRuntime().availableProcessors() + 8;
 
   private static final Map<String, String> RESULTS = new HashMap<>();
-  private static String output;
+  private static final Map<String, String> ONE_CARRIER = new HashMap<>();
+  private static Path jdk;
 
   @BeforeAll
   static void runTheWorker() throws Exception {
-    Path jdk = findJdk();
+    jdk = findJdk();
     assumeTrue(jdk != null, "no JDK 21+ (rlock.virtual.jdk, $RLOCK_VIRTUAL_JDK, /usr/lib/jvm)");
+    RESULTS.putAll(runWorker());
+    // One carrier and no compensation: a single wait holding its carrier would stall it all.
+    ONE_CARRIER.putAll(runWorker("-Djdk.virtualThreadScheduler.parallelism=1",
+        "-Djdk.virtualThreadScheduler.maxPoolSize=1"));
+  }
+
+  /** Runs VirtualThreadWorker in a child JVM of the found JDK: its "key value" lines. */
+  static Map<String, String> runWorker(String... options) throws Exception {
     Path classes = Paths.get(RedisLock.class.getProtectionDomain().getCodeSource().getLocation()
         .toURI());
     Path testClasses = Paths.get(VirtualThreadWorker.class.getProtectionDomain().getCodeSource()
         .getLocation().toURI());
-    Process child = new ProcessBuilder(jdk.resolve("bin").resolve("java").toString(),
-        "--enable-native-access=ALL-UNNAMED",
-        "-Djava.library.path=" + System.getProperty("java.library.path"),
-        "-cp", classes + File.pathSeparator + testClasses,
+    List<String> command = new ArrayList<>();
+    command.add(jdk.resolve("bin").resolve("java").toString());
+    command.add("--enable-native-access=ALL-UNNAMED");
+    command.add("-Djava.library.path=" + System.getProperty("java.library.path"));
+    command.addAll(Arrays.asList(options));
+    command.addAll(Arrays.asList("-cp", classes + File.pathSeparator + testClasses,
         VirtualThreadWorker.class.getName(), TestRedis.url(), TestRedis.uniqueName("virtual"),
-        Integer.toString(WAITERS), Integer.toString(THREAD_BUDGET))
-        .redirectErrorStream(true)
-        .start();
-    boolean ended = child.waitFor(240, TimeUnit.SECONDS);
-    if (!ended) {
-      child.destroyForcibly();
+        Integer.toString(WAITERS), Integer.toString(THREAD_BUDGET)));
+    Path log = Files.createTempFile("rlock-virtual", ".log");
+    try {
+      Process child = new ProcessBuilder(command).redirectErrorStream(true)
+          .redirectOutput(log.toFile()).start();
+      boolean ended = child.waitFor(120, TimeUnit.SECONDS);
+      if (!ended) {
+        child.destroyForcibly().waitFor();
+      }
+      String output = Files.readString(log);
+      assertTrue(ended, "the worker hung (carriers held?) " + command + ":\n" + output);
+      assertEquals(0, child.exitValue(), command + ":\n" + output);
+      assertTrue(output.contains("\nend"), output);
+      Map<String, String> results = new HashMap<>();
+      Matcher line = Pattern.compile("(?m)^(\\w+) (\\S+)$").matcher(output);
+      while (line.find()) {
+        results.put(line.group(1), line.group(2));
+      }
+      results.put("output", output);
+      return results;
+    } finally {
+      Files.deleteIfExists(log);
     }
-    output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(ended, "the worker hung (carriers held?):\n" + output);
-    assertEquals(0, child.exitValue(), output);
-    Matcher line = Pattern.compile("(?m)^(\\w+) (\\S+)$").matcher(output);
-    while (line.find()) {
-      RESULTS.put(line.group(1), line.group(2));
-    }
-    assertTrue(output.contains("\nend"), output);
   }
 
   static Path findJdk() throws IOException {
@@ -98,8 +119,12 @@ class VirtualThreadTest {
   }
 
   static String result(String key) {
-    String value = RESULTS.get(key);
-    assertTrue(value != null, "no '" + key + "' in:\n" + output);
+    return result(RESULTS, key);
+  }
+
+  static String result(Map<String, String> results, String key) {
+    String value = results.get(key);
+    assertTrue(value != null, "no '" + key + "' in:\n" + results.get("output"));
     return value;
   }
 
@@ -134,6 +159,14 @@ class VirtualThreadTest {
     assertEquals("true", result("lock_ignores_interrupt"));
     assertEquals("true", result("interrupt_flag_kept"));
     assertEquals("true", result("nothing_held"));
+  }
+
+  @Test
+  void oneCarrierIsEnough() {
+    assertEquals(WAITERS, Integer.parseInt(result(ONE_CARRIER, "drained")));
+    assertEquals("true", result(ONE_CARRIER, "holder_unlocked"));
+    assertEquals("true", result(ONE_CARRIER, "nothing_held"));
+    assertEquals(20, Integer.parseInt(result(ONE_CARRIER, "group_drained")));
   }
 
   @Test
