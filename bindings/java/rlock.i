@@ -8,7 +8,9 @@
  * - A failing call throws its Java exception inside the JNI call, built from rlock_last_error()
  *   read right there (the message is thread-local). Errors.fromCode is the one code table.
  * - Handles cross JNI as plain longs; their lifetime is managed on the Java side.
- * - No Java exception leaves the lost-lock trampoline into C.
+ * - No Java exception leaves the lost-lock trampoline or a completion into C.
+ * - An asynchronous call's NativeCompletion is held by one global reference, deleted exactly
+ *   once: in its completion, or by the starter when the call did not start.
  */
 %module RlockNative
 
@@ -33,6 +35,7 @@
 %}
 
 %{
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,6 +47,8 @@ static jclass rlockj_errors;            /* io.rlock.internal.Errors */
 static jmethodID rlockj_errors_from_code;
 static jclass rlockj_lock_state;       /* io.rlock.internal.LockState */
 static jmethodID rlockj_lock_state_new;
+static jclass rlockj_completion;       /* io.rlock.internal.NativeCompletion */
+static jmethodID rlockj_completion_done;
 
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   JNIEnv *env = NULL;
@@ -63,23 +68,36 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
   if (rlockj_lock_state_new == NULL) return JNI_ERR;
   rlockj_lock_state = (jclass)(*env)->NewGlobalRef(env, cls);
   if (rlockj_lock_state == NULL) return JNI_ERR;
+  cls = (*env)->FindClass(env, "io/rlock/internal/NativeCompletion");
+  if (cls == NULL) return JNI_ERR;
+  rlockj_completion_done = (*env)->GetMethodID(env, cls, "done", "(IJ[B)V");
+  if (rlockj_completion_done == NULL) return JNI_ERR;
+  rlockj_completion = (jclass)(*env)->NewGlobalRef(env, cls);
+  if (rlockj_completion == NULL) return JNI_ERR;
   rlockj_vm = vm;
   return JNI_VERSION_1_8;
 }
 
-/* Throws the exception for status `rc`, with this thread's message if it is about rc. The
- * message goes to Java as bytes: it may quote a binary lock name, which is not modified UTF-8. */
-static void rlockj_throw(JNIEnv *env, int rc) {
+/* This thread's message for status `rc` (its own text if the last error is about rc), as bytes:
+ * it may quote a binary lock name, which is not modified UTF-8. NULL when out of memory. */
+static jbyteArray rlockj_message(JNIEnv *env, int rc) {
   const rlock_error_info *info = rlock_last_error();
   const char *message =
       (info->code == rc && info->message[0] != '\0') ? info->message : rlock_strerror(rc);
   jsize len = (jsize)strlen(message);
+  jbyteArray bytes = (*env)->NewByteArray(env, len);
+  if (bytes == NULL) return NULL; /* OutOfMemoryError pending */
+  (*env)->SetByteArrayRegion(env, bytes, 0, len, (const jbyte *)message);
+  return bytes;
+}
+
+/* Throws the exception for status `rc`, with this thread's message if it is about rc. */
+static void rlockj_throw(JNIEnv *env, int rc) {
   jbyteArray bytes;
   jobject error;
   if ((*env)->ExceptionCheck(env)) return;
-  bytes = (*env)->NewByteArray(env, len);
-  if (bytes == NULL) return; /* OutOfMemoryError pending */
-  (*env)->SetByteArrayRegion(env, bytes, 0, len, (const jbyte *)message);
+  bytes = rlockj_message(env, rc);
+  if (bytes == NULL) return;
   error = (*env)->CallStaticObjectMethod(env, rlockj_errors, rlockj_errors_from_code, (jint)rc,
                                          bytes);
   if (error != NULL && !(*env)->ExceptionCheck(env)) (*env)->Throw(env, (jthrowable)error);
@@ -295,6 +313,174 @@ static void rlockj_lock_free(JNIEnv *jenv, rlock_lock *lock, rlockj_lost_payload
   rlock_lock_free(lock);
   rlockj_lost_payload_free(jenv, payload);
 }
+
+/* ---- asynchronous calls ------------------------------------------------------------------- */
+
+/* A library thread is attached to the JVM as a daemon at its first completion and stays
+ * attached (attaching costs a Thread object each time); the key's destructor detaches it when
+ * the thread ends, so threads that come and go leak nothing. */
+static pthread_key_t rlockj_attached_key;
+static pthread_once_t rlockj_attached_once = PTHREAD_ONCE_INIT;
+static int rlockj_attached_key_ok;
+
+static void rlockj_detach_at_exit(void *unused) {
+  JavaVM *vm = rlockj_vm;
+  (void)unused;
+  if (vm != NULL) (*vm)->DetachCurrentThread(vm);
+}
+
+static void rlockj_attached_key_make(void) {
+  rlockj_attached_key_ok = pthread_key_create(&rlockj_attached_key, rlockj_detach_at_exit) == 0;
+}
+
+/* This thread's JNIEnv, attaching it if needed; NULL when the JVM cannot take it. */
+static JNIEnv *rlockj_library_env(void) {
+  JavaVM *vm = rlockj_vm;
+  JNIEnv *env = NULL;
+  JavaVMAttachArgs args;
+  jint rc;
+  if (vm == NULL) return NULL;
+  rc = (*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8);
+  if (rc == JNI_OK) return env;
+  if (rc != JNI_EDETACHED) return NULL;
+  pthread_once(&rlockj_attached_once, rlockj_attached_key_make);
+  if (!rlockj_attached_key_ok) return NULL;
+  args.version = JNI_VERSION_1_8;
+  args.name = (char *)"rlock-completion";
+  args.group = NULL;
+  if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &args) != JNI_OK) return NULL;
+  pthread_setspecific(rlockj_attached_key, vm); /* non-NULL: the destructor runs */
+  return env;
+}
+
+/* The completion of every asynchronous call: `user` is a global reference to its
+ * io.rlock.internal.NativeCompletion, deleted here (the C library calls this exactly once; a
+ * call that did not start never gets here and its starter deletes the reference). A frame
+ * bounds the local references, since this thread may never return to Java. */
+static void rlockj_complete(void *user, int status, int64_t value) {
+  jobject completion = (jobject)user;
+  JNIEnv *env = rlockj_library_env();
+  jbyteArray message = NULL;
+  if (env == NULL) return; /* the JVM is going away: nobody is left to tell */
+  if ((*env)->PushLocalFrame(env, 4) == JNI_OK) {
+    if (status < 0) message = rlockj_message(env, status);
+    (*env)->ExceptionClear(env); /* no memory for the message: completed without it */
+    (*env)->CallVoidMethod(env, completion, rlockj_completion_done, (jint)status, (jlong)value,
+                           message);
+    (*env)->PopLocalFrame(env, NULL);
+  } else {
+    /* No room for a frame: completed anyway (the future and the handle wait for it). */
+    (*env)->ExceptionClear(env);
+    (*env)->CallVoidMethod(env, completion, rlockj_completion_done, (jint)status, (jlong)value,
+                           NULL);
+  }
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionDescribe(env); /* NativeCompletion catches its own; a last resort */
+    (*env)->ExceptionClear(env);
+  }
+  (*env)->DeleteGlobalRef(env, completion);
+}
+
+/* For a release nobody waits for (a grant that raced a cancel). */
+static void rlockj_ignore(void *user, int status, int64_t value) {
+  (void)user;
+  (void)status;
+  (void)value;
+}
+
+/* A global reference to `completion` for `user`; NULL with an exception pending. */
+static jobject rlockj_completion_ref(JNIEnv *jenv, jobject completion) {
+  jobject ref;
+  if (completion == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/NullPointerException"),
+                      "completion");
+    return NULL;
+  }
+  ref = (*jenv)->NewGlobalRef(jenv, completion);
+  if (ref == NULL && !(*jenv)->ExceptionCheck(jenv)) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no global reference for the completion");
+  }
+  return ref;
+}
+
+/* The starters return 0 when started (`completion` is then called exactly once) or a negative
+ * status, which throws; with a Java exception pending they return 0 and start nothing. */
+static int rlockj_acquire_async(JNIEnv *jenv, rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
+                                int64_t thread_id, rlock_cancel_token *cancel,
+                                jobject completion) {
+  rlock_acquire_options opts;
+  jobject ref;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rc;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  ref = rlockj_completion_ref(jenv, completion);
+  if (ref == NULL) return RLOCK_OK;
+  rc = rlock_acquire_async(lock, &opts, rlockj_complete, ref);
+  if (rc < 0) (*jenv)->DeleteGlobalRef(jenv, ref);
+  return rc;
+}
+
+static int rlockj_multi_acquire_async(JNIEnv *jenv, rlock_multi *group, int64_t wait_ms,
+                                      int64_t lease_ms, int64_t thread_id,
+                                      rlock_cancel_token *cancel, jobject completion) {
+  rlock_acquire_options opts;
+  jobject ref;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rc;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  ref = rlockj_completion_ref(jenv, completion);
+  if (ref == NULL) return RLOCK_OK;
+  rc = rlock_multi_acquire_async(group, &opts, rlockj_complete, ref);
+  if (rc < 0) (*jenv)->DeleteGlobalRef(jenv, ref);
+  return rc;
+}
+
+static int rlockj_release_async(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id,
+                                jobject completion) {
+  int rc;
+  jobject ref = rlockj_completion_ref(jenv, completion);
+  if (ref == NULL) return RLOCK_OK;
+  rc = rlock_release_async(lock, thread_id, rlockj_complete, ref);
+  if (rc < 0) (*jenv)->DeleteGlobalRef(jenv, ref);
+  return rc;
+}
+
+static int rlockj_extend_async(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id,
+                               int64_t lease_ms, jobject completion) {
+  int rc;
+  jobject ref = rlockj_completion_ref(jenv, completion);
+  if (ref == NULL) return RLOCK_OK;
+  rc = rlock_extend_async(lock, thread_id, lease_ms, rlockj_complete, ref);
+  if (rc < 0) (*jenv)->DeleteGlobalRef(jenv, ref);
+  return rc;
+}
+
+static int rlockj_multi_release_async(JNIEnv *jenv, rlock_multi *group, int64_t thread_id,
+                                      jobject completion) {
+  int rc;
+  jobject ref = rlockj_completion_ref(jenv, completion);
+  if (ref == NULL) return RLOCK_OK;
+  rc = rlock_multi_release_async(group, thread_id, rlockj_complete, ref);
+  if (rc < 0) (*jenv)->DeleteGlobalRef(jenv, ref);
+  return rc;
+}
+
+/* Gives back a grant nobody will receive, without waiting; the status is not reported (if
+ * the release fails, the hold ends by its lease). */
+static void rlockj_release_quietly(rlock_lock *lock, int64_t thread_id) {
+  (void)rlock_release_async(lock, thread_id, rlockj_ignore, NULL);
+}
+
+static void rlockj_multi_release_quietly(rlock_multi *group, int64_t thread_id) {
+  (void)rlock_multi_release_async(group, thread_id, rlockj_ignore, NULL);
+}
 %}
 
 /* ---- typemaps ----------------------------------------------------------------------------- */
@@ -340,7 +526,9 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %typemap(javaout) int RLOCKJ_STATUS { $jnicall; }
 %apply int RLOCKJ_STATUS {
   int rlock_release_for, int rlock_cancel, int rlock_multi_release_for,
-  int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_lost_callback_set
+  int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_lost_callback_set,
+  int rlockj_acquire_async, int rlockj_multi_acquire_async, int rlockj_release_async,
+  int rlockj_extend_async, int rlockj_multi_release_async
 };
 
 /* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
@@ -419,6 +607,13 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %rename(query) rlockj_query;
 %rename(lostPayloadNew) rlockj_lost_payload_new;
 %rename(lostCallbackSet) rlockj_lost_callback_set;
+%rename(acquireAsync) rlockj_acquire_async;
+%rename(multiAcquireAsync) rlockj_multi_acquire_async;
+%rename(releaseAsync) rlockj_release_async;
+%rename(extendAsync) rlockj_extend_async;
+%rename(multiReleaseAsync) rlockj_multi_release_async;
+%rename(releaseQuietly) rlockj_release_quietly;
+%rename(multiReleaseQuietly) rlockj_multi_release_quietly;
 
 /* As the archive it links (rlock_static) is built: no visibility attributes. */
 #define RLOCK_STATIC
@@ -449,3 +644,15 @@ int64_t rlockj_fenced_write(rlock_client *client, const char *key, size_t key_le
 jobject rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id);
 rlockj_lost_payload *rlockj_lost_payload_new(JNIEnv *jenv, jobject handler);
 int rlockj_lost_callback_set(rlock_lock *lock, rlockj_lost_payload *payload);
+int rlockj_acquire_async(JNIEnv *jenv, rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,
+                         int64_t thread_id, rlock_cancel_token *cancel, jobject completion);
+int rlockj_multi_acquire_async(JNIEnv *jenv, rlock_multi *group, int64_t wait_ms,
+                               int64_t lease_ms, int64_t thread_id, rlock_cancel_token *cancel,
+                               jobject completion);
+int rlockj_release_async(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id, jobject completion);
+int rlockj_extend_async(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id, int64_t lease_ms,
+                        jobject completion);
+int rlockj_multi_release_async(JNIEnv *jenv, rlock_multi *group, int64_t thread_id,
+                               jobject completion);
+void rlockj_release_quietly(rlock_lock *lock, int64_t thread_id);
+void rlockj_multi_release_quietly(rlock_multi *group, int64_t thread_id);

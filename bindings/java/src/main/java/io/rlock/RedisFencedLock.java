@@ -1,6 +1,7 @@
 package io.rlock;
 
 import io.rlock.internal.NativeLock;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -46,5 +47,35 @@ public final class RedisFencedLock extends RedisLock {
   public Long tryLockAndGetToken(long waitTime, long leaseTime, TimeUnit unit)
       throws InterruptedException {
     return tryLock(waitTime, leaseTime, unit) ? getToken() : null;
+  }
+
+  /** Starts {@link #lockAndGetToken()}: the future completes with the token of the hold. */
+  public CompletableFuture<Long> lockAndGetTokenAsync() {
+    return nativeLock.acquireTokenAsync(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT,
+        currentOwner());
+  }
+
+  /** Starts {@link #lockAndGetToken(long, TimeUnit)}. */
+  public CompletableFuture<Long> lockAndGetTokenAsync(long leaseTime, TimeUnit unit) {
+    return nativeLock.acquireTokenAsync(NativeLock.WAIT_FOREVER,
+        Durations.leaseMs(leaseTime, unit), currentOwner());
+  }
+
+  /** Starts {@link #tryLockAndGetToken()}: the token when acquired, else null. */
+  public CompletableFuture<Long> tryLockAndGetTokenAsync() {
+    return nativeLock.acquireTokenAsync(0, NativeLock.LEASE_DEFAULT, currentOwner());
+  }
+
+  /** Starts {@link #tryLockAndGetToken(long, TimeUnit)}. */
+  public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, TimeUnit unit) {
+    return nativeLock.acquireTokenAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+        NativeLock.LEASE_DEFAULT, currentOwner());
+  }
+
+  /** Starts {@link #tryLockAndGetToken(long, long, TimeUnit)}. */
+  public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime,
+      TimeUnit unit) {
+    return nativeLock.acquireTokenAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+        Durations.leaseMs(leaseTime, unit), currentOwner());
   }
 }

@@ -5,6 +5,7 @@ import io.rlock.internal.NativeLock;
 import java.lang.ref.WeakReference;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -18,6 +19,14 @@ import java.util.concurrent.locks.Lock;
  * {@link java.util.concurrent.locks.ReentrantLock}. One RedisLock may be shared by threads;
  * each contends as its own owner. Without a lease, a hold is renewed by the client's watchdog
  * until unlocked.
+ *
+ * <p>The {@code *Async} methods (Redisson's RLockAsync shape) start the call and return a
+ * {@link CompletableFuture} at once; no thread waits meanwhile. The owner is the calling thread
+ * unless a {@code threadId} is given. Futures complete on a library thread: stages attached
+ * without an executor run there and must not block (blocking rlock calls refuse to run there).
+ * Ending a lock or tryLock future before the grant ({@code cancel}, {@code orTimeout},
+ * {@code complete}) cancels the wait, and a grant that raced it is released. On a virtual
+ * thread the blocking methods wait on such a future, so the thread parks and frees its carrier.
  *
  * <p>{@link #close()} frees the native handle only: it makes no network call, and a hold left
  * expires by its lease (its watchdog renewal stops). Unreachable locks are freed the same way
@@ -108,6 +117,66 @@ public class RedisLock implements Lock, AutoCloseable {
   @Override
   public void unlock() {
     nativeLock.release(currentOwner());
+  }
+
+  /** Starts {@link #lock()}: the future completes when the calling thread holds the lock. */
+  public CompletableFuture<Void> lockAsync() {
+    return lockAsync(currentOwner());
+  }
+
+  /** Starts acquiring for the owner {@code threadId}, waiting as long as it takes. */
+  public CompletableFuture<Void> lockAsync(long threadId) {
+    return nativeLock.lockAsync(NativeLock.LEASE_DEFAULT, threadId);
+  }
+
+  /** Starts {@link #lock(long, TimeUnit)}. */
+  public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit) {
+    return lockAsync(leaseTime, unit, currentOwner());
+  }
+
+  /** Starts acquiring for {@code threadId}, held for {@code leaseTime} (-1: the watchdog). */
+  public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) {
+    return nativeLock.lockAsync(Durations.leaseMs(leaseTime, unit), threadId);
+  }
+
+  /** Starts {@link #tryLock()}: true when acquired. */
+  public CompletableFuture<Boolean> tryLockAsync() {
+    return tryLockAsync(currentOwner());
+  }
+
+  /** Tries once for the owner {@code threadId}. */
+  public CompletableFuture<Boolean> tryLockAsync(long threadId) {
+    return nativeLock.acquireAsync(0, NativeLock.LEASE_DEFAULT, threadId);
+  }
+
+  /** Starts {@link #tryLock(long, TimeUnit)}: true when acquired, false when the time ran out. */
+  public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
+    return nativeLock.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+        NativeLock.LEASE_DEFAULT, currentOwner());
+  }
+
+  /** Starts {@link #tryLock(long, long, TimeUnit)}. */
+  public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
+    return tryLockAsync(waitTime, leaseTime, unit, currentOwner());
+  }
+
+  /** As {@link #tryLockAsync(long, long, TimeUnit)}, for the owner {@code threadId}. */
+  public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
+      long threadId) {
+    return nativeLock.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+        Durations.leaseMs(leaseTime, unit), threadId);
+  }
+
+  /**
+   * Starts {@link #unlock()} for the calling thread; the future fails as unlock() would throw.
+   */
+  public CompletableFuture<Void> unlockAsync() {
+    return unlockAsync(currentOwner());
+  }
+
+  /** Starts releasing one hold of the owner {@code threadId}. */
+  public CompletableFuture<Void> unlockAsync(long threadId) {
+    return nativeLock.releaseAsync(threadId);
   }
 
   /** Not supported: a distributed lock has no condition variables. */

@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
@@ -15,7 +16,8 @@ import java.util.concurrent.locks.Lock;
  * is held; a RedLock when a majority of members, each on its own Redis server, granted it. Each
  * attempt asks every member at once and never waits while holding some, so threads locking the
  * same members in different orders cannot deadlock; an attempt that falls short gives back
- * what it got. Owners are threads, as for {@link RedisLock}.
+ * what it got. Owners are threads, as for {@link RedisLock}, and the {@code *Async} methods and
+ * virtual threads behave as there.
  */
 public final class RedisMultiLock implements Lock, AutoCloseable {
   private final List<RedisLock> members; // keeps the members' clients in use
@@ -79,6 +81,55 @@ public final class RedisMultiLock implements Lock, AutoCloseable {
   @Override
   public void unlock() {
     nativeMulti.release(RedisLock.currentOwner());
+  }
+
+  /** Starts {@link #lock()}: the future completes when the calling thread holds the group. */
+  public CompletableFuture<Void> lockAsync() {
+    return lockAsync(RedisLock.currentOwner());
+  }
+
+  public CompletableFuture<Void> lockAsync(long threadId) {
+    return nativeMulti.lockAsync(NativeLock.LEASE_DEFAULT, threadId);
+  }
+
+  public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit) {
+    return lockAsync(leaseTime, unit, RedisLock.currentOwner());
+  }
+
+  public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) {
+    return nativeMulti.lockAsync(Durations.leaseMs(leaseTime, unit), threadId);
+  }
+
+  public CompletableFuture<Boolean> tryLockAsync() {
+    return tryLockAsync(RedisLock.currentOwner());
+  }
+
+  public CompletableFuture<Boolean> tryLockAsync(long threadId) {
+    return nativeMulti.acquireAsync(0, NativeLock.LEASE_DEFAULT, threadId);
+  }
+
+  public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
+    return nativeMulti.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+        NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
+  }
+
+  public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
+    return tryLockAsync(waitTime, leaseTime, unit, RedisLock.currentOwner());
+  }
+
+  public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
+      long threadId) {
+    return nativeMulti.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+        Durations.leaseMs(leaseTime, unit), threadId);
+  }
+
+  /** Starts releasing every member held by the calling thread. */
+  public CompletableFuture<Void> unlockAsync() {
+    return unlockAsync(RedisLock.currentOwner());
+  }
+
+  public CompletableFuture<Void> unlockAsync(long threadId) {
+    return nativeMulti.releaseAsync(threadId);
   }
 
   /** Whether the calling thread holds the group (local view). */

@@ -1,20 +1,58 @@
 package io.rlock.internal;
 
-/** The one acquire path of locks and groups around their native acquire call. */
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * The one acquire and release path of locks and groups. A platform thread makes the blocking
+ * native call; a virtual thread starts the asynchronous one and parks on its future, leaving
+ * its carrier to other virtual threads.
+ */
 final class Acquire {
   private Acquire() {}
 
-  /** The native acquire: an rlock.h return code. cancelToken 0 means not interruptible. */
+  /** The native blocking acquire: an rlock.h return code. cancelToken 0: not interruptible. */
   interface Call {
     int acquire(long ptr, long waitMs, long leaseMs, long threadId, long cancelToken);
   }
 
+  /** Where an acquire goes: the handle, its owner object, and its blocking and async calls. */
+  static final class Target {
+    final Object owner;
+    final Handle handle;
+    final Call call;
+    final AsyncTarget async;
+    final String what;
+
+    Target(Object owner, Handle handle, Call call, AsyncTarget async, String what) {
+      this.owner = owner;
+      this.handle = handle;
+      this.call = call;
+      this.async = async;
+      this.what = what;
+    }
+  }
+
+  private static final PendingAcquire.Grant<Boolean> GRANTED = (ptr, threadId) -> Boolean.TRUE;
+
+  /** Starts an acquire: the future completes true when granted, false when waitMs ran out. */
+  static CompletableFuture<Boolean> async(Target target, long waitMs, long leaseMs,
+      long threadId) {
+    return PendingAcquire.start(target.owner, target.handle, target.async, waitMs, leaseMs,
+        threadId, GRANTED, Boolean.FALSE).future();
+  }
+
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */
-  static boolean uninterruptibly(Object owner, Handle handle, Call call, long waitMs,
-      long leaseMs, long threadId) {
+  static boolean uninterruptibly(Target target, long waitMs, long leaseMs, long threadId) {
+    NativeCompletion.refuseInsideCompletion("acquiring", target.what);
+    if (VirtualThreads.current()) {
+      return join(async(target, waitMs, leaseMs, threadId));
+    }
     try {
-      return handle.call(owner,
-          p -> outcome(call.acquire(p, waitMs, leaseMs, threadId, 0), null, handle));
+      return target.handle.call(target.owner, p -> outcome(
+          target.call.acquire(p, waitMs, leaseMs, threadId, 0), null, target.handle));
     } catch (InterruptedException e) {
       throw new AssertionError("an uninterruptible wait was interrupted", e);
     }
@@ -22,22 +60,89 @@ final class Acquire {
 
   /**
    * As uninterruptibly, but Thread.interrupt() ends the wait promptly, leaving nothing held.
-   * what names the lock in the InterruptedException.
    */
-  static boolean interruptibly(Object owner, Handle handle, Call call, String what, long waitMs,
-      long leaseMs, long threadId) throws InterruptedException {
+  static boolean interruptibly(Target target, long waitMs, long leaseMs, long threadId)
+      throws InterruptedException {
     if (Thread.interrupted()) {
-      throw new InterruptedException("interrupted before waiting for " + what);
+      throw new InterruptedException("interrupted before waiting for " + target.what);
     }
     if (waitMs == 0) {
       // A single try ends at once: no token to watch.
-      return uninterruptibly(owner, handle, call, 0, leaseMs, threadId);
+      return uninterruptibly(target, 0, leaseMs, threadId);
     }
-    return handle.call(owner, p -> {
+    NativeCompletion.refuseInsideCompletion("acquiring", target.what);
+    if (VirtualThreads.current()) {
+      return parkInterruptibly(target, waitMs, leaseMs, threadId);
+    }
+    return target.handle.call(target.owner, p -> {
       try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
-        return outcome(call.acquire(p, waitMs, leaseMs, threadId, waiter.token()), waiter, handle);
+        return outcome(target.call.acquire(p, waitMs, leaseMs, threadId, waiter.token()), waiter,
+            target.handle);
       }
     });
+  }
+
+  /** Releases one hold of the owner, parking a virtual thread while it runs. */
+  static void release(Target target, long threadId, Handle.Call<Void, RuntimeException> call) {
+    NativeCompletion.refuseInsideCompletion("releasing", target.what);
+    if (VirtualThreads.current()) {
+      join(releaseAsync(target, threadId));
+      return;
+    }
+    target.handle.call(target.owner, call);
+  }
+
+  static CompletableFuture<Void> releaseAsync(Target target, long threadId) {
+    return PendingRelease.start(target.owner, target.handle,
+        (ptr, completion) -> target.async.startRelease(ptr, threadId, completion));
+  }
+
+  /** On a virtual thread: an interrupt cancels the wait, and a grant that raced it is released. */
+  private static boolean parkInterruptibly(Target target, long waitMs, long leaseMs,
+      long threadId) throws InterruptedException {
+    PendingAcquire<Boolean> pending = PendingAcquire.start(target.owner, target.handle,
+        target.async, waitMs, leaseMs, threadId, GRANTED, Boolean.FALSE);
+    try {
+      return pending.future().get();
+    } catch (ExecutionException e) {
+      throw rethrow(e.getCause());
+    } catch (InterruptedException e) {
+      pending.cancelWait();
+      if (Boolean.TRUE.equals(settle(pending.future()))) {
+        settle(releaseAsync(target, threadId));
+      }
+      Thread.interrupted(); // an interrupt during the settling is this one too
+      throw new InterruptedException("interrupted while waiting for " + target.what);
+    }
+  }
+
+  /** The future's value, waiting without being interruptible (the interrupt status is kept). */
+  private static <T> T join(CompletableFuture<T> future) {
+    try {
+      return future.join();
+    } catch (CompletionException e) {
+      throw rethrow(e.getCause());
+    }
+  }
+
+  /** The future's value once it ends, or null when it failed; ignores interrupts. */
+  private static <T> T settle(CompletableFuture<T> future) {
+    try {
+      return future.join();
+    } catch (CompletionException | CancellationException e) {
+      return null;
+    }
+  }
+
+  /** The exception a blocking call throws for its future's failure. */
+  private static RuntimeException rethrow(Throwable cause) {
+    if (cause instanceof RuntimeException) {
+      return (RuntimeException) cause;
+    }
+    if (cause instanceof Error) {
+      throw (Error) cause;
+    }
+    return new CompletionException(cause);
   }
 
   /** The result of a native acquire: true acquired, false timed out, else an exception. */

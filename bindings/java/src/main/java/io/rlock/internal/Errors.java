@@ -21,6 +21,9 @@ final class Errors {
 
   /** Called by the JNI layer, inside the failing call; the message comes as UTF-8 bytes. */
   static RuntimeException fromCode(int code, byte[] message) {
+    if (message == null) {
+      return fromCode(code, "rlock error " + code);
+    }
     return fromCode(code, new String(message, StandardCharsets.UTF_8));
   }
 

@@ -1,6 +1,7 @@
 package io.rlock.internal;
 
 import java.lang.ref.Cleaner;
+import java.util.concurrent.CompletableFuture;
 
 /**
  * An rlock_lock. Internal: use io.rlock.RedisLock. Every call names its owner thread id
@@ -20,13 +21,20 @@ public final class NativeLock implements AutoCloseable {
   /** The lock's default lease (the watchdog). */
   public static final long LEASE_DEFAULT = 0;
 
+  private static final PendingAcquire.Grant<Long> TOKEN = (ptr, threadId) -> {
+    long token = RlockNative.lockToken(ptr, threadId);
+    return token > 0 ? token : null;
+  };
+
   private final Handle handle;
   private final Cleaner.Cleanable cleanable;
+  private final Acquire.Target target;
 
   NativeLock(long ptr, String name, Handle client) {
     handle = new Handle(ptr, "the lock '" + name + "'", RlockNative::cancel,
         RlockNative::lockFree, client);
     cleanable = Handle.CLEANER.register(this, handle);
+    target = new Acquire.Target(this, handle, RlockNative::acquire, AsyncTarget.LOCK, "the lock");
   }
 
   Handle handle() {
@@ -35,18 +43,52 @@ public final class NativeLock implements AutoCloseable {
 
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */
   public boolean acquire(long waitMs, long leaseMs, long threadId) {
-    return Acquire.uninterruptibly(this, handle, RlockNative::acquire, waitMs, leaseMs, threadId);
+    return Acquire.uninterruptibly(target, waitMs, leaseMs, threadId);
   }
 
   /** As acquire, but Thread.interrupt() ends the wait promptly, leaving nothing held. */
   public boolean acquireInterruptibly(long waitMs, long leaseMs, long threadId)
       throws InterruptedException {
-    return Acquire.interruptibly(this, handle, RlockNative::acquire, "the lock", waitMs, leaseMs,
-        threadId);
+    return Acquire.interruptibly(target, waitMs, leaseMs, threadId);
   }
 
   public void release(long threadId) {
-    handle.execute(this, lock -> RlockNative.releaseFor(lock, threadId));
+    Acquire.release(target, threadId, lock -> {
+      RlockNative.releaseFor(lock, threadId);
+      return null;
+    });
+  }
+
+  /**
+   * Starts an acquire without waiting: the future completes true when granted, false when
+   * waitMs ran out, or exceptionally. Ending the future first cancels the wait, and a grant
+   * that raced it is released.
+   */
+  public CompletableFuture<Boolean> acquireAsync(long waitMs, long leaseMs, long threadId) {
+    return Acquire.async(target, waitMs, leaseMs, threadId);
+  }
+
+  /** As acquireAsync, waiting forever: the future completes (null) when granted. */
+  public CompletableFuture<Void> lockAsync(long leaseMs, long threadId) {
+    return PendingAcquire.start(this, handle, AsyncTarget.LOCK, WAIT_FOREVER, leaseMs, threadId,
+        PendingAcquire.NOTHING, null).future();
+  }
+
+  /** As acquireAsync, completing with the fencing token of the hold, or null on a time-out. */
+  public CompletableFuture<Long> acquireTokenAsync(long waitMs, long leaseMs, long threadId) {
+    return PendingAcquire.start(this, handle, AsyncTarget.LOCK, waitMs, leaseMs, threadId, TOKEN,
+        null).future();
+  }
+
+  /** Starts releasing one hold of the owner; the future fails as release() would throw. */
+  public CompletableFuture<Void> releaseAsync(long threadId) {
+    return Acquire.releaseAsync(target, threadId);
+  }
+
+  /** Starts setting the lease of the owner's hold to leaseMs (rlock_extend_for). */
+  public CompletableFuture<Void> extendAsync(long leaseMs, long threadId) {
+    return PendingRelease.start(this, handle,
+        (ptr, completion) -> RlockNative.extendAsync(ptr, threadId, leaseMs, completion));
   }
 
   /** Local view: the owner holds it through this client and it was not found lost. */
