@@ -137,7 +137,6 @@ class VirtualThreadTest {
     assertEquals("false", result("locked_after"));
   }
 
-  /** Needs the waiting engine: the stub of the C ABI adds a thread per waiting call. */
   @Test
   void osThreadsDoNotGrowWithWaiters() {
     int added = Integer.parseInt(result("threads_added"));
