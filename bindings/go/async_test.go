@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -310,5 +311,26 @@ func TestCancelRacingRelease(t *testing.T) {
 		if exists(t, name) {
 			t.Fatal("the lock is held after the race")
 		}
+	}
+}
+
+// A failure reported by a completion carries the library's message, read inside the
+// completion (rlock_last_error), not only the code.
+func TestAsyncFailureHasItsMessage(t *testing.T) {
+	prev := blockingLimit.Swap(0)
+	defer blockingLimit.Store(prev)
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ForceUnlock(bg); err != nil {
+		t.Fatal(err)
+	}
+	err := l.Unlock()
+	wantCode(t, err, CodeLost, ErrLockLost)
+	if msg := err.(*Error).Message; !strings.Contains(msg, name) {
+		t.Fatalf("the message of an asynchronous release does not name the lock: %q", msg)
 	}
 }
