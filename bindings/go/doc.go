@@ -47,6 +47,10 @@
 // and also ErrNotObtained for a deadline or ErrCanceled for a cancellation. TryLock(ctx, wait,
 // lease) waits at most wait (0 = try once) and returns false with a nil error when wait passes.
 //
+// A waiting goroutine holds no OS thread: it is parked on a channel that the C library's
+// asynchronous completion fills, so any number of goroutines may wait. A grant that races the
+// context's cancellation is released before the context's error is returned.
+//
 // # Leases and lost locks
 //
 // Without WithLease (or TryLock's lease) a lock is held until Unlock: the client's watchdog

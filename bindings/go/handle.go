@@ -24,16 +24,19 @@ func init() { lastOwner.Store(1<<41 - 1) }
 
 func newOwner() int64 { return lastOwner.Add(1) }
 
-func check(r C.rlock_go_result) error {
-	if r.rc == C.RLOCK_OK {
+func check(r C.rlock_go_result) error { return statusError(r.rc, r.message) }
+
+// statusError is the error of a C status, with the message a shim copied (freed here).
+func statusError(rc C.int, message *C.char) error {
+	if rc == C.RLOCK_OK {
 		return nil
 	}
-	msg := C.GoString(C.rlock_strerror(r.rc)) // the shim could not allocate the copy
-	if r.message != nil {
-		msg = C.GoString(r.message)
-		C.free(unsafe.Pointer(r.message))
+	msg := C.GoString(C.rlock_strerror(rc)) // the shim could not allocate the copy
+	if message != nil {
+		msg = C.GoString(message)
+		C.free(unsafe.Pointer(message))
 	}
-	return &Error{Code: Code(r.rc), Message: msg}
+	return &Error{Code: Code(rc), Message: msg}
 }
 
 // durationMS converts a positive duration to whole milliseconds, rounding up so that a wait
@@ -125,14 +128,23 @@ func (c *core) close(wake func(p unsafe.Pointer), free func(p unsafe.Pointer)) {
 	free(p)
 }
 
-// attempt is one C acquire: wait in ms (-1 = forever) and an optional cancel token.
-type attempt func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token) error
+// acquireOps are the C calls of one acquire of a Lock or a MultiLock.
+type acquireOps struct {
+	try     func(p unsafe.Pointer) (int64, error) // one attempt, blocking, without waiting
+	start   func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token, user C.uintptr_t) error
+	granted func(value int64)            // optional: records the value of a grant
+	release func(p unsafe.Pointer) error // gives back a grant that raced a cancellation
+}
+
+// testHookWaiting, when set by a test, runs after an asynchronous acquire started and before
+// its goroutine waits for it.
+var testHookWaiting func(<-chan completion)
 
 // acquire takes the value's hold. forever: wait without bound (Lock); otherwise wait at most
 // `wait`, 0 meaning try once (TryLock). The context's deadline also bounds the wait and its
-// cancellation wakes the C call through a cancel token. It returns (false, nil) only when
-// `wait` ran out; a context that ends gives an error that unwraps to ctx.Err().
-func (c *core) acquire(ctx context.Context, wait time.Duration, forever bool, try attempt) (bool, error) {
+// cancellation ends it through a cancel token. It returns (false, nil) only when `wait` ran
+// out; a context that ends gives an error that unwraps to ctx.Err().
+func (c *core) acquire(ctx context.Context, wait time.Duration, forever bool, ops *acquireOps) (bool, error) {
 	if ctx == nil {
 		return false, invalid("%s: nil context", c.what)
 	}
@@ -168,15 +180,7 @@ func (c *core) acquire(ctx context.Context, wait time.Duration, forever bool, tr
 		}
 	}
 
-	waitMS := int64(C.RLOCK_WAIT_FOREVER)
-	if tryOnce {
-		waitMS = 0
-	} else if !deadline.IsZero() {
-		waitMS = max(durationMS(time.Until(deadline)), 0)
-	}
-	err := withCancelToken(ctx, func(token *C.rlock_cancel_token) error {
-		return c.use(func(p unsafe.Pointer) error { return try(p, waitMS, token) })
-	})
+	err := c.use(func(p unsafe.Pointer) error { return c.take(ctx, p, deadline, tryOnce, ops) })
 	if err == nil {
 		if c.shared {
 			c.holds.Add(1)
@@ -187,6 +191,9 @@ func (c *core) acquire(ctx context.Context, wait time.Duration, forever bool, tr
 	}
 	if !c.shared {
 		<-c.gate
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+		return false, err // already the context's error
 	}
 	var e *Error
 	if errors.As(err, &e) {
@@ -203,6 +210,73 @@ func (c *core) acquire(ctx context.Context, wait time.Duration, forever bool, tr
 		}
 	}
 	return false, err
+}
+
+// take is the acquire in C. A first attempt blocks in C when a slot is free: it does not wait
+// for the lock, so it holds its thread for one round trip. Unless that attempt settled it, an
+// asynchronous acquire does the waiting while the goroutine is parked.
+func (c *core) take(ctx context.Context, p unsafe.Pointer, deadline time.Time, tryOnce bool, ops *acquireOps) error {
+	if enterBlocking() {
+		value, err := ops.try(p)
+		leaveBlocking()
+		if err == nil && ops.granted != nil {
+			ops.granted(value)
+		}
+		if e, ok := err.(*Error); tryOnce || !ok || e.Code != CodeTimedOut {
+			return err
+		}
+	}
+	waitMS := int64(0)
+	if !tryOnce {
+		waitMS = int64(C.RLOCK_WAIT_FOREVER)
+		if !deadline.IsZero() {
+			waitMS = max(durationMS(time.Until(deadline)), 0)
+		}
+	}
+	return c.waitAsync(ctx, p, waitMS, ops)
+}
+
+// waitAsync starts an asynchronous acquire and parks the goroutine until its completion. When
+// ctx ends first, the acquire is cancelled through its token and still waited for, so that a
+// grant that raced the cancellation is given back before the context's error is returned:
+// nothing stays held and no fair-queue entry is left.
+func (c *core) waitAsync(ctx context.Context, p unsafe.Pointer, waitMS int64, ops *acquireOps) error {
+	var token *C.rlock_cancel_token
+	var ctxDone <-chan struct{} // nil (never ready) when there is no wait to cancel
+	if waitMS != 0 && ctx.Done() != nil {
+		if err := check(C.rlock_go_cancel_token_new(&token)); err != nil {
+			return err
+		}
+		defer C.rlock_cancel_token_free(token)
+		ctxDone = ctx.Done()
+	}
+	ch, err := startAsync(func(user C.uintptr_t) error { return ops.start(p, waitMS, token, user) })
+	if err != nil {
+		return err
+	}
+	if hook := testHookWaiting; hook != nil {
+		hook(ch)
+	}
+	if ctxDone == nil || ctx.Err() == nil {
+		select {
+		case done := <-ch:
+			if done.err == nil && ops.granted != nil {
+				ops.granted(done.value)
+			}
+			return done.err
+		case <-ctxDone:
+		}
+	}
+	C.rlock_cancel_token_cancel(token)
+	done := <-ch
+	if done.err != nil {
+		return done.err
+	}
+	ctxErr := c.contextError(ctx.Err())
+	if err := ops.release(p); err != nil {
+		return errors.Join(ctxErr, err)
+	}
+	return ctxErr
 }
 
 // enterGate waits for the value's gate. (false, nil) means the deadline passed.
@@ -235,30 +309,6 @@ func (c *core) enterGate(ctx context.Context, deadline time.Time, tryOnce bool) 
 	case <-expired:
 		return false, nil
 	}
-}
-
-// withCancelToken runs fn with a cancel token that ctx's end cancels, or with none when ctx
-// can never end. The token is freed only after the AfterFunc that may use it has finished.
-func withCancelToken(ctx context.Context, fn func(token *C.rlock_cancel_token) error) error {
-	if ctx.Done() == nil {
-		return fn(nil)
-	}
-	var token *C.rlock_cancel_token
-	if err := check(C.rlock_go_cancel_token_new(&token)); err != nil {
-		return err
-	}
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() {
-		C.rlock_cancel_token_cancel(token)
-		close(fired)
-	})
-	defer func() {
-		if !stop() {
-			<-fired
-		}
-		C.rlock_cancel_token_free(token)
-	}()
-	return fn(token)
 }
 
 // release gives up the value's hold (exclusive) or one of its holds (shared) through fn.

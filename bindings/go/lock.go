@@ -182,25 +182,37 @@ func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, er
 }
 
 func (l *Lock) acquire(ctx context.Context, wait time.Duration, forever bool, lease time.Duration) (bool, error) {
-	leaseMS := int64(0)
+	leaseMS := C.int64_t(0)
 	if lease > 0 {
-		leaseMS = durationMS(lease)
+		leaseMS = C.int64_t(durationMS(lease))
 	}
-	ok, err := l.core.acquire(ctx, wait, forever, func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token) error {
-		return check(C.rlock_go_acquire(lockPtr(p), C.int64_t(waitMS), C.int64_t(leaseMS),
-			C.int64_t(l.owner), token))
+	owner := C.int64_t(l.owner)
+	ok, err := l.core.acquire(ctx, wait, forever, &acquireOps{
+		try: func(p unsafe.Pointer) (int64, error) {
+			return 0, check(C.rlock_go_acquire(lockPtr(p), 0, leaseMS, owner, nil))
+		},
+		start: func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token, user C.uintptr_t) error {
+			return check(C.rlock_go_acquire_async(lockPtr(p), C.int64_t(waitMS), leaseMS, owner, token, user))
+		},
+		release: l.releaseC,
 	})
 	runtime.KeepAlive(l)
 	return ok, err
+}
+
+// releaseC gives back one hold of the value's owner in C.
+func (l *Lock) releaseC(p unsafe.Pointer) error {
+	owner := C.int64_t(l.owner)
+	return await(
+		func() error { return check(C.rlock_go_release(lockPtr(p), owner)) },
+		func(user C.uintptr_t) error { return check(C.rlock_go_release_async(lockPtr(p), owner, user)) })
 }
 
 // Unlock releases the hold taken through this value; any goroutine may call it. It returns
 // ErrNotHeld, without any network call, if the value holds nothing; ErrLockLost if the lock
 // expired or was taken meanwhile (the work done under it may not have been exclusive).
 func (l *Lock) Unlock() error {
-	err := l.release(func(p unsafe.Pointer) error {
-		return check(C.rlock_go_release(lockPtr(p), C.int64_t(l.owner)))
-	})
+	err := l.release(l.releaseC)
 	runtime.KeepAlive(l)
 	return err
 }
@@ -216,8 +228,13 @@ func (l *Lock) Extend(lease time.Duration) error {
 	if !l.holding() {
 		return l.notHeldError()
 	}
+	leaseMS, owner := C.int64_t(durationMS(lease)), C.int64_t(l.owner)
 	err := l.use(func(p unsafe.Pointer) error {
-		return check(C.rlock_go_extend(lockPtr(p), C.int64_t(durationMS(lease)), C.int64_t(l.owner)))
+		return await(
+			func() error { return check(C.rlock_go_extend(lockPtr(p), leaseMS, owner)) },
+			func(user C.uintptr_t) error {
+				return check(C.rlock_go_extend_async(lockPtr(p), leaseMS, owner, user))
+			})
 	})
 	runtime.KeepAlive(l)
 	return err

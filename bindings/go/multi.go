@@ -97,21 +97,35 @@ func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (boo
 }
 
 func (m *MultiLock) acquire(ctx context.Context, wait time.Duration, forever bool, lease time.Duration) (bool, error) {
-	leaseMS := int64(0)
+	leaseMS := C.int64_t(0)
 	if lease > 0 {
-		leaseMS = durationMS(lease)
+		leaseMS = C.int64_t(durationMS(lease))
 	}
-	ok, err := m.core.acquire(ctx, wait, forever, func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token) error {
-		var validity C.int64_t
-		err := check(C.rlock_go_multi_acquire(groupPtr(p), C.int64_t(waitMS), C.int64_t(leaseMS),
-			C.int64_t(m.owner), token, &validity))
-		if err == nil {
-			m.validity.Store(int64(validity))
-		}
-		return err
+	owner := C.int64_t(m.owner)
+	ok, err := m.core.acquire(ctx, wait, forever, &acquireOps{
+		try: func(p unsafe.Pointer) (int64, error) {
+			var validity C.int64_t
+			err := check(C.rlock_go_multi_acquire(groupPtr(p), 0, leaseMS, owner, nil, &validity))
+			return int64(validity), err
+		},
+		start: func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token, user C.uintptr_t) error {
+			return check(C.rlock_go_multi_acquire_async(groupPtr(p), C.int64_t(waitMS), leaseMS, owner, token, user))
+		},
+		granted: m.validity.Store,
+		release: m.releaseC,
 	})
 	runtime.KeepAlive(m)
 	return ok, err
+}
+
+// releaseC releases the group's owner in C.
+func (m *MultiLock) releaseC(p unsafe.Pointer) error {
+	owner := C.int64_t(m.owner)
+	return await(
+		func() error { return check(C.rlock_go_multi_release(groupPtr(p), owner)) },
+		func(user C.uintptr_t) error {
+			return check(C.rlock_go_multi_release_async(groupPtr(p), owner, user))
+		})
 }
 
 // Validity is how long the group was sure to be held when the last acquire succeeded: the
@@ -123,9 +137,7 @@ func (m *MultiLock) Validity() time.Duration {
 // Unlock releases every member; ErrNotHeld without a network call if the group is not held
 // through this value.
 func (m *MultiLock) Unlock() error {
-	err := m.release(func(p unsafe.Pointer) error {
-		return check(C.rlock_go_multi_release(groupPtr(p), C.int64_t(m.owner)))
-	})
+	err := m.release(m.releaseC)
 	runtime.KeepAlive(m)
 	return err
 }

@@ -3,7 +3,8 @@
  * rlock_last_error() is thread-local and a goroutine may move to another OS thread between two
  * cgo calls, so every shim that can fail reads the message in the same C call as the failing
  * function and hands it back as a malloc'd copy (freed by Go). That avoids LockOSThread.
- * C never keeps a Go pointer: the lost-lock payload is a cgo.Handle passed as uintptr_t. */
+ * C never keeps a Go pointer: the lost-lock payload and the `user` of asynchronous calls are
+ * cgo.Handles passed as uintptr_t. */
 #ifndef RLOCK_GO_SHIM_H
 #define RLOCK_GO_SHIM_H
 
@@ -146,6 +147,65 @@ static inline rlock_go_result rlock_go_multi_acquire(rlock_multi *group, int64_t
 
 static inline rlock_go_result rlock_go_multi_release(rlock_multi *group, int64_t thread_id) {
   return rlock_go_result_of(rlock_multi_release_for(group, thread_id));
+}
+
+/* ---- Asynchronous calls: the goroutine waits on a channel, not on an OS thread ----------- */
+
+/* Defined in Go (async.go). message: as rlock_go_result's, NULL on success. */
+extern void rlockGoDone(uintptr_t user, int status, int64_t value, char *message);
+
+/* Runs on a library thread. The message is copied here because rlock_last_error() describes
+ * `status` only inside this call. */
+static inline void rlock_go_done_trampoline(void *user, int status, int64_t value) {
+  rlock_go_result r = rlock_go_result_of(status);
+  rlockGoDone((uintptr_t)user, r.rc, value, r.message);
+}
+
+static inline rlock_go_result rlock_go_acquire_async(rlock_lock *lock, int64_t wait_ms,
+                                                     int64_t lease_ms, int64_t thread_id,
+                                                     rlock_cancel_token *cancel, uintptr_t user) {
+  rlock_acquire_options opts;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rlock_go_result_of(rc);
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  return rlock_go_result_of(
+      rlock_acquire_async(lock, &opts, rlock_go_done_trampoline, (void *)user));
+}
+
+static inline rlock_go_result rlock_go_release_async(rlock_lock *lock, int64_t thread_id,
+                                                     uintptr_t user) {
+  return rlock_go_result_of(
+      rlock_release_async(lock, thread_id, rlock_go_done_trampoline, (void *)user));
+}
+
+static inline rlock_go_result rlock_go_extend_async(rlock_lock *lock, int64_t lease_ms,
+                                                    int64_t thread_id, uintptr_t user) {
+  return rlock_go_result_of(
+      rlock_extend_async(lock, thread_id, lease_ms, rlock_go_done_trampoline, (void *)user));
+}
+
+static inline rlock_go_result rlock_go_multi_acquire_async(rlock_multi *group, int64_t wait_ms,
+                                                           int64_t lease_ms, int64_t thread_id,
+                                                           rlock_cancel_token *cancel,
+                                                           uintptr_t user) {
+  rlock_acquire_options opts;
+  int rc = rlock_acquire_options_init(&opts, RLOCK_ACQUIRE_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rlock_go_result_of(rc);
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.thread_id = thread_id;
+  opts.cancel = cancel;
+  return rlock_go_result_of(
+      rlock_multi_acquire_async(group, &opts, rlock_go_done_trampoline, (void *)user));
+}
+
+static inline rlock_go_result rlock_go_multi_release_async(rlock_multi *group, int64_t thread_id,
+                                                           uintptr_t user) {
+  return rlock_go_result_of(
+      rlock_multi_release_async(group, thread_id, rlock_go_done_trampoline, (void *)user));
 }
 
 /* Defined in Go (lost.go). */
