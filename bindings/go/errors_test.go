@@ -226,7 +226,7 @@ func TestVersionCheck(t *testing.T) {
 	if err := checkLoadedVersion(); err != nil {
 		t.Fatalf("the loaded library: %v", err)
 	}
-	if HeaderVersion/100 != 2 || !strings.HasPrefix(Version(), "0.2.") {
+	if HeaderVersion/100 != 3 || !strings.HasPrefix(Version(), "0.3.") {
 		t.Fatalf("HeaderVersion %d, Version %q", HeaderVersion, Version())
 	}
 	for _, tc := range []struct {

@@ -14,9 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The API this binding was written for: rlock 0.2.x (0.1 had other names and argument orders). */
-#if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 200 || RLOCK_VERSION_NUMBER >= 300
-#  error "the rlock Go binding needs the rlock 0.2.x headers (check PKG_CONFIG_PATH)"
+/* The API this binding was written for: rlock 0.3.x (0.2 lacks the asynchronous calls, 0.1 had
+ * other names and argument orders). */
+#if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 300 || RLOCK_VERSION_NUMBER >= 400
+#  error "the rlock Go binding needs the rlock 0.3.x headers (check PKG_CONFIG_PATH)"
 #endif
 
 typedef struct rlock_go_result {

@@ -7,7 +7,7 @@ package rlock
 import "C"
 
 // HeaderVersion is RLOCK_VERSION_NUMBER (major*10000 + minor*100 + patch) of the rlock.h this
-// package was compiled against. shim.h refuses to compile against anything but 0.2.x.
+// package was compiled against. shim.h refuses to compile against anything but 0.3.x.
 const HeaderVersion = uint(C.RLOCK_VERSION_NUMBER)
 
 // Version returns the version string of the rlock C library actually loaded.
