@@ -183,8 +183,8 @@ bool Lock::Wait::attach_cancels() {
 // once (an unlock published before the subscription took effect would otherwise be missed),
 // unless the subscription was in place before that attempt and no message has come since.
 void Lock::Wait::join() {
+  waited_ = true;  // the first attempt may have queued (fair lock): a failure from here leaves
   if (!attach_cancels()) return;
-  waited_ = true;
   if (lock_.kind_->spins()) {
     go_to_sleep(last_);
     return;
