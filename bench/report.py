@@ -643,7 +643,10 @@ MANY_COLUMNS = [
 MANY_EXTRAS = [
     ("threads_before", "threads before"),
     ("first_attempts", "first attempts seen"),
+    ("vthread_schedule_ms", "new virtual thread runs after (ms)"),
 ]
+# ISSUE 18: an unrelated virtual thread still gets scheduled within 50 ms.
+MAX_VTHREAD_SCHEDULE_MS = 50.0
 # The largest the threads added may be for an rlock contender (ISSUE 18: "at most 16 per
 # client"), the growth of requests/s allowed from the smallest N to the largest (noise), and
 # the C waiter's memory bound.
@@ -712,6 +715,7 @@ def many_table(records):
             for k, _ in MANY_EXTRAS
         ]
         lines.append("| " + " | ".join(cells) + " |")
+        notes += many_notes(name, waiters, locks, extra)
         by_command = extra.get("requests_per_s_by_command")
         if isinstance(by_command, dict) and by_command:
             parts = ", ".join(
@@ -722,6 +726,26 @@ def many_table(records):
                 f"command while held: {parts}"
             )
     return lines + ([""] + notes if notes else [])
+
+
+def many_notes(name, waiters, locks, extra):
+    """What a reader must know to trust a row: waiters that never attempted, a starved probe."""
+    notes = []
+    first = extra.get("first_attempts")
+    if isinstance(first, (int, float)) and first < waiters:
+        notes.append(
+            f"- {name} ({waiters:,} waiters, {locks} locks): Redis had seen {first:,.0f} "
+            "attempts when the window began: waiters share attempts, or most had not started "
+            "(virtual threads with no carrier left)"
+        )
+    probe = extra.get("vthread_schedule_ms")
+    limit = extra.get("vthread_probe_limit_ms")
+    if isinstance(probe, (int, float)) and isinstance(limit, (int, float)) and probe >= limit:
+        notes.append(
+            f"- {name} ({waiters:,} waiters, {locks} locks): a new virtual thread did not run "
+            f"within {limit:,.0f} ms while the waiters waited (every carrier held)"
+        )
+    return notes
 
 
 def many_chart(records, path):
@@ -774,7 +798,7 @@ def many_chart(records, path):
 
 def many_targets(records):
     """The issue's targets for the rlock contenders present in many-waiters."""
-    figures, failed, _ = many_figures(records)
+    figures, failed, extras = many_figures(records)
     rows = []
     for name in RLOCK_CONTENDERS:
         runs = {k[1:]: v for k, v in figures.items() if k[0] == name}
@@ -787,6 +811,8 @@ def many_targets(records):
                 name, runs, "requests_per_s", REQUESTS_GROWTH, "Redis requests/s while held"
             )
         )
+        if name == "rlock-java":
+            rows.append(vthread_target(runs, extras))
         if name == "rlock-c":
             worst = max(
                 (v["kib_per_waiter"] for v in runs.values() if "kib_per_waiter" in v), default=None
@@ -805,6 +831,26 @@ def many_targets(records):
                 )
             )
     return rows
+
+
+def vthread_target(runs, extras):
+    probes = [
+        float(e["vthread_schedule_ms"])
+        for k, e in extras.items()
+        if k[0] == "rlock-java" and isinstance(e.get("vthread_schedule_ms"), (int, float))
+    ]
+    worst = max(probes) if probes and runs else None
+    return (
+        f"S7: rlock-java: a new virtual thread runs within {MAX_VTHREAD_SCHEDULE_MS:g} ms while "
+        "the waiters wait (the slowest)",
+        at_most(
+            worst,
+            MAX_VTHREAD_SCHEDULE_MS,
+            f"{MAX_VTHREAD_SCHEDULE_MS:g}",
+            "many-waiters of rlock-java",
+            unit=" ms",
+        ),
+    )
 
 
 def threads_bound_target(name, runs, failed):
