@@ -165,7 +165,9 @@ measure() {
   echo "== $contender / $scenario$([ "$shape" = "{}" ] || echo " $shape")" >&2
   local problem=""
   if ! "$@" > "$tmp/out" 2> "$tmp/err"; then
-    problem=$(tail -c 2000 "$tmp/err")
+    # A Go runtime crash (thread exhaustion in many-waiters) says why at the top of a goroutine
+    # dump that can run to megabytes: keep its message rather than the dump's end.
+    problem=$(grep -m 3 -E '^(fatal error|panic|runtime): ' "$tmp/err" || tail -c 2000 "$tmp/err")
     [ -n "$problem" ] || problem="exited non-zero without a message (timed out after ${limit}s?)"
   else
     problem=$("$py" - "$tmp/out" "$scenario" "$contender" <<'PY'

@@ -782,19 +782,21 @@ int64_t attempts_of(const Traffic& t) {
   return n;
 }
 
-// Waits until Redis has seen an attempt per waiter since `before`, or until attempts slow to
-// an idle rate (fewer than 2 per lock plus 1% of the waiters in a second: waiters that share
-// their attempts never make one each), at most a minute; then 200 ms for the last to settle.
-// Returns the attempts seen.
+// Waits until Redis has seen an attempt per waiter since `before`, or until attempts stay at
+// an idle rate for two seconds in a row (fewer than 2 per lock plus 1% of the waiters each
+// second: waiters that share their attempts never make one each), at most a minute; then
+// 200 ms for the last to settle. Returns the attempts seen.
 int64_t settle_waiters(const Options& o, redisContext* admin,
                        const std::map<std::string, int64_t>& before) {
   const int64_t idle = 2 * int64_t{o.locks} + o.waiters / 100;
   const int64_t give_up = now_ns() + int64_t{60} * 1000000000;
   int64_t seen = 0, second_ago = 0, mark = now_ns();
+  int quiet_seconds = 0;
   while ((seen = attempts_of(waiting_traffic(before, command_calls(admin)))) < o.waiters &&
          now_ns() < give_up) {
     if (now_ns() - mark >= 1000000000) {
-      if (seen - second_ago < idle) break;
+      quiet_seconds = seen - second_ago < idle ? quiet_seconds + 1 : 0;
+      if (quiet_seconds == 2) break;
       second_ago = seen;
       mark = now_ns();
     }

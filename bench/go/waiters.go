@@ -114,13 +114,14 @@ func (t traffic) attempts() int64 {
 	return n
 }
 
-// settle waits until Redis has seen an attempt per waiter since before, or the attempts slow
-// to an idle rate (fewer than 2 per lock plus 1% of the waiters in a second), at most a
-// minute, then 200 ms more. It returns the attempts seen.
+// settle waits until Redis has seen an attempt per waiter since before, or the attempts stay
+// at an idle rate for two seconds in a row (fewer than 2 per lock plus 1% of the waiters each
+// second), at most a minute, then 200 ms more. It returns the attempts seen.
 func settle(ctx context.Context, admin *redis.Client, before map[string]int64, waiters, locks int) (int64, error) {
 	idle := int64(2*locks + waiters/100)
 	giveUp := time.Now().Add(time.Minute)
 	var seen, secondAgo int64
+	quietSeconds := 0
 	mark := time.Now()
 	for time.Now().Before(giveUp) {
 		now, err := commandCalls(ctx, admin)
@@ -132,6 +133,11 @@ func settle(ctx context.Context, admin *redis.Client, before map[string]int64, w
 		}
 		if time.Since(mark) >= time.Second {
 			if seen-secondAgo < idle {
+				quietSeconds++
+			} else {
+				quietSeconds = 0
+			}
+			if quietSeconds == 2 {
 				break
 			}
 			secondAgo, mark = seen, time.Now()

@@ -61,18 +61,20 @@ def attempts(before, after):
 
 
 async def settle(admin, before, waiters, locks):
-    """Until Redis has seen an attempt per waiter, or the attempts slow to an idle rate (fewer
-    than 2 per lock plus 1% of the waiters in a second), at most a minute; then 200 ms."""
+    """Until Redis has seen an attempt per waiter, or the attempts stay at an idle rate for two
+    seconds in a row (fewer than 2 per lock plus 1% of the waiters each second), at most a
+    minute; then 200 ms."""
     idle = 2 * locks + waiters // 100
     give_up = time.monotonic() + 60
-    seen = second_ago = 0
+    seen = second_ago = quiet_seconds = 0
     mark = time.monotonic()
     while time.monotonic() < give_up:
         seen = attempts(before, await command_calls(admin))
         if seen >= waiters:
             break
         if time.monotonic() - mark >= 1:
-            if seen - second_ago < idle:
+            quiet_seconds = quiet_seconds + 1 if seen - second_ago < idle else 0
+            if quiet_seconds == 2:
                 break
             second_ago, mark = seen, time.monotonic()
         await asyncio.sleep(0.02)

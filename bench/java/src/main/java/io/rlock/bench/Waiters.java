@@ -106,8 +106,9 @@ final class Waiters {
   }
 
   /**
-   * Until Redis has seen an attempt per waiter, or the attempts slow to an idle rate (fewer
-   * than 2 per lock plus 1% of the waiters in a second), at most a minute; then 200 ms.
+   * Until Redis has seen an attempt per waiter, or the attempts stay at an idle rate for two
+   * seconds in a row (fewer than 2 per lock plus 1% of the waiters each second), at most a
+   * minute; then 200 ms.
    */
   private static long settle(RedisAdmin admin, Map<String, Long> before, Setup s)
       throws IOException, InterruptedException {
@@ -115,6 +116,7 @@ final class Waiters {
     long giveUp = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
     long seen = 0;
     long secondAgo = 0;
+    int quietSeconds = 0;
     long mark = System.nanoTime();
     while (System.nanoTime() - giveUp < 0) {
       seen = new Traffic(before, admin.commandCalls()).attempts();
@@ -122,7 +124,8 @@ final class Waiters {
         break;
       }
       if (System.nanoTime() - mark >= 1_000_000_000L) {
-        if (seen - secondAgo < idle) {
+        quietSeconds = seen - secondAgo < idle ? quietSeconds + 1 : 0;
+        if (quietSeconds == 2) {
           break;
         }
         secondAgo = seen;
