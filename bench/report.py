@@ -701,10 +701,10 @@ def many_order(key):
 
 def many_table(records):
     figures, failed, extras = many_figures(records)
+    # Only the extras some run has (the virtual-thread probe is Java's).
+    shown = [(k, h) for k, h in MANY_EXTRAS if any(k in e for e in extras.values())]
     header = (
-        ["Contender", "waiters", "locks"]
-        + [h for _, h in MANY_COLUMNS]
-        + [h for _, h in MANY_EXTRAS]
+        ["Contender", "waiters", "locks"] + [h for _, h in MANY_COLUMNS] + [h for _, h in shown]
     )
     lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
     notes = []
@@ -722,8 +722,7 @@ def many_table(records):
         mine, extra = figures[key], extras[key]
         cells += [many_fmt(m, mine.get(m)) for m, _ in MANY_COLUMNS]
         cells += [
-            f"{extra[k]:,.0f}" if isinstance(extra.get(k), (int, float)) else "—"
-            for k, _ in MANY_EXTRAS
+            f"{extra[k]:,.0f}" if isinstance(extra.get(k), (int, float)) else "—" for k, _ in shown
         ]
         lines.append("| " + " | ".join(cells) + " |")
         notes += many_notes(name, waiters, locks, extra)
