@@ -12,7 +12,12 @@ venv=$out/venv
 go_bin=$out/go/bench
 java_out=$out/java
 classpath_file=$java_out/classpath.txt
-rlock_jar=$root/build/bindings/java/maven/rlock-0.1.0.jar
+# The binding jar of the main build (its name carries the project version).
+rlock_jar=$(ls "$root"/build/bindings/java/maven/rlock-[0-9]*.jar 2>/dev/null | head -n 1 || true)
+rlock_jar=${rlock_jar:-$root/build/bindings/java/maven/rlock-VERSION.jar}
+# many-waiters runs the Java contenders on virtual threads (Java 21+): a newer JDK beside the
+# default 17 (the programs are compiled for 17 and reach virtual threads by reflection).
+java_virtual=${RLOCK_BENCH_JAVA21:-$(ls -d /usr/lib/jvm/temurin-2[5-9]*/bin/java /usr/lib/jvm/*-2[1-9]*/bin/java 2>/dev/null | head -n 1 || true)}
 contenders="rlock-py redis-py python-redis-lock rlock-go redsync rlock-java redisson"
 
 die() {
@@ -91,7 +96,13 @@ case "${1:-}" in
         ;;
       rlock-java | redisson)
         need "$classpath_file"
-        exec java -cp "$(cat "$classpath_file"):$java_out/classes" io.rlock.bench.Bench \
+        java=java
+        if [[ " $* " == *" many-waiters "* ]]; then
+          [ -n "$java_virtual" ] ||
+            die "many-waiters needs a Java 21+ JDK in /usr/lib/jvm (or RLOCK_BENCH_JAVA21=/path/to/java)"
+          java=("$java_virtual" --enable-native-access=ALL-UNNAMED)
+        fi
+        exec "${java[@]}" -cp "$(cat "$classpath_file"):$java_out/classes" io.rlock.bench.Bench \
           --contender "$contender" "$@"
         ;;
       *)

@@ -108,6 +108,20 @@ SCENARIOS = {
         "{bare_thread} KiB by itself (measured in a separate process), part of every "
         "waiter. Lower is better.",
     ),
+    "many-waiters": (
+        "Scenario 7: many waiters",
+        "N waiters in one process on one lock, then spread over 100 locks, that the "
+        "process's main flow holds: rlock-c through `rlock_acquire_async` (no thread of its "
+        "own per waiter), the bindings and peers on asyncio tasks, goroutines or Java "
+        "virtual threads. Once Redis has seen a first attempt from each waiter (or the "
+        "attempts slowed to an idle rate), the locks stay held for a measured window: the "
+        "process's OS threads then minus before the waiters started, its RSS growth per "
+        "waiter, and the requests per second clients sent Redis (INFO commandstats, as in "
+        "the herd). Then the locks are released and the drain is timed: every waiter "
+        "acquires, releases and ends. Lower is better. Each shape runs in a process of its "
+        "own. A contender whose waiting still costs a thread shows it here (today's "
+        "rlock_acquire_async is a stub with one thread per call).",
+    ),
     "ping": (
         "Baseline: PING round trip",
         "One connection sending PING and waiting for each reply: the network and Redis "
@@ -176,7 +190,7 @@ def load(path):
                 continue
             try:
                 r = json.loads(line)
-                key = (r["scenario"], r["contender"], r.get("metric", "failed"))
+                key = record_key(r)
             except (ValueError, KeyError, TypeError) as e:
                 sys.exit(f"report.py: {path}:{number}: not a result line ({e})")
             records[key] = r  # a repeated measurement replaces the earlier one
@@ -456,6 +470,7 @@ def targets(records):
         ("S1: rlock-go > redsync", at_least(u, "rlock-go", 1, "redsync", strict=True)),
         ("S1: rlock-java > redisson", at_least(u, "rlock-java", 1, "redisson", strict=True)),
     ]
+    rows += many_targets(records)
     lines = ["| Target | Figures | Status |", "|---|---|---|"]
     lines += [f"| {name} | {figures} | {status} |" for name, (figures, status) in rows]
     return lines
@@ -614,6 +629,287 @@ def run_shape(records):
     }
 
 
+# ---- many-waiters: one row per contender and shape (waiters, locks) ----
+
+MANY = "many-waiters"
+# Contenders that are rlock: the issue's targets apply to them.
+RLOCK_CONTENDERS = ["rlock-c", "rlock-py", "rlock-go", "rlock-java"]
+MANY_COLUMNS = [
+    ("threads_added", "OS threads added"),
+    ("kib_per_waiter", "KiB / waiter"),
+    ("requests_per_s", "requests/s while held"),
+    ("drain_ms", "drain (ms)"),
+]
+MANY_EXTRAS = [
+    ("threads_before", "threads before"),
+    ("first_attempts", "first attempts seen"),
+    ("vthread_schedule_ms", "new virtual thread runs after (ms)"),
+]
+# ISSUE 18: an unrelated virtual thread still gets scheduled within 50 ms.
+MAX_VTHREAD_SCHEDULE_MS = 50.0
+# The largest the threads added may be for an rlock contender (ISSUE 18: "at most 16 per
+# client"), the growth of requests/s allowed from the smallest N to the largest (noise), and
+# the C waiter's memory bound.
+MAX_THREADS_ADDED = 16
+REQUESTS_GROWTH = 1.1
+MAX_C_KIB_PER_WAITER = 2.0
+MANY_PALETTE = ["#d9480f", "#f08c00", "#1971c2", "#74c0fc", "#2f9e44", "#8ce99a"]
+
+
+def lock_count(locks):
+    return f"{locks:,} lock" + ("" if locks == 1 else "s")
+
+
+def many_fmt(metric, value):
+    """Thread counts are whole; the rest as everywhere else."""
+    if value is not None and metric == "threads_added":
+        return f"{value:,.0f}"
+    return fmt(value, "")
+
+
+def shape_of(record):
+    """(waiters, locks) of a many-waiters line, from its extra (0 when missing)."""
+    extra = record.get("extra") or {}
+    return (int(extra.get("waiters", 0) or 0), int(extra.get("locks", 0) or 0))
+
+
+def record_key(record):
+    key = (record["scenario"], record["contender"], record.get("metric", "failed"))
+    return key + shape_of(record) if record["scenario"] == MANY else key
+
+
+def many_figures(records):
+    """{(contender, waiters, locks): {metric: value}} of the successful runs, and
+    {(contender, waiters, locks): failure record}."""
+    figures, failed, extras = {}, {}, {}
+    for r in records:
+        if r["scenario"] != MANY:
+            continue
+        key = (r["contender"],) + shape_of(r)
+        if r.get("failed"):
+            failed[key] = r
+        else:
+            figures.setdefault(key, {})[r["metric"]] = float(r["value"])
+            extras.setdefault(key, {}).update(r.get("extra") or {})
+    return figures, failed, extras
+
+
+def many_order(key):
+    contender, waiters, locks = key
+    return rank(contender), locks, waiters
+
+
+def many_table(records):
+    figures, failed, extras = many_figures(records)
+    # Only the extras some run has (the virtual-thread probe is Java's).
+    shown = [(k, h) for k, h in MANY_EXTRAS if any(k in e for e in extras.values())]
+    header = (
+        ["Contender", "waiters", "locks"] + [h for _, h in MANY_COLUMNS] + [h for _, h in shown]
+    )
+    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+    notes = []
+    for key in sorted(set(figures) | set(failed), key=many_order):
+        name, waiters, locks = key
+        label = f"**{name}**" if name == REFERENCE else name
+        cells = [label, f"{waiters:,}", f"{locks:,}"]
+        if key in failed and key not in figures:
+            lines.append("| " + " | ".join(cells) + " | failed" + " |" * (len(header) - 4))
+            notes.append(
+                f"- {name} ({waiters:,} waiters, {lock_count(locks)}) failed: "
+                f"{last_line(failed[key].get('error', ''))}"
+            )
+            continue
+        mine, extra = figures[key], extras[key]
+        cells += [many_fmt(m, mine.get(m)) for m, _ in MANY_COLUMNS]
+        cells += [
+            f"{extra[k]:,.0f}" if isinstance(extra.get(k), (int, float)) else "—" for k, _ in shown
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+        notes += many_notes(name, waiters, locks, extra)
+        by_command = extra.get("requests_per_s_by_command")
+        if isinstance(by_command, dict) and by_command:
+            parts = ", ".join(
+                f"{k} {v:,.1f}" for k, v in sorted(by_command.items(), key=lambda kv: -kv[1])
+            )
+            notes.append(
+                f"- {name} ({waiters:,} waiters, {lock_count(locks)}): requests/s by "
+                f"command while held: {parts}"
+            )
+    return lines + ([""] + notes if notes else [])
+
+
+def many_notes(name, waiters, locks, extra):
+    """What a reader must know to trust a row: waiters that never attempted, a starved probe."""
+    notes = []
+    first = extra.get("first_attempts")
+    if isinstance(first, (int, float)) and first < waiters:
+        notes.append(
+            f"- {name} ({waiters:,} waiters, {lock_count(locks)}): Redis had seen {first:,.0f} "
+            "attempts when the window began: waiters share attempts, or most had not started "
+            "(virtual threads with no carrier left)"
+        )
+    if probe_starved(extra):
+        limit = extra["vthread_probe_limit_ms"]
+        notes.append(
+            f"- {name} ({waiters:,} waiters, {lock_count(locks)}): a new virtual thread did "
+            f"not run within {limit:,.0f} ms while the waiters waited (every carrier held)"
+        )
+    return notes
+
+
+def many_chart(records, path):
+    """Four panels (one per figure), a group of bars per contender, a bar per shape."""
+    figures, failed, _ = many_figures(records)
+    if not figures and not failed:
+        return False
+    contenders = sorted({k[0] for k in list(figures) + list(failed)}, key=rank)
+    shapes = sorted({k[1:] for k in list(figures) + list(failed)}, key=lambda s: (s[1], s[0]))
+    height = 0.8 / max(len(shapes), 1)
+    fig, axes = plt.subplots(2, 2, figsize=(12, 0.22 * len(contenders) * len(shapes) + 3))
+    for ax, (metric, title) in zip(axes.flat, MANY_COLUMNS):
+        top = 0.0
+        for s, shape in enumerate(shapes):
+            ys, values = [], []
+            for c, name in enumerate(contenders):
+                v = figures.get((name,) + shape, {}).get(metric)
+                if v is None:
+                    continue
+                ys.append(len(contenders) - 1 - c + (len(shapes) / 2 - s - 0.5) * height)
+                values.append(max(v, 0.0))
+            top = max([top] + values)
+            ax.barh(
+                ys,
+                values,
+                height=height,
+                color=MANY_PALETTE[s % len(MANY_PALETTE)],
+                label=f"{shape[0]:,} waiters, {lock_count(shape[1])}",
+            )
+            for y, v in zip(ys, values):
+                ax.text(v, y, " " + many_fmt(metric, v), va="center", fontsize=7)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_xlim(0, max(top * 4, 10))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+        ax.set_yticks(range(len(contenders)))
+        ax.set_yticklabels(contenders[::-1])
+        for tick in ax.get_yticklabels():
+            if tick.get_text() == REFERENCE:
+                tick.set_fontweight("bold")
+        ax.set_title(title, fontsize=10)
+        ax.spines[["top", "right"]].set_visible(False)
+    handles, labels = axes.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(shapes), fontsize=8, frameon=False)
+    fig.suptitle(SCENARIOS[MANY][0] + " (log scale; lower is better)")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def many_targets(records):
+    """The issue's targets for the rlock contenders present in many-waiters."""
+    figures, failed, extras = many_figures(records)
+    rows = []
+    for name in RLOCK_CONTENDERS:
+        runs = {k[1:]: v for k, v in figures.items() if k[0] == name}
+        if not runs and not any(k[0] == name for k in failed):
+            continue
+        starved = [k[1:] for k, e in extras.items() if k[0] == name and probe_starved(e)]
+        shape_rows = [
+            threads_bound_target(name, runs, failed),
+            not_growing_target(name, runs, "threads_added", 1.0, "OS threads added"),
+            not_growing_target(
+                name, runs, "requests_per_s", REQUESTS_GROWTH, "Redis requests/s while held"
+            ),
+        ]
+        if starved:
+            # Waiters that never ran cost nothing: their figures say nothing about waiting.
+            shape_rows = [
+                (label, (figures, "**not met** (waiters had no carrier to run on)"))
+                for label, (figures, _) in shape_rows
+            ]
+        rows += shape_rows
+        if name == "rlock-java":
+            rows.append(vthread_target(runs, extras))
+        if name == "rlock-c":
+            worst = max(
+                (v["kib_per_waiter"] for v in runs.values() if "kib_per_waiter" in v), default=None
+            )
+            rows.append(
+                (
+                    f"S7: rlock-c RSS per waiter < {MAX_C_KIB_PER_WAITER:g} KiB (the largest)",
+                    at_most(
+                        worst,
+                        MAX_C_KIB_PER_WAITER,
+                        f"{MAX_C_KIB_PER_WAITER:g}",
+                        "many-waiters of rlock-c",
+                        strict=True,
+                        unit=" KiB",
+                    ),
+                )
+            )
+    return rows
+
+
+def probe_starved(extra):
+    probe = extra.get("vthread_schedule_ms")
+    limit = extra.get("vthread_probe_limit_ms")
+    return isinstance(probe, (int, float)) and isinstance(limit, (int, float)) and probe >= limit
+
+
+def vthread_target(runs, extras):
+    probes = [
+        float(e["vthread_schedule_ms"])
+        for k, e in extras.items()
+        if k[0] == "rlock-java" and isinstance(e.get("vthread_schedule_ms"), (int, float))
+    ]
+    worst = max(probes) if probes and runs else None
+    return (
+        f"S7: rlock-java: a new virtual thread runs within {MAX_VTHREAD_SCHEDULE_MS:g} ms while "
+        "the waiters wait (the slowest)",
+        at_most(
+            worst,
+            MAX_VTHREAD_SCHEDULE_MS,
+            f"{MAX_VTHREAD_SCHEDULE_MS:g}",
+            "many-waiters of rlock-java",
+            unit=" ms",
+        ),
+    )
+
+
+def threads_bound_target(name, runs, failed):
+    worst = max((v["threads_added"] for v in runs.values() if "threads_added" in v), default=None)
+    incomplete = any(k[0] == name for k in failed)
+    figures, status = at_most(
+        worst, float(MAX_THREADS_ADDED), str(MAX_THREADS_ADDED), f"many-waiters of {name}"
+    )
+    if incomplete and status == "met":
+        status = "**not met** (a run failed)"
+    if worst is not None:
+        figures = f"{worst:,.0f} vs {MAX_THREADS_ADDED}"
+    return f"S7: {name} OS threads added ≤ {MAX_THREADS_ADDED} (the largest)", (figures, status)
+
+
+def not_growing_target(name, runs, metric, growth, what):
+    """For each lock count: the figure at the largest N ≤ growth × the figure at the smallest."""
+    label = f"S7: {name} {what} do not grow with N" + (
+        f" (largest N ≤ {growth:g} × smallest)" if growth != 1 else " (largest N ≤ smallest)"
+    )
+    parts, ok = [], True
+    for locks in sorted({shape[1] for shape in runs}):
+        ns = sorted(n for n, k in runs if k == locks and metric in runs[(n, k)])
+        if len(ns) < 2:
+            continue
+        small, large = runs[(ns[0], locks)][metric], runs[(ns[-1], locks)][metric]
+        parts.append(
+            f"{lock_count(locks)}: {many_fmt(metric, large)} at {ns[-1]:,} vs "
+            f"{many_fmt(metric, small)} at {ns[0]:,}"
+        )
+        ok = ok and large <= growth * small
+    if not parts:
+        return label, ("—", "not measured (needs two waiter counts)")
+    return label, ("; ".join(parts), "met" if ok else "**not met**")
+
+
 def main(argv):
     if len(argv) != 3:
         sys.exit("usage: report.py RAW.jsonl OUTDIR")
@@ -651,9 +947,15 @@ def main(argv):
         out += [f"## {title}", ""]
         if text:
             out += [text.format(**shape, **scenario_shape(records, scenario)), ""]
-        out += wide_table(records, scenario) if scenario in WIDE else table(records, scenario)
+        if scenario == MANY:
+            out += many_table(records)
+        elif scenario in WIDE:
+            out += wide_table(records, scenario)
+        else:
+            out += table(records, scenario)
         out += [""]
-        if chart(records, scenario, os.path.join(results, f"{scenario}.png")):
+        path = os.path.join(results, f"{scenario}.png")
+        if many_chart(records, path) if scenario == MANY else chart(records, scenario, path):
             out += [f"![{scenario}](results/{scenario}.png)", ""]
     out += [
         "## Targets",

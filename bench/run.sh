@@ -6,12 +6,14 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-usage: bench/run.sh [--smoke] [--seconds S] [--only CONTENDER,...]
+usage: bench/run.sh [--smoke] [--seconds S] [--only CONTENDER,...] [--waiters N,...]
   --smoke      the C contenders only, 0.3 s per scenario; the report goes to build/bench/smoke/
                and must have a row per contender
   --seconds S  measured seconds per contender and scenario (default 10)
   --only LIST  run only these contenders (comma-separated); the baselines (ping,
                evalsha-ceiling) always run, since the targets refer to them
+  --waiters N,...  the waiter counts of many-waiters (default 1000,10000; 100 with --smoke),
+               each run on one lock and on 100 locks
 environment:
   RLOCK_BENCH_BUILD  the CMake build directory to configure and build (default: build)
   RLOCK_BENCH_OUT    where a full run writes RESULTS.md and results/ (default: bench)
@@ -30,8 +32,9 @@ is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
 # The scenarios each contender supports, in run order; a contender is not run for the others.
 scenarios_of() {
   case "$1" in
-    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory ;;
-    rlock-java | redisson) echo uncontended throughput handoff herd herd-fair ;;
+    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters ;;
+    rlock-java | redisson) echo uncontended throughput handoff herd herd-fair many-waiters ;;
+    rlock-py | redis-py | rlock-go | redsync) echo uncontended throughput many-waiters ;;
     *) echo uncontended throughput ;;
   esac
 }
@@ -39,11 +42,13 @@ scenarios_of() {
 smoke=0
 seconds=""
 only=""
+waiter_counts=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke=1; shift ;;
     --seconds) [ $# -ge 2 ] || die "--seconds needs a value"; seconds=$2; shift 2 ;;
     --only) [ $# -ge 2 ] || die "--only needs a value"; only=$2; shift 2 ;;
+    --waiters) [ $# -ge 2 ] || die "--waiters needs a value"; waiter_counts=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -54,6 +59,16 @@ if [ -z "$seconds" ]; then
 fi
 [[ "$seconds" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v s="$seconds" 'BEGIN { exit !(s > 0) }' ||
   die "--seconds must be a positive number, got '$seconds'"
+if [ -z "$waiter_counts" ]; then
+  waiter_counts=1000,10000
+  [ "$smoke" -eq 0 ] || waiter_counts=100
+fi
+[[ "$waiter_counts" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+  die "--waiters must be whole numbers separated by commas, got '$waiter_counts'"
+IFS=, read -r -a waiter_counts <<< "$waiter_counts"
+for n in "${waiter_counts[@]}"; do
+  [ "$n" -ge 100 ] && [ "$n" -le 100000 ] || die "--waiters: each count must be 100 to 100000, got $n"
+done
 
 # The contenders to run, in report order.
 contenders=("${c_contenders[@]}")
@@ -125,15 +140,21 @@ raw=$work/raw-$(date -u +%Y%m%dT%H%M%SZ).jsonl
 : > "$raw"
 # Startup (a JVM, a Go binary) plus warm-up and the measured time, with room to spare.
 limit=$(awk -v s="$seconds" 'BEGIN { printf "%d", 2 * s + 180 }')
+# many-waiters also settles (up to a minute) and drains (up to two).
+limit_waiters=$(awk -v s="$seconds" 'BEGIN { printf "%d", 2 * s + 360 }')
 failures=()
+# The shape of the run being measured, as the extra of a failure line (many-waiters runs the
+# same contender at several shapes, and the report keeps each).
+shape="{}"
 
 # Records a failed run as a line the report shows as failed. Args: SCENARIO CONTENDER MESSAGE.
 record_failure() {
   failures+=("$2/$1")
   "$py" -c 'import json, sys
 print(json.dumps({"scenario": sys.argv[1], "contender": sys.argv[2], "failed": True,
-                  "error": sys.argv[3][-2000:] or "exited non-zero without a message"}))' \
-    "$1" "$2" "$3" >> "$raw"
+                  "error": sys.argv[3][-2000:] or "exited non-zero without a message",
+                  "extra": json.loads(sys.argv[4])}))' \
+    "$1" "$2" "$3" "$shape" >> "$raw"
 }
 
 # Runs COMMAND..., which must print result lines for SCENARIO and CONTENDER only, and appends
@@ -141,10 +162,12 @@ print(json.dumps({"scenario": sys.argv[1], "contender": sys.argv[2], "failed": T
 measure() {
   local scenario=$1 contender=$2
   shift 2
-  echo "== $contender / $scenario" >&2
+  echo "== $contender / $scenario$([ "$shape" = "{}" ] || echo " $shape")" >&2
   local problem=""
   if ! "$@" > "$tmp/out" 2> "$tmp/err"; then
-    problem=$(tail -c 2000 "$tmp/err")
+    # A Go runtime crash (thread exhaustion in many-waiters) says why at the top of a goroutine
+    # dump that can run to megabytes: keep its message rather than the dump's end.
+    problem=$(grep -m 3 -E '^(fatal error|panic|runtime): ' "$tmp/err" || tail -c 2000 "$tmp/err")
     [ -n "$problem" ] || problem="exited non-zero without a message (timed out after ${limit}s?)"
   else
     problem=$("$py" - "$tmp/out" "$scenario" "$contender" <<'PY'
@@ -213,15 +236,36 @@ measure throughput evalsha-ceiling ceiling
 # (10,000 locks, 1,000 waiters).
 sizes=()
 [ "$smoke" -eq 0 ] || sizes=(--locks 1000 --waiters 100)
+# Runs contender $1 for scenario $2 with the extra arguments after them.
+run_one() {
+  local c=$1 scenario=$2 time_limit=$limit
+  shift 2
+  local args=(--url "$url" --scenario "$scenario" --seconds "$seconds" "$@")
+  [ "$scenario" != many-waiters ] || time_limit=$limit_waiters
+  if is_peer "$c"; then
+    measure "$scenario" "$c" timeout "$time_limit" bash "$root/bench/peers.sh" run "$c" "${args[@]}"
+  else
+    measure "$scenario" "$c" timeout "$time_limit" "$bench" --contender "$c" "${args[@]}"
+  fi
+}
+
 for c in "${contenders[@]}"; do
   for scenario in $(scenarios_of "$c"); do
-    args=(--url "$url" --scenario "$scenario" --seconds "$seconds")
-    case "$scenario" in watchdog | memory) args+=("${sizes[@]}") ;; esac
-    if is_peer "$c"; then
-      measure "$scenario" "$c" timeout "$limit" bash "$root/bench/peers.sh" run "$c" "${args[@]}"
-    else
-      measure "$scenario" "$c" timeout "$limit" "$bench" --contender "$c" "${args[@]}"
-    fi
+    case "$scenario" in
+      watchdog | memory) run_one "$c" "$scenario" "${sizes[@]}" ;;
+      many-waiters)
+        # Each shape in a process of its own: threads and memory a run leaves behind (Go
+        # keeps its threads) would hide the next one's.
+        for n in "${waiter_counts[@]}"; do
+          for locks in 1 100; do
+            shape="{\"waiters\": $n, \"locks\": $locks}"
+            run_one "$c" "$scenario" --waiters "$n" --locks "$locks"
+            shape="{}"
+          done
+        done
+        ;;
+      *) run_one "$c" "$scenario" ;;
+    esac
   done
 done
 

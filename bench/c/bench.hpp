@@ -21,8 +21,8 @@ struct Options {
   int threads = 16;
   int names = 256;
   int processes = 8;   // herd: processes, each with --threads threads
-  int locks = 10000;   // watchdog and memory: held locks / lock handles
-  int waiters = 1000;  // memory: threads blocked in acquire
+  int locks = 10000;   // watchdog and memory: held locks / lock handles; many-waiters: 1
+  int waiters = 1000;  // memory: threads blocked in acquire; many-waiters: async acquires
   std::string scripts_dir = RLOCK_BENCH_SCRIPTS_DIR;
 };
 
@@ -43,7 +43,8 @@ struct Result {
 std::string number(double v);
 std::string number(int64_t v);
 
-// Scenarios 3-6 (handoff, herd, herd-fair, watchdog, memory), rlock-c only: scenarios.cpp.
+// Scenarios 3-7 (handoff, herd, herd-fair, watchdog, memory, many-waiters), rlock-c only:
+// scenarios.cpp.
 bool is_rlock_only_scenario(const std::string& scenario);
 std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin);
 

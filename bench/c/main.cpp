@@ -26,10 +26,13 @@ constexpr char kUsage[] =
     "                   --scenario SCENARIO --seconds S [--threads T] [--names N]\n"
     "                   [--processes P] [--locks N] [--waiters N] [--scripts DIR]\n"
     "  ping goes with scenario ping (PING round trips); hiredis-floor with uncontended or\n"
-    "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory.\n"
+    "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory,\n"
+    "  many-waiters.\n"
     "  --threads (default 16): throughput, and threads per process in herd;\n"
     "  --names (default 256): throughput; --processes (default 8): herd;\n"
-    "  --locks (default 10000): watchdog and memory; --waiters (default 1000): memory.\n";
+    "  --locks (default 10000): watchdog and memory; in many-waiters the locks the waiters\n"
+    "  spread over (default 1);\n"
+    "  --waiters (default 1000): memory and many-waiters.\n";
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -55,6 +58,8 @@ int parse_count(const std::string& flag, const std::string& text, int max) {
 using Setter = void (*)(Options& o, const std::string& flag, const std::string& value);
 
 // The options and how each sets its value.
+constexpr int kMaxWaiters = 100000;
+
 const std::pair<const char*, Setter> kFlags[] = {
     {"--contender", [](Options& o, const std::string&, const std::string& v) { o.contender = v; }},
     {"--url", [](Options& o, const std::string&, const std::string& v) { o.url = v; }},
@@ -70,7 +75,7 @@ const std::pair<const char*, Setter> kFlags[] = {
     {"--locks", [](Options& o, const std::string& f,
                    const std::string& v) { o.locks = parse_count(f, v, 1000000); }},
     {"--waiters", [](Options& o, const std::string& f,
-                     const std::string& v) { o.waiters = parse_count(f, v, 10000); }},
+                     const std::string& v) { o.waiters = parse_count(f, v, kMaxWaiters); }},
     {"--scripts", [](Options& o, const std::string&, const std::string& v) { o.scripts_dir = v; }},
 };
 
@@ -85,14 +90,15 @@ void check_scenario(const Options& o) {
                 (o.contender == "ping"            ? "ping"
                  : o.contender == "hiredis-floor" ? "uncontended or throughput"
                                                   : "uncontended, throughput, handoff, herd, "
-                                                    "herd-fair, watchdog or memory") +
+                                                    "herd-fair, watchdog, memory or "
+                                                    "many-waiters") +
                 ", got '" + o.scenario + "'");
   }
 }
 
 Options parse_args(int argc, char** argv) {
   Options o;
-  bool seconds_given = false;
+  bool seconds_given = false, locks_given = false;
   for (int i = 1; i < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "-h" || flag == "--help") {
@@ -105,6 +111,7 @@ Options parse_args(int argc, char** argv) {
     if (known == std::end(kFlags)) throw Usage("unknown option " + flag);
     known->second(o, flag, argv[i + 1]);
     seconds_given = seconds_given || flag == "--seconds";
+    locks_given = locks_given || flag == "--locks";
   }
   if (o.contender != "rlock-c" && o.contender != "hiredis-floor" && o.contender != "ping") {
     throw Usage("--contender must be rlock-c, hiredis-floor or ping, got '" + o.contender + "'");
@@ -112,6 +119,10 @@ Options parse_args(int argc, char** argv) {
   if (o.url.empty()) throw Usage("--url is required");
   if (!seconds_given) throw Usage("--seconds is required");
   check_scenario(o);
+  if (o.scenario == "many-waiters") {
+    if (!locks_given) o.locks = 1;
+    if (o.locks > o.waiters) throw Usage("many-waiters: --locks must not exceed --waiters");
+  }
   return o;
 }
 

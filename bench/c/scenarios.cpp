@@ -1,6 +1,7 @@
-// Scenarios 3-6 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
-// (processes x threads on one lock), watchdog (renewing many held locks) and memory (RSS of
-// lock handles and of blocked waiters). See bench/README.md.
+// Scenarios 3-7 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
+// (processes x threads on one lock), watchdog (renewing many held locks), memory (RSS of
+// lock handles and of blocked waiters) and many-waiters (asynchronous waiters on held locks).
+// See bench/README.md.
 //
 // The multi-process scenarios fork their processes before any rlock object exists; each child
 // makes its own client. The processes share one anonymous MAP_SHARED mapping for their turns
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -239,6 +241,7 @@ struct Traffic {
   int64_t scripts = 0;   // EVAL, EVALSHA, FCALL and their _RO forms
   int64_t inner = 0;     // data commands, run inside the scripts
   std::map<std::string, int64_t> by_command;  // requests (not inner commands) by name
+  std::map<std::string, int64_t> inner_by_command;
 };
 
 Traffic traffic(const std::map<std::string, int64_t>& before,
@@ -265,6 +268,7 @@ Traffic traffic(const std::map<std::string, int64_t>& before,
       t.by_command[name] += delta;
     } else {
       t.inner += delta;
+      t.inner_by_command[name] += delta;
     }
   }
   return t;
@@ -742,10 +746,239 @@ std::vector<Result> memory(const Options& o, redisContext* admin) {
           {"kib_per_waiter", waiters_kib / o.waiters, "KiB", extra}};
 }
 
+// ---- scenario 7: many waiters ----
+
+// Owner ids of the waiters: far above any OS thread id, so none is the main thread's.
+constexpr int64_t kWaiterOwnerBase = int64_t{1} << 40;
+
+// The process's OS threads, from /proc/self/status.
+int64_t os_threads() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::strtoll(line.c_str() + 8, nullptr, 10);
+  }
+  throw Failure("no Threads in /proc/self/status");
+}
+
+// What waiters sent: scripts and client-level commands; when no script ran, the data commands
+// too, since a lock that waits with plain commands (SET NX) sends them itself.
+Traffic waiting_traffic(const std::map<std::string, int64_t>& before,
+                        const std::map<std::string, int64_t>& after) {
+  Traffic t = traffic(before, after);
+  if (t.scripts == 0) {
+    t.requests += t.inner;
+    for (const auto& [name, calls] : t.inner_by_command) t.by_command[name] += calls;
+  }
+  return t;
+}
+
+// Lock attempts: the requests less subscriptions and pings.
+int64_t attempts_of(const Traffic& t) {
+  int64_t n = t.requests;
+  for (const auto& [name, calls] : t.by_command) {
+    if (name.find("subscribe") != std::string::npos || name == "ping") n -= calls;
+  }
+  return n;
+}
+
+// Waits until Redis has seen an attempt per waiter since `before`, or until attempts stay at
+// an idle rate for two seconds in a row (fewer than 2 per lock plus 1% of the waiters each
+// second: waiters that share their attempts never make one each), at most a minute; then
+// 200 ms for the last to settle. Returns the attempts seen.
+int64_t settle_waiters(const Options& o, redisContext* admin,
+                       const std::map<std::string, int64_t>& before) {
+  const int64_t idle = 2 * int64_t{o.locks} + o.waiters / 100;
+  const int64_t give_up = now_ns() + int64_t{60} * 1000000000;
+  int64_t seen = 0, second_ago = 0, mark = now_ns();
+  int quiet_seconds = 0;
+  while ((seen = attempts_of(waiting_traffic(before, command_calls(admin)))) < o.waiters &&
+         now_ns() < give_up) {
+    if (now_ns() - mark >= 1000000000) {
+      quiet_seconds = seen - second_ago < idle ? quiet_seconds + 1 : 0;
+      if (quiet_seconds == 2) break;
+      second_ago = seen;
+      mark = now_ns();
+    }
+    sleep_ns(20000000);
+  }
+  sleep_ns(200000000);
+  return seen;
+}
+
+// The waiters' side: acquire completions hand the granted waiter to the main thread's loop,
+// which starts its release; the release completion ends the waiter.
+struct Drain {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int> granted;  // waiters to release
+  int acquired = 0, released = 0, completions = 0;
+  std::string error;
+};
+
+struct Waiter {
+  Drain* drain;
+  rlock_lock* lock;
+  int index;
+};
+
+void finish(Drain* d, int status, const char* what, bool acquired, int index) {
+  std::string message = status == RLOCK_OK ? "" : rlock_failure(what);
+  {
+    std::lock_guard<std::mutex> g(d->mu);
+    ++d->completions;
+    if (status != RLOCK_OK) {
+      if (d->error.empty()) d->error = message;
+    } else if (acquired) {
+      ++d->acquired;
+      d->granted.push_back(index);
+    } else {
+      ++d->released;
+    }
+    d->cv.notify_one();  // under the mutex: the main thread frees `d` once it sees the last
+  }
+}
+
+void acquired_cb(void* user, int status, int64_t) {
+  auto* w = static_cast<Waiter*>(user);
+  finish(w->drain, status, "rlock_acquire_async", true, w->index);
+}
+
+void released_cb(void* user, int status, int64_t) {
+  auto* w = static_cast<Waiter*>(user);
+  finish(w->drain, status, "rlock_release_async", false, w->index);
+}
+
+// Until every waiter has acquired and released once: starts the releases of granted waiters.
+// False on a failed completion or after two minutes.
+bool drain_waiters(Drain* d, std::vector<Waiter>& waiters) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  std::unique_lock<std::mutex> g(d->mu);
+  const int n = static_cast<int>(waiters.size());
+  while (d->released < n && d->error.empty()) {
+    if (d->granted.empty() && d->cv.wait_until(g, give_up) == std::cv_status::timeout) {
+      d->error = "the waiters did not drain within two minutes";
+      break;
+    }
+    std::vector<int> batch;
+    batch.swap(d->granted);
+    g.unlock();
+    for (int i : batch) {
+      Waiter& w = waiters[static_cast<size_t>(i)];
+      if (rlock_release_async(w.lock, kWaiterOwnerBase + i, released_cb, &w) != RLOCK_OK) {
+        g.lock();
+        d->error = rlock_failure("rlock_release_async");
+        g.unlock();
+      }
+    }
+    g.lock();
+  }
+  return d->error.empty() && d->completions == 2 * n;
+}
+
+struct WaitFigures {
+  int64_t threads_before = 0, threads_waiting = 0, rss_before = 0, rss_waiting = 0;
+  int64_t first_attempts = 0;
+  double settle_s = 0, window_s = 0, drain_s = 0;
+  Traffic held;
+};
+
+// Starts the waiters asynchronously (waiter i on lock i % locks, which this thread holds),
+// measures them while the locks stay held, then releases the locks and times the drain.
+WaitFigures wait_on_held(const Options& o, redisContext* admin, std::vector<Lock>& locks, Drain* d,
+                         std::vector<Waiter>& waiters) {
+  WaitFigures f;
+  sleep_ns(100000000);  // threads of the acquires above ending
+  f.threads_before = os_threads();
+  f.rss_before = rss_kib();
+  std::map<std::string, int64_t> start = command_calls(admin);
+  const int64_t t_start = now_ns();
+  for (int i = 0; i < o.waiters; ++i) {
+    Waiter& w = waiters[static_cast<size_t>(i)];
+    w = {d, locks[static_cast<size_t>(i % o.locks)].get(), i};
+    rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+    opts.thread_id = kWaiterOwnerBase + i;
+    check(rlock_acquire_async(w.lock, &opts, acquired_cb, &w), "rlock_acquire_async");
+  }
+  f.first_attempts = settle_waiters(o, admin, start);
+  f.settle_s = (now_ns() - t_start) / 1e9;
+  std::map<std::string, int64_t> before = command_calls(admin);
+  const int64_t t0 = now_ns();
+  f.threads_waiting = os_threads();
+  sleep_ns(static_cast<int64_t>(o.seconds * 1e9));
+  f.threads_waiting = std::max(f.threads_waiting, os_threads());
+  f.rss_waiting = rss_kib();
+  std::map<std::string, int64_t> after = command_calls(admin);
+  f.window_s = (now_ns() - t0) / 1e9;
+  f.held = waiting_traffic(before, after);
+  {
+    std::lock_guard<std::mutex> g(d->mu);
+    if (d->completions != 0) throw Failure("a waiter completed while the lock was held");
+  }
+  const int64_t t_release = now_ns();
+  for (Lock& l : locks) check(rlock_release(l.get()), "rlock_release");
+  if (!drain_waiters(d, waiters)) {
+    std::lock_guard<std::mutex> g(d->mu);
+    throw Failure(d->error.empty() ? "a waiter completed more than once" : d->error);
+  }
+  f.drain_s = (now_ns() - t_release) / 1e9;
+  return f;
+}
+
+std::vector<Result> many_waiters_results(const Options& o, const WaitFigures& f) {
+  const double n = o.waiters;
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"waiters", number(int64_t{o.waiters})},
+      {"locks", number(int64_t{o.locks})},
+      {"threads_before", number(f.threads_before)},
+      {"threads_waiting", number(f.threads_waiting)},
+      {"rss_before_kib", number(f.rss_before)},
+      {"rss_waiting_kib", number(f.rss_waiting)},
+      {"first_attempts", number(f.first_attempts)},
+      {"settle_s", number(f.settle_s)},
+      {"window_s", number(f.window_s)},
+      {"requests", number(f.held.requests)},
+      {"scripts_per_s", number(f.held.scripts / f.window_s)},
+      {"requests_per_s_by_command", per_handoff(f.held.by_command, f.window_s)},
+      {"async", "true"}};
+  return {{"threads_added", static_cast<double>(f.threads_waiting - f.threads_before), "threads",
+           extra},
+          {"kib_per_waiter", (f.rss_waiting - f.rss_before) / n, "KiB", extra},
+          {"requests_per_s", f.held.requests / f.window_s, "requests/s", extra},
+          {"drain_ms", f.drain_s * 1e3, "ms", extra}};
+}
+
+// o.waiters asynchronous acquires (rlock_acquire_async, no thread of ours per waiter) spread
+// over o.locks locks that this thread holds; see bench/README.md.
+std::vector<Result> many_waiters(const Options& o, redisContext* admin) {
+  Client client = new_client(o.url);
+  std::vector<Lock> locks;
+  std::vector<std::string> names;
+  for (int i = 0; i < o.locks; ++i) {
+    names.push_back(lock_name(o, "mw", i));
+    locks.push_back(new_lock(client.get(), names.back()));
+    check(rlock_acquire(locks.back().get(), 0), "rlock_acquire");
+  }
+  // Completions may still run after a failure: the waiters' state is then left allocated.
+  auto d = std::make_unique<Drain>();
+  auto waiters = std::make_unique<std::vector<Waiter>>(static_cast<size_t>(o.waiters));
+  WaitFigures f;
+  try {
+    f = wait_on_held(o, admin, locks, d.get(), *waiters);
+  } catch (const Failure&) {
+    d.release();
+    waiters.release();
+    throw;
+  }
+  check_clean(admin, names);
+  return many_waiters_results(o, f);
+}
+
 }  // namespace
 
 bool is_rlock_only_scenario(const std::string& s) {
-  return s == "handoff" || s == "herd" || s == "herd-fair" || s == "watchdog" || s == "memory";
+  return s == "handoff" || s == "herd" || s == "herd-fair" || s == "watchdog" || s == "memory" ||
+         s == "many-waiters";
 }
 
 std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
@@ -753,6 +986,7 @@ std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
   if (o.scenario == "herd") return herd(o, admin, false);
   if (o.scenario == "herd-fair") return herd(o, admin, true);
   if (o.scenario == "watchdog") return watchdog(o, admin);
+  if (o.scenario == "many-waiters") return many_waiters(o, admin);
   return memory(o, admin);
 }
 

@@ -40,6 +40,7 @@ type options struct {
 	contender, url, scenario string
 	seconds                  float64
 	threads, names           int
+	waiters, locks           int // many-waiters
 }
 
 type result struct {
@@ -63,10 +64,12 @@ func parseArgs() (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.contender, "contender", "", "rlock-go or redsync")
 	fs.StringVar(&o.url, "url", "", "redis://127.0.0.1:PORT")
-	fs.StringVar(&o.scenario, "scenario", "", "uncontended or throughput")
+	fs.StringVar(&o.scenario, "scenario", "", "uncontended, throughput or many-waiters")
 	fs.Float64Var(&o.seconds, "seconds", 10, "measured duration")
 	fs.IntVar(&o.threads, "threads", 16, "goroutines (throughput)")
 	fs.IntVar(&o.names, "names", 256, "lock names (throughput)")
+	fs.IntVar(&o.waiters, "waiters", 1000, "waiting goroutines (many-waiters)")
+	fs.IntVar(&o.locks, "locks", 1, "held locks the waiters spread over (many-waiters)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
 	}
@@ -77,14 +80,16 @@ func parseArgs() (options, error) {
 		return o, fmt.Errorf("--contender must be rlock-go or redsync, got %q", o.contender)
 	case o.url == "":
 		return o, errors.New("--url is required")
-	case o.scenario != "uncontended" && o.scenario != "throughput":
-		return o, fmt.Errorf("--scenario must be uncontended or throughput, got %q", o.scenario)
+	case o.scenario != "uncontended" && o.scenario != "throughput" && o.scenario != "many-waiters":
+		return o, fmt.Errorf("--scenario must be uncontended, throughput or many-waiters, got %q", o.scenario)
 	case !(o.seconds > 0):
 		return o, fmt.Errorf("--seconds must be positive, got %v", o.seconds)
 	case o.threads < 1:
 		return o, fmt.Errorf("--threads must be at least 1, got %d", o.threads)
 	case o.names < 1:
 		return o, fmt.Errorf("--names must be at least 1, got %d", o.names)
+	case o.locks < 1 || o.waiters < o.locks:
+		return o, fmt.Errorf("--locks must be 1 to --waiters (%d), got %d", o.waiters, o.locks)
 	}
 	return o, nil
 }
@@ -117,6 +122,9 @@ func run() error {
 		return err
 	}
 
+	if o.scenario == "many-waiters" {
+		return runManyWaiters(ctx, admin, c, o, pattern)
+	}
 	var res result
 	var names []string
 	if o.scenario == "uncontended" {
@@ -149,6 +157,41 @@ func run() error {
 		return err
 	}
 	fmt.Println(string(line))
+	return nil
+}
+
+// runManyWaiters runs the many-waiters scenario, checks that nothing is left locked and
+// prints its lines.
+func runManyWaiters(ctx context.Context, admin *redis.Client, c contender, o options, pattern string) error {
+	var wc waitContender
+	switch c := c.(type) {
+	case *rlockContender:
+		wc = rlockWait{c}
+	case *redsyncContender:
+		wc = redsyncWait{c}
+	}
+	results, names, err := manyWaiters(ctx, admin, wc, o)
+	var left int64
+	if err == nil {
+		left, err = admin.Exists(ctx, names...).Result()
+	}
+	c.close()
+	if derr := deleteKeys(ctx, admin, pattern); err == nil {
+		err = derr
+	}
+	if err != nil {
+		return err
+	}
+	if left != 0 {
+		return fmt.Errorf("%d lock(s) still locked after the run", left)
+	}
+	for _, r := range results {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		fmt.Println(string(line))
+	}
 	return nil
 }
 

@@ -2,9 +2,11 @@
 
 rlock-py (the rlock wheel), redis-py (redis.lock.Lock) and python-redis-lock. Prints one JSON
 line per run on stdout, as every contender program does; errors go to stderr with exit 1.
+The many-waiters scenario (rlock-py and redis-py, on asyncio) is in waiters.py.
 """
 
 import argparse
+import asyncio
 import json
 import random
 import sys
@@ -81,11 +83,19 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--contender", required=True, choices=CONTENDERS)
     p.add_argument("--url", required=True, help="redis://127.0.0.1:PORT")
-    p.add_argument("--scenario", required=True, choices=("uncontended", "throughput"))
+    p.add_argument(
+        "--scenario", required=True, choices=("uncontended", "throughput", "many-waiters")
+    )
     p.add_argument("--seconds", type=float, default=10.0)
     p.add_argument("--threads", type=int, default=16)
     p.add_argument("--names", type=int, default=256)
+    p.add_argument("--waiters", type=int, default=1000, help="many-waiters: waiting tasks")
+    p.add_argument("--locks", type=int, default=1, help="many-waiters: held locks")
     args = p.parse_args(argv)
+    if args.scenario == "many-waiters" and args.contender == "python-redis-lock":
+        p.error("python-redis-lock has no asyncio lock: no many-waiters")
+    if not 1 <= args.locks <= args.waiters:
+        p.error(f"--locks must be 1 to --waiters ({args.waiters}), got {args.locks}")
     if not args.seconds > 0:
         p.error(f"--seconds must be positive, got {args.seconds}")
     if args.threads < 1:
@@ -183,6 +193,16 @@ def main(argv):
     admin = redis.Redis.from_url(args.url)
     pattern = f"*bench:*:{args.contender}:*"
     delete_keys(admin, pattern)  # holds left by a run that died would stall this one
+    if args.scenario == "many-waiters":
+        import waiters
+
+        try:
+            lines = asyncio.run(waiters.run(args))
+        finally:
+            delete_keys(admin, pattern)
+        for line in lines:
+            print(json.dumps(line))
+        return
     impl = make[args.contender](args.url)
     if args.scenario == "uncontended":
         names = lock_names("u", args.contender, UNCONTENDED_NAMES)

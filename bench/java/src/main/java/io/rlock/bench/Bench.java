@@ -89,12 +89,14 @@ public final class Bench {
     int threads = 16;
     int names = 256;
     int processes = 8;
+    int waiters = 1000; // many-waiters: virtual threads waiting
+    int locks = 1; // many-waiters: held locks they spread over
     int child = -1; // hidden: this JVM is child N of a multi-process scenario
     String shared; // hidden: the children's shared file
   }
 
   private static final List<String> SCENARIOS =
-      List.of("uncontended", "throughput", "handoff", "herd", "herd-fair");
+      List.of("uncontended", "throughput", "handoff", "herd", "herd-fair", "many-waiters");
 
   private static final class UsageError extends Exception {
     private static final long serialVersionUID = 1L;
@@ -112,8 +114,9 @@ public final class Bench {
     } catch (UsageError e) {
       System.err.println("rlock-bench: " + e.getMessage());
       System.err.println("usage: --contender rlock-java|redisson --url redis://HOST:PORT"
-          + " --scenario uncontended|throughput|handoff|herd|herd-fair [--seconds S]"
-          + " [--threads T] [--names N] [--processes P]");
+          + " --scenario uncontended|throughput|handoff|herd|herd-fair|many-waiters"
+          + " [--seconds S] [--threads T] [--names N] [--processes P] [--waiters N]"
+          + " [--locks N]");
       code = 2;
     } catch (Throwable e) {
       System.err.println("rlock-bench: " + e);
@@ -138,6 +141,8 @@ public final class Bench {
         case "--threads" -> a.threads = whole(flag, value);
         case "--names" -> a.names = whole(flag, value);
         case "--processes" -> a.processes = whole(flag, value);
+        case "--waiters" -> a.waiters = whole(flag, value);
+        case "--locks" -> a.locks = whole(flag, value);
         case "--child" -> a.child = whole(flag, value);
         case "--shared" -> a.shared = value;
         default -> throw new UsageError("unknown argument " + flag);
@@ -165,6 +170,9 @@ public final class Bench {
     if (a.names < 1) {
       throw new UsageError("--names must be at least 1, got " + a.names);
     }
+    if (a.locks < 1 || a.locks > a.waiters) {
+      throw new UsageError("--locks must be 1 to --waiters (" + a.waiters + "), got " + a.locks);
+    }
     return a;
   }
 
@@ -189,6 +197,10 @@ public final class Bench {
   }
 
   private static void run(Args a) throws Exception {
+    if (a.scenario.equals("many-waiters")) {
+      manyWaiters(a);
+      return;
+    }
     if (!a.scenario.equals("uncontended") && !a.scenario.equals("throughput")) {
       Multi.Setup setup = new Multi.Setup(a.contender, a.url, a.scenario, a.seconds, a.processes,
           a.threads, url -> contender(a.contender, url));
@@ -242,6 +254,31 @@ public final class Bench {
     System.out.println("{\"scenario\": \"" + a.scenario + "\", \"contender\": \"" + a.contender
         + "\", \"metric\": \"pairs_per_s\", \"value\": " + value
         + ", \"unit\": \"pairs/s\", \"extra\": " + extra + "}");
+  }
+
+  private static void manyWaiters(Args a) throws Exception {
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < a.locks; i++) {
+      names.add("bench:mw:" + a.contender + ":" + i);
+    }
+    String pattern = "*bench:*:" + a.contender + ":*";
+    List<String> lines;
+    try (RedisAdmin admin = new RedisAdmin(a.url)) {
+      admin.deleteMatching(pattern); // holds left by a run that died would stall this one
+      try (Contender c = contender(a.contender, a.url)) {
+        lines = Waiters.run(
+            new Waiters.Setup(a.contender, a.waiters, a.locks, a.seconds, c::lock), admin, names);
+        // Before close, which would release what rlock still holds.
+        long left = admin.exists(names);
+        if (left > 0) {
+          admin.deleteMatching(pattern);
+          throw new IllegalStateException(left + " lock(s) still locked after the run");
+        }
+      } finally {
+        admin.deleteMatching(pattern);
+      }
+    }
+    lines.forEach(System.out::println);
   }
 
   /** Returns {pairs/s, pairs, seconds}. */
