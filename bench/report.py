@@ -377,7 +377,7 @@ def chart_rows(records, scenario):
             (r for r in rows if r.get("failed") or r["metric"] in charted),
             key=lambda r: (
                 rank(r["contender"]),
-                charted.index(r["metric"]) if r["metric"] in charted else 0,
+                charted.index(r["metric"]) if r.get("metric") in charted else 0,
             ),
         )
     return rows

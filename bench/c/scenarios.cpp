@@ -658,20 +658,26 @@ std::string start_waiters(std::vector<WaiterArgs>& args, std::vector<pthread_t>*
   return error;
 }
 
-// Every waiter has made its first attempt once Redis has seen as many scripts as there are
-// waiters (a waiter joining an already subscribed channel makes only that one); the pause
-// after lets the last ones settle into their wait. The RSS then, or 0 with *error set.
-int64_t rss_once_blocked(const Options& o, redisContext* admin,
+// Every waiter is blocked once each has entered its acquire and Redis sees no more attempts
+// than the client's one periodic retry (a waiter that finds others of its client asleep makes
+// no attempt of its own, so attempts cannot be counted per waiter): at most one script per
+// 300 ms, twice in a row. The RSS then, or 0 with *error set.
+int64_t rss_once_blocked(const Options& o, redisContext* admin, const std::atomic<int>& started,
                          const std::map<std::string, int64_t>& before, std::string* error) {
-  int64_t give_up = now_ns() + int64_t{60} * 1000000000;
-  while (script_calls(before, command_calls(admin)) < int64_t{o.waiters}) {
+  const int64_t give_up = now_ns() + int64_t{60} * 1000000000;
+  int quiet = 0;
+  int64_t seen = script_calls(before, command_calls(admin));
+  while (quiet < 2) {
     if (now_ns() > give_up) {
       *error = "the waiters did not all block within a minute";
       return 0;
     }
-    sleep_ns(20000000);
+    sleep_ns(300000000);
+    const int64_t now_seen = script_calls(before, command_calls(admin));
+    const bool all_in = started.load() == o.waiters && now_seen >= 1;
+    quiet = all_in && now_seen - seen <= 1 ? quiet + 1 : 0;
+    seen = now_seen;
   }
-  sleep_ns(200000000);
   return rss_kib();
 }
 
@@ -699,7 +705,7 @@ int64_t waiters_rss_kib(const Options& o, redisContext* admin, rlock_lock* held,
   std::vector<pthread_t> threads;
   std::string error = start_waiters(args, &threads);
   int64_t rss_waiters = 0;
-  if (error.empty()) rss_waiters = rss_once_blocked(o, admin, before, &error);
+  if (error.empty()) rss_waiters = rss_once_blocked(o, admin, started, before, &error);
   rlock_cancel_token_cancel(cancel);
   for (pthread_t t : threads) pthread_join(t, nullptr);
   rlock_cancel_token_free(cancel);
