@@ -119,8 +119,7 @@ SCENARIOS = {
         "waiter, and the requests per second clients sent Redis (INFO commandstats, as in "
         "the herd). Then the locks are released and the drain is timed: every waiter "
         "acquires, releases and ends. Lower is better. Each shape runs in a process of its "
-        "own. A contender whose waiting still costs a thread shows it here (today's "
-        "rlock_acquire_async is a stub with one thread per call).",
+        "own. A contender whose waiting still costs a thread shows it here.",
     ),
     "ping": (
         "Baseline: PING round trip",
