@@ -108,7 +108,7 @@ void LockGroup::for_members(const std::function<int(Lock&)>& op, std::function<v
   }
 }
 
-LockGroup::Outcomes LockGroup::on_members(std::function<int(Lock&)> op) {
+LockGroup::Outcomes LockGroup::on_members(const std::function<int(Lock&)>& op) {
   std::mutex mutex;
   std::condition_variable done;
   Outcomes outcomes;
@@ -116,7 +116,7 @@ LockGroup::Outcomes LockGroup::on_members(std::function<int(Lock&)> op) {
   // On an engine's own thread, waiting for other tasks of the engine could wait for ever.
   const bool here = Engine::on_engine_thread() || members_.size() == 1;
   for_members(
-      std::move(op),
+      op,
       [&](Outcomes got) {
         std::lock_guard<std::mutex> lock(mutex);
         outcomes = std::move(got);
@@ -229,7 +229,7 @@ class LockGroup::Wait final : public Engine::Task, public Cancellable {
   void start_round();
   void after_round();
   void after_release();
-  void on_members(std::function<int(Lock&)> op);
+  void on_members(const std::function<int(Lock&)>& op);
   void end(int code);
 
   LockGroup& group_;
@@ -282,7 +282,7 @@ void LockGroup::Wait::step() {
   }
 }
 
-void LockGroup::Wait::on_members(std::function<int(Lock&)> op) {
+void LockGroup::Wait::on_members(const std::function<int(Lock&)>& op) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     have_outcomes_ = false;
@@ -290,7 +290,7 @@ void LockGroup::Wait::on_members(std::function<int(Lock&)> op) {
   auto self = std::static_pointer_cast<Wait>(shared_from_this());
   // A lone member is tried on this thread (a library thread, or the blocked caller's).
   group_.for_members(
-      std::move(op),
+      op,
       [self](Outcomes got) {
         {
           std::lock_guard<std::mutex> lock(self->mutex_);

@@ -57,7 +57,7 @@ class LockGroup : public std::enable_shared_from_this<LockGroup> {
   void for_members(const std::function<int(Lock&)>& op, std::function<void(Outcomes)> then,
                    bool here);
   // The same, waiting for the outcomes (on this thread when it is an engine's own).
-  Outcomes on_members(std::function<int(Lock&)> op);
+  Outcomes on_members(const std::function<int(Lock&)>& op);
   // A round's outcomes counted.
   void count_round(Outcomes outcomes, int64_t lease_ms, Round* round) const;
   // A round that fell short (its members released): the outcome to return, or kOk to back off
