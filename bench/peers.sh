@@ -12,8 +12,9 @@ venv=$out/venv
 go_bin=$out/go/bench
 java_out=$out/java
 classpath_file=$java_out/classpath.txt
-# The binding jar of the main build (its name carries the project version).
-rlock_jar=$(ls "$root"/build/bindings/java/maven/rlock-[0-9]*.jar 2>/dev/null | head -n 1 || true)
+# The binding jar of the main build (its name carries the project version; the newest, should
+# an older version's jar still lie beside it).
+rlock_jar=$(ls -t "$root"/build/bindings/java/maven/rlock-[0-9]*.jar 2>/dev/null | head -n 1 || true)
 rlock_jar=${rlock_jar:-$root/build/bindings/java/maven/rlock-VERSION.jar}
 # many-waiters runs the Java contenders on virtual threads (Java 21+): a newer JDK beside the
 # default 17 (the programs are compiled for 17 and reach virtual threads by reflection).
