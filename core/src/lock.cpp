@@ -19,9 +19,7 @@ constexpr int64_t kAllHolds = 1 << 30;
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int64_t kMinBackoffMs = 20;
 constexpr int64_t kMaxSpinMs = 60000;
-constexpr int64_t kMaxBackoffMs = 1000;
 
 bool valid_lease(int64_t lease) {
   return lease == kLeaseWatchdog || (lease > 0 && lease <= kMaxDurationMs);

@@ -105,7 +105,6 @@ class Engine : public std::enable_shared_from_this<Engine> {
   std::unordered_map<Task*, std::shared_ptr<Task>> tasks_;
   std::vector<std::thread> workers_;
   int idle_workers_ = 0;
-  int running_workers_ = 0;
   bool stopping_ = false;
 };
 
