@@ -74,6 +74,7 @@ class Lock::Wait final : public Engine::Task, public Cancellable, public Subscri
     last_ = first;
     mark_ = mark;
     phase_ = Phase::Join;
+    waited_ = true;  // that attempt may have queued (fair lock): any failure now leaves
   }
   int outcome() const { return outcome_; }
 
@@ -162,6 +163,7 @@ void Lock::Wait::start() {
   if (!attach_cancels()) return;
   int outcome = kOk;
   if (!lock_.first_attempt(args_, plan_, &last_, &mark_, &outcome)) return end(outcome);
+  waited_ = true;
   join();
 }
 
@@ -183,7 +185,6 @@ bool Lock::Wait::attach_cancels() {
 // once (an unlock published before the subscription took effect would otherwise be missed),
 // unless the subscription was in place before that attempt and no message has come since.
 void Lock::Wait::join() {
-  waited_ = true;  // the first attempt may have queued (fair lock): a failure from here leaves
   if (!attach_cancels()) return;
   if (lock_.kind_->spins()) {
     go_to_sleep(last_);
@@ -351,9 +352,13 @@ int Lock::acquire(const AcquireArgs& a) {
   uint64_t mark = 0;
   int outcome = kOk;
   if (!first_attempt(a, plan, &at, &mark, &outcome)) return outcome;
-  auto wait = std::make_shared<Wait>(*this, nullptr, a, std::move(plan), nullptr, nullptr);
+  auto wait = std::make_shared<Wait>(*this, nullptr, a, plan, nullptr, nullptr);
   wait->after_first(at, mark);
-  if (!client_->engine().run_here(wait)) return check_open();
+  if (!client_->engine().run_here(wait)) {  // the client is closing
+    const int code = check_open();
+    leave_queue(plan);
+    return code;
+  }
   return wait->outcome();
 }
 

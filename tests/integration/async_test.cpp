@@ -395,6 +395,46 @@ TEST(Async, FreeingTheClientCompletesEveryWaitBeforeItReturns) {
   EXPECT_EQ(rlock_release(holder.get()), RLOCK_OK);
 }
 
+// A fair waiter's first attempt takes its place in the queue: a client freed while it waits
+// (blocking or asynchronous) takes the place back.
+TEST(Async, FreeingTheClientLeavesNoFairQueueEntry) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  const std::string name = unique_name("async-fair-free");
+  rlock_lock_options fair = RLOCK_LOCK_OPTIONS_INIT;
+  fair.kind = RLOCK_LOCK_FAIR;
+  it::Client holder_client = it::make_client(server.tcp_url());
+  rlock_lock* holder_raw = nullptr;
+  ASSERT_EQ(rlock_lock_new(&holder_raw, holder_client.get(), name.c_str(), &fair), RLOCK_OK);
+  it::Lock holder(holder_raw);
+  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+  for (int round = 0; round < 5; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    rlock_client* client = it::make_client(server.tcp_url()).release();
+    rlock_lock* lock = nullptr;
+    ASSERT_EQ(rlock_lock_new(&lock, client, name.c_str(), &fair), RLOCK_OK);
+    std::atomic<int> blocking_rc{1};
+    std::thread blocked([&] { blocking_rc.store(it::acquire(lock, RLOCK_WAIT_FOREVER, 0, 7)); });
+    Outcomes out(1);
+    ASSERT_EQ(acquire_async(lock, RLOCK_WAIT_FOREVER, 8, out, 0), RLOCK_OK);
+    const int64_t start = mono_ms();
+    while (admin.integer({"LLEN", fair_queue_key(name)}) < 2 && mono_ms() - start < 5000) {
+      sleep_ms(5);
+    }
+    ASSERT_EQ(admin.integer({"LLEN", fair_queue_key(name)}), 2);
+    sleep_ms(round * 20);
+    rlock_client_free(client);
+    blocked.join();
+    EXPECT_EQ(blocking_rc.load(), RLOCK_ECLOSED);
+    EXPECT_EQ(out.done(), 1u);
+    EXPECT_EQ(out[0].status.load(), RLOCK_ECLOSED);
+    EXPECT_EQ(admin.integer({"LLEN", fair_queue_key(name)}), 0);
+    EXPECT_EQ(admin.integer({"ZCARD", fair_timeout_key(name)}), 0);
+    rlock_lock_free(lock);
+  }
+  EXPECT_EQ(rlock_release(holder.get()), RLOCK_OK);
+}
+
 // ---- Groups ---------------------------------------------------------------------------------
 
 TEST(Async, MultiLockAcquireWaitsWithoutAThreadAndReleases) {
