@@ -209,8 +209,9 @@ public final class VirtualThreadWorker {
     Thread c = startVirtual(() -> {
       started.countDown();
       lock.lock();
-      flagKept.complete(Thread.currentThread().isInterrupted());
-      lock.unlock();
+      boolean kept = Thread.currentThread().isInterrupted();
+      lock.unlock();  // before telling: the check that nothing is held comes right after
+      flagKept.complete(kept);
     });
     await(started, "the waiters started");
     Thread.sleep(300);
