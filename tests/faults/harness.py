@@ -207,6 +207,7 @@ class Worker:
             bufsize=1,
         )
         self.pid = self.proc.pid
+        self.started = time.monotonic()
         self.ended_ns: Optional[int] = None
         self.lines: List[str] = []
         self.err: List[str] = []

@@ -204,6 +204,7 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
             tail = text[-8:]
     finally:
         runs = loop.stop()
+        stopped = time.monotonic()
         with lock:
             final = list(workers)
         for w in final:
@@ -211,7 +212,11 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
             w.signal(signal.SIGTERM)  # each finishes the cycle in hand and prints its summary
     for w in final:
         if w.ended_ns is None:
-            assert w.wait(60) == 0, w.err[-5:]
+            rc = w.wait(60)
+            # A replacement launched just before the stop may not have set up its SIGTERM
+            # handler yet (a Python worker still importing): it dies of the signal instead.
+            young = stopped - w.started < 3
+            assert rc == 0 or (young and rc == -signal.SIGTERM), (rc, w.err[-5:])
     took = time.monotonic() - started
     h = checkers.read_history(case.log, case.ended())
     checkers.assert_clean_run(h, case.counters)
