@@ -15,6 +15,8 @@ namespace {
 constexpr size_t kRenewBatch = 1000;
 // A lost hold is remembered (so release can say "lost" rather than "not held") this long.
 constexpr auto kLostRetention = std::chrono::minutes(10);
+// How soon the renewer tries pending cleanups again after one failed.
+constexpr auto kCleanupRetry = std::chrono::seconds(1);
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
 
@@ -285,14 +287,25 @@ void Holds::run() {
       lock.lock();
       continue;
     }
+    Clock::time_point now = Clock::now();
+    if (cleanup_due_ <= now) {
+      cleanup_due_ = Clock::time_point::max();
+      cleanup_round_ = true;
+      if (!renewer_.joinable()) renewer_ = std::thread([this] { renew_loop(); });
+      renew_wake_.notify_one();
+    }
     if (index_.empty()) {
       watchdog_wakes_at_ = Clock::time_point::max();
-      wake_.wait(lock);
+      if (cleanup_due_ == Clock::time_point::max()) {
+        wake_.wait(lock);
+      } else {
+        wake_.wait_until(lock, cleanup_due_);
+      }
       watchdog_wakes_at_ = Clock::time_point::min();
       continue;
     }
-    Clock::time_point now = Clock::now();
-    const Clock::time_point next = index_.begin()->first;  // a copy: the entry may go away
+    // A copy: the entry may go away.
+    const Clock::time_point next = std::min(index_.begin()->first, cleanup_due_);
     if (next > now) {
       watchdog_wakes_at_ = next;
       wake_.wait_until(lock, next);
@@ -320,7 +333,7 @@ void Holds::run() {
       } else if (h.watchdog && !h.renewing && h.next_renew <= horizon) {
         h.renewing = true;
         reindex_locked(it->first, h);
-        batch.push_back({it->first, h.generation, h.layout == HoldLayout::Read});
+        batch.push_back({it->first, h.generation, h.layout == HoldLayout::Read, h.valid_until});
       }
     }
     // Read holds renew their per-hold lease keys too, with a script of their own. In a
@@ -349,6 +362,13 @@ void Holds::run() {
 void Holds::renew_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
+    if (cleanup_round_) {
+      cleanup_round_ = false;
+      lock.unlock();
+      run_cleanups(Clock::now() + ms(config_.command_timeout_ms), false);
+      lock.lock();
+      continue;
+    }
     if (renew_queue_.empty()) {
       renew_wake_.wait(lock);
       continue;
@@ -389,11 +409,15 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
     argv.push_back(r.key.second);
   }
   Clock::time_point sent = Clock::now();
+  // No longer than the first of their validity deadlines: by then that hold is reported lost
+  // anyway, and a renewal still waiting would hold up the others behind it on this thread.
+  Clock::time_point deadline = sent + ms(config_.command_timeout_ms);
+  for (const Renewal& r : batch) deadline = std::min(deadline, r.valid_until);
   Reply reply;
   bool ok = false;
   try {
     reply = eval_script(transport_, read ? scripts::rw_read_renew : scripts::renew, keys, argv,
-                        Retry::Once);
+                        Retry::Once, Send::Sha, std::max(deadline, sent + ms(1)));
     ok = reply.type == Reply::Type::Array && reply.elements.size() == batch.size();
   } catch (const Error&) {
     ok = false;
@@ -419,6 +443,150 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
       wake_if_sooner_locked(h);
     } else {
       lose_or_defer_locked(it->first, h, kLostGone, notices);
+    }
+  }
+}
+
+// ---- Cleanups ----------------------------------------------------------------------------
+
+namespace {
+
+// The EVAL command of a cleanup (with its source: see Holds::Cleanup). Views `c` and
+// `key_count`, which must outlive it.
+Args eval_command(const Transport& transport, const Holds::Cleanup& c, std::string* key_count) {
+  const Script& script =
+      transport.sharded_pubsub() && c.script->sharded != nullptr ? *c.script->sharded : *c.script;
+  *key_count = std::to_string(c.keys.size());
+  Args cmd{"EVAL", script.source, *key_count};
+  cmd.insert(cmd.end(), c.keys.begin(), c.keys.end());
+  cmd.insert(cmd.end(), c.argv.begin(), c.argv.end());
+  return cmd;
+}
+
+// Whether a cleanup is over: answered, or refused for good (an error that passes by itself,
+// LOADING, BUSY, a failover, is tried again; any other means the script cannot run there, and
+// then it cannot have run the first time either).
+bool cleanup_over(const Reply& r) { return !(r.is_error() && r.error.transient); }
+
+}  // namespace
+
+bool Holds::add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cleanups_[Key{name, owner}].push_back(std::move(cleanup));
+  cleanup_count_.fetch_add(1);
+  // The caller starts a round at once on a library thread; the renewer comes back to what
+  // that round could not finish.
+  cleanup_due_ = std::min(cleanup_due_, Clock::now() + kCleanupRetry);
+  start_locked();
+  wake_.notify_all();
+  const bool ask = !round_asked_;
+  round_asked_ = true;
+  return ask;
+}
+
+void Holds::settle(const std::string& name, const std::string& owner, Clock::time_point deadline) {
+  if (cleanup_count_.load() == 0) return;
+  const Key key{name, owner};
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (cleanups_.find(key) == cleanups_.end()) return;
+      if (settling_.count(key) == 0) break;
+      if (settled_.wait_until(lock, deadline) == std::cv_status::timeout &&
+          settling_.count(key) != 0) {
+        throw Error(kConn,
+                    "a clean-up of an earlier call on this lock, whose outcome is unknown, "
+                    "is still waiting for Redis");
+      }
+    }
+    settling_.insert(key);
+  }
+  if (!run_cleanups_of(key, deadline)) {
+    throw Error(kConn,
+                "an earlier call on this lock got no answer, and Redis did not answer its "
+                "clean-up in time either");
+  }
+}
+
+bool Holds::run_cleanups_of(const Key& key, Clock::time_point deadline) {
+  for (;;) {
+    Cleanup c;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = cleanups_.find(key);
+      if (it == cleanups_.end()) {
+        end_settling_locked(key, 0);
+        return true;
+      }
+      c = it->second.front();
+    }
+    bool over = false;
+    try {
+      std::string key_count;
+      over = cleanup_over(transport_.run(eval_command(transport_, c, &key_count), deadline));
+    } catch (const Error&) {
+      over = false;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    end_settling_locked(key, over ? 1 : 0);
+    if (!over) return false;
+    settling_.insert(key);
+  }
+}
+
+void Holds::end_settling_locked(const Key& key, size_t done) {
+  auto it = cleanups_.find(key);
+  for (size_t i = 0; i < done && it != cleanups_.end() && !it->second.empty(); ++i) {
+    it->second.pop_front();
+    cleanup_count_.fetch_sub(1);
+  }
+  if (it != cleanups_.end() && it->second.empty()) cleanups_.erase(it);
+  settling_.erase(key);
+  settled_.notify_all();
+  if (cleanups_.count(key) != 0 && !stop_) {
+    cleanup_due_ = std::min(cleanup_due_, Clock::now() + kCleanupRetry);
+    wake_.notify_all();
+  }
+}
+
+void Holds::run_cleanups(Clock::time_point deadline, bool asked) {
+  struct Batch {
+    std::vector<std::pair<Key, size_t>> keys;  // each key with how many of its cleanups
+    std::vector<Cleanup> cleanups;
+  };
+  std::map<int, Batch> batches;  // by slot in a cluster: one script call may touch one slot
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (asked) round_asked_ = false;
+    for (const auto& [key, queue] : cleanups_) {
+      if (!settling_.insert(key).second) continue;  // a caller is settling it
+      Batch& b = batches[config_.topology == Topology::Cluster ? key_slot(key.first) : 0];
+      b.keys.emplace_back(key, queue.size());
+      b.cleanups.insert(b.cleanups.end(), queue.begin(), queue.end());
+    }
+  }
+  bool failed = false;  // when one batch fails Redis is likely unreachable: the rest wait
+  for (auto& [slot, b] : batches) {
+    std::vector<Reply> replies;
+    if (!failed) {
+      try {
+        std::vector<std::string> key_counts(b.cleanups.size());
+        std::vector<Args> commands;
+        for (size_t i = 0; i < b.cleanups.size(); ++i) {
+          commands.push_back(eval_command(transport_, b.cleanups[i], &key_counts[i]));
+        }
+        replies = transport_.run_batch(commands, deadline);
+      } catch (const Error&) {
+        failed = true;
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    size_t at = 0;
+    for (const auto& [key, n] : b.keys) {
+      size_t done = 0;  // a key's cleanups count in order: up to the first one not over
+      while (done < n && at + done < replies.size() && cleanup_over(replies[at + done])) ++done;
+      at += n;
+      end_settling_locked(key, done);
     }
   }
 }

@@ -169,11 +169,13 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   int64_t before = holds.count(name_, plan.owner);
   const int wanted = client_->sync_replicas(name_);
   Clock::time_point sent = Clock::now();
-  const Clock::time_point deadline =
-      sent + std::chrono::milliseconds(client_->config().command_timeout_ms);
+  const Clock::time_point deadline = std::min(
+      sent + std::chrono::milliseconds(client_->config().command_timeout_ms), plan.call_end);
   Reply r;
   int64_t acked = -1;
   try {
+    // What an earlier call of this owner left unknown is settled first.
+    holds.settle(name_, plan.owner, deadline);
     const kinds::Call call =
         kind_->acquire({plan.owner, plan.base_owner, std::to_string(plan.lease_ms), plan.fenced,
                         plan.fair_allowance_ms, join_queue});
@@ -195,6 +197,9 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
     // client uses this owner, so those are nobody's, and the last release removes them all.
     // (Fewer on the server means the earlier holds were lost: this one starts afresh.)
     const int64_t count = std::min(got.count, before + 1);
+    if (got.count > count && kind_->counts_holds_on_server()) {
+      release_stale(plan.owner, got.count - count, deadline);
+    }
     holds.acquired(name_, plan.owner, plan.thread_id, count, plan.lease_ms, plan.watchdog, sent,
                    listener_, got.token, kind_->layout());
     return confirm_grant(plan, sent, wanted, acked, &in_flight);
@@ -242,12 +247,29 @@ Lock::Attempt Lock::confirm_grant(const Plan& plan, Clock::time_point sent, int 
 void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms) {
   const std::optional<kinds::Call> undo = kind_->undo_acquire(owner, expected_count, lease_ms);
   if (!undo) return;  // the key expires by its lease
-  try {
-    // With its source: when replies are being lost, a NOSCRIPT answer would be lost too and
-    // the undo never run.
-    run_once(*undo, Send::Source);
-  } catch (const Error&) {
-    // Still unreachable: nothing renews the key, so it expires by its lease.
+  // Not on the caller's time: the attempt used it up. Until the undo is known to have run,
+  // this owner's next acquire runs it first (or it could take back that acquire's hold); if
+  // Redis stays unreachable nothing renews the key, which expires by its lease.
+  clean_up_later(owner, *undo);
+}
+
+void Lock::clean_up_later(const std::string& owner, const kinds::Call& call) {
+  if (client_->holds().add_cleanup(name_, owner, {call.script, call.keys, call.argv})) {
+    settle_in_background();
+  }
+}
+
+void Lock::release_stale(const std::string& owner, int64_t stale, Clock::time_point deadline) {
+  const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
+  const std::string lease = std::to_string(client_->config().watchdog_lease_ms);
+  for (int64_t i = 0; i < stale; ++i) {
+    const kinds::Call call =
+        kind_->release({owner, lease, "1", unlock_latch(name_, random_hex(8)), latch_ttl});
+    try {
+      run_synced(call, Retry::No, deadline, 0, nullptr);
+    } catch (const Error&) {
+      clean_up_later(owner, call);
+    }
   }
 }
 
@@ -275,6 +297,10 @@ int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {
   }
   // Redisson's rule: a bounded wait is also how long a fair waiter's place is kept.
   plan->fair_allowance_ms = a.wait_ms > 0 ? a.wait_ms : options_.fair_wait_ms;
+  plan->wait_end = deadline_after(a.wait_ms);
+  plan->call_end = a.wait_ms < 0
+                       ? Clock::time_point::max()
+                       : saturating_after(plan->wait_end, client_->config().command_timeout_ms);
   return kOk;
 }
 
@@ -312,6 +338,10 @@ bool Lock::first_attempt(const AcquireArgs& a, const Plan& plan, Attempt* at, ui
                    : at->code;
     return false;
   }
+  if (Clock::now() >= plan.wait_end) {  // the attempt took the whole wait (a slow server)
+    *outcome = give_up(at->code, a.wait_ms);
+    return false;
+  }
   return true;
 }
 
@@ -323,15 +353,25 @@ int Lock::acquired(const AcquireArgs& a, const Plan& plan) {
 // The channel this plan's waiter is woken on (a fair waiter: one of its own).
 std::string Lock::wake_channel(const Plan& plan) const { return kind_->wake_channel(plan.owner); }
 
-// A waiter that gives up leaves the queue of a kind that has one.
+// A waiter that gives up leaves the queue of a kind that has one, within the call's time.
 void Lock::leave_queue(const Plan& plan) {
   const std::optional<kinds::Call> leave = kind_->leave_queue(plan.owner, plan.fair_allowance_ms);
   if (!leave) return;
+  const Clock::time_point deadline =
+      std::min(Clock::now() + std::chrono::milliseconds(client_->config().command_timeout_ms),
+               plan.call_end);
   try {
-    run_once(*leave);
-  } catch (const Error&) {
-    // Unreachable: our entry is dropped when its deadline passes.
+    if (Clock::now() < deadline) {
+      eval_script(client_->transport(), *leave->script, kinds::views(leave->keys),
+                  kinds::views(leave->argv), Retry::Once, Send::Sha, deadline);
+      return;
+    }
+  } catch (const Error& e) {
+    if (e.code() != kConn) return;  // the client closed: the entry ends by its deadline
   }
+  // Unknown or not tried: left to the background (before our next acquire), or the entry is
+  // dropped when its deadline passes.
+  clean_up_later(plan.owner, *leave);
 }
 
 int Lock::give_up(int last_code, int64_t wait_ms) {
@@ -384,6 +424,9 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   } catch (const Error& e) {
     holds.end_release(name_, owner, Holds::Released::Unknown);
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
+    // It may have run, or may still arrive: sent again with the same latch before this owner's
+    // next acquire, it runs exactly once, and never after that acquire.
+    if (e.code() == kConn) clean_up_later(owner, call);
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
                               " (renewal stopped; the lock expires by its lease)");
   }

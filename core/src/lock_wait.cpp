@@ -65,7 +65,7 @@ class Lock::Wait final : public Engine::Task, public Cancellable, public Subscri
         plan_(std::move(plan)),
         keep_cancel_(std::move(keep_cancel)),
         done_(std::move(done)),
-        deadline_(deadline_after(args.wait_ms)),
+        deadline_(plan_.wait_end),
         backoff_(kMinBackoffMs, kMaxBackoffMs),
         spin_backoff_(lock.options_.spin_initial_ms, lock.options_.spin_max_ms) {}
 
@@ -393,6 +393,19 @@ int Lock::run_async(std::function<int()> body, Completion done) {
       });
   if (!client_->engine().start(task)) return check_open();
   return kOk;
+}
+
+void Lock::settle_in_background() {
+  auto task = std::make_shared<OneStep>(client_->engine_ptr(), [client = client_] {
+    if (client->closed()) return;  // what is left expires by its lease
+    try {
+      client->holds().run_cleanups(client->transport().deadline_from_now(), true);
+    } catch (const std::bad_alloc&) {
+      // The renewer's next round tries again.
+    }
+  });
+  // A stopped engine (the client closing) leaves it to the renewer, or to the key's lease.
+  client_->engine().start(task);
 }
 
 int Lock::release_async(int64_t thread_id, Completion done) {

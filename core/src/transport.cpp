@@ -3,6 +3,7 @@
 #include <condition_variable>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/timing.hpp"
 
 namespace rlock::core {
 namespace {
@@ -153,7 +154,15 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
                                          std::unique_lock<std::mutex>& lock) {
   while (!request.done) {
     if (pipe.reading) {
-      request.wake.wait(lock);
+      // The reader waits until the earliest deadline it saw when it began reading: a request
+      // that joined since with an earlier one gives up by itself, taking the connection with
+      // it (its reply cannot be skipped in the stream), as the reader would have.
+      if (request.wake.wait_until(lock, request.deadline) == std::cv_status::timeout &&
+          !request.done && pipe.reading) {
+        fail_all_locked(pipe, kConn,
+                        "Redis at " + master_.master().describe() + ": no reply within " +
+                            std::to_string(config_.command_timeout_ms) + " ms");
+      }
       continue;
     }
     // Nobody reads: this caller reads replies in order, handing each to its caller, until its
@@ -207,8 +216,11 @@ void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
   if (pipe.conn && idle && pipe.generation != master_.generation()) pipe.conn.reset();
   if (!pipe.conn) {
     const uint64_t generation = master_.generation();
-    auto conn = std::make_shared<Connection>(master_.master(), config_.connect_timeout_ms,
-                                             config_.command_timeout_ms);
+    // Connecting counts within the caller's time.
+    const int64_t connect_ms =
+        std::max<int64_t>(1, std::min<int64_t>(config_.connect_timeout_ms, ms_until(deadline)));
+    auto conn =
+        std::make_shared<Connection>(master_.master(), connect_ms, config_.command_timeout_ms);
     if (master_.check_role()) check_master_role(*conn, master_.master());
     pipe.conn = std::move(conn);
     pipe.generation = generation;

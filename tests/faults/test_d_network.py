@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Dict
 
+import pytest
+
 import checkers
 from harness import Case, now_ns, wait_until
 
@@ -206,3 +208,69 @@ def test_D4_dead_subscriber_connection_costs_at_most_a_poll(case: Case):
         assert holder.wait(10) == 0
     print(f"D4: acquired {statistics.median(gaps):.0f} ms (max {max(gaps):.0f}) after the release")
     assert max(gaps) <= 1000 + 100, gaps
+
+
+def _kind_lock(client, kind: str, name: str):
+    if kind == "reentrant":
+        return client.lock(name)
+    rw = client.read_write_lock(name)
+    return rw.read_lock() if kind == "read" else rw.write_lock()
+
+
+@pytest.mark.parametrize("kind", ["reentrant", "read", "write"])
+@pytest.mark.parametrize("lost", ["request", "reply"])
+def test_D5_release_without_answer_leaves_no_stale_hold(case: Case, kind: str, lost: str):
+    """A release whose request or reply the proxy drops fails with ConnectionError: whether it
+    ran is unknown. The same owner's next acquire must not inherit a hold count nobody
+    releases: after its release the lock is free and nothing renews it."""
+    import rlock
+
+    server = case.redis()
+    proxy = case.proxy(server)
+    conn = server.conn()
+    name = f"d5-{kind}-{lost}"
+    client = rlock.Client(proxy.url, command_timeout=0.3, watchdog_lease=1.0)
+    try:
+        lock = _kind_lock(client, kind, name)
+        assert lock.acquire(blocking=False)
+        proxy.set("command", BLACKHOLE, "up" if lost == "request" else "down")
+        with pytest.raises(rlock.ConnectionError):
+            lock.release()
+        proxy.pass_all()
+        assert lock.acquire(blocking=False)
+        lock.release()
+        assert conn.exists(name) == 0, f"{name} is still held after its last release"
+        time.sleep(1.5)  # a few renewal periods of the 1 s watchdog lease
+        assert conn.exists(name) == 0, f"{name} came back: something renews a released hold"
+        assert not lock.locked()
+    finally:
+        client.close()
+
+
+def test_D1_loss_is_told_by_the_validity_deadline_not_the_command_timeout(case: Case):
+    """With a 1 s watchdog lease and the default 3 s command timeout, a blackholed holder is
+    told of its loss when its local validity deadline passes (acquire sent + lease - drift),
+    not when the stuck renewal's command timeout ends."""
+    import rlock
+
+    server = case.redis()
+    proxy = case.proxy(server)
+    client = rlock.Client(proxy.url, command_timeout=3.0, watchdog_lease=1.0)
+    try:
+        lock = client.lock("d1-bound")
+        told = threading.Event()
+        told_at = []
+        lock.on_lost(lambda _lock, _reason: (told_at.append(time.monotonic()), told.set()))
+        sent = time.monotonic()
+        assert lock.acquire(blocking=False)
+        proxy.set("all", BLACKHOLE)  # before the first renewal (at lease / 3)
+        assert told.wait(5), "the loss was never told"
+        validity = 1.0 - (1.0 / 100 + 0.002)  # lease minus the drift allowance
+        late = told_at[0] - (sent + validity)
+        print(f"D1 bound: the loss was told {late * 1000:.0f} ms after the first validity deadline")
+        # A renewal stuck since 0.33 s must not hold the report back to 0.33 + 3 s.
+        assert late < 0.3, "the loss was told after the validity deadline"
+        assert not lock.held()
+    finally:
+        proxy.pass_all()
+        client.close()

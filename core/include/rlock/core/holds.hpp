@@ -9,6 +9,7 @@
 // held.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -27,6 +28,7 @@
 namespace rlock::core {
 
 class Transport;
+struct Script;
 
 enum LostReason : int { kLostGone = 1, kLostUnreachable = 2, kLostExpired = 3 };
 
@@ -110,6 +112,31 @@ class Holds {
 
   static int64_t drift_ms(int64_t lease_ms) { return lease_ms / 100 + 2; }
 
+  // A script whose effect on an owner's holds is unknown: the undo of an acquire whose reply
+  // was lost, or a release or queue leave that got no answer. Until it is known to have run,
+  // the owner's next acquire of the lock could inherit a count nobody releases, or be undone by
+  // the late script itself. So it runs before that acquire (settle), and meanwhile the renewer
+  // thread tries it in the background; a caller whose own deadline has passed never waits for
+  // it. Scripts are sent with their source (a lost NOSCRIPT answer would lose them again).
+  struct Cleanup {
+    const Script* script;
+    std::vector<std::string> keys;
+    std::vector<std::string> argv;
+  };
+  // Returns true when the caller should start a background round (run_cleanups): none is
+  // queued yet.
+  bool add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup);
+  // Runs the owner's pending cleanups of `name` on this thread, in order, waiting until
+  // `deadline` at most (also for a round that is running them). Throws Error(kConn) when they
+  // could not all finish. Costs one atomic load when none is pending.
+  void settle(const std::string& name, const std::string& owner,
+              std::chrono::steady_clock::time_point deadline);
+  // A background round: every pending cleanup no caller is settling, pipelined (one round trip
+  // per slot in a cluster), waiting until `deadline`. What fails stays for the renewer's next
+  // round. `asked`: the round add_cleanup asked for.
+  void run_cleanups(std::chrono::steady_clock::time_point deadline, bool asked);
+  size_t cleanups_pending() const { return cleanup_count_.load(); }
+
  private:
   using Key = std::pair<std::string, std::string>;  // (name, owner)
   struct Hold {
@@ -141,10 +168,16 @@ class Holds {
     Key key;
     uint64_t generation;
     bool read;
+    Clock::time_point valid_until;  // a renewal answered later is no use
   };
 
   void run();
   void renew_loop();
+  // Runs the key's cleanups until `deadline`; the caller marked the key settling. False when
+  // one failed (it stays pending).
+  bool run_cleanups_of(const Key& key, Clock::time_point deadline);
+  // Ends a settle of `key` whose first `done` cleanups ran.
+  void end_settling_locked(const Key& key, size_t done);
   void reindex_locked(const Key& key, Hold& h);
   void unindex_locked(const Key& key, Hold& h);
   void mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);
@@ -173,6 +206,15 @@ class Holds {
   std::condition_variable renew_wake_;
   std::deque<std::vector<Renewal>> renew_queue_;
   std::function<std::shared_ptr<void>()> keep_alive_;
+  // Pending cleanups, oldest first per key; keys a thread is running now; when the renewer
+  // next tries them (max() while none waits for it).
+  std::map<Key, std::deque<Cleanup>> cleanups_;
+  std::set<Key> settling_;
+  bool round_asked_ = false;  // a background round is queued
+  std::condition_variable settled_;
+  std::atomic<size_t> cleanup_count_{0};
+  Clock::time_point cleanup_due_ = Clock::time_point::max();
+  bool cleanup_round_ = false;
 };
 
 }  // namespace rlock::core

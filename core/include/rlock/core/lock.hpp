@@ -121,6 +121,10 @@ class Lock : public std::enable_shared_from_this<Lock> {
     bool fenced;
     int64_t fair_allowance_ms;  // fair lock: how long our place in the queue is kept
     bool undo_lost_reply;
+    // The call's wait ends at wait_end, and the call itself by call_end: one command timeout
+    // later, so every request it sends answers by then (docs/errors.md, "How long a call takes").
+    std::chrono::steady_clock::time_point wait_end;
+    std::chrono::steady_clock::time_point call_end;
   };
   // Checks an acquire's arguments and works out what it asks for.
   int make_plan(const AcquireArgs& a, Plan* plan) const;
@@ -155,6 +159,14 @@ class Lock : public std::enable_shared_from_this<Lock> {
   std::string owner_field(int64_t thread_id) const;
   int give_up(int last_code, int64_t wait_ms);
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
+  // A script whose outcome is unknown (its reply was lost) runs again before this owner's next
+  // acquire, and at once in the background (Holds::add_cleanup).
+  void clean_up_later(const std::string& owner, const kinds::Call& call);
+  void settle_in_background();
+  // Takes back holds the server counts for this owner beyond what this client knows of (left by
+  // a release whose outcome was unknown), for the kinds whose scripts count holds.
+  void release_stale(const std::string& owner, int64_t stale,
+                     std::chrono::steady_clock::time_point deadline);
   int check_open() const;
   // The outcome of a release/extend the server refused because `owner` holds no field.
   int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
