@@ -8,9 +8,8 @@ import threading
 import time
 from typing import Dict
 
-import pytest
-
 import checkers
+import pytest
 from harness import Case, now_ns, wait_until
 
 LEASE_MS = 1000
