@@ -86,8 +86,8 @@ public final class BoundsProbe {
 
   private static Call call(String name, RedisLock lock) {
     switch (name) {
-      case "try_once_free":
-        return () -> lock.tryLock(0, LEASE_MS, TimeUnit.MILLISECONDS);
+      case "try_once_free": // the Lock interface's try-once: the watchdog lease (3000 ms)
+        return lock::tryLock;
       case "wait_free":
         return () -> lock.tryLock(500, LEASE_MS, TimeUnit.MILLISECONDS);
       case "wait_held":
