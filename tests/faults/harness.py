@@ -48,6 +48,37 @@ def go_worker_binary() -> str:
     )
 
 
+def bounds_probe(lang: str) -> Tuple[List[str], str]:
+    """The command that starts `lang`'s bounds probe (test_b_bounds.py; the lines are described
+    in bounds_probe.c), or an empty command and what is missing. The C, Go and Java probes come
+    from the build tree the CTest build made (the Java one from `mvn package` in java_junit)."""
+    build = REPO / "build"
+    if lang == "python":
+        return [sys.executable, str(HERE / "py_bounds_probe.py")], ""
+    if lang in ("c", "go"):
+        path = os.environ.get(f"RLOCK_BOUNDS_PROBE_{lang.upper()}") or str(
+            build / "tests" / "faults" / "rlock-bounds-probe"
+            if lang == "c"
+            else build / "bindings" / "go" / "rlock-bounds-probe-go"
+        )
+        if os.access(path, os.X_OK):
+            return [path], ""
+        return [], f"the {lang} bounds probe {path} is not built"
+    maven = build / "bindings" / "java" / "maven"
+    jars = sorted(maven.glob("rlock-*.jar"))
+    classpath = os.environ.get("RLOCK_BOUNDS_PROBE_JAVA_CLASSPATH", "")
+    if not classpath and jars and (maven / "test-classes/io/rlock/BoundsProbe.class").exists():
+        classpath = f"{jars[-1]}:{maven / 'test-classes'}"
+    java = shutil.which("java")
+    if java is None or not classpath:
+        return [], (
+            f"the Java bounds probe is not built (java: {java}; {maven}: the jar and "
+            "test-classes/io/rlock/BoundsProbe.class come from the java_junit test), nor "
+            "RLOCK_BOUNDS_PROBE_JAVA_CLASSPATH set"
+        )
+    return [java, "-cp", classpath, "io.rlock.BoundsProbe"], ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
