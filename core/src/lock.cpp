@@ -197,9 +197,6 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
     // client uses this owner, so those are nobody's, and the last release removes them all.
     // (Fewer on the server means the earlier holds were lost: this one starts afresh.)
     const int64_t count = std::min(got.count, before + 1);
-    if (got.count > count && kind_->counts_holds_on_server()) {
-      release_stale(plan.owner, got.count - count, deadline);
-    }
     holds.acquired(name_, plan.owner, plan.thread_id, count, plan.lease_ms, plan.watchdog, sent,
                    listener_, got.token, kind_->layout());
     return confirm_grant(plan, sent, wanted, acked, &in_flight);
@@ -256,20 +253,6 @@ void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_
 void Lock::clean_up_later(const std::string& owner, const kinds::Call& call) {
   if (client_->holds().add_cleanup(name_, owner, {call.script, call.keys, call.argv})) {
     settle_in_background();
-  }
-}
-
-void Lock::release_stale(const std::string& owner, int64_t stale, Clock::time_point deadline) {
-  const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
-  const std::string lease = std::to_string(client_->config().watchdog_lease_ms);
-  for (int64_t i = 0; i < stale; ++i) {
-    const kinds::Call call =
-        kind_->release({owner, lease, "1", unlock_latch(name_, random_hex(8)), latch_ttl});
-    try {
-      run_synced(call, Retry::No, deadline, 0, nullptr);
-    } catch (const Error&) {
-      clean_up_later(owner, call);
-    }
   }
 }
 

@@ -163,10 +163,6 @@ class Lock : public std::enable_shared_from_this<Lock> {
   // acquire, and at once in the background (Holds::add_cleanup).
   void clean_up_later(const std::string& owner, const kinds::Call& call);
   void settle_in_background();
-  // Takes back holds the server counts for this owner beyond what this client knows of (left by
-  // a release whose outcome was unknown), for the kinds whose scripts count holds.
-  void release_stale(const std::string& owner, int64_t stale,
-                     std::chrono::steady_clock::time_point deadline);
   int check_open() const;
   // The outcome of a release/extend the server refused because `owner` holds no field.
   int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
