@@ -215,9 +215,7 @@ const char* rlock_strerror(int code) {
       "would deadlock: upgrading a read lock to a write lock",   // RLOCK_EDEADLK
       "not a live handle: freed already, or not made by rlock",  // RLOCK_EBADHANDLE
       "the replicas did not confirm the acquire in time",        // RLOCK_ENOTSYNCED
-      // RLOCK_EFORKED:
-      "this client or handle was made before fork() in a parent process; make a new client in "
-      "the child",
+      "made before fork() in a parent process; make a new client in the child",  // RLOCK_EFORKED
   };
   static_assert(sizeof texts / sizeof texts[0] == 1 - core::kLowestCode,
                 "one rlock_strerror text per status code");

@@ -473,8 +473,10 @@ _FORK_WHILE_BUSY = textwrap.dedent("""
         while not stop.is_set():
             try:
                 with busy:
-                    if busy.hold_count != 1:
-                        errors.append(f"hold count {busy.hold_count}")
+                    count = busy.hold_count()  # a round trip on the shared client
+                    if count != 1:
+                        errors.append(f"hold count {count}")
+                        return
                 rounds[0] += 1
             except Exception as exc:
                 errors.append(repr(exc))
