@@ -34,6 +34,7 @@ const (
 	CodeDeadlock    Code = -21 // a read holder asked for the write lock
 	CodeBadHandle   Code = -22 // a freed C handle was used (a binding bug: values check first)
 	CodeNotSynced   Code = -23 // replicas did not confirm the acquire in time; it was taken back
+	CodeForked      Code = -24 // a handle made before fork() was used in the child process
 )
 
 // Sentinels for errors.Is. Every error this package returns is an *Error, whose Is method
@@ -59,6 +60,7 @@ var (
 	ErrOutOfMemory     = errors.New("rlock: out of memory")
 	ErrInternal        = errors.New("rlock: internal error")
 	ErrNotSynced       = errors.New("rlock: replicas did not confirm the acquire")
+	ErrForked          = errors.New("rlock: made before fork() in a parent process")
 )
 
 // The one table from C codes to sentinels. CodeError and CodeUser match none (use errors.As).
@@ -86,6 +88,7 @@ var sentinels = map[Code][]error{
 	CodeDeadlock:    {ErrDeadlock},
 	CodeBadHandle:   {ErrClosed},
 	CodeNotSynced:   {ErrNotSynced},
+	CodeForked:      {ErrForked},
 }
 
 var codeNames = map[Code]string{
@@ -96,7 +99,7 @@ var codeNames = map[Code]string{
 	CodeAuth: "RLOCK_EAUTH", CodeNoPerm: "RLOCK_ENOPERM", CodeUnsupported: "RLOCK_EUNSUPPORTED",
 	CodeRedis: "RLOCK_EREDIS", CodeRedisOOM: "RLOCK_EOOM", CodeBusy: "RLOCK_EBUSY",
 	CodeReadOnly: "RLOCK_EREADONLY", CodeClosed: "RLOCK_ECLOSED", CodeDeadlock: "RLOCK_EDEADLK",
-	CodeBadHandle: "RLOCK_EBADHANDLE", CodeNotSynced: "RLOCK_ENOTSYNCED",
+	CodeBadHandle: "RLOCK_EBADHANDLE", CodeNotSynced: "RLOCK_ENOTSYNCED", CodeForked: "RLOCK_EFORKED",
 }
 
 // String returns the C name of the code, such as "RLOCK_ETIMEDOUT".

@@ -27,6 +27,7 @@ func TestSentinelTable(t *testing.T) {
 		{CodeClosed, []error{ErrClosed}, nil},
 		{CodeDeadlock, []error{ErrDeadlock}, nil},
 		{CodeBadHandle, []error{ErrClosed}, []error{ErrInvalidArgument}},
+		{CodeForked, []error{ErrForked}, []error{ErrClosed}},
 		{CodeError, nil, []error{ErrRedis, ErrInternal}},
 	}
 	for _, tc := range cases {
@@ -47,6 +48,7 @@ func TestSentinelTable(t *testing.T) {
 		}
 	}
 	if CodeDeadlock.String() != "RLOCK_EDEADLK" || CodeBadHandle.String() != "RLOCK_EBADHANDLE" ||
+		CodeForked.String() != "RLOCK_EFORKED" ||
 		Code(-99).String() != "rlock code -99" {
 		t.Errorf("Code.String: %q %q %q", CodeDeadlock, CodeBadHandle, Code(-99))
 	}

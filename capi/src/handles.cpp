@@ -7,16 +7,27 @@
 
 namespace rlock::capi {
 
+std::atomic<uint32_t> Handles::forks_{0};
+
 Handles& Handles::instance() {
   static Handles* table = [] {
     auto* t = new Handles();  // never freed: see the header
-    // A child of fork() must be able to make handles (a new client) even if another thread
-    // of the parent was allocating a slot at that moment.
-    ::pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
-                     [] { instance().mutex_.unlock(); });
+    register_fork_handlers();
     return t;
   }();
   return *table;
+}
+
+void Handles::register_fork_handlers() {
+  // The table's mutex is held across fork(), so a child can make handles (a new client) even if
+  // another thread of the parent was allocating or recycling a slot at that moment. The child
+  // counts the fork before any of its code runs: from then on every handle made before it is
+  // refused (Pin::Forked), and its objects are never destroyed in the child.
+  ::pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                   [] {
+                     forks_.fetch_add(1, std::memory_order_relaxed);
+                     instance().mutex_.unlock();
+                   });
 }
 
 Handles::Handles() {
@@ -64,12 +75,14 @@ uintptr_t Handles::add(Kind kind, void* object, void (*destroy)(void*)) {
   slot->kind = kind;
   slot->object = object;
   slot->destroy = destroy;
+  slot->forks = forks();
   slot->state.store(gen << 32 | kLive, std::memory_order_release);
   const uint64_t offset = (uint64_t{index} << kGenBits) | (gen & ((uint64_t{1} << kGenBits) - 1));
   return base_ + static_cast<uintptr_t>(offset);
 }
 
-Handles::Slot* Handles::pin(uintptr_t handle, Kind kind) {
+Handles::Slot* Handles::pin(uintptr_t handle, Kind kind, Pin* why) {
+  *why = Pin::Bad;
   if (handle < base_ || capacity_ == 0) return nullptr;
   const uint64_t offset = handle - base_;
   const uint64_t index = offset >> kGenBits;
@@ -90,6 +103,14 @@ Handles::Slot* Handles::pin(uintptr_t handle, Kind kind) {
     unpin(slot);
     return nullptr;
   }
+  if (slot->forks != forks()) {
+    // The parent's object. Nothing in this process ever kills its slot (see *_free), so this
+    // unpin cannot be the last one of a dead slot: the object is never destroyed here.
+    unpin(slot);
+    *why = Pin::Forked;
+    return nullptr;
+  }
+  *why = Pin::Ok;
   return slot;
 }
 

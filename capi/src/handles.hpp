@@ -26,8 +26,12 @@ class Handles {
     Kind kind{};
     void* object = nullptr;
     void (*destroy)(void*) = nullptr;
+    uint32_t forks = 0;  // forks() when the object was stored: older ones are the parent's
     uint32_t index = 0;  // its own place in the table, set once
   };
+
+  // What pin() found.
+  enum class Pin { Ok, Bad, Forked };
 
   // The one table of the process. Never destroyed, so handles freed during exit still work.
   static Handles& instance();
@@ -36,12 +40,18 @@ class Handles {
   // when no slot is left (the caller still owns the object then).
   uintptr_t add(Kind kind, void* object, void (*destroy)(void*));
 
-  // The slot of a live handle of `kind`, pinned; nullptr for anything else.
-  Slot* pin(uintptr_t handle, Kind kind);
+  // The slot of a live handle of `kind`, pinned; nullptr for anything else, with *why set to
+  // Pin::Forked for a live handle made before the fork() that started this process (its object
+  // belongs to the parent: its threads are gone and its sockets are the parent's).
+  Slot* pin(uintptr_t handle, Kind kind, Pin* why);
   // Drops a pin; the last one on a dead slot destroys the object.
   void unpin(Slot* slot);
   // Marks a pinned slot dead: no new pins. false if another thread freed it first.
   static bool kill(Slot* slot);
+
+  // How many fork()s this process descends from since the table was made: a pthread_atfork
+  // child handler counts them. Read on every pin (one relaxed atomic load).
+  static uint32_t forks() { return forks_.load(std::memory_order_relaxed); }
 
  private:
   static constexpr uint64_t kLive = uint64_t{1} << 31;
@@ -56,6 +66,7 @@ class Handles {
   static constexpr size_t kReuseDistance = 1024;
 
   Handles();
+  static void register_fork_handlers();
   Slot* slot_at(uint32_t index) const;
   void retire(Slot* slot);
 
@@ -67,6 +78,7 @@ class Handles {
   uint32_t* free_ = nullptr;  // FIFO ring of recycled slot indexes
   size_t free_head_ = 0;
   size_t free_count_ = 0;
+  static std::atomic<uint32_t> forks_;
 };
 
 }  // namespace rlock::capi

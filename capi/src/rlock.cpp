@@ -54,7 +54,7 @@ static_assert(
         int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
         int{RLOCK_ECLOSED} == int{core::kClosed} && int{RLOCK_EDEADLK} == int{core::kDeadlock} &&
         int{RLOCK_EBADHANDLE} == int{core::kBadHandle} &&
-        int{RLOCK_ENOTSYNCED} == int{core::kNotSynced},
+        int{RLOCK_ENOTSYNCED} == int{core::kNotSynced} && int{RLOCK_EFORKED} == int{core::kForked},
     "C status codes and core codes must agree");
 static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} &&
                   int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
@@ -130,10 +130,9 @@ class Pinned {
  public:
   explicit Pinned(const typename Traits<T>::Handle* handle)
       : handle_(handle),
-        slot_(handle == nullptr
-                  ? nullptr
-                  : Handles::instance().pin(reinterpret_cast<uintptr_t>(handle), Traits<T>::kind)) {
-  }
+        slot_(handle == nullptr ? nullptr
+                                : Handles::instance().pin(reinterpret_cast<uintptr_t>(handle),
+                                                          Traits<T>::kind, &why_)) {}
   ~Pinned() {
     if (slot_ != nullptr) Handles::instance().unpin(slot_);
   }
@@ -144,10 +143,17 @@ class Pinned {
   T* operator->() const { return static_cast<T*>(slot_->object); }
   // Frees the handle: false if another free got there first.
   bool kill() { return Handles::kill(slot_); }
-  // RLOCK_EBADHANDLE naming the argument and the handle's type.
+  // Why the handle was refused: RLOCK_EFORKED for one made before fork() in the parent,
+  // RLOCK_EBADHANDLE otherwise; the message names the argument and the handle's type.
   int bad(const char* what) const {
     char value[32];
     std::snprintf(value, sizeof value, "%p", static_cast<const void*>(handle_));
+    if (why_ == Handles::Pin::Forked) {
+      return core::fail(core::kForked, std::string(what) + " (" + value + ") is an " +
+                                           Traits<T>::type +
+                                           " handle made before fork() in a parent process; "
+                                           "make a new client in the child");
+    }
     return core::fail(core::kBadHandle, std::string(what) + " (" + value + ") is not a live " +
                                             Traits<T>::type +
                                             " handle: it was freed, or never made by rlock");
@@ -155,6 +161,7 @@ class Pinned {
 
  private:
   const typename Traits<T>::Handle* handle_;
+  Handles::Pin why_ = Handles::Pin::Bad;
   Handles::Slot* slot_;
 };
 
@@ -208,6 +215,7 @@ const char* rlock_strerror(int code) {
       "would deadlock: upgrading a read lock to a write lock",   // RLOCK_EDEADLK
       "not a live handle: freed already, or not made by rlock",  // RLOCK_EBADHANDLE
       "the replicas did not confirm the acquire in time",        // RLOCK_ENOTSYNCED
+      "made before fork() in a parent process; make a new client in the child",  // RLOCK_EFORKED
   };
   static_assert(sizeof texts / sizeof texts[0] == 1 - core::kLowestCode,
                 "one rlock_strerror text per status code");

@@ -20,6 +20,7 @@ from ._errors import (
     ClientClosedError,
     ConnectionError,
     DeadlockError,
+    ForkedError,
     InvalidArgumentError,
     LockError,
     LockLostError,
@@ -55,4 +56,5 @@ __all__ = [
     "RedisError",
     "InvalidArgumentError",
     "ClientClosedError",
+    "ForkedError",
 ]

@@ -16,7 +16,7 @@ import weakref
 from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar, Union
 
 from . import _native
-from ._errors import InvalidArgumentError, LockError, LockTimeoutError
+from ._errors import ForkedError, InvalidArgumentError, LockTimeoutError
 
 __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReason"]
 
@@ -233,8 +233,10 @@ class Client:
         return self._native.id
 
     def _checked(self) -> "_native.Client":
+        # Checked here first: the native objects' own locks may have been held by a parent
+        # thread at the fork. The C library refuses the parent's handles too (RLOCK_EFORKED).
         if os.getpid() != self._pid:
-            raise LockError(
+            raise ForkedError(
                 f"this rlock.Client was created in process {self._pid} and cannot be used after "
                 "fork(); create a new Client in the child process"
             )

@@ -33,6 +33,7 @@ _CODES: dict[str, int] = {
     "RLOCK_EDEADLK": -21,
     "RLOCK_EBADHANDLE": -22,
     "RLOCK_ENOTSYNCED": -23,
+    "RLOCK_EFORKED": -24,
 }
 
 
@@ -116,6 +117,14 @@ class NotSyncedError(LockError):
     code = _CODES["RLOCK_ENOTSYNCED"]
 
 
+class ForkedError(LockError):
+    """The client, lock or group was made in a parent process before ``fork()``: it cannot be
+    used in the child (``RLOCK_EFORKED``). Nothing was sent to Redis, and the parent's locks are
+    untouched. Make a new ``Client`` in the child."""
+
+    code = _CODES["RLOCK_EFORKED"]
+
+
 class InvalidArgumentError(LockError, ValueError):
     """An argument the C library refused (the message names it). Also a ``ValueError``."""
 
@@ -151,6 +160,7 @@ _BY_NAME: dict[str, type[LockError]] = {
     "RLOCK_EDEADLK": DeadlockError,
     "RLOCK_EBADHANDLE": ClientClosedError,  # a freed handle is a closed one
     "RLOCK_ENOTSYNCED": NotSyncedError,
+    "RLOCK_EFORKED": ForkedError,
 }
 _GENERIC = {"RLOCK_ERROR", "RLOCK_ENOMEM", "RLOCK_EVERSION", "RLOCK_EINTERNAL", "RLOCK_EUSER"}
 _BY_CODE: dict[int, type[LockError]] = {_CODES[name]: cls for name, cls in _BY_NAME.items()}

@@ -98,6 +98,7 @@ static void test_status_codes(void) {
       {RLOCK_EBUSY, -18},      {RLOCK_EREADONLY, -19},
       {RLOCK_ECLOSED, -20},    {RLOCK_EDEADLK, -21},
       {RLOCK_EBADHANDLE, -22}, {RLOCK_ENOTSYNCED, -23},
+      {RLOCK_EFORKED, -24},
   };
   const size_t n = sizeof codes / sizeof codes[0];
   const char *unknown = rlock_strerror(12345);

@@ -30,6 +30,7 @@ def test_exception_hierarchy():
         rlock.ClientClosedError,
         rlock.LockTimeoutError,
         rlock.NotSyncedError,
+        rlock.ForkedError,
     ):
         assert issubclass(cls, rlock.LockError)
     assert not issubclass(rlock.LockLostError, rlock.NotHeldError)

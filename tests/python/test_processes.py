@@ -458,6 +458,118 @@ def test_forked_child_exit_leaves_the_parents_lock_alone(redis_url, name, r, chi
     assert child.stderr() == ""
 
 
+_FORK_WHILE_BUSY = textwrap.dedent("""
+    import os, sys, threading, warnings
+    import rlock
+    warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork() with threads running
+    url, name, forks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    client = rlock.Client(url, watchdog_lease=1.0)
+    lock = client.lock(name)
+    lock.acquire()
+    busy = client.lock(name + ":busy")
+    stop, errors, rounds = threading.Event(), [], [0]
+
+    def work():  # the same client, on another thread, while the children fork off
+        while not stop.is_set():
+            try:
+                with busy:
+                    count = busy.hold_count()  # a round trip on the shared client
+                    if count != 1:
+                        errors.append(f"hold count {count}")
+                        return
+                rounds[0] += 1
+            except Exception as exc:
+                errors.append(repr(exc))
+                return
+
+    def child():
+        failures = []
+        calls = [  # through the Python objects, then straight to the native handles
+            ("lock.release", lock.release),
+            ("lock.acquire", lambda: lock.acquire(blocking=False)),
+            ("lock.extend", lambda: lock.extend(5)),
+            ("lock.held", lock.held),
+            ("busy.acquire", lambda: busy.acquire(timeout=1)),
+            ("client.lock", lambda: client.lock(name + ":x")),
+            ("native release", lambda: lock._handle.release(0)),
+            ("native acquire", lambda: lock._handle.acquire(0, 0, 0, None, False)),
+            ("native extend", lambda: lock._handle.extend(5000, 0)),
+            ("native query", lambda: lock._handle.query(0)),
+            ("native force_unlock", lock._handle.force_unlock),
+            ("native busy release", lambda: busy._handle.release(0)),
+        ]
+        for what, fn in calls:
+            try:
+                fn()
+                failures.append(what + ":worked")
+            except rlock.ForkedError as exc:
+                if exc.code != -24 or "fork()" not in str(exc):
+                    failures.append(f"{what}:{exc.code}:{exc}")
+            except Exception as exc:
+                failures.append(f"{what}:{type(exc).__name__}:{exc}")
+        client.close()  # the parent's client: nothing happens
+        with rlock.Client(url) as own:  # a client of the child's own works
+            own_lock = own.lock(name + ":child")
+            if not own_lock.acquire(timeout=5) or not own_lock.held():
+                failures.append("own lock not acquired")
+            own_lock.release()
+        print("child", "|".join(f.replace(" ", "_") for f in failures) or "ok", flush=True)
+
+    t = threading.Thread(target=work)
+    t.start()
+    print("id", client.id, threading.get_native_id(), flush=True)
+    for _ in range(forks):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                child()
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        print("child-exit", os.waitstatus_to_exitcode(status), flush=True)
+    sys.stdin.readline()
+    stop.set()
+    t.join()
+    print("busy", rounds[0], len(errors), repr(errors[:1]).replace(" ", "_"), flush=True)
+    print("parent held", lock.held(), flush=True)
+    lock.release()
+    print("parent released", flush=True)
+""")
+
+
+@pytest.mark.timeout(60)
+def test_forked_children_never_touch_the_parents_lock(redis_url, name, r, children):
+    """Children forked while the parent holds a watchdog lock and another parent thread takes
+    and gives back a second lock of the same client: in each child every call on the parent's
+    objects raises ForkedError (code RLOCK_EFORKED), also calls that go straight to the native
+    handles past the Python check (the C library refuses them itself), and the child's close()
+    of the parent's client does nothing; a client of the child's own works. The parent's hold,
+    key and renewals, and its busy thread, are untouched."""
+    forks = 5
+    child = children(_FORK_WHILE_BUSY, redis_url, name, str(forks))
+    _, cid, tid = child.expect("id")
+    field = f"{cid}:{tid}".encode()
+    for _ in range(forks):
+        assert child.expect("child") == ["child", "ok"]
+        assert child.expect("child-exit", timeout=10) == ["child-exit", "0"]
+        assert r.hkeys(name) == [field]
+        assert r.hget(name, field) == b"1"
+    _wait_for_renewal(r, name)  # the parent's watchdog still renews
+    time.sleep(1.1)  # more than the 1 s lease: alive only if renewed
+    assert r.hkeys(name) == [field]
+    assert r.pttl(name) > 0
+    assert r.exists(name + ":child") == 0
+    child.send("go")
+    _, rounds, errors, first = child.expect("busy")
+    assert (errors, first) == ("0", "[]"), "the busy parent thread failed"
+    assert int(rounds) > 0
+    assert child.expect("parent") == ["parent", "held", "True"]
+    assert child.expect("parent") == ["parent", "released"]
+    assert child.wait(10) == 0
+    assert r.exists(name) == 0
+    assert child.stderr() == ""
+
+
 # ---- 3. Python and the rlock CLI on one lock ----------------------------------------------------
 
 

@@ -26,6 +26,10 @@
  *   - Handles are checked values, not pointers (docs/abi.md): a call on a freed handle returns
  *     RLOCK_EBADHANDLE (0 from the 0/1 functions); freeing one twice does nothing and records
  *     RLOCK_EBADHANDLE in rlock_last_error().
+ *   - fork(): in the child, every call on a handle made before the fork returns RLOCK_EFORKED
+ *     (0 from the 0/1 functions) without I/O, and its *_free only records that code: the
+ *     parent's locks and connections are never touched. Make a new client in the child
+ *     (docs/threading.md, "fork()").
  *   - Input strings are copied; the library never keeps a caller's pointer after a call returns.
  */
 #ifndef RLOCK_H
@@ -110,7 +114,8 @@ typedef enum rlock_error_code {
   RLOCK_ECLOSED = -20,      /* the client behind this handle was freed */
   RLOCK_EDEADLK = -21,      /* would wait for itself: a read holder asked for the write lock */
   RLOCK_EBADHANDLE = -22,   /* the handle was freed already, or is not one rlock made */
-  RLOCK_ENOTSYNCED = -23    /* the replicas did not confirm an acquire in time: taken back */
+  RLOCK_ENOTSYNCED = -23,   /* the replicas did not confirm an acquire in time: taken back */
+  RLOCK_EFORKED = -24       /* the handle was made before fork() in a parent process */
 } rlock_error_code;
 
 typedef struct rlock_error_info {
@@ -201,7 +206,8 @@ RLOCK_API int rlock_client_new_url(rlock_client **out, const char *url);
 /* Stops the watchdog, wakes waiters of its locks with RLOCK_ECLOSED, releases what the client
  * still holds (best effort: it stops at the first failed round trip, and the rest expire by
  * lease) and closes connections. Lock handles may outlive the client; their calls then return
- * RLOCK_ECLOSED. */
+ * RLOCK_ECLOSED. In a child of fork(), for a client made before the fork: does none of this
+ * (the parent's locks stay held) and records RLOCK_EFORKED. */
 RLOCK_API void rlock_client_free(rlock_client *client);
 
 /* The client's id (a UUID, the first half of every owner). Borrowed: valid while the client

@@ -33,11 +33,12 @@ class HeaderTablesTest {
 
   /**
    * Codes that Errors.fromCode leaves to the base RedisLockException on purpose: the generic
-   * failures (read the message), and ETIMEDOUT and ECANCELED, which Acquire turns into a false
-   * return or an InterruptedException before any exception is made.
+   * failures (read the message), ETIMEDOUT and ECANCELED, which Acquire turns into a false
+   * return or an InterruptedException before any exception is made, and EFORKED, which a JVM
+   * never meets (it does not fork() and go on running Java; getCode() still tells it).
    */
   private static final Set<String> GENERIC = Set.of("OK", "ERROR", "ENOMEM", "EVERSION",
-      "EINTERNAL", "EUSER", "ETIMEDOUT", "ECANCELED");
+      "EINTERNAL", "EUSER", "ETIMEDOUT", "ECANCELED", "EFORKED");
 
   private static String read(Path path) throws IOException {
     return new String(Files.readAllBytes(path), StandardCharsets.UTF_8);
