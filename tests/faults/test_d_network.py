@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from typing import Dict
+from typing import Any, Dict
 
 import checkers
 import pytest
@@ -136,7 +136,7 @@ def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
 
 
 # --kind and --read of the fault worker for each lock kind.
-D2_KINDS = {
+D2_KINDS: Dict[str, Dict[str, Any]] = {
     "reentrant": {"kind": "reentrant"},
     "fenced": {"kind": "fenced"},
     "fair": {"kind": "fair"},
