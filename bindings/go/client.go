@@ -137,8 +137,8 @@ func (c *Client) ID() string {
 	return c.id
 }
 
-// Close releases what the client's locks still hold (best effort; read-write locks and
-// whatever it fails to release expire by their lease), wakes every goroutine waiting for one of its locks with ErrClosed and disconnects.
+// Close releases what the client's locks still hold (best effort; whatever it fails to
+// release expires by its lease), wakes every goroutine waiting for one of its locks with ErrClosed and disconnects.
 // Locks made from it return ErrClosed afterwards. Idempotent, and safe while other goroutines
 // use the client or its locks.
 func (c *Client) Close() error {

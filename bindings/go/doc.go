@@ -70,8 +70,8 @@
 //
 // # Lifetime
 //
-// Client.Close releases what the client's locks still hold (read-write locks excepted: like
-// anything it fails to release, they expire by their lease), wakes their waiters with ErrClosed
+// Client.Close releases what the client's locks still hold (best effort: anything it fails to
+// release expires by its lease), wakes their waiters with ErrClosed
 // and disconnects. Lock.Close frees a value without releasing: a hold it has expires by its
 // lease. A value dropped without Close is freed by a finalizer that, likewise, never releases
 // over the network. All Close methods are idempotent and safe while other goroutines use the

@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +64,10 @@ const char kHelp[] =
     "                   redis-cluster://[[user]:password@]host[:port][,host...]\n"
     "                   (default: $RLOCK_URL, then redis://127.0.0.1:6379)\n"
     "  --wait SECONDS   exec: wait at most this long for the lock; 0 = try once\n"
-    "                   (default: wait forever)\n"
+    "                   (default: wait forever). A --wait above 0 also covers connecting:\n"
+    "                   while Redis cannot be reached or is still loading its data, rlock\n"
+    "                   keeps trying until the wait runs out (without --wait, or with 0,\n"
+    "                   it exits 69 at once; refused credentials always do)\n"
     "  --lease SECONDS  exec: the lock expires this long after it was taken, even if COMMAND\n"
     "                   still runs. Default: no fixed lease; a watchdog renews a 30 s lease\n"
     "                   while COMMAND runs, so if this host dies the lock frees itself\n"
@@ -422,9 +427,10 @@ const char *signal_name(int sig) {
 // is detached and may still look at it while the process exits.
 struct SignalState {
   std::mutex mu;
-  pid_t child = 0;      // > 0 while COMMAND runs: signals are forwarded to it
-  bool done = false;    // COMMAND ended (or never will start): signals are dropped
-  int stop_signal = 0;  // a signal that came before COMMAND started
+  pid_t child = 0;                  // > 0 while COMMAND runs: signals are forwarded to it
+  bool done = false;                // COMMAND ended (or never will start): signals are dropped
+  int stop_signal = 0;              // a signal that came before COMMAND started
+  std::condition_variable stopped;  // notified when stop_signal is set
   rlock_cancel_token *token = nullptr;
   sigset_t watched;
 };
@@ -449,6 +455,7 @@ void signal_thread(SignalState *state) {
       if (!state->stop_signal) state->stop_signal = sig;
       // The token (unlike rlock_cancel) also stops an acquire that has not started waiting yet.
       rlock_cancel_token_cancel(state->token);
+      state->stopped.notify_all();
     }
   }
 }
@@ -519,10 +526,66 @@ int finish(SignalState *signals, int code) {
   return code;
 }
 
-// Takes the lock for COMMAND. Returns 0, or the exit code after printing why not.
-int acquire_for_exec(const Args &args, const Session &session, SignalState *signals) {
+// Ends a wait that a signal stopped; its exit code after saying so.
+int stopped_by_signal(const Args &args, SignalState *signals) {
+  int sig = stop_signal_handling(signals);
+  std::fprintf(stderr, "rlock: got %s while waiting for lock '%s'; the command was not run\n",
+               signal_name(sig), args.name.c_str());
+  return 128 + sig;
+}
+
+// A failure to connect that may pass by itself: no server listening yet (starting or
+// restarting), one that answers LOADING while it reads its data, or BUSY, MASTERDOWN,
+// CLUSTERDOWN or too many clients. Credentials, permissions and a bad URL or database do not
+// pass by waiting.
+bool may_pass(int rc) { return rc == RLOCK_ECONN || rc == RLOCK_EBUSY || rc == RLOCK_EREDIS; }
+
+// Connects for exec. Within a bounded --wait, a failure that may pass is tried again (50 ms,
+// doubling to 1 s) until the wait runs out; `wait_left_ms` is then what the lock may still
+// wait. Returns 0, or the exit code after printing why not.
+int connect_for_exec(const Args &args, Session &session, SignalState *signals,
+                     int64_t *wait_left_ms) {
+  using Clock = std::chrono::steady_clock;
+  const bool bounded = args.wait_ms > 0;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(args.wait_ms);
+  int64_t pause_ms = 50;
+  int tries = 0;
+  for (;;) {
+    ++tries;
+    int rc = rlock_client_new_url(&session.client, args.url.c_str());
+    if (rc == RLOCK_OK) break;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (!bounded || !may_pass(rc) || left.count() <= 0) {
+      if (tries == 1) return report(rc);
+      const std::string prefix = "tried to connect for --wait " + seconds_text(args.wait_ms) +
+                                 " (" + std::to_string(tries) + " tries): ";
+      return report(rc, prefix.c_str());
+    }
+    std::unique_lock<std::mutex> guard(signals->mu);
+    if (signals->stopped.wait_for(guard, std::min(left, std::chrono::milliseconds(pause_ms)),
+                                  [signals] { return signals->stop_signal != 0; })) {
+      guard.unlock();
+      return stopped_by_signal(args, signals);
+    }
+    pause_ms = std::min<int64_t>(pause_ms * 2, 1000);
+  }
+  *wait_left_ms = args.wait_ms;
+  if (bounded) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    *wait_left_ms = std::max<int64_t>(0, left.count());  // 0: one try, the wait is spent
+  }
+  int rc = rlock_lock_new(&session.lock, session.client, args.name.c_str(), nullptr);
+  return rc == RLOCK_OK ? 0 : report(rc);
+}
+
+// Takes the lock for COMMAND, waiting at most `wait_ms` (what is left of --wait). Returns 0, or
+// the exit code after printing why not.
+int acquire_for_exec(const Args &args, const Session &session, SignalState *signals,
+                     int64_t wait_ms) {
   rlock_acquire_options acquire = RLOCK_ACQUIRE_OPTIONS_INIT;
-  acquire.wait_ms = args.wait_ms;
+  acquire.wait_ms = wait_ms;
   acquire.lease_ms = args.lease_ms;
   acquire.cancel = signals->token;
   int rc = rlock_acquire_ex(session.lock, &acquire);
@@ -538,11 +601,8 @@ int acquire_for_exec(const Args &args, const Session &session, SignalState *sign
     return finish(signals, kExitTempFail);
   }
   if (rc != RLOCK_ECANCELED) return finish(signals, report(rc));
-  int sig = stop_signal_handling(signals);
-  if (!sig) return report(rc);
-  std::fprintf(stderr, "rlock: got %s while waiting for lock '%s'; the command was not run\n",
-               signal_name(sig), args.name.c_str());
-  return 128 + sig;
+  if (!stop_signal_handling(signals)) return report(rc);
+  return stopped_by_signal(args, signals);
 }
 
 // posix_spawnp with the signal mask and dispositions COMMAND should have; 0 or an errno.
@@ -624,9 +684,10 @@ int run_exec(const Args &args) {
   int code = 0;
   {
     Session session;
-    if ((code = open_session(args, session))) return finish(signals, code);
+    int64_t wait_ms = args.wait_ms;
+    if ((code = connect_for_exec(args, session, signals, &wait_ms))) return finish(signals, code);
     rlock_lock_set_lost_callback(session.lock, on_lost, &notice);
-    if ((code = acquire_for_exec(args, session, signals))) return code;
+    if ((code = acquire_for_exec(args, session, signals, wait_ms))) return code;
     pid_t pid = 0;
     code = start_command(args, signals, original_mask, &pid);
     if (code == 0) code = wait_command(pid, signals);

@@ -16,12 +16,7 @@ if not lease or lease <= 0 or not count or count <= 0 or not latch_ttl or latch_
   return redis.error_reply('ERR rlock: invalid release arguments')
 end
 -- @include fair_prune.lua
-local function wake_head()
-  local head = redis.call('lindex', KEYS[2], 0)
-  if head then
-    redis.call('publish', KEYS[4] .. ':' .. head, '0')
-  end
-end
+-- @include fair_wake_head.lua
 local held = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
 if not held then
   if redis.call('exists', KEYS[1]) == 1 then

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "kinds/kind.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/parse.hpp"
@@ -274,16 +275,8 @@ void Client::close() {
   std::unique_lock<std::shared_mutex> no_acquire_in_flight(acquire_gate_);
   // Best effort: free what we still hold so others need not wait for the leases.
   for (const Holds::Active& hold : holds_.active()) {
-    // Read-write holds expire by lease: the plain release script does not fit their layout.
-    if (hold.layout != HoldLayout::Plain) continue;
-    std::string channel = lock_channel(hold.name);
-    std::string latch = unlock_latch(hold.name, random_hex(8));
-    std::string lease = std::to_string(std::max<int64_t>(1, holds_.lease(hold.name, hold.owner)));
-    std::string count = std::to_string(hold.count);
-    std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(config_));
     try {
-      eval_script(*transport_, scripts::release, {hold.name, channel, latch},
-                  {lease, hold.owner, count, latch_ttl}, Retry::No);
+      release_at_close(hold);
       holds_.forget(hold.name, hold.owner);
     } catch (const Error&) {
       break;  // unreachable: the rest expire by lease
@@ -291,6 +284,43 @@ void Client::close() {
   }
   transport_->close();
   if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
+}
+
+namespace {
+
+// The kind whose scripts release a hold of this layout.
+LockKind kind_of(HoldLayout layout) {
+  switch (layout) {
+    case HoldLayout::Fair:
+      return LockKind::Fair;
+    case HoldLayout::Read:
+      return LockKind::Read;
+    case HoldLayout::Write:
+      return LockKind::Write;
+    case HoldLayout::Plain:
+      break;
+  }
+  return LockKind::Reentrant;
+}
+
+}  // namespace
+
+void Client::release_at_close(const Holds::Active& hold) {
+  // The kind's own release: a fair one wakes the queue's head, read-write ones fit their layout.
+  const std::unique_ptr<const kinds::Kind> kind = kinds::make_kind(kind_of(hold.layout), hold.name);
+  const std::string lease =
+      std::to_string(std::max<int64_t>(1, holds_.lease(hold.name, hold.owner)));
+  const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(config_));
+  // A kind that counts holds on the server releases one per call.
+  const bool one_by_one = kind->counts_holds_on_server();
+  const std::string holds = one_by_one ? "1" : std::to_string(hold.count);
+  for (int64_t i = 0; i < (one_by_one ? hold.count : 1); ++i) {
+    const kinds::Call call = kind->release(
+        {hold.owner, lease, holds, unlock_latch(hold.name, random_hex(8)), latch_ttl});
+    const Reply r = eval_script(*transport_, *call.script, kinds::views(call.keys),
+                                kinds::views(call.argv), Retry::No);
+    if (r.type != Reply::Type::Integer || r.integer <= 0) break;  // released, or not held
+  }
 }
 
 int fenced_write(Client& client, const std::string& resource, const std::string& value,

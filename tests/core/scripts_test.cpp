@@ -69,12 +69,27 @@ std::string sha1_hex(std::string_view data) {
 const std::vector<const Script*>& all_scripts() {
   static const std::vector<const Script*> all = [] {
     std::vector<const Script*> list = {
-        &scripts::acquire,          &scripts::release,          &scripts::renew,
-        &scripts::extend,           &scripts::force_unlock,     &scripts::status,
-        &scripts::undo_acquire,     &scripts::fenced_write,     &scripts::fair_acquire,
-        &scripts::fair_release,     &scripts::fair_leave,       &scripts::fair_force_unlock,
-        &scripts::rw_read_acquire,  &scripts::rw_read_release,  &scripts::rw_read_renew,
-        &scripts::rw_write_acquire, &scripts::rw_write_release, &scripts::rw_force_unlock,
+        &scripts::acquire,
+        &scripts::release,
+        &scripts::renew,
+        &scripts::extend,
+        &scripts::force_unlock,
+        &scripts::status,
+        &scripts::undo_acquire,
+        &scripts::fenced_write,
+        &scripts::fair_acquire,
+        &scripts::fair_release,
+        &scripts::fair_leave,
+        &scripts::fair_force_unlock,
+        &scripts::rw_read_acquire,
+        &scripts::rw_read_release,
+        &scripts::rw_read_renew,
+        &scripts::rw_write_acquire,
+        &scripts::rw_write_release,
+        &scripts::rw_force_unlock,
+        &scripts::fair_undo_acquire,
+        &scripts::rw_read_undo_acquire,
+        &scripts::rw_write_undo_acquire,
     };
     for (size_t i = 0, n = list.size(); i < n; ++i) {
       if (list[i]->sharded != nullptr) list.push_back(list[i]->sharded);

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from typing import Dict
+from typing import Any, Dict
 
 import checkers
 import pytest
@@ -133,6 +133,94 @@ def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
     assert lost_replies >= 1000
     assert oldest_ms <= 200 + 250, "an acquire whose reply was lost left its key behind"
     assert wait_until(lambda: not checkers.library_keys(conn), 1), checkers.library_keys(conn)[:5]
+
+
+# --kind and --read of the fault worker for each lock kind.
+D2_KINDS: Dict[str, Dict[str, Any]] = {
+    "reentrant": {"kind": "reentrant"},
+    "fenced": {"kind": "fenced"},
+    "fair": {"kind": "fair"},
+    "read": {"kind": "rw", "read": 1},
+    "write": {"kind": "rw"},
+}
+D2_LEASE_MS = 30000
+D2_COMMAND_TIMEOUT_MS = 3000  # room for the fair waiter to start and queue before the undo
+D2_FAIR_WAIT_MS = 20000  # a fair waiter comes back every quarter of it: 5 s
+
+
+@pytest.mark.parametrize("kind", list(D2_KINDS))
+def test_D2_each_kind_takes_back_an_acquire_whose_reply_was_lost(case: Case, kind: str):
+    """One acquire of each kind is applied but its reply dropped: the call fails with ECONN and
+    its hold is gone from Redis at once, not at the end of its 30 s lease. A fair lock's queue
+    head (another client's waiter) is woken on its own channel, well before it polls."""
+    server = case.redis()
+    proxy = case.proxy(server)
+    conn = server.conn()
+    name = f"d2-{kind}"
+    holder = case.worker(
+        "hold",
+        proxy.url,
+        names=name,
+        defer_acquire=1,
+        lease_ms=D2_LEASE_MS,
+        wait_ms=0,
+        command_timeout_ms=D2_COMMAND_TIMEOUT_MS,
+        counters=False,
+        **D2_KINDS[kind],
+    )
+    # Once through, so Redis knows the scripts: a lost NOSCRIPT answer would mean nothing ran.
+    assert holder.ask("acquire")[1] == "0"
+    assert holder.ask("release")[1] == "0"
+    proxy.set("command", BLACKHOLE, "down")  # the request reaches Redis, its reply never returns
+    holder.send("acquire")
+    sent = now_ns()
+    assert wait_until(lambda: conn.exists(name), 2), "the acquire never reached Redis"
+    fields = [f for f in conn.hkeys(name) if f != b"mode"]
+    assert len(fields) == 1
+
+    def held_by_holder() -> bool:
+        return bool(conn.hexists(name, fields[0]))
+
+    waiter = None
+    if kind == "fair":
+        # Another client queues behind the hold the lost reply granted, before its undo.
+        waiter = case.worker(
+            "hold",
+            server.url,
+            names=name,
+            kind="fair",
+            lease_ms=D2_LEASE_MS,
+            wait_ms=D2_FAIR_WAIT_MS,
+            poll_cap_ms=30000,
+            counters=False,
+        )
+        queue = f"redisson_lock_queue:{{{name}}}"
+        assert wait_until(lambda: conn.llen(queue) == 1, 2.5), "the waiter did not queue"
+        assert held_by_holder(), "the undo ran before the waiter queued: nothing to wake"
+    # The undo follows the acquire's command timeout: the hold goes then, not with its lease.
+    assert wait_until(lambda: not held_by_holder(), D2_COMMAND_TIMEOUT_MS / 1000 + 3, 0.002), (
+        f"the {kind} hold outlived the acquire whose reply was lost"
+    )
+    gone = now_ns()
+    print(f"D2 {kind}: the hold was gone {(gone - sent) / MS:.0f} ms after the acquire was sent")
+    rc = holder.expect("acquired", 10)[1]
+    assert rc == "-5", f"the acquire whose reply was lost returned {rc}, not ECONN"
+    if waiter is not None:
+        assert waiter.expect("acquired", 10)[1] == "0"
+        granted = next(
+            ret
+            for op, owner, _, ret, code in checkers.read_history(case.log).calls
+            if op == "acq" and code == 0 and owner.startswith(f"{waiter.pid}.")
+        )
+        print(f"D2 fair: the queue head got the lock {(granted - gone) / MS:.0f} ms after that")
+        # It polls only every 5 s (a quarter of its wait): it was woken, not polling.
+        assert granted - gone < 1000 * MS, "the queue head was not woken by the undo"
+    else:
+        # The token counter never expires, the warm-up release's latch by itself.
+        kept = (b"redisson_lock_token:", b"redisson_unlock_latch:")
+        leftovers = [k for k in conn.scan_iter(f"*{name}*") if not k.startswith(kept)]
+        assert leftovers == [], f"keys left behind: {leftovers}"
+    proxy.pass_all()
 
 
 def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case):

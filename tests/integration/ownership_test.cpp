@@ -413,4 +413,110 @@ TEST(ClientFree, H19_ReleasesHeldLocksAndWakesWaiters) {
   EXPECT_FALSE(redis.exists(name));
 }
 
+it::Lock make_kind_lock(rlock_client* client, const std::string& name, rlock_lock_kind kind,
+                        int64_t lease_ms = 0) {
+  rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+  opts.kind = kind;
+  if (lease_ms != 0) opts.lease_ms = lease_ms;
+  rlock_lock* l = nullptr;
+  if (rlock_lock_new_n(&l, client, name.data(), name.size(), &opts) != RLOCK_OK) {
+    throw std::runtime_error("rlock_lock_new_n failed: " + it::last_error());
+  }
+  return it::Lock(l);
+}
+
+std::string read_lease_key(const std::string& name, const std::string& owner, int k) {
+  return "{" + name + "}:" + owner + ":rwlock_timeout:" + std::to_string(k);
+}
+
+// Read-write holds go like the others' (they were left to expire by their lease): the read
+// holds with their lease keys, leaving another reader's alone, and the write holds, waking a
+// writer that waits.
+TEST(ClientFree, ReleasesReadAndWriteHolds) {
+  const std::string read_name = unique_name("client-free-read");
+  const std::string write_name = unique_name("client-free-write");
+  LockKeys c1(read_name), c2(write_name);
+  RedisConn redis(test_redis_url());
+  it::Client holder_client = it::make_client();
+  it::Client other_client = it::make_client(it::ClientSettings{0, 30000, 0});
+  const int64_t lease = 60000;
+  it::Lock reader = make_kind_lock(holder_client.get(), read_name, RLOCK_LOCK_READ, lease);
+  it::Lock writer = make_kind_lock(holder_client.get(), write_name, RLOCK_LOCK_WRITE, lease);
+  it::Lock other_reader = make_kind_lock(other_client.get(), read_name, RLOCK_LOCK_READ, lease);
+  it::Lock waiting_writer = make_kind_lock(other_client.get(), write_name, RLOCK_LOCK_WRITE);
+  const std::string owner = it::owner_of(holder_client.get(), rlock_current_thread_id());
+  const std::string other = it::owner_of(other_client.get(), rlock_current_thread_id());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(rlock_acquire(reader.get(), 0), RLOCK_OK) << it::last_error();
+    ASSERT_EQ(rlock_acquire(writer.get(), 0), RLOCK_OK) << it::last_error();
+  }
+  ASSERT_EQ(rlock_acquire(other_reader.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(redis.hgetall(read_name).at(owner), "2");
+  ASSERT_EQ(redis.hgetall(write_name).at(owner + ":write"), "2");
+
+  const int64_t tid = 7171;
+  std::atomic<int> rc{-100};
+  std::atomic<int64_t> got_at{0};
+  std::thread t([&] {
+    rc = it::acquire(waiting_writer.get(), 20000, 0, tid);
+    got_at = mono_ms();
+  });
+  redis.wait_numsub("redisson_rwlock:{" + write_name + "}", 1, 5000);
+  sleep_ms(50);
+  const int64_t freed_at = mono_ms();
+  holder_client.reset();
+  EXPECT_FALSE(redis.exists(read_lease_key(read_name, owner, 1)));
+  EXPECT_FALSE(redis.exists(read_lease_key(read_name, owner, 2)));
+  EXPECT_EQ(redis.hgetall(read_name),
+            (std::map<std::string, std::string>{{"mode", "read"}, {other, "1"}}))
+      << "the freed client's read holds must go, the other reader's stay";
+  EXPECT_TRUE(redis.exists(read_lease_key(read_name, other, 1)));
+  t.join();
+  EXPECT_EQ(rc.load(), RLOCK_OK) << "the waiting writer did not get the freed write lock";
+  EXPECT_LT(got_at - freed_at, 1000) << "freeing the client must release its write lock at once";
+  EXPECT_EQ(redis.hgetall(write_name).count(owner + ":write"), 0u);
+  EXPECT_EQ(rlock_release_for(waiting_writer.get(), tid), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_release(other_reader.get()), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(read_name));
+  EXPECT_FALSE(redis.exists(write_name));
+}
+
+// A fair hold goes with the fair release, which wakes the queue's head on its own channel (the
+// plain release published on the lock channel, which no fair waiter listens to: the head found
+// out only when it next polled).
+TEST(ClientFree, ReleasesFairHoldsAndWakesTheQueueHead) {
+  const std::string name = unique_name("client-free-fair");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client holder_client = it::make_client();
+  it::Client waiter_client = it::make_client(it::ClientSettings{0, 30000, 0});
+  it::Lock holder = make_kind_lock(holder_client.get(), name, RLOCK_LOCK_FAIR, 60000);
+  it::Lock waiter = make_kind_lock(waiter_client.get(), name, RLOCK_LOCK_FAIR);
+  ASSERT_EQ(rlock_acquire(holder.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_acquire(holder.get(), 0), RLOCK_OK) << it::last_error();
+
+  const int64_t tid = 7272;
+  const std::string waiter_owner = it::owner_of(waiter_client.get(), tid);
+  std::atomic<int> rc{-100};
+  std::atomic<int64_t> got_at{0};
+  std::thread t([&] {
+    // A 20 s wait keeps its place by coming back every 5 s: well beyond the bound below.
+    rc = it::acquire(waiter.get(), 20000, 0, tid);
+    got_at = mono_ms();
+  });
+  const std::string head_channel = lock_channel(name) + ":" + waiter_owner;
+  ASSERT_TRUE(redis.wait_numsub(head_channel, 1, 5000));
+  for (int i = 0; i < 200 && redis.integer({"LLEN", fair_queue_key(name)}) == 0; ++i) sleep_ms(5);
+  ASSERT_EQ(redis.integer({"LLEN", fair_queue_key(name)}), 1) << "the waiter did not queue";
+  sleep_ms(50);
+  const int64_t freed_at = mono_ms();
+  holder_client.reset();
+  t.join();
+  EXPECT_EQ(rc.load(), RLOCK_OK) << it::last_error();
+  EXPECT_LT(got_at - freed_at, 1000) << "the queue's head was not woken when the client was freed";
+  EXPECT_EQ(redis.integer({"LLEN", fair_queue_key(name)}), 0);
+  EXPECT_EQ(rlock_release_for(waiter.get(), tid), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(name));
+}
+
 }  // namespace

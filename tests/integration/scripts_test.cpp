@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
 #include <string>
 
 #include "rlock/core/client.hpp"
@@ -82,6 +84,121 @@ TEST(Scripts, UndoAcquireTakesBackOnlyAnAppliedAcquire) {
   EXPECT_EQ(
       run(*client, core::scripts::undo_acquire, {name, channel}, {owner, "1", "30000"}).integer, 1);
   EXPECT_FALSE(redis.exists(name));
+}
+
+// The read undo takes back only the owner's newest read hold, with its lease key, and leaves
+// other readers alone; the last hold of the last reader deletes the hash and wakes waiters.
+TEST(Scripts, ReadUndoTakesBackOnlyTheAppliedHold) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  RedisConn listener(rlock_test::test_redis_url());
+  const std::string name = rlock_test::unique_name("undo-read");
+  LockKeys cleanup(name);
+  const std::string owner = client->owner(21), other = client->owner(22);
+  const std::string channel = core::rw_channel(name);
+  // Args only views its strings: these must outlive it.
+  const std::string prefix = core::read_lease_prefix(name, owner), tagged = core::hash_tagged(name);
+  const std::string other_prefix = core::read_lease_prefix(name, other);
+  const core::Args keys{name, channel, prefix, tagged};
+  for (const std::string& who : {owner, owner, other}) {
+    core::Reply r = run(*client, core::scripts::rw_read_acquire,
+                        {name, core::read_lease_prefix(name, who)}, {"30000", who, who + ":write"});
+    ASSERT_EQ(r.elements.at(0).integer, 1) << r.str;
+  }
+  EXPECT_EQ(run(*client, core::scripts::rw_read_undo_acquire, keys, {owner, "3"}).integer, 0);
+  EXPECT_EQ(redis.hgetall(name).at(owner), "2");
+  EXPECT_EQ(run(*client, core::scripts::rw_read_undo_acquire, keys, {owner, "2"}).integer, 1);
+  EXPECT_EQ(redis.hgetall(name).at(owner), "1");
+  EXPECT_FALSE(redis.exists(core::read_lease_prefix(name, owner) + ":2"));
+  EXPECT_TRUE(redis.exists(core::read_lease_prefix(name, owner) + ":1"));
+  EXPECT_EQ(run(*client, core::scripts::rw_read_undo_acquire, keys, {owner, "1"}).integer, 1);
+  EXPECT_EQ(redis.hgetall(name),
+            (std::map<std::string, std::string>{{"mode", "read"}, {other, "1"}}));
+  EXPECT_FALSE(redis.exists(core::read_lease_prefix(name, owner) + ":1"));
+
+  listener.subscribe(channel);
+  const core::Args other_keys{name, channel, other_prefix, tagged};
+  EXPECT_EQ(run(*client, core::scripts::rw_read_undo_acquire, other_keys, {other, "1"}).integer, 1);
+  EXPECT_FALSE(redis.exists(name));
+  std::string got_channel, payload;
+  ASSERT_TRUE(listener.next_message(2000, &got_channel, &payload));
+  EXPECT_EQ(got_channel, channel);
+  EXPECT_EQ(payload, "0");
+}
+
+// The write undo takes back one write hold; the last one frees the lock and wakes everyone.
+TEST(Scripts, WriteUndoTakesBackOnlyTheAppliedHold) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  RedisConn listener(rlock_test::test_redis_url());
+  const std::string name = rlock_test::unique_name("undo-write");
+  LockKeys cleanup(name);
+  const std::string owner = client->owner(23);
+  const std::string writer = owner + ":write";
+  const std::string channel = core::rw_channel(name);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(run(*client, core::scripts::rw_write_acquire, {name}, {"30000", writer, owner})
+                  .elements.at(0)
+                  .integer,
+              1);
+  }
+  EXPECT_EQ(
+      run(*client, core::scripts::rw_write_undo_acquire, {name, channel}, {writer, "3", "30000"})
+          .integer,
+      0);
+  EXPECT_EQ(redis.hgetall(name).at(writer), "2");
+  EXPECT_EQ(
+      run(*client, core::scripts::rw_write_undo_acquire, {name, channel}, {writer, "2", "30000"})
+          .integer,
+      1);
+  EXPECT_EQ(redis.hgetall(name).at(writer), "1");
+  listener.subscribe(channel);
+  EXPECT_EQ(
+      run(*client, core::scripts::rw_write_undo_acquire, {name, channel}, {writer, "1", "30000"})
+          .integer,
+      1);
+  EXPECT_FALSE(redis.exists(name));
+  std::string got_channel, payload;
+  ASSERT_TRUE(listener.next_message(2000, &got_channel, &payload));
+  EXPECT_EQ(payload, "1");
+}
+
+// The fair undo wakes the queue's head on the head's own channel, as a fair release does.
+TEST(Scripts, FairUndoWakesTheQueueHead) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  RedisConn listener(rlock_test::test_redis_url());
+  const std::string name = rlock_test::unique_name("undo-fair");
+  LockKeys cleanup(name);
+  const std::string owner = client->owner(25), waiter = client->owner(26);
+  const std::string prefix = core::lock_channel(name);
+  const std::string queue = core::fair_queue(name), deadlines = core::fair_deadlines(name);
+  const core::Args keys{name, queue, deadlines, prefix};
+  const core::Args acquire_keys{name, queue, deadlines};
+  const std::string now = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
+  ASSERT_EQ(
+      run(*client, core::scripts::fair_acquire, acquire_keys, {"30000", owner, "60000", now, "0"})
+          .elements.at(0)
+          .integer,
+      1);
+  ASSERT_EQ(
+      run(*client, core::scripts::fair_acquire, acquire_keys, {"30000", waiter, "60000", now, "1"})
+          .elements.at(0)
+          .integer,
+      0);
+  listener.psubscribe(prefix + "*");
+  EXPECT_EQ(
+      run(*client, core::scripts::fair_undo_acquire, keys, {owner, "2", "30000", now}).integer, 0);
+  EXPECT_TRUE(redis.exists(name));
+  EXPECT_EQ(
+      run(*client, core::scripts::fair_undo_acquire, keys, {owner, "1", "30000", now}).integer, 1);
+  EXPECT_FALSE(redis.exists(name));
+  std::string got_channel, payload;
+  ASSERT_TRUE(listener.next_message(2000, &got_channel, &payload));
+  EXPECT_EQ(got_channel, prefix + ":" + waiter) << "the undo must wake the head on its channel";
+  EXPECT_EQ(payload, "0");
 }
 
 TEST(Scripts, OneRenewCallAnswersForEveryLock) {

@@ -26,6 +26,7 @@ class Fair : public Kind {
         queue_(fair_queue(name)),
         deadlines_(fair_deadlines(name)) {}
 
+  HoldLayout layout() const override { return HoldLayout::Fair; }
   std::string wake_channel(const std::string& owner) const override {
     return channel_ + ":" + owner;
   }
@@ -52,6 +53,14 @@ class Fair : public Kind {
 
   Call force_unlock() const override {
     return {&scripts::fair_force_unlock, {name_, queue_, deadlines_, channel_}, {epoch_ms()}};
+  }
+
+  // As a release does, a lock the undo frees wakes the queue's head on its own channel.
+  std::optional<Call> undo_acquire(const std::string& owner, int64_t expected_count,
+                                   int64_t lease_ms) const override {
+    return Call{&scripts::fair_undo_acquire,
+                {name_, queue_, deadlines_, channel_},
+                {owner, std::to_string(expected_count), std::to_string(lease_ms), epoch_ms()}};
   }
 
   // The ones behind need not wait out the place of a waiter that gave up.

@@ -96,8 +96,9 @@ class Kind {
   // By default the reentrant hash's extend (N: owner -> count).
   virtual Call extend(const std::string& owner, const std::string& lease_ms) const;
   virtual Call force_unlock() const = 0;
-  // Takes back an acquire whose reply was lost, if it was applied; none: the key expires by
-  // its lease. By default the reentrant hash's undo.
+  // Takes back an acquire whose reply was lost, if it was applied (the owner's count on the
+  // server is `expected_count`); none: the key expires by its lease. By default the reentrant
+  // hash's undo.
   virtual std::optional<Call> undo_acquire(const std::string& owner, int64_t expected_count,
                                            int64_t lease_ms) const;
   // Leaves the queue of a waiter that gave up; none for a kind without a queue.

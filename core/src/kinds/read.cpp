@@ -39,9 +39,12 @@ class Read : public Kind {
     return {&scripts::rw_force_unlock, {name_, channel_}, {"read"}};
   }
 
-  // Not taken back: the layout differs; the key expires by its lease.
-  std::optional<Call> undo_acquire(const std::string&, int64_t, int64_t) const override {
-    return std::nullopt;
+  // Takes back the owner's newest read hold, with its lease key, as its release would.
+  std::optional<Call> undo_acquire(const std::string& owner, int64_t expected_count,
+                                   int64_t /*lease_ms*/) const override {
+    return Call{&scripts::rw_read_undo_acquire,
+                {name_, channel_, read_lease_prefix(name_, owner), hash_tagged(name_)},
+                {owner, std::to_string(expected_count)}};
   }
 
   // The renewal's one result: 1 renewed, else not held (read as -1).

@@ -33,9 +33,11 @@ class Write : public Kind {
     return {&scripts::rw_force_unlock, {name_, channel_}, {"write"}};
   }
 
-  // Not taken back: the layout differs; the key expires by its lease.
-  std::optional<Call> undo_acquire(const std::string&, int64_t, int64_t) const override {
-    return std::nullopt;
+  std::optional<Call> undo_acquire(const std::string& owner, int64_t expected_count,
+                                   int64_t lease_ms) const override {
+    return Call{&scripts::rw_write_undo_acquire,
+                {name_, channel_},
+                {owner, std::to_string(expected_count), std::to_string(lease_ms)}};
   }
 };
 

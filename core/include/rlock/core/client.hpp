@@ -55,8 +55,9 @@ class Client {
 
   // Stops renewals, ends every waiting acquire with kClosed (asynchronous ones have had their
   // completion when it returns, unless called from one), releases what this client still holds
-  // (best effort, bounded by one command timeout per lock and giving up at the first
-  // unreachable answer), and closes connections. Idempotent.
+  // (best effort, bounded by one command timeout per call and giving up at the first
+  // unreachable answer; a read-write lock takes one call per hold), and closes connections.
+  // Idempotent.
   void close();
   bool closed() const { return closed_.load(); }
 
@@ -68,6 +69,8 @@ class Client {
   static std::shared_ptr<Client> create_cluster(ClientConfig config);
   // The last steps of create(): the WAIT check of replica sync, the watchdog's keep-alive.
   static void finish_start(const std::shared_ptr<Client>& client);
+  // Releases every hold of one owner with its kind's script; throws Error when unreachable.
+  void release_at_close(const Holds::Active& hold);
 
   const ClientConfig config_;
   const std::string id_;

@@ -33,7 +33,7 @@ struct Script;
 enum LostReason : int { kLostGone = 1, kLostUnreachable = 2, kLostExpired = 3 };
 
 // How a hold sits in Redis, which decides how it is renewed and released at shutdown.
-enum class HoldLayout { Plain, Read, Write };
+enum class HoldLayout { Plain, Fair, Read, Write };
 
 // The lost-lock callback of one lock handle.
 class LostListener {
