@@ -2,7 +2,7 @@ package io.rlock;
 
 import io.rlock.internal.NativeClient;
 import io.rlock.internal.NativeLock;
-import java.nio.charset.StandardCharsets;
+import io.rlock.internal.Utf8;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -206,8 +206,7 @@ public final class RedisLockClient implements AutoCloseable {
     if (token <= 0) {
       throw new IllegalArgumentException("token must be positive, got " + token);
     }
-    return nativeClient.fencedWrite(nameBytes(key, "key"), value.getBytes(StandardCharsets.UTF_8),
-        token);
+    return nativeClient.fencedWrite(nameBytes(key, "key"), Utf8.exact(value, "value"), token);
   }
 
   /** Releases what the locks still hold, wakes their waiters, closes. Idempotent. */
@@ -230,6 +229,6 @@ public final class RedisLockClient implements AutoCloseable {
     if (name.isEmpty()) {
       throw new IllegalArgumentException(what + " must not be empty");
     }
-    return name.getBytes(StandardCharsets.UTF_8);
+    return Utf8.exact(name, what);
   }
 }
