@@ -175,7 +175,8 @@ class Client:
     ``redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]`` or
     ``redis-cluster://[[user]:password@]host[:port][,host[:port]...]``; it defaults to
     ``$RLOCK_URL``, then ``redis://127.0.0.1:6379``. Creating a client connects once, so a wrong
-    address or password fails here (``ConnectionError``, ``AuthenticationError``).
+    address or password fails here (``ConnectionError``, ``AuthenticationError``). A URL with a
+    NUL character or a lone surrogate raises ``InvalidArgumentError`` before any connection.
 
     Durations are seconds: ``connect_timeout`` and ``command_timeout`` bound every connect and
     round trip; ``watchdog_lease`` is the lease a lock acquired without one gets, renewed every

@@ -40,7 +40,9 @@ public final class RedisLockClient implements AutoCloseable {
   /**
    * Connects to {@code url}: {@code redis://[[user]:password@]host[:port][/db]} or
    * {@code unix://[[user]:password@]/path/to/socket[?db=N]}. Null means $RLOCK_URL, then
-   * {@link #DEFAULT_URL}. Connects once, so a wrong address or password fails here.
+   * {@link #DEFAULT_URL}. Connects once, so a wrong address or password fails here. The URL is
+   * sent as UTF-8; one with a NUL character or a lone surrogate is an IllegalArgumentException
+   * before any connection.
    */
   public static RedisLockClient create(String url) {
     return builder().url(url).build();
@@ -147,7 +149,10 @@ public final class RedisLockClient implements AutoCloseable {
     return nativeClient.isClosed();
   }
 
-  /** A reentrant lock (Redisson RLock layout); waiters are woken by pub/sub. No I/O. */
+  /**
+   * A reentrant lock (Redisson RLock layout); waiters are woken by pub/sub. No I/O. The lock key
+   * is the name's UTF-8; a name with a lone surrogate is an IllegalArgumentException.
+   */
   public RedisLock getLock(String name) {
     return new RedisLock(this, name, newLock(name, NativeLock.KIND_REENTRANT), "RedisLock");
   }
