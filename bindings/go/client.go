@@ -8,6 +8,7 @@ import "C"
 import (
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -95,7 +96,7 @@ func WithMaxNameLen(n int) Option {
 //
 // It fails with ErrVersion if the loaded rlock library does not match the headers this package
 // was compiled with, ErrConnection or ErrAuth if Redis cannot be used, ErrInvalidArgument for a
-// bad URL or option.
+// bad URL or option (also a URL containing a NUL byte, which a C string cannot carry).
 func NewClient(url string, opts ...Option) (*Client, error) {
 	if err := checkLoadedVersion(); err != nil {
 		return nil, err
@@ -115,6 +116,10 @@ func NewClient(url string, opts ...Option) (*Client, error) {
 	}
 	if url == "" {
 		url = DefaultURL
+	}
+	// A C string ends at its first NUL: a URL with one would reach the library cut short.
+	if at := strings.IndexByte(url, 0); at >= 0 {
+		return nil, invalid("NewClient: url contains a NUL byte (at byte %d); it cannot be passed to the C library", at)
 	}
 	curl := C.CString(url)
 	defer C.free(unsafe.Pointer(curl))

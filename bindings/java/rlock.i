@@ -91,36 +91,70 @@ static jbyteArray rlockj_message(JNIEnv *env, int rc) {
   return bytes;
 }
 
-/* Throws the exception for status `rc`, with this thread's message if it is about rc. */
-static void rlockj_throw(JNIEnv *env, int rc) {
-  jbyteArray bytes;
+/* Throws the exception Errors.fromCode makes of `rc` and `bytes` (a message as UTF-8). */
+static void rlockj_throw_bytes(JNIEnv *env, int rc, jbyteArray bytes) {
   jobject error;
-  if ((*env)->ExceptionCheck(env)) return;
-  bytes = rlockj_message(env, rc);
   if (bytes == NULL) return;
   error = (*env)->CallStaticObjectMethod(env, rlockj_errors, rlockj_errors_from_code, (jint)rc,
                                          bytes);
   if (error != NULL && !(*env)->ExceptionCheck(env)) (*env)->Throw(env, (jthrowable)error);
 }
 
+/* Throws the exception for status `rc`, with this thread's message if it is about rc. */
+static void rlockj_throw(JNIEnv *env, int rc) {
+  if ((*env)->ExceptionCheck(env)) return;
+  rlockj_throw_bytes(env, rc, rlockj_message(env, rc));
+}
+
+/* Throws the exception for status `rc` with a message of this layer's own (ASCII). */
+static void rlockj_throw_text(JNIEnv *env, int rc, const char *text) {
+  jsize len = (jsize)strlen(text);
+  jbyteArray bytes;
+  if ((*env)->ExceptionCheck(env)) return;
+  bytes = (*env)->NewByteArray(env, len);
+  if (bytes == NULL) return; /* OutOfMemoryError pending */
+  (*env)->SetByteArrayRegion(env, bytes, 0, len, (const jbyte *)text);
+  rlockj_throw_bytes(env, rc, bytes);
+}
+
 /* ---- constructors: NULL means failed, with the error on this thread ---------------------- */
 
-static rlock_client *rlockj_client_new(const char *url, int64_t connect_timeout_ms,
-                                       int64_t command_timeout_ms, int pool_size,
-                                       int64_t watchdog_lease_ms, int64_t poll_cap_ms,
-                                       int64_t max_name_len) {
+/* url: its UTF-8 bytes (io.rlock.internal.Utf8, not JNI's modified UTF-8), copied here with the
+ * NUL a C string ends with; a NUL inside would cut it short, so it is refused. */
+static rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
+                                       int64_t connect_timeout_ms, int64_t command_timeout_ms,
+                                       int pool_size, int64_t watchdog_lease_ms,
+                                       int64_t poll_cap_ms, int64_t max_name_len) {
   rlock_client_options opts;
   rlock_client *client = NULL;
-  if (rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION) != RLOCK_OK) return NULL;
-  opts.url = url;
-  opts.connect_timeout_ms = connect_timeout_ms;
-  opts.command_timeout_ms = command_timeout_ms;
-  opts.pool_size = pool_size;
-  opts.watchdog_lease_ms = watchdog_lease_ms;
-  opts.poll_cap_ms = poll_cap_ms;
-  opts.max_name_len = (size_t)max_name_len;
-  if (rlock_client_new(&client, &opts) != RLOCK_OK) return NULL;
-  return client;
+  char *text;
+  int rc;
+  if (url == NULL || memchr(url, '\0', url_len) != NULL) {
+    rlockj_throw_text(jenv, RLOCK_EINVAL,
+                      "url contains a NUL character; it cannot be passed to the C library");
+    return NULL;
+  }
+  text = (char *)malloc(url_len + 1);
+  if (text == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the url");
+    return NULL;
+  }
+  memcpy(text, url, url_len);
+  text[url_len] = '\0';
+  rc = rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION);
+  if (rc == RLOCK_OK) {
+    opts.url = text;
+    opts.connect_timeout_ms = connect_timeout_ms;
+    opts.command_timeout_ms = command_timeout_ms;
+    opts.pool_size = pool_size;
+    opts.watchdog_lease_ms = watchdog_lease_ms;
+    opts.poll_cap_ms = poll_cap_ms;
+    opts.max_name_len = (size_t)max_name_len;
+    rc = rlock_client_new(&client, &opts);
+  }
+  free(text);
+  return rc == RLOCK_OK ? client : NULL;
 }
 
 static rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len,
@@ -565,10 +599,11 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
   int rlock_is_held_for, int rlock_multi_is_held_for
 };
 
-/* Names, keys and values are byte arrays (UTF-8 made on the Java side). */
+/* URLs, names, keys and values are byte arrays (UTF-8 made on the Java side by Utf8): no
+ * String crosses JNI, whose GetStringUTFChars would give modified UTF-8. */
 %apply (const char *STRING, size_t LENGTH) {
-  (const char *name, size_t name_len), (const char *key, size_t key_len),
-  (const char *value, size_t value_len)
+  (const char *url, size_t url_len), (const char *name, size_t name_len),
+  (const char *key, size_t key_len), (const char *value, size_t value_len)
 };
 
 /* ---- the allowlist ------------------------------------------------------------------------- */
@@ -623,9 +658,9 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 
 typedef struct rlockj_lost_payload rlockj_lost_payload;
 
-rlock_client *rlockj_client_new(const char *url, int64_t connect_timeout_ms,
-                                int64_t command_timeout_ms, int pool_size,
-                                int64_t watchdog_lease_ms, int64_t poll_cap_ms,
+rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
+                                int64_t connect_timeout_ms, int64_t command_timeout_ms,
+                                int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms,
                                 int64_t max_name_len);
 rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len, int kind,
                             int64_t lease_ms, int64_t spin_initial_ms, int64_t spin_max_ms,

@@ -1,5 +1,6 @@
 #include "rlock/core/config.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include "rlock/core/error.hpp"
@@ -164,10 +165,26 @@ void parse_userinfo(const std::string& url, const std::string& info, Endpoint* e
 
 }  // namespace
 
+namespace {
+
+// A host or socket path as given, unless it is too long or unprintable to show whole: then
+// quoted, escaped and cut (a DNS name has at most 253 bytes, a socket path 107).
+std::string shown_place(const std::string& place) {
+  const bool plain = place.size() <= 255 && std::all_of(place.begin(), place.end(), [](char c) {
+                       return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f &&
+                              static_cast<unsigned char>(c) < 0x80;
+                     });
+  return plain ? place : printable(place, 64);
+}
+
+}  // namespace
+
 std::string Endpoint::describe() const {
-  if (!unix_path.empty()) return "unix:" + unix_path;
-  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
-  return host + ":" + std::to_string(port);
+  if (!unix_path.empty()) return "unix:" + shown_place(unix_path);
+  if (host.find(':') != std::string::npos) {
+    return "[" + shown_place(host) + "]:" + std::to_string(port);
+  }
+  return shown_place(host) + ":" + std::to_string(port);
 }
 
 namespace {

@@ -112,10 +112,28 @@ RedisErrorKind kind_within(std::string_view reply) {
 
 }  // namespace
 
+std::string capped_message(std::string message) {
+  if (message.size() <= kMaxErrorMessageLen) return message;
+  // The end usually says why (a reply, an errno text); the start says what failed.
+  constexpr size_t kTail = 256;
+  constexpr size_t kMarkerRoom = 48;  // " [... N bytes elided ...] " with N up to 20 digits
+  auto continuation = [&](size_t i) {
+    return (static_cast<unsigned char>(message[i]) & 0xc0) == 0x80;
+  };
+  size_t head = kMaxErrorMessageLen - kTail - kMarkerRoom;
+  while (head > 0 && continuation(head)) --head;
+  size_t tail = message.size() - kTail;
+  while (tail < message.size() && continuation(tail)) ++tail;
+  std::string out = message.substr(0, head);
+  out += " [... " + std::to_string(tail - head) + " bytes elided ...] ";
+  out.append(message, tail, std::string::npos);
+  return out;
+}
+
 void set_last_error(int code, std::string message, bool transient) {
   t_last.code = code;
   t_last.transient = transient;
-  t_last.message = std::move(message);
+  t_last.message = capped_message(std::move(message));
 }
 
 int last_error_code() noexcept { return t_last.code; }

@@ -94,9 +94,31 @@ def _ttl_seconds(ttl_ms: int) -> Optional[float]:
     return math.inf if ttl_ms == -1 else ttl_ms / 1000.0
 
 
-def _name_bytes(name: Any) -> bytes:
+def _utf8(text: str, what: str) -> bytes:
+    """`text` as UTF-8, exactly. A str holding a lone surrogate has no UTF-8 form: refused rather
+    than replaced, so two different strings never become one key."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(
+            f"{what} has no UTF-8 form: lone surrogate {text[e.start]!r} at index {e.start}"
+        ) from None
+
+
+def _url_text(url: str) -> str:
+    """`url` if it can reach the C library whole: a C string ends at the first NUL."""
+    _utf8(url, "url")
+    nul = url.find("\0")
+    if nul >= 0:
+        raise InvalidArgumentError(
+            f"url contains a NUL character (at index {nul}); it cannot be passed to the C library"
+        )
+    return url
+
+
+def _name_bytes(name: Any, what: str = "lock name") -> bytes:
     if isinstance(name, str):
-        return name.encode("utf-8")
+        return _utf8(name, what)
     if isinstance(name, (bytes, bytearray, memoryview)):
         return bytes(name)
     raise TypeError(f"a lock name must be str or bytes, not {type(name).__name__}")
@@ -153,7 +175,8 @@ class Client:
     ``redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]`` or
     ``redis-cluster://[[user]:password@]host[:port][,host[:port]...]``; it defaults to
     ``$RLOCK_URL``, then ``redis://127.0.0.1:6379``. Creating a client connects once, so a wrong
-    address or password fails here (``ConnectionError``, ``AuthenticationError``).
+    address or password fails here (``ConnectionError``, ``AuthenticationError``). A URL with a
+    NUL character or a lone surrogate raises ``InvalidArgumentError`` before any connection.
 
     Durations are seconds: ``connect_timeout`` and ``command_timeout`` bound every connect and
     round trip; ``watchdog_lease`` is the lease a lock acquired without one gets, renewed every
@@ -178,6 +201,7 @@ class Client:
             url = os.environ.get("RLOCK_URL") or _DEFAULT_URL
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, not {type(url).__name__}")
+        url = _url_text(url)
         if isinstance(pool_size, bool) or not isinstance(pool_size, int):
             raise TypeError(f"pool_size must be an int, not {type(pool_size).__name__}")
         if pool_size < 1 or pool_size > 1024:
@@ -318,12 +342,12 @@ class Client:
         if isinstance(token, bool) or not isinstance(token, int):
             raise TypeError(f"token must be an int, not {type(token).__name__}")
         if isinstance(value, str):
-            value = value.encode("utf-8")
+            value = _utf8(value, "value")
         elif not isinstance(value, (bytes, bytearray, memoryview)):
             raise TypeError(f"value must be str or bytes, not {type(value).__name__}")
         if not 0 < token < 2**63:
             raise InvalidArgumentError(f"token must be a positive 64-bit integer, got {token}")
-        return _native.fenced_write(self._checked(), _name_bytes(key), bytes(value), token)
+        return _native.fenced_write(self._checked(), _name_bytes(key, "key"), bytes(value), token)
 
 
 # ---- locks ----------------------------------------------------------------------------------

@@ -445,6 +445,12 @@ class NativeClient {
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
                int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms,
                uint64_t max_name_len) {
+    // A C string ends at its first NUL: a URL with one would reach the library cut short.
+    if (url.find('\0') != std::string::npos) {
+      throw NativeError{RLOCK_EINVAL,
+                        "url contains a NUL character; it cannot be passed to the "
+                        "C library"};
+    }
     rlock_client_options opts;
     check(rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION));
     opts.url = url.c_str();

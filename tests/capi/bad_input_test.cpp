@@ -1543,3 +1543,47 @@ TEST_F(CapiBadInput, H10_FreedGroupMemberRunsNoLostCallback) {
 }
 
 }  // namespace
+
+// ---- H24: messages stay short whatever the input ---------------------------------------------
+
+// rlock_last_error() keeps at most this many bytes of a message: the start and the end, with the
+// middle elided (docs/errors.md).
+constexpr size_t kMaxMessage = 1024;
+
+TEST_F(CapiBadInput, H24_MessagesAboutHugeHostsUsersAndNamesAreCapped) {
+  const std::string huge(100000, 'h');
+  rlock_client* c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("redis://" + huge + ":1").c_str()), RLOCK_ECONN, "");
+  std::string m = last_message();
+  EXPECT_LE(m.size(), kMaxMessage);
+  EXPECT_EQ(m.rfind("cannot connect to Redis at ", 0), 0u) << m.substr(0, 200);
+  EXPECT_NE(m.find("100000 bytes"), std::string::npos)
+      << "the host's length is given: " << m.substr(0, 300);
+
+  // A refused user name is quoted in the message: the middle goes, the reply at the end stays.
+  const std::string hostport = tcp_url_.substr(std::string("redis://").size());
+  c = sentinel<rlock_client>();
+  EXPECT_FAIL(rlock_client_new_url(&c, ("redis://" + huge + ":pw@" + hostport).c_str()),
+              RLOCK_EAUTH, "");
+  m = last_message();
+  EXPECT_LE(m.size(), kMaxMessage);
+  EXPECT_EQ(m.rfind("Redis at ", 0), 0u) << m.substr(0, 200);
+  EXPECT_NE(m.find("bytes elided"), std::string::npos) << m.substr(0, 300);
+  EXPECT_NE(m.find("WRONGPASS"), std::string::npos)
+      << "the reply at the end is kept: " << m.substr(0, 300);
+
+  // A 100 KB lock name held by another owner.
+  rlock_client_options o = server_options();
+  o.max_name_len = RLOCK_HARD_MAX_NAME_LEN;
+  rlock_client* big = make_client(o);
+  ASSERT_NE(big, nullptr);
+  rlock_lock* lock = make_lock(unique_name("huge") + std::string(100000, 'n'), nullptr, big);
+  ASSERT_NE(lock, nullptr);
+  rlock_acquire_options other = RLOCK_ACQUIRE_OPTIONS_INIT;
+  other.wait_ms = 0;
+  other.thread_id = 424242;
+  ASSERT_EQ(rlock_acquire_ex(lock, &other), RLOCK_OK) << last_message();
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_ETIMEDOUT, "");
+  EXPECT_LE(last_message().size(), kMaxMessage);
+  EXPECT_EQ(rlock_release_for(lock, 424242), RLOCK_OK) << last_message();
+}

@@ -120,7 +120,8 @@ typedef enum rlock_error_code {
 
 typedef struct rlock_error_info {
   rlock_error_code code; /* the rlock_error_code of the last failure on this thread, or RLOCK_OK */
-  const char *message;   /* never NULL; "" when there is none */
+  const char *message;   /* never NULL; "" when there is none. At most 1024 bytes: a longer
+                            message keeps its start and end around "[... N bytes elided ...]" */
 } rlock_error_info;
 
 /* The last failure on the calling thread. Never NULL. Borrowed: valid until the next rlock call

@@ -114,8 +114,17 @@ class Error : public std::exception {
   std::string message_;
 };
 
-// The calling thread's last error: what rlock_last_error() shows, and whether it is transient
-// (recorded with it so that callers of functions returning only a code can decide on retries).
+// The longest message set_last_error() keeps, in bytes: a longer one (quoting a huge host, user
+// name or reply) keeps its start and its end with the middle elided (capped_message()).
+constexpr size_t kMaxErrorMessageLen = 1024;
+
+// `message` cut to kMaxErrorMessageLen bytes: its start, a marker giving the bytes elided, and
+// its end, cut between UTF-8 characters. Shorter messages are returned as they are.
+std::string capped_message(std::string message);
+
+// The calling thread's last error: what rlock_last_error() shows (capped_message() of it), and
+// whether it is transient (recorded with it so that callers of functions returning only a code
+// can decide on retries).
 void set_last_error(int code, std::string message, bool transient);
 inline void set_last_error(int code, std::string message) {
   set_last_error(code, std::move(message), transient_code(code));

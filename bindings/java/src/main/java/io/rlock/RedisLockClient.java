@@ -2,7 +2,7 @@ package io.rlock;
 
 import io.rlock.internal.NativeClient;
 import io.rlock.internal.NativeLock;
-import java.nio.charset.StandardCharsets;
+import io.rlock.internal.Utf8;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -40,7 +40,9 @@ public final class RedisLockClient implements AutoCloseable {
   /**
    * Connects to {@code url}: {@code redis://[[user]:password@]host[:port][/db]} or
    * {@code unix://[[user]:password@]/path/to/socket[?db=N]}. Null means $RLOCK_URL, then
-   * {@link #DEFAULT_URL}. Connects once, so a wrong address or password fails here.
+   * {@link #DEFAULT_URL}. Connects once, so a wrong address or password fails here. The URL is
+   * sent as UTF-8; one with a NUL character or a lone surrogate is an IllegalArgumentException
+   * before any connection.
    */
   public static RedisLockClient create(String url) {
     return builder().url(url).build();
@@ -147,7 +149,10 @@ public final class RedisLockClient implements AutoCloseable {
     return nativeClient.isClosed();
   }
 
-  /** A reentrant lock (Redisson RLock layout); waiters are woken by pub/sub. No I/O. */
+  /**
+   * A reentrant lock (Redisson RLock layout); waiters are woken by pub/sub. No I/O. The lock key
+   * is the name's UTF-8; a name with a lone surrogate is an IllegalArgumentException.
+   */
   public RedisLock getLock(String name) {
     return new RedisLock(this, name, newLock(name, NativeLock.KIND_REENTRANT), "RedisLock");
   }
@@ -206,8 +211,7 @@ public final class RedisLockClient implements AutoCloseable {
     if (token <= 0) {
       throw new IllegalArgumentException("token must be positive, got " + token);
     }
-    return nativeClient.fencedWrite(nameBytes(key, "key"), value.getBytes(StandardCharsets.UTF_8),
-        token);
+    return nativeClient.fencedWrite(nameBytes(key, "key"), Utf8.exact(value, "value"), token);
   }
 
   /** Releases what the locks still hold, wakes their waiters, closes. Idempotent. */
@@ -230,6 +234,6 @@ public final class RedisLockClient implements AutoCloseable {
     if (name.isEmpty()) {
       throw new IllegalArgumentException(what + " must not be empty");
     }
-    return name.getBytes(StandardCharsets.UTF_8);
+    return Utf8.exact(name, what);
   }
 }

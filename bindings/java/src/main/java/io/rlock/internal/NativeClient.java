@@ -16,7 +16,7 @@ public final class NativeClient implements AutoCloseable {
   /** Connects once (fails fast on a bad address or credentials). Zero durations = defaults. */
   public NativeClient(String url, long connectTimeoutMs, long commandTimeoutMs, int poolSize,
       long watchdogLeaseMs, long pollCapMs, long maxNameLength) {
-    long ptr = RlockNative.clientNew(url, connectTimeoutMs, commandTimeoutMs, poolSize,
+    long ptr = RlockNative.clientNew(Utf8.cString(url, "url"), connectTimeoutMs, commandTimeoutMs, poolSize,
         watchdogLeaseMs, pollCapMs, maxNameLength);
     id = RlockNative.clientId(ptr);
     handle = new Handle(ptr, "the client", null, (p, aux) -> RlockNative.clientFree(p));
