@@ -273,6 +273,14 @@ void Holds::stop() {
   }
 }
 
+void Holds::start_cleanup_round_locked(Clock::time_point now) {
+  if (cleanup_due_ > now) return;
+  cleanup_due_ = Clock::time_point::max();
+  cleanup_round_ = true;
+  if (!renewer_.joinable()) renewer_ = std::thread([this] { renew_loop(); });
+  renew_wake_.notify_one();
+}
+
 void Holds::run() {
   const int64_t lease = config_.watchdog_lease_ms;
   // Renewals due within lease/6 are sent together, so holds taken at different moments
@@ -288,12 +296,7 @@ void Holds::run() {
       continue;
     }
     Clock::time_point now = Clock::now();
-    if (cleanup_due_ <= now) {
-      cleanup_due_ = Clock::time_point::max();
-      cleanup_round_ = true;
-      if (!renewer_.joinable()) renewer_ = std::thread([this] { renew_loop(); });
-      renew_wake_.notify_one();
-    }
+    start_cleanup_round_locked(now);
     if (index_.empty()) {
       watchdog_wakes_at_ = Clock::time_point::max();
       if (cleanup_due_ == Clock::time_point::max()) {

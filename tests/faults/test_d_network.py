@@ -347,7 +347,12 @@ def test_D1_loss_is_told_by_the_validity_deadline_not_the_command_timeout(case: 
         lock = client.lock("d1-bound")
         told = threading.Event()
         told_at = []
-        lock.on_lost(lambda _lock, _reason: (told_at.append(time.monotonic()), told.set()))
+
+        def on_lost(_lock: object, _reason: object) -> None:
+            told_at.append(time.monotonic())
+            told.set()
+
+        lock.on_lost(on_lost)
         sent = time.monotonic()
         assert lock.acquire(blocking=False)
         proxy.set("all", BLACKHOLE)  # before the first renewal (at lease / 3)

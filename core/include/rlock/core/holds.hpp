@@ -173,6 +173,8 @@ class Holds {
 
   void run();
   void renew_loop();
+  // Hands the renewer a round of pending cleanups when one is due.
+  void start_cleanup_round_locked(Clock::time_point now);
   // Runs the key's cleanups until `deadline`; the caller marked the key settling. False when
   // one failed (it stays pending).
   bool run_cleanups_of(const Key& key, Clock::time_point deadline);
