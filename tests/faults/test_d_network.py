@@ -334,35 +334,47 @@ def test_D5_release_without_answer_leaves_no_stale_hold(case: Case, kind: str, l
         client.close()
 
 
-def test_D1_loss_is_told_by_the_validity_deadline_not_the_command_timeout(case: Case):
-    """With a 1 s watchdog lease and the default 3 s command timeout, a blackholed holder is
-    told of its loss when its local validity deadline passes (acquire sent + lease - drift),
-    not when the stuck renewal's command timeout ends."""
+def test_D1_a_stuck_renewal_waits_no_longer_than_its_validity(case: Case):
+    """Two watchdog holds (2 s lease, the default 3 s command timeout) renewed in separate
+    batches on one renewer thread. The proxy blackholes both ways from 0.5 s to 1.0 s, so A's
+    renewal (sent at 0.67 s) never gets an answer. A is told of its loss by its validity
+    deadline; and since that renewal gives up there, not at its 3 s command timeout, B's renewal
+    (due at 1.07 s, behind it) is sent in time: B stays held."""
     import rlock
 
     server = case.redis()
     proxy = case.proxy(server)
-    client = rlock.Client(proxy.url, command_timeout=3.0, watchdog_lease=1.0)
+    client = rlock.Client(proxy.url, command_timeout=3.0, watchdog_lease=2.0)
     try:
-        lock = client.lock("d1-bound")
-        told = threading.Event()
-        told_at = []
+        told: Dict[str, float] = {}
 
-        def on_lost(_lock: object, _reason: object) -> None:
-            told_at.append(time.monotonic())
-            told.set()
+        def on_lost(lock: "rlock.Lock", _reason: object) -> None:
+            told[str(lock.name)] = time.monotonic()
 
-        lock.on_lost(on_lost)
-        sent = time.monotonic()
-        assert lock.acquire(blocking=False)
-        proxy.set("all", BLACKHOLE)  # before the first renewal (at lease / 3)
-        assert told.wait(5), "the loss was never told"
-        validity = 1.0 - (1.0 / 100 + 0.002)  # lease minus the drift allowance
-        late = told_at[0] - (sent + validity)
-        print(f"D1 bound: the loss was told {late * 1000:.0f} ms after the first validity deadline")
-        # A renewal stuck since 0.33 s must not hold the report back to 0.33 + 3 s.
-        assert late < 0.3, "the loss was told after the validity deadline"
-        assert not lock.held()
+        a, b = client.lock("d1-a"), client.lock("d1-b")
+        for lock in (a, b):
+            lock.on_lost(on_lost)
+        start = time.monotonic()
+        assert a.acquire(blocking=False)
+        time.sleep(0.4 - (time.monotonic() - start))
+        b_sent = time.monotonic()
+        assert b.acquire(blocking=False)
+        time.sleep(0.5 - (time.monotonic() - start))
+        proxy.set("all", BLACKHOLE)
+        time.sleep(1.0 - (time.monotonic() - start))
+        proxy.pass_all()
+        validity = 2.0 - (2.0 / 100 + 0.002)  # lease minus the drift allowance
+        assert wait_until(lambda: "d1-a" in told, 5), "A's loss was never told"
+        late = told["d1-a"] - (start + validity)
+        print(f"D1 bound: A's loss was told {late * 1000:.0f} ms after its validity deadline")
+        assert late < 0.3, "A's loss was told after its validity deadline"
+        assert not a.held()
+        time.sleep(max(0.0, b_sent + 2 * validity - time.monotonic()))  # past B's first deadline
+        assert "d1-b" not in told, (
+            "B was lost: its renewal waited behind A's stuck one until A's command timeout"
+        )
+        assert b.held()
+        b.release()
     finally:
         proxy.pass_all()
         client.close()
