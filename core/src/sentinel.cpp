@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <system_error>
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
@@ -45,6 +47,18 @@ std::vector<std::string> split_on_spaces(const std::string& text) {
   return words;
 }
 
+// The "config-epoch" field of a SENTINEL MASTER reply (field, value, ... pairs), or -1.
+int64_t config_epoch(const Reply& r) {
+  if (r.type != Reply::Type::Array) return -1;
+  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
+    if (r.elements[i].str != "config-epoch") continue;
+    int64_t epoch = -1;
+    if (parse_int(r.elements[i + 1].str, 0, INT64_MAX, &epoch) != ParseStatus::kOk) return -1;
+    return epoch;
+  }
+  return -1;
+}
+
 }  // namespace
 
 SentinelWatch::SentinelWatch(const ClientConfig& config) : config_(config) {}
@@ -60,51 +74,143 @@ void SentinelWatch::suspect() {
   if (!suspected_.exchange(true)) doorbell_.ring();
 }
 
-SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
+SentinelWatch::View SentinelWatch::ask_one(size_t index) const {
+  const Endpoint& sentinel = config_.seeds[index];
+  View view;
+  try {
+    Connection conn(sentinel, config_.connect_timeout_ms, config_.command_timeout_ms);
+    Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    if (r.is_error()) {
+      // NOAUTH: it wants a password we did not give (sentinel_password).
+      view.why = "sentinel " + sentinel.describe() + " answered: " + r.str;
+      view.kind = r.error.code == kAuth ? View::Kind::kRefused : View::Kind::kFailed;
+      return view;
+    }
+    int port = 0;
+    if (r.type != Reply::Type::Array || r.elements.size() != 2 ||
+        r.elements[0].type != Reply::Type::String || r.elements[0].str.empty() ||
+        !parse_port(r.elements[1].str, &port)) {
+      view.kind = View::Kind::kNoMaster;
+      view.why = "sentinel " + sentinel.describe() + " does not know a master named " +
+                 printable(config_.master_name, 80);
+      return view;
+    }
+    view.kind = View::Kind::kNamed;
+    view.master = config_.endpoint;
+    view.master.host = r.elements[0].str;
+    view.master.port = port;
+    view.master.unix_path.clear();
+    view.epoch = config_epoch(conn.command({"SENTINEL", "master", config_.master_name}));
+  } catch (const Error& e) {
+    view.why = e.message();
+    if (e.code() == kAuth || e.code() == kNoPerm) {
+      view.kind = View::Kind::kRefused;
+    } else if (e.code() != kConn) {
+      view.kind = View::Kind::kFailed;
+    }
+  } catch (const std::exception& e) {
+    view.kind = View::Kind::kFailed;
+    view.why = "asking sentinel " + sentinel.describe() + " failed: " + e.what();
+  }
+  return view;
+}
+
+std::vector<SentinelWatch::View> SentinelWatch::ask_all() const {
   const size_t n = config_.seeds.size();
-  size_t first;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    first = preferred_;
+  std::vector<View> views(n);
+  // All at once, so a silent sentinel costs one timeout, not one per sentinel.
+  std::vector<std::thread> helpers;
+  helpers.reserve(n);
+  for (size_t i = 1; i < n; ++i) {
+    try {
+      helpers.emplace_back([this, i, &views] { views[i] = ask_one(i); });
+    } catch (const std::system_error&) {
+      views[i] = ask_one(i);  // no thread to be had: ask it here
+    }
+  }
+  if (n > 0) views[0] = ask_one(0);
+  for (std::thread& t : helpers) t.join();
+  return views;
+}
+
+SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
+  const std::vector<View> views = ask_all();
+  size_t winner = 0;
+  switch (choose(views, &winner, why)) {
+    case Choice::kChosen: {
+      *found = views[winner].master;
+      std::lock_guard<std::mutex> lock(mutex_);
+      preferred_ = winner;
+      return Answer::Found;
+    }
+    case Choice::kSplit:
+      return Answer::Split;
+    case Choice::kNone:
+      break;
   }
   bool someone_answered = false;
   size_t refused = 0, reached = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const size_t index = (first + i) % n;
-    const Endpoint& sentinel = config_.seeds[index];
-    try {
-      Connection conn(sentinel, config_.connect_timeout_ms, config_.command_timeout_ms);
-      Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
-      if (r.is_error()) {
-        // NOAUTH: it wants a password we did not give (sentinel_password).
-        *why = "sentinel " + sentinel.describe() + " answered: " + r.str;
-        ++reached;
-        if (r.error.code == kAuth) ++refused;
-        continue;
-      }
-      someone_answered = true;
-      int port = 0;
-      if (r.type == Reply::Type::Array && r.elements.size() == 2 &&
-          r.elements[0].type == Reply::Type::String && !r.elements[0].str.empty() &&
-          parse_port(r.elements[1].str, &port)) {
-        *found = config_.endpoint;
-        found->host = r.elements[0].str;
-        found->port = port;
-        found->unix_path.clear();
-        std::lock_guard<std::mutex> lock(mutex_);
-        preferred_ = index;
-        return Answer::Found;
-      }
-      *why = "sentinel " + sentinel.describe() + " does not know a master named " +
-             printable(config_.master_name, 80);
-    } catch (const Error& e) {
-      *why = e.message();
-      if (e.code() != kConn) ++reached;
-      if (e.code() == kAuth || e.code() == kNoPerm) ++refused;
-    }
+  for (const View& v : views) {
+    if (v.kind == View::Kind::kNoMaster) someone_answered = true;
+    if (v.kind == View::Kind::kRefused || v.kind == View::Kind::kFailed) ++reached;
+    if (v.kind == View::Kind::kRefused) ++refused;
+    if (!v.why.empty()) *why = v.why;
   }
   if (someone_answered) return Answer::Unknown;
   return refused > 0 && refused == reached ? Answer::Refused : Answer::Unreachable;
+}
+
+SentinelWatch::Choice SentinelWatch::choose(const std::vector<View>& views, size_t* winner,
+                                            std::string* why) const {
+  // The addresses named, each with how many sentinels name it, the highest config epoch one
+  // of them reports, and the first of them.
+  struct Named {
+    const View* view;
+    size_t votes;
+    int64_t epoch;
+    size_t first;
+  };
+  std::vector<Named> named;
+  for (size_t i = 0; i < views.size(); ++i) {
+    const View& v = views[i];
+    if (v.kind != View::Kind::kNamed) continue;
+    auto same = std::find_if(named.begin(), named.end(), [&](const Named& x) {
+      return x.view->master.host == v.master.host && x.view->master.port == v.master.port;
+    });
+    if (same == named.end()) {
+      named.push_back({&v, 1, v.epoch, i});
+    } else {
+      ++same->votes;
+      same->epoch = std::max(same->epoch, v.epoch);
+    }
+  }
+  if (named.empty()) return Choice::kNone;
+  // A majority of the configured sentinels decides; a stale one alone cannot.
+  for (const Named& x : named) {
+    if (x.votes * 2 > views.size()) {
+      *winner = x.first;
+      return Choice::kChosen;
+    }
+  }
+  // Otherwise the newest configuration: a failover raises the epoch, and only a majority of
+  // the sentinels can authorize one. One address named, by however few, is no disagreement.
+  std::sort(named.begin(), named.end(),
+            [](const Named& a, const Named& b) { return a.epoch > b.epoch; });
+  if (named.size() == 1 || (named[0].epoch >= 0 && named[0].epoch > named[1].epoch)) {
+    *winner = named[0].first;
+    return Choice::kChosen;
+  }
+  std::string list;
+  for (const Named& x : named) {
+    if (!list.empty()) list += ", ";
+    list += x.view->master.describe() + " (" + std::to_string(x.votes) + " of " +
+            std::to_string(views.size()) + " sentinels, config epoch " +
+            (x.epoch >= 0 ? std::to_string(x.epoch) : std::string("unknown")) + ")";
+  }
+  *why = "the sentinels disagree on the master " + printable(config_.master_name, 80) +
+         " and no address has a majority of the " + std::to_string(views.size()) +
+         " configured or the highest config epoch: " + list;
+  return Choice::kSplit;
 }
 
 bool SentinelWatch::adopt(const Endpoint& found) {
@@ -127,6 +233,8 @@ void SentinelWatch::start() {
     case Answer::Unknown:
       throw Error(kInvalid, "no sentinel knows a master named " +
                                 printable(config_.master_name, 80) + ": " + why);
+    case Answer::Split:
+      throw Error(kConn, why);
     case Answer::Unreachable:
       throw Error(kConn, "no sentinel answered (" + std::to_string(config_.seeds.size()) +
                              " tried); last: " + why);
@@ -218,9 +326,11 @@ bool SentinelWatch::wait_for_switches(Connection& sub, Clock::time_point wake) {
   } catch (const Error&) {
     return false;
   }
+  // A switch announced by one sentinel is news to check, not to follow: that one may be
+  // stale or watch another deployment under the same name. The sentinels are asked soon.
   for (const Reply& r : replies) {
     Endpoint found;
-    if (switched_to(r, &found) && adopt(found)) tell_listeners();
+    if (switched_to(r, &found)) suspected_.store(true);
   }
   return true;
 }

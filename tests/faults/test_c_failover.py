@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import Optional
 
 import checkers
 import pytest
 import redis
-from harness import Case, SentinelDeployment, now_ns, run_every_kind, wait_until
+from harness import (
+    Case,
+    SentinelDeployment,
+    SentinelServer,
+    now_ns,
+    run_every_kind,
+    wait_until,
+)
 
 MS = 1_000_000
 
@@ -257,3 +265,53 @@ def test_sentinel_credentials_master_and_sentinels_of_their_own(case: Case):
         said = " ".join(bad.err).split(url, 1)[-1]
         assert all(w in said for w in words), (url, bad.err[-3:])
         assert "wrong-pw" not in said and "m-secret" not in said and "s-secret" not in said
+
+
+def _names(sentinel: SentinelServer, name: str) -> Optional[int]:
+    try:
+        reply = sentinel.conn().sentinel_get_master_addr_by_name(name)
+        return int(reply[1]) if reply else None
+    except redis.RedisError:
+        return None
+
+
+def test_sentinel_a_stale_sentinel_listed_first_does_not_choose_the_master(case: Case):
+    """A sentinel that still names an old master (one that still answers ROLE master, as a
+    partitioned old master does) is listed first in the URL: the client takes the address the
+    majority of the sentinels names, and keeps it through the watch's later rounds. With two
+    sentinels that disagree at the same config epoch the client refuses (RLOCK_ECONN naming
+    both addresses); once a failover raised the good ones' epoch, the newest configuration
+    wins."""
+    dep = SentinelDeployment(case)
+    old = case.redis()
+    stale = SentinelServer(case.root, old.port, dep.NAME, 1, 1000, 5000)
+    case.servers.append(stale)
+    good = [f"127.0.0.1:{s.port}" for s in dep.sentinels]
+    url = f"redis-sentinel://127.0.0.1:{stale.port},{','.join(good)}/{dep.NAME}"
+    holder = case.worker(
+        "hold", url, names="stale-first", counters=False, defer_acquire=1, wait_ms=0
+    )
+    for _ in range(2):
+        assert holder.ask("acquire")[1] == "0"
+        assert old.conn().exists("stale-first") == 0, "the client locked on the stale master"
+        assert dep.master.conn().exists("stale-first") == 1
+        assert holder.ask("release")[1] == "0"
+        time.sleep(2.5)  # the watch asks the sentinels again every 2 s
+
+    two = f"redis-sentinel://127.0.0.1:{stale.port},{good[0]}/{dep.NAME}"
+    split = case.worker("hold", two, names="split", counters=False)
+    assert split.wait(30) != 0, "a client chose between two sentinels of the same epoch"
+    said = " ".join(split.err).split(two, 1)[-1]
+    assert "-5 " in said and "disagree" in said, split.err[-3:]
+    assert f":{old.port} " in said and f":{dep.master.port} " in said, split.err[-3:]
+
+    dep.sentinels[0].conn().execute_command("SENTINEL", "FAILOVER", dep.NAME)
+    promoted = dep.replicas[0]
+    assert wait_until(
+        lambda: all(_names(s, dep.NAME) == promoted.port for s in dep.sentinels), 20, 0.1
+    ), "the failover did not reach every sentinel"
+    newest = case.worker("hold", two, names="epoch", counters=False, defer_acquire=1, wait_ms=0)
+    assert newest.ask("acquire")[1] == "0"
+    assert promoted.conn().exists("epoch") == 1
+    assert old.conn().exists("epoch") == 0, "the client followed the stale sentinel's epoch"
+
