@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <system_error>
@@ -61,7 +62,8 @@ int64_t config_epoch(const Reply& r) {
 
 }  // namespace
 
-SentinelWatch::SentinelWatch(const ClientConfig& config) : config_(config) {}
+SentinelWatch::SentinelWatch(const ClientConfig& config)
+    : config_(std::make_shared<const ClientConfig>(config)) {}
 
 SentinelWatch::~SentinelWatch() { stop(); }
 
@@ -74,12 +76,12 @@ void SentinelWatch::suspect() {
   if (!suspected_.exchange(true)) doorbell_.ring();
 }
 
-SentinelWatch::View SentinelWatch::ask_one(size_t index) const {
-  const Endpoint& sentinel = config_.seeds[index];
+SentinelWatch::View SentinelWatch::ask_one(const ClientConfig& config, size_t index) {
+  const Endpoint& sentinel = config.seeds[index];
   View view;
   try {
-    Connection conn(sentinel, config_.connect_timeout_ms, config_.command_timeout_ms);
-    Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", config_.master_name});
+    Connection conn(sentinel, config.connect_timeout_ms, config.command_timeout_ms);
+    Reply r = conn.command({"SENTINEL", "get-master-addr-by-name", config.master_name});
     if (r.is_error()) {
       // NOAUTH: it wants a password we did not give (sentinel_password).
       view.why = "sentinel " + sentinel.describe() + " answered: " + r.str;
@@ -92,15 +94,15 @@ SentinelWatch::View SentinelWatch::ask_one(size_t index) const {
         !parse_port(r.elements[1].str, &port)) {
       view.kind = View::Kind::kNoMaster;
       view.why = "sentinel " + sentinel.describe() + " does not know a master named " +
-                 printable(config_.master_name, 80);
+                 printable(config.master_name, 80);
       return view;
     }
     view.kind = View::Kind::kNamed;
-    view.master = config_.endpoint;
+    view.master = config.endpoint;
     view.master.host = r.elements[0].str;
     view.master.port = port;
     view.master.unix_path.clear();
-    view.epoch = config_epoch(conn.command({"SENTINEL", "master", config_.master_name}));
+    view.epoch = config_epoch(conn.command({"SENTINEL", "master", config.master_name}));
   } catch (const Error& e) {
     view.why = e.message();
     if (e.code() == kAuth || e.code() == kNoPerm) {
@@ -115,22 +117,63 @@ SentinelWatch::View SentinelWatch::ask_one(size_t index) const {
   return view;
 }
 
-std::vector<SentinelWatch::View> SentinelWatch::ask_all() const {
-  const size_t n = config_.seeds.size();
-  std::vector<View> views(n);
-  // All at once, so a silent sentinel costs one timeout, not one per sentinel.
-  std::vector<std::thread> helpers;
-  helpers.reserve(n);
-  for (size_t i = 1; i < n; ++i) {
-    try {
-      helpers.emplace_back([this, i, &views] { views[i] = ask_one(i); });
-    } catch (const std::system_error&) {
-      views[i] = ask_one(i);  // no thread to be had: ask it here
-    }
+// One round of asking: the askers' answers as they come, shared with askers that may still
+// be waiting on a silent sentinel after the round was decided.
+struct SentinelWatch::Round {
+  explicit Round(size_t n) : views(n), done(n, false) {}
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<View> views;
+  std::vector<bool> done;
+  size_t finished = 0;
+
+  void finish(size_t index, View view) {
+    std::lock_guard<std::mutex> lock(mutex);
+    views[index] = std::move(view);
+    done[index] = true;
+    ++finished;
+    changed.notify_all();
   }
-  if (n > 0) views[0] = ask_one(0);
-  for (std::thread& t : helpers) t.join();
-  return views;
+  // Whether more than half of all sentinels have named one address already.
+  bool majority_named() const {
+    for (size_t i = 0; i < views.size(); ++i) {
+      if (!done[i] || views[i].kind != View::Kind::kNamed) continue;
+      size_t votes = 0;
+      for (size_t j = 0; j < views.size(); ++j) {
+        if (done[j] && views[j].kind == View::Kind::kNamed &&
+            views[j].master.host == views[i].master.host &&
+            views[j].master.port == views[i].master.port) {
+          ++votes;
+        }
+      }
+      if (votes * 2 > views.size()) return true;
+    }
+    return false;
+  }
+};
+
+std::vector<SentinelWatch::View> SentinelWatch::ask_all() const {
+  const size_t n = config_->seeds.size();
+  auto round = std::make_shared<Round>(n);
+  // All at once, each on its own thread, so a silent sentinel costs one timeout, not one per
+  // sentinel; the round ends as soon as a majority agrees, and an asker still waiting then
+  // finishes alone (within its timeouts) on the shared round.
+  for (size_t i = 0; i < n; ++i) {
+    bool started = false;
+    if (n > 1) {
+      try {
+        std::thread([round, config = config_, i] {
+          round->finish(i, ask_one(*config, i));
+        }).detach();
+        started = true;
+      } catch (const std::system_error&) {
+      }
+    }
+    if (!started) round->finish(i, ask_one(*config_, i));  // one sentinel, or no thread left
+  }
+  std::unique_lock<std::mutex> lock(round->mutex);
+  round->changed.wait(lock, [&] { return round->finished == n || round->majority_named(); });
+  return round->views;  // those not done yet count as silent
 }
 
 SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
@@ -207,7 +250,7 @@ SentinelWatch::Choice SentinelWatch::choose(const std::vector<View>& views, size
             std::to_string(views.size()) + " sentinels, config epoch " +
             (x.epoch >= 0 ? std::to_string(x.epoch) : std::string("unknown")) + ")";
   }
-  *why = "the sentinels disagree on the master " + printable(config_.master_name, 80) +
+  *why = "the sentinels disagree on the master " + printable(config_->master_name, 80) +
          " and no address has a majority of the " + std::to_string(views.size()) +
          " configured or the highest config epoch: " + list;
   return Choice::kSplit;
@@ -232,11 +275,11 @@ void SentinelWatch::start() {
       break;
     case Answer::Unknown:
       throw Error(kInvalid, "no sentinel knows a master named " +
-                                printable(config_.master_name, 80) + ": " + why);
+                                printable(config_->master_name, 80) + ": " + why);
     case Answer::Split:
       throw Error(kConn, why);
     case Answer::Unreachable:
-      throw Error(kConn, "no sentinel answered (" + std::to_string(config_.seeds.size()) +
+      throw Error(kConn, "no sentinel answered (" + std::to_string(config_->seeds.size()) +
                              " tried); last: " + why);
     case Answer::Refused:
       throw Error(kAuth,
@@ -293,10 +336,10 @@ std::unique_ptr<Connection> SentinelWatch::subscribe_to_switches() {
     first = preferred_;
   }
   std::unique_ptr<Connection> sub;
-  for (size_t i = 0; i < config_.seeds.size() && !sub && !stop_.load(); ++i) {
+  for (size_t i = 0; i < config_->seeds.size() && !sub && !stop_.load(); ++i) {
     try {
-      sub = std::make_unique<Connection>(config_.seeds[(first + i) % config_.seeds.size()],
-                                         config_.connect_timeout_ms, config_.command_timeout_ms);
+      sub = std::make_unique<Connection>(config_->seeds[(first + i) % config_->seeds.size()],
+                                         config_->connect_timeout_ms, config_->command_timeout_ms);
       sub->send({"SUBSCRIBE", kSwitchChannel});
     } catch (const Error&) {
       sub.reset();
@@ -343,10 +386,10 @@ bool SentinelWatch::switched_to(const Reply& r, Endpoint* found) const {
   }
   std::vector<std::string> words = split_on_spaces(r.elements[2].str);
   int port = 0;
-  if (words.size() != 5 || words[0] != config_.master_name || !parse_port(words[4], &port)) {
+  if (words.size() != 5 || words[0] != config_->master_name || !parse_port(words[4], &port)) {
     return false;
   }
-  *found = config_.endpoint;
+  *found = config_->endpoint;
   found->host = words[3];
   found->port = port;
   found->unix_path.clear();

@@ -13,6 +13,7 @@ import pytest
 import redis
 from harness import (
     Case,
+    FaultProxy,
     NetnsPair,
     SentinelDeployment,
     SentinelServer,
@@ -271,7 +272,7 @@ def test_sentinel_credentials_master_and_sentinels_of_their_own(case: Case):
 def _names(sentinel: SentinelServer, name: str) -> Optional[int]:
     try:
         reply = sentinel.conn().sentinel_get_master_addr_by_name(name)
-        return int(reply[1]) if reply else None
+        return int(cast(Tuple[str, int], reply)[1]) if reply else None
     except redis.RedisError:
         return None
 
@@ -298,6 +299,18 @@ def test_sentinel_a_stale_sentinel_listed_first_does_not_choose_the_master(case:
         assert dep.master.conn().exists("stale-first") == 1
         assert holder.ask("release")[1] == "0"
         time.sleep(2.5)  # the watch asks the sentinels again every 2 s
+
+    # A sentinel that accepts the connection and never answers, listed first, does not hold
+    # the client up: the other three agree, and that is a majority of four.
+    silent = FaultProxy(case.root, dep.sentinels[0].port)
+    case.proxies.append(silent)
+    silent.set("all", {"name": "blackhole"})
+    url = f"redis-sentinel://127.0.0.1:{silent.port},{','.join(good)}/{dep.NAME}"
+    quick = case.worker("hold", url, names="silent", counters=False, command_timeout_ms=10000)
+    assert quick.expect("acquired", 20)[1] == "0"
+    took = time.monotonic() - quick.started
+    print(f"sentinel: created and acquired in {took * 1000:.0f} ms past a silent sentinel")
+    assert took < 10, "the client waited for the silent sentinel's 10 s timeout"
 
     two = f"redis-sentinel://127.0.0.1:{stale.port},{good[0]}/{dep.NAME}"
     split = case.worker("hold", two, names="split", counters=False)
@@ -379,7 +392,7 @@ def test_C3_partitioned_master_and_its_clients_stop_and_fencing_refuses_them(
     assert wait_until(ready, 20, 0.1), "the sentinels did not find each other"
     url = "redis-sentinel://" + ",".join(f"{b}:{s.port}" for s in sentinels) + "/" + name
     held, names = "c3-held", [f"c3-{i}" for i in range(2)]
-    common = dict(
+    common: Dict[str, Any] = dict(
         kind="fenced", lease_ms=-1, watchdog_lease_ms=LEASE_MS, counters=False,
         resource_url=resource.url,
     )  # fmt: skip
@@ -402,7 +415,7 @@ def test_C3_partitioned_master_and_its_clients_stop_and_fencing_refuses_them(
     def promoted() -> bool:
         try:
             addr = sentinels[0].conn().sentinel_get_master_addr_by_name(name)
-            return int(addr[1]) == replica.port
+            return int(cast(Tuple[str, int], addr)[1]) == replica.port
         except (redis.RedisError, TypeError):
             return False
 

@@ -89,7 +89,9 @@ class SentinelWatch final : public MasterSource {
   // majority of them names (else the one of the highest config epoch). Refused: every
   // sentinel reached refused our credentials. Split: they disagree with no way to decide.
   Answer ask(Endpoint* found, std::string* why);
-  View ask_one(size_t index) const;
+  static View ask_one(const ClientConfig& config, size_t index);
+  struct Round;
+  // Every sentinel's answer, or as many as it took a majority to agree.
   std::vector<View> ask_all() const;
   // Which of `views` names the master (kChosen, its index in `winner`), or why none does.
   Choice choose(const std::vector<View>& views, size_t* winner, std::string* why) const;
@@ -108,7 +110,8 @@ class SentinelWatch final : public MasterSource {
   // Whether `r` announces our master's move, to the address then put in `found`.
   bool switched_to(const Reply& r, Endpoint* found) const;
 
-  const ClientConfig config_;
+  // Shared with the threads that ask the sentinels, which may outlive a round.
+  const std::shared_ptr<const ClientConfig> config_;
   mutable std::mutex mutex_;
   Endpoint master_;
   std::atomic<uint64_t> generation_{0};
