@@ -102,7 +102,11 @@ SentinelWatch::View SentinelWatch::ask_one(const ClientConfig& config, size_t in
     view.master.host = r.elements[0].str;
     view.master.port = port;
     view.master.unix_path.clear();
-    view.epoch = config_epoch(conn.command({"SENTINEL", "master", config.master_name}));
+    try {
+      view.epoch = config_epoch(conn.command({"SENTINEL", "master", config.master_name}));
+    } catch (const Error&) {
+      // The address stands without its epoch (-1), which only breaks ties.
+    }
   } catch (const Error& e) {
     view.why = e.message();
     if (e.code() == kAuth || e.code() == kNoPerm) {
