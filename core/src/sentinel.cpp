@@ -25,6 +25,9 @@ using Clock = SteadyClock;
 constexpr auto kRefresh = std::chrono::milliseconds(2000);
 // The least time between two rounds of asking, however many commands fail meanwhile.
 constexpr auto kMinAskGap = std::chrono::milliseconds(100);
+// After a +switch-master, how long the sentinels are asked every kMinAskGap until a majority
+// names the announced address (the others learn of a failover a little after its leader).
+constexpr auto kChaseSwitch = std::chrono::milliseconds(5000);
 constexpr int64_t kMinBackoffMs = 50;
 constexpr int64_t kMaxBackoffMs = 1000;
 constexpr const char* kSwitchChannel = "+switch-master";
@@ -318,17 +321,19 @@ void SentinelWatch::run() {
     }
 
     Clock::time_point now = Clock::now();
-    const bool due = now >= next_ask || (suspected_.load() && now - last_ask >= kMinAskGap);
-    if (due) {
+    const bool eager = suspected_.load() || now < chase_until_;
+    if (now >= next_ask || (eager && now - last_ask >= kMinAskGap)) {
       suspected_.store(false);
       last_ask = now;
       next_ask = now + kRefresh;
       ask_again();
+      const Endpoint current = master();
+      if (current.host == announced_.host && current.port == announced_.port) chase_until_ = {};
       continue;
     }
 
     Clock::time_point wake = next_ask;
-    if (suspected_.load()) wake = std::min(wake, last_ask + kMinAskGap);
+    if (eager) wake = std::min(wake, last_ask + kMinAskGap);
     if (!wait_for_switches(*sub, wake)) sub.reset();
   }
 }
@@ -374,10 +379,15 @@ bool SentinelWatch::wait_for_switches(Connection& sub, Clock::time_point wake) {
     return false;
   }
   // A switch announced by one sentinel is news to check, not to follow: that one may be
-  // stale or watch another deployment under the same name. The sentinels are asked soon.
+  // stale or watch another deployment under the same name. The sentinels are asked soon, and
+  // again until a majority names the new address or kChaseSwitch passes.
   for (const Reply& r : replies) {
     Endpoint found;
-    if (switched_to(r, &found)) suspected_.store(true);
+    if (switched_to(r, &found)) {
+      announced_ = found;
+      chase_until_ = Clock::now() + kChaseSwitch;
+      suspected_.store(true);
+    }
   }
   return true;
 }

@@ -117,6 +117,10 @@ class SentinelWatch final : public MasterSource {
   std::atomic<uint64_t> generation_{0};
   size_t preferred_ = 0;  // index in config_.seeds of the sentinel that answered last
   std::atomic<bool> suspected_{false};
+  // The address the last +switch-master named, and until when to keep asking for it (both
+  // used on the watch thread only).
+  Endpoint announced_;
+  std::chrono::steady_clock::time_point chase_until_{};
   std::atomic<bool> stop_{false};
   std::vector<std::function<void()>> listeners_;
   std::thread thread_;
