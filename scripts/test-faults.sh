@@ -7,6 +7,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+# C3 partitions network namespaces with nftables rules.
+"$root/scripts/install-deps.sh" nftables iproute2
 venv=$root/build/venv
 if ! "$venv/bin/python" -c "import rlock, redis, pytest_timeout" 2>/dev/null; then
   "$root/scripts/test-python.sh" -q tests/python/test_wheel.py

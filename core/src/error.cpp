@@ -36,6 +36,9 @@ constexpr Known kLeading[] = {
     // Also BUSYKEY and BUSYGROUP, as before: no script of rlock's meets those.
     {"BUSY", RedisErrorKind::kBusy, kRedisBusy, true},
     {"READONLY", RedisErrorKind::kReadOnly, kReadOnly, false},
+    // min-replicas-to-write not met: like READONLY, this server takes no writes now (it may be
+    // the minority side of a partition, being failed over).
+    {"NOREPLICAS", RedisErrorKind::kNoReplicas, kReadOnly, false},
     {"NOPERM", RedisErrorKind::kNoPerm, kNoPerm, false},
     {"WRONGPASS", RedisErrorKind::kBadCredentials, kAuth, false},
     {"NOAUTH", RedisErrorKind::kNoAuth, kAuth, false},
@@ -107,6 +110,7 @@ RedisErrorKind kind_within(std::string_view reply) {
   // Redis < 7 wraps an error met inside a script: "ERR Error running script (call to f_...):
   // @user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value".
   if (contains(reply, "WRONGTYPE")) return RedisErrorKind::kWrongType;
+  if (contains(reply, "NOREPLICAS")) return RedisErrorKind::kNoReplicas;
   return RedisErrorKind::kOther;
 }
 
@@ -148,6 +152,7 @@ RedisError classify_redis_error(std::string_view reply) {
     out = {leading->kind, leading->code, leading->transient, {}};
   } else if (!classify_redirect(reply, &out)) {
     out.kind = kind_within(reply);
+    if (out.kind == RedisErrorKind::kNoReplicas) out.code = kReadOnly;
   }
   // The codes keep the precedence of the earlier code_for_redis_error: a password refusal
   // anywhere in the text outranks kRedis and kUnsupported.

@@ -256,9 +256,11 @@ void PipelinedTransport::run_noted(Request* requests, size_t count, const std::s
     if (e.code() == kConn || e.code() == kReadOnly) master_.suspect();
     throw;
   }
-  // A demoted master answers writes with READONLY: the sentinels know where the master went.
+  // A demoted master answers writes with READONLY, one cut off from its replicas with
+  // NOREPLICAS: the sentinels know where the master went, or soon will.
   for (size_t i = 0; i < count; ++i) {
-    if (requests[i].reply.error.kind == RedisErrorKind::kReadOnly) {
+    const RedisErrorKind kind = requests[i].reply.error.kind;
+    if (kind == RedisErrorKind::kReadOnly || kind == RedisErrorKind::kNoReplicas) {
       master_.suspect();
     }
   }

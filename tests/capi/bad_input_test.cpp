@@ -1079,6 +1079,15 @@ TEST_F(CapiBadInput, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
   // The same client works once the server is writable again.
   EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
   EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+
+  // A master short of min-replicas-to-write refuses writes with NOREPLICAS: the same code.
+  ASSERT_TRUE(admin.command({"CONFIG", "SET", "min-replicas-to-write", "1"}).is_status());
+  EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EREADONLY, "NOREPLICAS");
+  EXPECT_EQ(rlock_is_held(lock), 0);
+  ASSERT_TRUE(admin.command({"CONFIG", "SET", "min-replicas-to-write", "0"}).is_status());
+  EXPECT_FALSE(admin.exists(name));
+  EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+  EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
 }
 
 // Replica sync on a server with no replica: the master grants, WAIT confirms nothing, so the

@@ -46,6 +46,11 @@ TEST(RedisErrors, ConditionsCallersActOn) {
   const Case cases[] = {
       {"NOSCRIPT No matching script. Please use EVAL.", Kind::kNoScript, kRedis, false},
       {"READONLY You can't write against a read only replica.", Kind::kReadOnly, kReadOnly, false},
+      {"NOREPLICAS Not enough good replicas to write.", Kind::kNoReplicas, kReadOnly, false},
+      // Redis < 7 wraps it when a script's write meets it
+      {"ERR Error running script (call to f_0123456789abcdef0123456789abcdef01234567): "
+       "@user_script:1: NOREPLICAS Not enough good replicas to write.",
+       Kind::kNoReplicas, kReadOnly, false},
       {"OOM command not allowed when used memory > 'maxmemory'.", Kind::kOom, kRedisOom, false},
       {"NOPERM this user has no permissions to run the 'evalsha' command", Kind::kNoPerm, kNoPerm,
        false},

@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterator
 
 import pytest
-from harness import Case, worker_binary
+from harness import Case, NetnsPair, worker_binary
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -50,3 +51,23 @@ def case(seed: int) -> Iterator[Case]:
             print(f"kept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def netns() -> Iterator[NetnsPair]:
+    """Two fresh network namespaces joined by a veth pair, deleted afterwards (with the veth and
+    any nft rules in them) however the test ended. Request it before `case`, so the case's
+    processes stop first. Skipped only where a namespace cannot be made at all (not root)."""
+    pair = NetnsPair(f"f{os.getpid()}")
+    probe = subprocess.run(
+        ["ip", "netns", "add", pair.names["a"]], capture_output=True, text=True, timeout=10
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"`ip netns add` is impossible here: {probe.stderr.strip()}")
+    subprocess.run(["ip", "netns", "del", pair.names["a"]], capture_output=True, timeout=10)
+    if shutil.which("nft") is None:
+        pytest.fail("nft is not installed (scripts/test-faults.sh installs nftables)")
+    try:
+        yield pair.up()
+    finally:
+        pair.close()

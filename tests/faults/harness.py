@@ -4,6 +4,7 @@ that read the histories are in checkers.py."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import random
@@ -15,8 +16,9 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, TypedDict, Union, cast
+from typing import Any, Dict, Iterator, List, Optional, Tuple, TypedDict, Union, cast
 
 import redis
 
@@ -89,13 +91,140 @@ def now_ns() -> int:
     return time.monotonic_ns()  # CLOCK_MONOTONIC, the workers' clock too
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNET = 0x40000000
+
+
+@contextmanager
+def in_netns(name: str) -> Iterator[None]:
+    """Runs the block on this thread inside network namespace `name` (setns affects only the
+    calling thread): sockets made there stay there."""
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
+    target = os.open(f"/run/netns/{name}", os.O_RDONLY)
+    try:
+        if _LIBC.setns(target, _CLONE_NEWNET) != 0:
+            raise OSError(ctypes.get_errno(), f"setns into {name}")
+        yield
+    finally:
+        _LIBC.setns(own, _CLONE_NEWNET)
+        os.close(own)
+        os.close(target)
+
+
+def redis_conn(
+    host: str, port: int, timeout: float, password: str = "", netns: Optional[str] = None
+) -> redis.Redis:
+    """A redis-py client of host:port, connecting from inside `netns` if given."""
+    if netns is None:
+        return redis.Redis(
+            host=host,
+            port=port,
+            socket_timeout=timeout,
+            socket_connect_timeout=timeout,
+            password=password or None,
+        )
+    space = netns
+
+    class InNetns(redis.Connection):
+        def _connect(self):  # type: ignore[no-untyped-def]
+            with in_netns(space):
+                return super()._connect()
+
+    pool = redis.ConnectionPool(
+        connection_class=InNetns,
+        host=host,
+        port=port,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        password=password or None,
+    )
+    return redis.Redis(connection_pool=pool)
+
+
+class NetnsPair:
+    """Two network namespaces joined by a veth pair, side "a" (10.213.0.1) and side "b"
+    (10.213.0.2), each with its loopback up. partition() cuts a off from b with nft rules in a,
+    except for the ports given; close() deletes both namespaces (and so the veth and rules)."""
+
+    ADDRESS = {"a": "10.213.0.1", "b": "10.213.0.2"}
+
+    def __init__(self, tag: str) -> None:
+        self.names = {"a": f"rlock-{tag}-a", "b": f"rlock-{tag}-b"}
+        self.made: List[str] = []
+
+    def _ip(self, *args: str) -> None:
+        out = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=10)
+        if out.returncode != 0:
+            raise RuntimeError(f"ip {' '.join(args)}: {out.stderr.strip()}")
+
+    def up(self) -> "NetnsPair":
+        for name in self.names.values():
+            self._ip("netns", "add", name)
+            self.made.append(name)
+            self._ip("-n", name, "link", "set", "lo", "up")
+        a, b = self.names["a"], self.names["b"]
+        self._ip(
+            "link", "add", "rl-a", "netns", a, "type", "veth", "peer", "name", "rl-b", "netns", b
+        )
+        for side, name in self.names.items():
+            self._ip("-n", name, "addr", "add", self.ADDRESS[side] + "/24", "dev", "rl-" + side)
+            self._ip("-n", name, "link", "set", "rl-" + side, "up")
+        return self
+
+    def prefix(self, side: str) -> List[str]:
+        """The argv prefix that runs a program in `side`'s namespace."""
+        return ["ip", "netns", "exec", self.names[side]]
+
+    def partition(self, open_ports: List[int]) -> None:
+        """Drops every packet between a and b (both ways, filtered in a) except TCP to and
+        from `open_ports` on b."""
+        b = self.ADDRESS["b"]
+        ports = ", ".join(str(p) for p in open_ports)
+        rules = (
+            "table inet rlock_partition {\n"
+            "  chain out { type filter hook output priority 0;\n"
+            f"    ip daddr {b} tcp dport {{ {ports} }} accept; ip daddr {b} drop; }}\n"
+            "  chain in { type filter hook input priority 0;\n"
+            f"    ip saddr {b} tcp sport {{ {ports} }} accept; ip saddr {b} drop; }}\n"
+            "}\n"
+        )
+        out = subprocess.run(
+            self.prefix("a") + ["nft", "-f", "-"], input=rules, capture_output=True, text=True
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"nft: {out.stderr.strip()}")
+
+    def heal(self) -> None:
+        subprocess.run(
+            self.prefix("a") + ["nft", "delete", "table", "inet", "rlock_partition"],
+            capture_output=True,
+            timeout=10,
+        )
+
+    def close(self) -> None:
+        for name in reversed(self.made):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, timeout=10)
+        self.made = []
+
+
 class RedisServer:
     """A redis-server on a loopback port with a directory of its own; it can be killed,
     paused and restarted on the same port."""
 
-    def __init__(self, root: Path, *config: str) -> None:
-        self.port = free_port()
-        self.dir = root / f"redis-{self.port}"
+    def __init__(
+        self,
+        root: Path,
+        *config: str,
+        netns: Optional[NetnsPair] = None,
+        side: str = "",
+        port: int = 0,
+    ) -> None:
+        """In `netns`'s namespace `side` on `port` when given (its address there), else on a
+        free port of 127.0.0.1."""
+        self.netns, self.side = netns, side
+        self.host = netns.ADDRESS[side] if netns is not None else "127.0.0.1"
+        self.port = port or free_port()
+        self.dir = root / f"redis-{side}{self.port}"
         self.dir.mkdir(parents=True)
         self.config = list(config)
         self.proc: Optional[subprocess.Popen] = None
@@ -106,26 +235,32 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
+        return f"redis://{self.host}:{self.port}"
 
     def start(self) -> "RedisServer":
-        args = [
-            "redis-server",
-            "--port",
-            str(self.port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(self.dir),
-            "--maxclients",
-            "4000",
-            "--enable-debug-command",
-            "local",
-        ] + self.config
+        args = (
+            (self.netns.prefix(self.side) if self.netns is not None else [])
+            + [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                self.host,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+                "--maxclients",
+                "4000",
+                "--enable-debug-command",
+                "local",
+            ]
+            # Clients come from the namespace's own address, not loopback.
+            + (["--protected-mode", "no"] if self.netns is not None else [])
+            + self.config
+        )
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -139,12 +274,8 @@ class RedisServer:
         raise RuntimeError(f"redis-server did not start on port {self.port}")
 
     def conn(self, timeout: float = 5.0) -> redis.Redis:
-        return redis.Redis(
-            port=self.port,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            password=self.password or None,
-        )
+        netns = self.netns.names[self.side] if self.netns is not None else None
+        return redis_conn(self.host, self.port, timeout, self.password, netns)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -337,8 +468,10 @@ class Case:
         self.proxies: List[FaultProxy] = []
         self.workers: List[Worker] = []
 
-    def redis(self, *config: str) -> RedisServer:
-        server = RedisServer(self.root, *config)
+    def redis(
+        self, *config: str, netns: Optional[NetnsPair] = None, side: str = "", port: int = 0
+    ) -> RedisServer:
+        server = RedisServer(self.root, *config, netns=netns, side=side, port=port)
         self.servers.append(server)
         return server.start()
 
@@ -354,12 +487,14 @@ class Case:
         *,
         lang: str = "c",
         counters: bool = True,
+        netns: Optional[NetnsPair] = None,
+        side: str = "",
         **options,
     ) -> Worker:
         """A worker of `mode` ("loop" or "hold") on the C library, or ("loop" only) on the
-        Python or Go binding (`lang`); options become --key value (underscores to dashes;
-        lists are joined with commas)."""
-        argv = {
+        Python or Go binding (`lang`), in `netns`'s namespace `side` if given; options become
+        --key value (underscores to dashes; lists are joined with commas)."""
+        argv = (netns.prefix(side) if netns is not None else []) + {
             "c": lambda: [worker_binary()],
             "python": lambda: [sys.executable, str(PY_WORKER)],
             "go": lambda: [go_worker_binary()],
@@ -490,15 +625,23 @@ class SentinelServer:
         failover_timeout_ms: int,
         master_password: str = "",
         password: str = "",
+        netns: Optional[NetnsPair] = None,
+        side: str = "",
+        port: int = 0,
+        master_host: str = "127.0.0.1",
     ) -> None:
+        """In `netns`'s namespace `side` on `port` when given, else on 127.0.0.1."""
         self.password = password
-        self.port = free_port()
-        self.dir = root / f"sentinel-{self.port}"
+        self.netns, self.side = netns, side
+        self.host = netns.ADDRESS[side] if netns is not None else "127.0.0.1"
+        self.port = port or free_port()
+        self.dir = root / f"sentinel-{side}{self.port}"
         self.dir.mkdir(parents=True)
         conf = self.dir / "sentinel.conf"
         conf.write_text(
-            f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
-            f"sentinel monitor {name} 127.0.0.1 {master_port} {quorum}\n"
+            f"port {self.port}\nbind {self.host}\ndir {self.dir}\n"
+            + ("protected-mode no\n" if netns is not None else "")
+            + f"sentinel monitor {name} {master_host} {master_port} {quorum}\n"
             f"sentinel down-after-milliseconds {name} {down_after_ms}\n"
             f"sentinel failover-timeout {name} {failover_timeout_ms}\n"
             f"sentinel parallel-syncs {name} 1\n"
@@ -506,7 +649,8 @@ class SentinelServer:
             + (f"requirepass {password}\nsentinel sentinel-pass {password}\n" if password else "")
         )
         self.proc = subprocess.Popen(
-            ["redis-server", str(conf), "--sentinel"],
+            (netns.prefix(side) if netns is not None else [])
+            + ["redis-server", str(conf), "--sentinel"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
         )
@@ -520,12 +664,8 @@ class SentinelServer:
             return False
 
     def conn(self) -> redis.Redis:
-        return redis.Redis(
-            port=self.port,
-            socket_timeout=2,
-            socket_connect_timeout=2,
-            password=self.password or None,
-        )
+        netns = self.netns.names[self.side] if self.netns is not None else None
+        return redis_conn(self.host, self.port, 2, self.password, netns)
 
     def stop(self) -> None:
         if self.proc.poll() is None:

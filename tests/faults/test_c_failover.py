@@ -6,11 +6,21 @@ from __future__ import annotations
 
 import signal
 import time
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 import checkers
 import pytest
 import redis
-from harness import Case, SentinelDeployment, now_ns, run_every_kind, wait_until
+from harness import (
+    Case,
+    FaultProxy,
+    NetnsPair,
+    SentinelDeployment,
+    SentinelServer,
+    now_ns,
+    run_every_kind,
+    wait_until,
+)
 
 MS = 1_000_000
 
@@ -257,3 +267,204 @@ def test_sentinel_credentials_master_and_sentinels_of_their_own(case: Case):
         said = " ".join(bad.err).split(url, 1)[-1]
         assert all(w in said for w in words), (url, bad.err[-3:])
         assert "wrong-pw" not in said and "m-secret" not in said and "s-secret" not in said
+
+
+def _names(sentinel: SentinelServer, name: str) -> Optional[int]:
+    try:
+        reply = sentinel.conn().sentinel_get_master_addr_by_name(name)
+        return int(cast(Tuple[str, int], reply)[1]) if reply else None
+    except redis.RedisError:
+        return None
+
+
+def test_sentinel_a_stale_sentinel_listed_first_does_not_choose_the_master(case: Case):
+    """A sentinel that still names an old master (one that still answers ROLE master, as a
+    partitioned old master does) is listed first in the URL: the client takes the address the
+    majority of the sentinels names, and keeps it through the watch's later rounds. With two
+    sentinels that disagree at the same config epoch the client refuses (RLOCK_ECONN naming
+    both addresses); once a failover raised the good ones' epoch, the newest configuration
+    wins."""
+    dep = SentinelDeployment(case)
+    old = case.redis()
+    stale = SentinelServer(case.root, old.port, dep.NAME, 1, 1000, 5000)
+    case.servers.append(stale)
+    good = [f"127.0.0.1:{s.port}" for s in dep.sentinels]
+    url = f"redis-sentinel://127.0.0.1:{stale.port},{','.join(good)}/{dep.NAME}"
+    holder = case.worker(
+        "hold", url, names="stale-first", counters=False, defer_acquire=1, wait_ms=0
+    )
+    for _ in range(2):
+        assert holder.ask("acquire")[1] == "0"
+        assert old.conn().exists("stale-first") == 0, "the client locked on the stale master"
+        assert dep.master.conn().exists("stale-first") == 1
+        assert holder.ask("release")[1] == "0"
+        time.sleep(2.5)  # the watch asks the sentinels again every 2 s
+
+    # A sentinel that accepts the connection and never answers, listed first, does not hold
+    # the client up: the other three agree, and that is a majority of four.
+    silent = FaultProxy(case.root, dep.sentinels[0].port)
+    case.proxies.append(silent)
+    silent.set("all", {"name": "blackhole"})
+    url = f"redis-sentinel://127.0.0.1:{silent.port},{','.join(good)}/{dep.NAME}"
+    quick = case.worker("hold", url, names="silent", counters=False, command_timeout_ms=10000)
+    assert quick.expect("acquired", 20)[1] == "0"
+    took = time.monotonic() - quick.started
+    print(f"sentinel: created and acquired in {took * 1000:.0f} ms past a silent sentinel")
+    assert took < 10, "the client waited for the silent sentinel's 10 s timeout"
+
+    two = f"redis-sentinel://127.0.0.1:{stale.port},{good[0]}/{dep.NAME}"
+    split = case.worker("hold", two, names="split", counters=False)
+    assert split.wait(30) != 0, "a client chose between two sentinels of the same epoch"
+    said = " ".join(split.err).split(two, 1)[-1]
+    assert "-5 " in said and "disagree" in said, split.err[-3:]
+    assert f":{old.port} " in said and f":{dep.master.port} " in said, split.err[-3:]
+
+    dep.sentinels[0].conn().execute_command("SENTINEL", "FAILOVER", dep.NAME)
+    promoted = dep.replicas[0]
+    assert wait_until(
+        lambda: all(_names(s, dep.NAME) == promoted.port for s in dep.sentinels), 20, 0.1
+    ), "the failover did not reach every sentinel"
+    newest = case.worker("hold", two, names="epoch", counters=False, defer_acquire=1, wait_ms=0)
+    assert newest.ask("acquire")[1] == "0"
+    assert promoted.conn().exists("epoch") == 1
+    assert old.conn().exists("epoch") == 0, "the client followed the stale sentinel's epoch"
+
+
+# The sentinels wait this long before they call the cut-off master down: well above the 1-3 s
+# that min-replicas-max-lag 1 takes to stop its writes (the lag is counted in whole seconds
+# and checked once a second), so the old side stops before the new side starts.
+C3_DOWN_AFTER_MS = 3000
+
+
+def _acquires(h: checkers.History, pid: int, since: int) -> List[Tuple[int, int]]:
+    """(call, rc) of each acquire by worker `pid` that began after `since`."""
+    return [
+        (call, rc)
+        for op, owner, call, _, rc in h.calls
+        if op == "acq" and int(owner.split(".")[0]) == pid and call > since
+    ]
+
+
+@pytest.mark.parametrize("min_replicas", [True, False], ids=["min-replicas", "none"])
+def test_C3_partitioned_master_and_its_clients_stop_and_fencing_refuses_them(
+    netns: NetnsPair, case: Case, min_replicas: bool
+):
+    """Namespace a holds the master and its clients, namespace b the replica, three sentinels
+    and the fenced resource; nft in a cuts a off from b except the resource's port. Side a
+    grants nothing after the cut (replica sync, the Sentinel default, refuses what the replica
+    did not confirm). With `min-replicas-to-write 1` the master also refuses writes
+    (NOREPLICAS: RLOCK_EREADONLY), so the old holder's renewals fail and it reports the loss.
+    The sentinels promote the replica, a new holder there gets the lock with a higher token,
+    and the resource refuses the old holder. Without the option the old holder renews on the
+    cut-off master and still holds: the overlap checker flags the double grant and fencing
+    keeps the resource safe (FAULTS.md C3)."""
+    a, b = netns.ADDRESS["a"], netns.ADDRESS["b"]
+    sync = ["--repl-diskless-sync-delay", "0"]
+    limits = ["--min-replicas-to-write", "1", "--min-replicas-max-lag", "1"]
+    master = case.redis(*sync, *(limits if min_replicas else []), netns=netns, side="a", port=6379)
+    replica = case.redis(*sync, "--replicaof", a, "6379", netns=netns, side="b", port=6380)
+    resource = case.redis(netns=netns, side="b", port=7000)
+    assert wait_until(
+        lambda: master.conn().info("replication")["connected_slaves"] == 1, 10, 0.05
+    ), "the replica did not connect"
+    name = SentinelDeployment.NAME
+    sentinels = [
+        SentinelServer(
+            case.root,
+            6379,
+            name,
+            2,
+            C3_DOWN_AFTER_MS,
+            5000,
+            netns=netns,
+            side="b",
+            port=26379 + i,
+            master_host=a,
+        )  # fmt: skip
+        for i in range(3)
+    ]
+    case.servers.extend(sentinels)
+
+    def ready() -> bool:
+        infos = [cast(Dict[str, Any], s.conn().sentinel_master(name)) for s in sentinels]
+        return all(i["num-other-sentinels"] == 2 and i["num-slaves"] == 1 for i in infos)
+
+    assert wait_until(ready, 20, 0.1), "the sentinels did not find each other"
+    url = "redis-sentinel://" + ",".join(f"{b}:{s.port}" for s in sentinels) + "/" + name
+    held, names = "c3-held", [f"c3-{i}" for i in range(2)]
+    common: Dict[str, Any] = dict(
+        kind="fenced", lease_ms=-1, watchdog_lease_ms=LEASE_MS, counters=False,
+        resource_url=resource.url,
+    )  # fmt: skip
+    old = case.worker("hold", url, names=held, netns=netns, side="a", **common)
+    fields = old.expect("acquired")
+    assert fields[1] == "0", old.err[-3:]
+    old_token = int(fields[2])
+    assert old.ask("write")[1] == "1"
+    minority = case.worker(
+        "loop", url, names=names, threads=2, wait_ms=500, hold_us=500, duration_ms=60000,
+        netns=netns, side="a", **common,
+    )  # fmt: skip
+    assert wait_until(
+        lambda: len(_acquires(checkers.read_history(case.log), minority.pid, 0)) >= 100, 20, 0.05
+    ), minority.err[-3:]
+
+    netns.partition([resource.port])
+    partitioned = now_ns()
+
+    def promoted() -> bool:
+        try:
+            addr = sentinels[0].conn().sentinel_get_master_addr_by_name(name)
+            return int(cast(Tuple[str, int], addr)[1]) == replica.port
+        except (redis.RedisError, TypeError):
+            return False
+
+    assert wait_until(promoted, 20, 0.05), "the sentinels did not promote the replica"
+    switched = now_ns()
+    new = case.worker("hold", url, names=held, wait_ms=20000, netns=netns, side="b", **common)
+    majority = case.worker(
+        "loop", url, names=names, threads=2, wait_ms=5000, hold_us=500, duration_ms=60000,
+        netns=netns, side="b", **common,
+    )  # fmt: skip
+    fields = new.expect("acquired", 20)
+    assert fields[1] == "0", new.err[-3:]
+    assert int(fields[2]) > old_token, "the new holder's token is not above the old holder's"
+    assert new.ask("write")[1] == "1"
+    assert old.ask("write")[1] == "0", "the resource accepted the old holder's write"
+    if min_replicas:
+        lost_at = int(old.expect("lost", 10)[2])
+        print(
+            f"C3: the old holder reported the loss "
+            f"{(lost_at - partitioned) / MS:.0f} ms after the partition"
+        )
+        assert old.ask("held")[1] == "0"
+    else:
+        assert old.ask("held")[1] == "1"  # it still renews on the cut-off master
+    time.sleep(2)
+    for w in (minority, majority):
+        w.signal(signal.SIGTERM)
+    for w in (minority, majority):
+        assert w.wait(30) == 0, w.err[-5:]
+
+    h = checkers.read_history(case.log)
+    late = _acquires(h, minority.pid, partitioned)
+    codes = {rc: sum(1 for _, x in late if x == rc) for rc in sorted({rc for _, rc in late})}
+    refusals = [call for call, rc in late if rc == -19]
+    first_new = min(x.start for x in h.holds if x.pid in (new.pid, majority.pid))
+    print(
+        f"C3 ({'with' if min_replicas else 'without'} min-replicas): promoted "
+        f"{(switched - partitioned) / MS:.0f} ms after the partition; side a's acquires after "
+        f"it by code {codes}, first NOREPLICAS at "
+        f"{(min(refusals) - partitioned) / MS if refusals else -1:.0f} ms; first grant on "
+        f"side b at {(first_new - partitioned) / MS:.0f} ms"
+    )
+    assert late and 0 not in codes, "side a granted a lock after the partition"
+    assert checkers.fencing(h).violations == []
+    # Every owner but the old holder: no overlap, no release past another's acquire.
+    others = checkers.History(holds=[x for x in h.holds if x.pid != old.pid])
+    assert checkers.overlaps(others) == [] and checkers.mutex_history(others) == []
+    if min_replicas:
+        assert refusals and min(refusals) < first_new, "side a took writes after side b began"
+    else:
+        assert -19 not in codes
+        assert checkers.overlaps(h), "the old holder, still holding with the new one, not flagged"

@@ -63,6 +63,7 @@ enum class RedisErrorKind : uint8_t {
   kMoved,            // MOVED <slot> <host>:<port>
   kAsk,              // ASK <slot> <host>:<port>
   kReadOnly,         // READONLY: a replica refused a write
+  kNoReplicas,       // NOREPLICAS: a master short of min-replicas-to-write refused a write
   kNoScript,         // NOSCRIPT: EVALSHA of a script the server does not have
   kWrongType,        // WRONGTYPE: the key exists and is not of the script's type
   kNoPerm,           // NOPERM: the ACL user may not do this

@@ -1,9 +1,11 @@
 // Where the master is: fixed for a lone server, followed through the sentinels otherwise.
 //
-// SentinelWatch asks the sentinels for the master's address at start, then keeps one
-// subscription to "+switch-master" on one sentinel (moving to the next when it fails), asks
-// again after every reconnect (a switch may have been missed meanwhile), every few seconds,
-// and soon after a command failed on the master (connection lost, READONLY). When the address
+// SentinelWatch asks every sentinel for the master's address at start and follows the address
+// a majority of them names (one stale sentinel must not send the client to an old master). It
+// keeps one subscription to "+switch-master" on one sentinel (moving to the next when it
+// fails) and asks them all again soon after a switch is announced there, after every
+// reconnect (a switch may have been missed meanwhile), every few seconds, and soon after a
+// command failed on the master (connection lost, READONLY). When the address
 // changes it tells its listeners (the transport and the subscriber drop their connections and
 // reconnect to the new master).
 #pragma once
@@ -58,8 +60,9 @@ class SentinelWatch final : public MasterSource {
   explicit SentinelWatch(const ClientConfig& config);
   ~SentinelWatch() override;
 
-  // Finds the master and starts following it. Throws Error(kConn) when no sentinel answers,
-  // Error(kInvalid) when every sentinel that answered does not know the master name.
+  // Finds the master and starts following it. Throws Error(kConn) when no sentinel answers or
+  // they disagree with no majority or newest epoch, Error(kInvalid) when every sentinel that
+  // answered does not know the master name.
   void start();
   // Called on the watch thread after every change of master. Set before start().
   void add_listener(std::function<void()> fn) { listeners_.push_back(std::move(fn)); }
@@ -71,10 +74,27 @@ class SentinelWatch final : public MasterSource {
   bool check_role() const override { return true; }
 
  private:
-  enum class Answer { Found, Unknown, Unreachable, Refused };
-  // Asks the sentinels in turn (the last one that answered first) for the master's address.
-  // Refused: every sentinel reached refused our credentials.
+  enum class Answer { Found, Unknown, Unreachable, Refused, Split };
+  // What one sentinel said: nothing (kSilent: unreachable), a refusal of our credentials, an
+  // error, that it knows no such master, or the master's address and its config epoch.
+  struct View {
+    enum class Kind { kSilent, kRefused, kFailed, kNoMaster, kNamed };
+    Kind kind = Kind::kSilent;
+    Endpoint master;
+    int64_t epoch = -1;  // from SENTINEL MASTER; -1 when it did not say
+    std::string why;
+  };
+  enum class Choice { kNone, kChosen, kSplit };
+  // Asks every configured sentinel, all at once, for the master's address and takes the one a
+  // majority of them names (else the one of the highest config epoch). Refused: every
+  // sentinel reached refused our credentials. Split: they disagree with no way to decide.
   Answer ask(Endpoint* found, std::string* why);
+  static View ask_one(const ClientConfig& config, size_t index);
+  struct Round;
+  // Every sentinel's answer, or as many as it took a majority to agree.
+  std::vector<View> ask_all() const;
+  // Which of `views` names the master (kChosen, its index in `winner`), or why none does.
+  Choice choose(const std::vector<View>& views, size_t* winner, std::string* why) const;
   // Takes `found` as the master; true if it changed.
   bool adopt(const Endpoint& found);
   void run();
@@ -90,12 +110,17 @@ class SentinelWatch final : public MasterSource {
   // Whether `r` announces our master's move, to the address then put in `found`.
   bool switched_to(const Reply& r, Endpoint* found) const;
 
-  const ClientConfig config_;
+  // Shared with the threads that ask the sentinels, which may outlive a round.
+  const std::shared_ptr<const ClientConfig> config_;
   mutable std::mutex mutex_;
   Endpoint master_;
   std::atomic<uint64_t> generation_{0};
   size_t preferred_ = 0;  // index in config_.seeds of the sentinel that answered last
   std::atomic<bool> suspected_{false};
+  // The address the last +switch-master named, and until when to keep asking for it (both
+  // used on the watch thread only).
+  Endpoint announced_;
+  std::chrono::steady_clock::time_point chase_until_{};
   std::atomic<bool> stop_{false};
   std::vector<std::function<void()>> listeners_;
   std::thread thread_;
