@@ -368,7 +368,7 @@ void Holds::renew_loop() {
     if (cleanup_round_) {
       cleanup_round_ = false;
       lock.unlock();
-      run_cleanups(Clock::now() + ms(config_.command_timeout_ms), false);
+      run_cleanups(Clock::now() + ms(config_.command_timeout_ms));
       lock.lock();
       continue;
     }
@@ -473,18 +473,15 @@ bool cleanup_over(const Reply& r) { return !(r.is_error() && r.error.transient);
 
 }  // namespace
 
-bool Holds::add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup) {
+void Holds::add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup) {
   std::lock_guard<std::mutex> lock(mutex_);
   cleanups_[Key{name, owner}].push_back(std::move(cleanup));
   cleanup_count_.fetch_add(1);
-  // The caller starts a round at once on a library thread; the renewer comes back to what
-  // that round could not finish.
-  cleanup_due_ = std::min(cleanup_due_, Clock::now() + kCleanupRetry);
+  // A round at once on the renewer thread, which comes back to what it could not finish. (Not
+  // on the engine's threads: a process whose waits all block would start them just for this.)
+  cleanup_due_ = Clock::now();
   start_locked();
   wake_.notify_all();
-  const bool ask = !round_asked_;
-  round_asked_ = true;
-  return ask;
 }
 
 void Holds::settle(const std::string& name, const std::string& owner, Clock::time_point deadline) {
@@ -552,7 +549,7 @@ void Holds::end_settling_locked(const Key& key, size_t done) {
   }
 }
 
-void Holds::run_cleanups(Clock::time_point deadline, bool asked) {
+void Holds::run_cleanups(Clock::time_point deadline) {
   struct Batch {
     std::vector<std::pair<Key, size_t>> keys;  // each key with how many of its cleanups
     std::vector<Cleanup> cleanups;
@@ -560,7 +557,6 @@ void Holds::run_cleanups(Clock::time_point deadline, bool asked) {
   std::map<int, Batch> batches;  // by slot in a cluster: one script call may touch one slot
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (asked) round_asked_ = false;
     for (const auto& [key, queue] : cleanups_) {
       if (!settling_.insert(key).second) continue;  // a caller is settling it
       Batch& b = batches[config_.topology == Topology::Cluster ? key_slot(key.first) : 0];

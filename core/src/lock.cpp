@@ -251,9 +251,7 @@ void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_
 }
 
 void Lock::clean_up_later(const std::string& owner, const kinds::Call& call) {
-  if (client_->holds().add_cleanup(name_, owner, {call.script, call.keys, call.argv})) {
-    settle_in_background();
-  }
+  client_->holds().add_cleanup(name_, owner, {call.script, call.keys, call.argv});
 }
 
 int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {

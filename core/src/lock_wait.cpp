@@ -395,19 +395,6 @@ int Lock::run_async(std::function<int()> body, Completion done) {
   return kOk;
 }
 
-void Lock::settle_in_background() {
-  auto task = std::make_shared<OneStep>(client_->engine_ptr(), [client = client_] {
-    if (client->closed()) return;  // what is left expires by its lease
-    try {
-      client->holds().run_cleanups(client->transport().deadline_from_now(), true);
-    } catch (const std::bad_alloc&) {
-      // The renewer's next round tries again.
-    }
-  });
-  // A stopped engine (the client closing) leaves it to the renewer, or to the key's lease.
-  client_->engine().start(task);
-}
-
 int Lock::release_async(int64_t thread_id, Completion done) {
   const int64_t owner = resolve_thread(thread_id);  // the caller's thread, not the library's
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");

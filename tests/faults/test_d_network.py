@@ -131,7 +131,9 @@ def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
     lost_replies = sum(1 for op, _, _, _, rc in h.calls if op == "acq" and rc == -5)
     print(f"D2: {lost_replies} acquires lost their reply; the oldest key lived {oldest_ms:.0f} ms")
     assert lost_replies >= 1000
-    assert oldest_ms <= 200 + 250, "an acquire whose reply was lost left its key behind"
+    # The undo is the caller's no longer (its time is up): the renewer sends it with the next
+    # round of clean-ups, which may wait for the round in flight: two timeouts at most.
+    assert oldest_ms <= 2 * 200 + 250, "an acquire whose reply was lost left its key behind"
     assert wait_until(lambda: not checkers.library_keys(conn), 1), checkers.library_keys(conn)[:5]
 
 

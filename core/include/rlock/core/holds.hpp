@@ -123,18 +123,12 @@ class Holds {
     std::vector<std::string> keys;
     std::vector<std::string> argv;
   };
-  // Returns true when the caller should start a background round (run_cleanups): none is
-  // queued yet.
-  bool add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup);
+  void add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup);
   // Runs the owner's pending cleanups of `name` on this thread, in order, waiting until
   // `deadline` at most (also for a round that is running them). Throws Error(kConn) when they
   // could not all finish. Costs one atomic load when none is pending.
   void settle(const std::string& name, const std::string& owner,
               std::chrono::steady_clock::time_point deadline);
-  // A background round: every pending cleanup no caller is settling, pipelined (one round trip
-  // per slot in a cluster), waiting until `deadline`. What fails stays for the renewer's next
-  // round. `asked`: the round add_cleanup asked for.
-  void run_cleanups(std::chrono::steady_clock::time_point deadline, bool asked);
   size_t cleanups_pending() const { return cleanup_count_.load(); }
 
  private:
@@ -175,6 +169,9 @@ class Holds {
   void renew_loop();
   // Hands the renewer a round of pending cleanups when one is due.
   void start_cleanup_round_locked(Clock::time_point now);
+  // The renewer's round: every pending cleanup no caller is settling, pipelined (one round trip
+  // per slot in a cluster), waiting until `deadline`. What fails waits for the next round.
+  void run_cleanups(Clock::time_point deadline);
   // Runs the key's cleanups until `deadline`; the caller marked the key settling. False when
   // one failed (it stays pending).
   bool run_cleanups_of(const Key& key, Clock::time_point deadline);
@@ -212,7 +209,6 @@ class Holds {
   // next tries them (max() while none waits for it).
   std::map<Key, std::deque<Cleanup>> cleanups_;
   std::set<Key> settling_;
-  bool round_asked_ = false;  // a background round is queued
   std::condition_variable settled_;
   std::atomic<size_t> cleanup_count_{0};
   Clock::time_point cleanup_due_ = Clock::time_point::max();

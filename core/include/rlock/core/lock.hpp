@@ -162,7 +162,6 @@ class Lock : public std::enable_shared_from_this<Lock> {
   // A script whose outcome is unknown (its reply was lost) runs again before this owner's next
   // acquire, and at once in the background (Holds::add_cleanup).
   void clean_up_later(const std::string& owner, const kinds::Call& call);
-  void settle_in_background();
   int check_open() const;
   // The outcome of a release/extend the server refused because `owner` holds no field.
   int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
