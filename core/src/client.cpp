@@ -273,6 +273,8 @@ void Client::close() {
   }
   engine_->stop();
   std::unique_lock<std::shared_mutex> no_acquire_in_flight(acquire_gate_);
+  // One last round of what calls left unknown (undos, releases), within the command timeout.
+  if (holds_.cleanups_pending() > 0) holds_.run_cleanups(transport_->deadline_from_now());
   // Best effort: free what we still hold so others need not wait for the leases.
   for (const Holds::Active& hold : holds_.active()) {
     try {

@@ -17,6 +17,16 @@ constexpr int kPipelineDepth = 4;
 // shorter than the time it takes to wake a sleeping thread.
 constexpr int64_t kSpinUs = 100;
 
+// A connection whose oldest reply is this overdue (a lost request, a paused server, a stuck
+// background round) gets no new callers while another can take them: they would share its fate.
+constexpr int64_t kOverdueNs = 100'000'000;
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 void check_master_role(Connection& conn, const Endpoint& where) {
@@ -55,7 +65,8 @@ struct PipelinedTransport::Pipe {
   std::string outgoing;              // their commands not yet written
   bool writing = false;
   bool reading = false;
-  std::atomic<int> load{0};  // queue.size(), read without the mutex when picking a pipe
+  std::atomic<int> load{0};             // queue.size(), read without the mutex when picking a pipe
+  std::atomic<int64_t> progress_ns{0};  // the last reply read, or the queue's start when later
 };
 
 PipelinedTransport::PipelinedTransport(const ClientConfig& config)
@@ -101,14 +112,21 @@ void PipelinedTransport::reconnect() {
 }
 
 PipelinedTransport::Pipe& PipelinedTransport::pick() {
-  // The first pipe with room, so that light load stays on one connection and batches there.
-  Pipe* least = pipes_[0].get();
+  // The first pipe with room, so that light load stays on one connection and batches there;
+  // none whose reply is overdue unless every pipe's is.
+  const int64_t now = steady_ns();
+  Pipe* least = nullptr;
+  Pipe* least_overdue = pipes_[0].get();
   for (auto& p : pipes_) {
-    int load = p->load.load(std::memory_order_relaxed);
+    const int load = p->load.load(std::memory_order_relaxed);
+    if (load > 0 && now - p->progress_ns.load(std::memory_order_relaxed) > kOverdueNs) {
+      if (load < least_overdue->load.load(std::memory_order_relaxed)) least_overdue = p.get();
+      continue;
+    }
     if (load < kPipelineDepth) return *p;
-    if (load < least->load.load(std::memory_order_relaxed)) least = p.get();
+    if (least == nullptr || load < least->load.load(std::memory_order_relaxed)) least = p.get();
   }
-  return *least;
+  return least != nullptr ? *least : *least_overdue;
 }
 
 void PipelinedTransport::fail_all_locked(Pipe& pipe, int code, const std::string& message) {
@@ -195,6 +213,7 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
       if (pipe.conn != conn) break;  // failed meanwhile: every request on it was failed
       Request* first = pipe.queue.front();
       pipe.queue.pop_front();
+      pipe.progress_ns.store(steady_ns(), std::memory_order_relaxed);
       pipe.load.fetch_sub(1, std::memory_order_relaxed);
       first->reply = std::move(reply);
       first->done = true;
@@ -226,6 +245,7 @@ void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
     pipe.generation = generation;
   }
   // The bytes and the requests join their queues together: replies come in that order.
+  if (pipe.queue.empty()) pipe.progress_ns.store(steady_ns(), std::memory_order_relaxed);
   pipe.outgoing += bytes;
   for (size_t i = 0; i < count; ++i) {
     requests[i].deadline = deadline;

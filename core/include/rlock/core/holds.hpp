@@ -129,6 +129,10 @@ class Holds {
   // could not all finish. Costs one atomic load when none is pending.
   void settle(const std::string& name, const std::string& owner,
               std::chrono::steady_clock::time_point deadline);
+  // A round: every pending cleanup no caller is settling, pipelined (one round trip per slot in
+  // a cluster), waiting until `deadline`. What fails waits for the next round. The renewer
+  // runs them; the client's close runs a last one.
+  void run_cleanups(std::chrono::steady_clock::time_point deadline);
   size_t cleanups_pending() const { return cleanup_count_.load(); }
 
  private:
@@ -169,9 +173,6 @@ class Holds {
   void renew_loop();
   // Hands the renewer a round of pending cleanups when one is due.
   void start_cleanup_round_locked(Clock::time_point now);
-  // The renewer's round: every pending cleanup no caller is settling, pipelined (one round trip
-  // per slot in a cluster), waiting until `deadline`. What fails waits for the next round.
-  void run_cleanups(Clock::time_point deadline);
   // Runs the key's cleanups until `deadline`; the caller marked the key settling. False when
   // one failed (it stays pending).
   bool run_cleanups_of(const Key& key, Clock::time_point deadline);
