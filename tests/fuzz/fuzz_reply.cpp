@@ -164,6 +164,17 @@ bool read_extend_shape(const Reply& r) {
   return r.type == Type::Array && r.elements.size() == 1 && is_int(r.elements[0]);
 }
 
+bool is_cleanup_script(const rlock::core::Script* script) {
+  namespace s = rlock::core::scripts;
+  for (const rlock::core::Script* cleanup :
+       {&s::undo_acquire, &s::fair_undo_acquire, &s::rw_read_undo_acquire,
+        &s::rw_write_undo_acquire, &s::fair_leave, &s::release, &s::fair_release,
+        &s::rw_read_release, &s::rw_write_release}) {
+    if (script == cleanup || script == cleanup->sharded) return true;
+  }
+  return false;
+}
+
 struct Run {
   Op op;
   core::LockKind kind;
@@ -184,8 +195,9 @@ void check_eval_protocol(const Run& run) {
              "NOSCRIPT not followed by EVAL");
     }
     if (c[0] != "EVAL") continue;
-    // The undo of an acquire whose reply was lost always goes with its source.
-    if (fuzz::script_of(c) == &rlock::core::scripts::undo_acquire) continue;
+    // Clean-ups of calls whose reply was lost (undos, a release or a queue leave sent again)
+    // always go with their source, in this operation or a later one (docs/errors.md).
+    if (is_cleanup_script(fuzz::script_of(c))) continue;
     expect(i > 0, "EVAL sent first");
     const auto& prev = log[i - 1];
     const bool after_noscript = prev.command[0] == "EVALSHA" && !prev.dropped &&

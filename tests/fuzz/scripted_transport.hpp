@@ -73,15 +73,27 @@ class ScriptedTransport : public rlock::core::Transport {
 // The embedded script an EVALSHA or EVAL command runs (by its SHA1 or its source), or null.
 inline const rlock::core::Script* script_of(const ScriptedTransport::Command& c) {
   namespace s = rlock::core::scripts;
-  static const rlock::core::Script* const all[] = {&s::acquire,          &s::fenced_write,
-                                                   &s::fair_acquire,     &s::fair_release,
-                                                   &s::fair_leave,       &s::fair_force_unlock,
-                                                   &s::rw_read_acquire,  &s::rw_read_release,
-                                                   &s::rw_read_renew,    &s::rw_write_acquire,
-                                                   &s::rw_write_release, &s::rw_force_unlock,
-                                                   &s::release,          &s::renew,
-                                                   &s::extend,           &s::force_unlock,
-                                                   &s::status,           &s::undo_acquire};
+  static const rlock::core::Script* const all[] = {&s::acquire,
+                                                   &s::fenced_write,
+                                                   &s::fair_acquire,
+                                                   &s::fair_release,
+                                                   &s::fair_leave,
+                                                   &s::fair_force_unlock,
+                                                   &s::rw_read_acquire,
+                                                   &s::rw_read_release,
+                                                   &s::rw_read_renew,
+                                                   &s::rw_write_acquire,
+                                                   &s::rw_write_release,
+                                                   &s::rw_force_unlock,
+                                                   &s::release,
+                                                   &s::renew,
+                                                   &s::extend,
+                                                   &s::force_unlock,
+                                                   &s::status,
+                                                   &s::undo_acquire,
+                                                   &s::fair_undo_acquire,
+                                                   &s::rw_read_undo_acquire,
+                                                   &s::rw_write_undo_acquire};
   if (c.size() < 3) return nullptr;
   for (const rlock::core::Script* script : all) {
     if ((c[0] == "EVALSHA" && c[1] == script->sha1) || (c[0] == "EVAL" && c[1] == script->source))
