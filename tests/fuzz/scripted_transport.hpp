@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rlock/core/error.hpp"
@@ -25,6 +26,7 @@ class ScriptedTransport : public rlock::core::Transport {
     Command command;
     bool dropped;  // got kConn instead of a reply
     Reply reply;
+    std::thread::id thread;  // the caller's; clean-up rounds run on the watchdog's thread
   };
 
   // Answers in order; when they run out, `answer` (if set) decides, else kConn is thrown.
@@ -35,7 +37,7 @@ class ScriptedTransport : public rlock::core::Transport {
   Reply run(const Args& args, rlock::core::Deadline) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) throw Error(rlock::core::kClosed, "scripted transport: closed");
-    Exchange e{Command(args.begin(), args.end()), false, Reply::nil()};
+    Exchange e{Command(args.begin(), args.end()), false, Reply::nil(), std::this_thread::get_id()};
     if (!replies.empty()) {
       e.reply = std::move(replies.front());
       replies.pop_front();
