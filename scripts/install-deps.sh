@@ -2,7 +2,7 @@
 # Installs the Debian packages rlock builds and tests with, only those missing (a second run
 # costs one dpkg query). Usage: scripts/install-deps.sh [extra packages...]
 set -euo pipefail
-packages=(cmake ninja-build g++ pkg-config libhiredis-dev redis-server redis-tools libgtest-dev
+packages=(cmake ninja-build g++ pkg-config libhiredis-dev libssl-dev openssl redis-server redis-tools libgtest-dev
           binutils "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -54,13 +54,20 @@ static_assert(
         int{RLOCK_EBUSY} == int{core::kRedisBusy} && int{RLOCK_EREADONLY} == int{core::kReadOnly} &&
         int{RLOCK_ECLOSED} == int{core::kClosed} && int{RLOCK_EDEADLK} == int{core::kDeadlock} &&
         int{RLOCK_EBADHANDLE} == int{core::kBadHandle} &&
-        int{RLOCK_ENOTSYNCED} == int{core::kNotSynced} && int{RLOCK_EFORKED} == int{core::kForked},
+        int{RLOCK_ENOTSYNCED} == int{core::kNotSynced} &&
+        int{RLOCK_EFORKED} == int{core::kForked} && int{RLOCK_ETLS} == int{core::kTls},
     "C status codes and core codes must agree");
 static_assert(int{RLOCK_LOST_GONE} == int{core::kLostGone} &&
                   int{RLOCK_LOST_UNREACHABLE} == int{core::kLostUnreachable} &&
                   int{RLOCK_LOST_EXPIRED} == int{core::kLostExpired},
               "lost reasons must agree");
 static_assert(RLOCK_MAX_DURATION_MS == core::kMaxDurationMs, "duration limits must agree");
+static_assert(int{RLOCK_TLS_VERIFY_CA} == static_cast<int>(core::TlsVerify::Ca) &&
+                  int{RLOCK_TLS_VERIFY_NONE} == static_cast<int>(core::TlsVerify::None) &&
+                  int{RLOCK_TLS_1_3} == static_cast<int>(core::TlsVersion::V1_3) &&
+                  int{RLOCK_SENTINEL_TLS_ON} == static_cast<int>(core::SentinelTls::On) &&
+                  int{RLOCK_SENTINEL_TLS_OFF} == static_cast<int>(core::SentinelTls::Off),
+              "TLS choices must agree");
 static_assert(RLOCK_DEFAULT_MAX_NAME_LEN == core::kDefaultMaxNameLen, "name limits must agree");
 static_assert(RLOCK_LEASE_WATCHDOG == core::kLeaseWatchdog &&
                   RLOCK_WAIT_FOREVER == core::kWaitForever,
@@ -215,7 +222,8 @@ const char* rlock_strerror(int code) {
       "would deadlock: upgrading a read lock to a write lock",   // RLOCK_EDEADLK
       "not a live handle: freed already, or not made by rlock",  // RLOCK_EBADHANDLE
       "the replicas did not confirm the acquire in time",        // RLOCK_ENOTSYNCED
-      "made before fork() in a parent process; make a new client in the child",  // RLOCK_EFORKED
+      "made before fork() in a parent process; make a new client in the child",     // RLOCK_EFORKED
+      "TLS failed: handshake, certificate verification or a TLS/plaintext mix-up",  // RLOCK_ETLS
   };
   static_assert(sizeof texts / sizeof texts[0] == 1 - core::kLowestCode,
                 "one rlock_strerror text per status code");
@@ -237,7 +245,9 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
       return rc;
     // A caller's older struct ends where its version's fields end: write nothing past them.
     std::memset(opts, 0,
-                version >= 2 ? sizeof *opts : offsetof(rlock_client_options, sync_replicas));
+                version >= 3   ? sizeof *opts
+                : version >= 2 ? offsetof(rlock_client_options, tls)
+                               : offsetof(rlock_client_options, sync_replicas));
     // The defaults are the core's: written once there, shown to callers and bindings here.
     // Never destroyed, so `host` stays valid even in code that runs at exit.
     static const core::ClientConfig& defaults = *new core::ClientConfig();
@@ -316,13 +326,82 @@ int apply_sync_options(const rlock_client_options& opts, core::ClientConfig* con
   return RLOCK_OK;
 }
 
+// A TLS file or name field onto the URL's: set in one place, or the same in both.
+int merge_tls_text(const char* field, const char* name, std::string* value) {
+  if (field == nullptr) return RLOCK_OK;
+  if (*field == '\0')
+    return core::fail(core::kInvalid, std::string(name) + " must not be empty (NULL for none)");
+  if (!value->empty() && *value != field)
+    return core::fail(core::kInvalid, std::string(name) +
+                                          " given both in the URL and in the options, with "
+                                          "different values");
+  *value = field;
+  return RLOCK_OK;
+}
+
+// A TLS choice (0 = the default) onto the URL's, *value.
+int merge_tls_choice(int field, int highest, const char* name, int* value) {
+  if (field < 0 || field > highest)
+    return core::fail(core::kInvalid, std::string(name) + " must be from 0 to " +
+                                          std::to_string(highest) + ", got " +
+                                          std::to_string(field));
+  if (field == 0) return RLOCK_OK;
+  if (*value != 0 && *value != field)
+    return core::fail(core::kInvalid, std::string(name) +
+                                          " given both in the URL and in the options, with "
+                                          "different values");
+  *value = field;
+  return RLOCK_OK;
+}
+
+// The version 3 fields: TLS.
+int apply_tls_options(const rlock_client_options& opts, core::ClientConfig* config) {
+  core::TlsConfig& tls = config->tls;
+  if (opts.tls != 0 && opts.tls != 1) return invalid("tls must be 0 or 1");
+  if (opts.tls == 1) {
+    if (opts.url != nullptr && !tls.enabled)
+      return invalid(
+          "tls = 1, but the URL is plaintext: use rediss://, rediss-sentinel:// or "
+          "rediss-cluster://");
+    tls.enabled = true;
+  }
+  const std::pair<const char*, std::pair<const char*, std::string*>> texts[] = {
+      {opts.tls_ca_file, {"tls_ca_file", &tls.ca_file}},
+      {opts.tls_ca_dir, {"tls_ca_dir", &tls.ca_dir}},
+      {opts.tls_cert_file, {"tls_cert_file", &tls.cert_file}},
+      {opts.tls_key_file, {"tls_key_file", &tls.key_file}},
+      {opts.tls_server_name, {"tls_server_name", &tls.server_name}},
+  };
+  for (const auto& [field, target] : texts) {
+    if (int rc = merge_tls_text(field, target.first, target.second)) return rc;
+  }
+  int verify = static_cast<int>(tls.verify);
+  int min_version = static_cast<int>(tls.min_version);
+  int sentinels = static_cast<int>(tls.sentinels);
+  if (int rc = merge_tls_choice(opts.tls_verify, RLOCK_TLS_VERIFY_NONE, "tls_verify", &verify))
+    return rc;
+  if (int rc =
+          merge_tls_choice(opts.tls_min_version, RLOCK_TLS_1_3, "tls_min_version", &min_version))
+    return rc;
+  if (int rc =
+          merge_tls_choice(opts.sentinel_tls, RLOCK_SENTINEL_TLS_OFF, "sentinel_tls", &sentinels))
+    return rc;
+  tls.verify = static_cast<core::TlsVerify>(verify);
+  tls.min_version = static_cast<core::TlsVersion>(min_version);
+  tls.sentinels = static_cast<core::SentinelTls>(sentinels);
+  return RLOCK_OK;
+}
+
 // The client configuration `opts` describe, on top of the defaults.
 int apply_client_options(const rlock_client_options& opts, core::ClientConfig* config) {
   if (int rc = check_version(opts.version, RLOCK_CLIENT_OPTIONS_VERSION, "rlock_client_options"))
     return rc;
   if (int rc = apply_endpoint_options(opts, config)) return rc;
   apply_tuning_options(opts, config);
-  if (opts.version >= 2) return apply_sync_options(opts, config);
+  if (opts.version >= 2) {
+    if (int rc = apply_sync_options(opts, config)) return rc;
+  }
+  if (opts.version >= 3) return apply_tls_options(opts, config);
   return RLOCK_OK;
 }
 

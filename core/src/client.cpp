@@ -12,6 +12,7 @@
 #include "rlock/core/names.hpp"
 #include "rlock/core/parse.hpp"
 #include "rlock/core/scripts.hpp"
+#include "rlock/core/tls.hpp"
 
 namespace rlock::core {
 namespace {
@@ -113,10 +114,52 @@ void validate_config(ClientConfig* c) {
     throw Error(kInvalid, "pool_size must be from 1 to 1024, got " + std::to_string(c->pool_size));
   if (c->max_name_len < 1 || c->max_name_len > (size_t{16} << 20))
     throw Error(kInvalid, "max_name_len must be from 1 to 16777216 bytes");
+  validate_tls(*c);
+}
+
+namespace {
+
+bool sentinels_use_tls(const ClientConfig& c) {
+  return c.topology == Topology::Sentinel &&
+         (c.tls.sentinels == SentinelTls::On ||
+          (c.tls.sentinels == SentinelTls::Auto && c.tls.enabled));
+}
+
+}  // namespace
+
+void validate_tls(const ClientConfig& c) {
+  const TlsConfig& tls = c.tls;
+  if (!tls.enabled && !sentinels_use_tls(c) && tls.any_setting()) {
+    throw Error(kInvalid,
+                "TLS settings given, but TLS is off: use a rediss:// URL (or tls = 1 in the "
+                "options)");
+  }
+  if (tls.sentinels != SentinelTls::Auto && c.topology != Topology::Sentinel)
+    throw Error(kInvalid, "sentinel_tls applies to Sentinel deployments only");
+  if (!tls.key_file.empty() && tls.cert_file.empty())
+    throw Error(kInvalid, "tls_key_file given without tls_cert_file");
+  if (!tls.enabled && !sentinels_use_tls(c)) return;
+  if (!c.endpoint.unix_path.empty())
+    throw Error(kInvalid, "TLS is for TCP connections; a unix socket is plaintext");
+  if (!tls_available())
+    throw Error(kUnsupported, "TLS is not supported by this build (RLOCK_TLS=OFF)");
+}
+
+// Gives the endpoints reached over TLS the client's TLS context.
+void attach_tls(ClientConfig* c) {
+  const bool data = c->tls.enabled;
+  const bool sentinels = sentinels_use_tls(*c);
+  if (!data && !sentinels) return;
+  auto context = TlsContext::create(c->tls);  // loads the files once, for every connection
+  if (data) c->endpoint.tls = context;
+  for (Endpoint& seed : c->seeds) {
+    if (c->topology == Topology::Sentinel ? sentinels : data) seed.tls = context;
+  }
 }
 
 std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
+  attach_tls(&config);
   if (config.topology == Topology::Cluster) return create_cluster(std::move(config));
   std::unique_ptr<MasterSource> master;
   SentinelWatch* watch = nullptr;

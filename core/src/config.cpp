@@ -5,6 +5,7 @@
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/parse.hpp"
+#include "rlock/core/tls.hpp"
 
 namespace rlock::core {
 namespace {
@@ -111,9 +112,55 @@ void set_sentinel_credential(const std::string& url, const std::string& key,
   }
 }
 
+TlsVerify parse_tls_verify(const std::string& url, const std::string& value) {
+  if (value == "full") return TlsVerify::Full;
+  if (value == "ca") return TlsVerify::Ca;
+  if (value == "none") return TlsVerify::None;
+  bad(url, "tls_verify must be full, ca or none, got " + shown(url, value));
+}
+
+// A tls_* option or sentinel_tls; false when `key` is neither.
+bool parse_tls_option(const std::string& url, const std::string& key, const std::string& value,
+                      ClientConfig* config) {
+  const bool sentinel_tls = key == "sentinel_tls";
+  if (key.compare(0, 4, "tls_") != 0 && !sentinel_tls) return false;
+  if (!config->tls.enabled) {
+    bad(url, shown(url, key) + " needs TLS: rediss://, rediss-sentinel:// or rediss-cluster://");
+  }
+  TlsConfig& tls = config->tls;
+  std::string* path = key == "tls_ca_file"       ? &tls.ca_file
+                      : key == "tls_ca_dir"      ? &tls.ca_dir
+                      : key == "tls_cert_file"   ? &tls.cert_file
+                      : key == "tls_key_file"    ? &tls.key_file
+                      : key == "tls_server_name" ? &tls.server_name
+                                                 : nullptr;
+  if (path != nullptr) {
+    *path = percent_decode(url, value, key.c_str());
+    if (path->empty()) bad(url, key + " is empty");
+    if (path->find('\0') != std::string::npos) bad(url, key + " contains a NUL byte");
+  } else if (key == "tls_verify") {
+    tls.verify = parse_tls_verify(url, value);
+  } else if (key == "tls_min_version") {
+    if (value != "1.2" && value != "1.3")
+      bad(url, "tls_min_version must be 1.2 or 1.3, got " + shown(url, value));
+    tls.min_version = value == "1.3" ? TlsVersion::V1_3 : TlsVersion::V1_2;
+  } else if (sentinel_tls && config->topology == Topology::Sentinel) {
+    if (value != "yes" && value != "no")
+      bad(url, "sentinel_tls must be yes or no, got " + shown(url, value));
+    tls.sentinels = value == "yes" ? SentinelTls::On : SentinelTls::Off;
+  } else {
+    bad(url, "unknown option " + shown(url, key) +
+                 " (known TLS options: tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, "
+                 "tls_server_name, tls_verify, tls_min_version; with rediss-sentinel:// also "
+                 "sentinel_tls)");
+  }
+  return true;
+}
+
 // One name=value of the query.
 void parse_option(const std::string& url, const std::string& key, const std::string& value,
                   ClientConfig* config) {
+  if (parse_tls_option(url, key, value, config)) return;
   if (key == "db") {
     parse_db(url, value, &config->endpoint);
   } else if (key == "sync_replicas") {
@@ -131,7 +178,8 @@ void parse_option(const std::string& url, const std::string& key, const std::str
   } else {
     bad(url, "unknown option " + shown(url, key) +
                  " (known: db, sync_replicas, sync_timeout_ms; with redis-sentinel:// also "
-                 "sentinel_user, sentinel_password; with redis-cluster:// also pubsub)");
+                 "sentinel_user, sentinel_password; with redis-cluster:// also pubsub; with "
+                 "rediss:// the tls_* options)");
   }
 }
 
@@ -261,7 +309,9 @@ std::vector<Endpoint> parse_host_list(const std::string& url, const std::string&
 std::string split_scheme(const std::string& url, std::string* rest) {
   size_t scheme_end = url.find("://");
   if (scheme_end == std::string::npos) {
-    bad(url, "missing scheme (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
+    bad(url,
+        "missing scheme (expected redis://, rediss://, unix://, redis-sentinel:// or "
+        "redis-cluster://)");
   }
   std::string scheme = url.substr(0, scheme_end);
   for (auto& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -297,16 +347,25 @@ void parse_unix_target(const std::string& url, const std::string& rest, Endpoint
   if (ep->unix_path.size() > 107) bad(url, "unix socket path is longer than 107 bytes");
 }
 
-// Rejects what is not redis://, redis-sentinel:// or redis-cluster:// (TLS as unsupported).
-void check_tcp_scheme(const std::string& url, const std::string& scheme) {
-  if (scheme == "rediss" || scheme == "rediss-sentinel" || scheme == "rediss-cluster") {
-    throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) + ": TLS (" +
-                                  scheme + "://) is not supported by this build");
+// The scheme without its TLS 's' (rediss-cluster -> redis-cluster), telling whether it had one;
+// rejects what is not one of the TCP schemes.
+std::string tcp_scheme(const std::string& url, const std::string& scheme, bool* tls) {
+  static const char* const kPlain[] = {"redis", "redis-sentinel", "redis-cluster"};
+  for (const char* plain : kPlain) {
+    const std::string secure = std::string("rediss") + (plain + 5);
+    if (scheme == plain || scheme == secure) {
+      *tls = scheme == secure;
+      if (*tls && !tls_available()) {
+        throw Error(kUnsupported, "invalid Redis URL " + printable(redacted(url), 200) + ": TLS (" +
+                                      scheme +
+                                      "://) is not supported by this build (RLOCK_TLS=OFF)");
+      }
+      return plain;
+    }
   }
-  if (scheme != "redis" && scheme != "redis-sentinel" && scheme != "redis-cluster") {
-    bad(url, "unknown scheme " + shown(url, scheme) +
-                 " (expected redis://, unix://, redis-sentinel:// or redis-cluster://)");
-  }
+  bad(url, "unknown scheme " + shown(url, scheme) +
+               " (expected redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, "
+               "redis-cluster:// or rediss-cluster://)");
 }
 
 // The master name of a redis-sentinel:// URL: its path, one segment.
@@ -372,6 +431,7 @@ void parse_client_url(const std::string& url, ClientConfig* config) {
   config->topology = Topology::Standalone;
   config->seeds.clear();
   config->master_name.clear();
+  config->tls = TlsConfig{};
   if (url.find('\0') != std::string::npos) bad(url, "contains a NUL byte");
   std::string rest;
   const std::string scheme = split_scheme(url, &rest);
@@ -379,8 +439,7 @@ void parse_client_url(const std::string& url, ClientConfig* config) {
   if (scheme == "unix") {
     parse_unix_target(url, rest, &config->endpoint);
   } else {
-    check_tcp_scheme(url, scheme);
-    parse_tcp_target(url, scheme, rest, config);
+    parse_tcp_target(url, tcp_scheme(url, scheme, &config->tls.enabled), rest, config);
   }
   if (!query.empty()) parse_query(url, query, config);
   check_combination(url, *config);

@@ -23,19 +23,6 @@ timeval to_timeval(int64_t ms) {
   return tv;
 }
 
-struct ArgvBuffer {
-  explicit ArgvBuffer(const Args& args) {
-    ptrs.reserve(args.size());
-    lens.reserve(args.size());
-    for (auto a : args) {
-      ptrs.push_back(a.data());
-      lens.push_back(a.size());
-    }
-  }
-  std::vector<const char*> ptrs;
-  std::vector<size_t> lens;
-};
-
 // Busy-polling threads of the whole process. A spinning thread holds a core, so beyond one
 // per two cores (none on one core) it would take the CPU from the threads, or the Redis
 // server, it waits for.
@@ -106,6 +93,7 @@ Reply reply_from_hiredis(const redisReply* r) {
 
 Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t command_timeout_ms)
     : where_(ep.describe()), command_timeout_ms_(command_timeout_ms) {
+  const auto connect_start = std::chrono::steady_clock::now();
   timeval ctv = to_timeval(connect_timeout_ms);
   errno = 0;
   ctx_ = ep.unix_path.empty() ? redisConnectWithTimeout(ep.host.c_str(), ep.port, ctv)
@@ -128,6 +116,14 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
   // Keep-alive probes are TCP only; on a unix socket hiredis would mark the context failed.
   if (ep.unix_path.empty()) redisEnableKeepAlive(ctx_);
   try {
+    if (ep.tls != nullptr) {
+      // OpenSSL reads and writes the socket itself, so it must not block (the plaintext path
+      // asks for MSG_DONTWAIT on each call instead).
+      ::fcntl(ctx_->fd, F_SETFL, ::fcntl(ctx_->fd, F_GETFL) | O_NONBLOCK);
+      tls_ = std::make_unique<TlsStream>(
+          *ep.tls, ctx_->fd, ep.host, where_,
+          connect_start + std::chrono::milliseconds(connect_timeout_ms), connect_timeout_ms);
+    }
     if (ep.has_password) {
       Reply r = ep.username.empty() ? command({"AUTH", ep.password})
                                     : command({"AUTH", ep.username, ep.password});
@@ -147,6 +143,7 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
       }
     }
   } catch (...) {
+    tls_.reset();
     redisFree(ctx_);
     ctx_ = nullptr;
     throw;
@@ -154,6 +151,7 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
 }
 
 Connection::~Connection() {
+  tls_.reset();  // before the socket it uses is closed
   if (ctx_ != nullptr) redisFree(ctx_);
 }
 
@@ -161,22 +159,55 @@ int Connection::fd() const { return ctx_->fd; }
 
 void Connection::shutdown() { ::shutdown(ctx_->fd, SHUT_RDWR); }
 
-void Connection::io_failure(const char* doing) {
+void Connection::fail(const std::string& why, int code) {
   broken_ = true;
-  std::string why;
-  if (ctx_->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-    why = "no reply within " + std::to_string(command_timeout_ms_) + " ms";
-  } else if (ctx_->err == REDIS_ERR_EOF) {
-    why = "connection closed by the server";
-  } else {
-    why = ctx_->errstr[0] ? ctx_->errstr : std::strerror(errno);
-  }
-  throw Error(kConn, std::string("Redis at ") + where_ + ": " + doing + " failed: " + why);
+  throw Error(code, "Redis at " + where_ + ": " + why);
 }
 
-void Connection::fail(const std::string& why) {
-  broken_ = true;
-  throw Error(kConn, "Redis at " + where_ + ": " + why);
+Connection::Io Connection::read_some(char* buf, size_t size, size_t* got, std::string* why) {
+  if (tls_ != nullptr) return tls_->read(buf, size, got, why);
+  for (;;) {
+    ssize_t n = ::recv(ctx_->fd, buf, size, MSG_DONTWAIT);
+    if (n > 0) {
+      *got = static_cast<size_t>(n);
+      return Io::kDone;
+    }
+    if (n == 0) return Io::kClosed;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return Io::kWantRead;
+    *why = std::strerror(errno);
+    return Io::kFailed;
+  }
+}
+
+Connection::Io Connection::write_some(const char* buf, size_t size, size_t* put, std::string* why) {
+  if (tls_ != nullptr) return tls_->write(buf, size, put, why);
+  for (;;) {
+    ssize_t n = ::send(ctx_->fd, buf, size, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      *put = static_cast<size_t>(n);
+      return Io::kDone;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Io::kWantWrite;
+    *why = n < 0 ? std::strerror(errno) : "the socket took nothing";
+    return Io::kFailed;
+  }
+}
+
+void Connection::io_failed(Io io, const char* doing, const std::string& why) {
+  const std::string what = std::string(doing) + " failed: ";
+  if (io == Io::kTlsFailed) {
+    // Before the first reply, a TLS alert is the server refusing us (TLS 1.3 servers check a
+    // client certificate after the client's handshake is done): a TLS failure, not a lost link.
+    fail(what + why, answered_ ? kConn : kTls);
+  }
+  std::string reason = io == Io::kClosed ? "connection closed by the server" : why;
+  if (!answered_ && tls_ == nullptr && where_.compare(0, 5, "unix:") != 0) {
+    // A TLS server drops a plaintext client at its first bytes.
+    reason += " before any reply: is this a TLS port? (TLS Redis URLs are rediss://)";
+  }
+  fail(what + reason);
 }
 
 void Connection::append_command(std::string& out, const Args& args) {
@@ -195,19 +226,22 @@ void Connection::append_command(std::string& out, const Args& args) {
 void Connection::write_all(std::string_view bytes, std::chrono::steady_clock::time_point deadline) {
   if (broken_) fail("connection is broken");
   while (!bytes.empty()) {
-    ssize_t n = ::send(ctx_->fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) {
-      bytes.remove_prefix(static_cast<size_t>(n));
+    size_t put = 0;
+    std::string why;
+    const Io io = write_some(bytes.data(), bytes.size(), &put, &why);
+    if (io == Io::kDone) {
+      bytes.remove_prefix(put);
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-      fail(std::string("sending a command failed: ") + std::strerror(errno));
-    pollfd p{ctx_->fd, POLLOUT, 0};
+    if (io != Io::kWantRead && io != Io::kWantWrite) io_failed(io, "sending a command", why);
     int ms = poll_ms(deadline);
     if (ms == 0)
       fail("sending a command failed: the socket accepted nothing within " +
            std::to_string(command_timeout_ms_) + " ms");
+    // TLS may need to read before it can write; the reader thread may take those bytes, so
+    // look again soon rather than sleep on them.
+    if (io == Io::kWantRead) ms = std::min(ms, 10);
+    pollfd p{ctx_->fd, static_cast<short>(io == Io::kWantRead ? POLLIN : POLLOUT), 0};
     if (::poll(&p, 1, ms) < 0 && errno != EINTR)
       fail(std::string("poll failed: ") + std::strerror(errno));
   }
@@ -228,27 +262,29 @@ Reply Connection::read_reply(std::chrono::steady_clock::time_point deadline, int
     if (raw != nullptr) {
       Reply out = reply_from_hiredis(static_cast<redisReply*>(raw));
       freeReplyObject(raw);
+      answered_ = true;
       auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
       typical_wait_us_ = (typical_wait_us_ * 7 + waited.count()) / 8;
       return out;
     }
-    ssize_t n = ::recv(ctx_->fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (n > 0) {
-      if (redisReaderFeed(ctx_->reader, buf, static_cast<size_t>(n)) != REDIS_OK)
-        fail("protocol error in reply");
+    // Only a read that finds nothing leads to poll(): bytes TLS already took off the socket
+    // are never waited for there.
+    size_t got = 0;
+    std::string why;
+    const Io io = read_some(buf, sizeof buf, &got, &why);
+    if (io == Io::kDone) {
+      if (redisReaderFeed(ctx_->reader, buf, got) != REDIS_OK) fail("protocol error in reply");
       continue;
     }
-    if (n == 0) fail("reading a reply failed: connection closed by the server");
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK)
-      fail(std::string("reading a reply failed: ") + std::strerror(errno));
+    if (io != Io::kWantRead && io != Io::kWantWrite) io_failed(io, "reading a reply", why);
     if (spin_slot.taken) {
       if (Clock::now() < spin_until) continue;
       spin_slot.release();
     }
     int ms = poll_ms(deadline);
     if (ms == 0) fail("no reply within " + std::to_string(command_timeout_ms_) + " ms");
-    pollfd p{ctx_->fd, POLLIN, 0};
+    if (io == Io::kWantWrite) ms = std::min(ms, 10);  // the writer thread may take the room
+    pollfd p{ctx_->fd, static_cast<short>(io == Io::kWantWrite ? POLLOUT : POLLIN), 0};
     if (::poll(&p, 1, ms) < 0 && errno != EINTR)
       fail(std::string("poll failed: ") + std::strerror(errno));
   }
@@ -264,37 +300,38 @@ Reply Connection::command(const Args& args) {
 }
 
 void Connection::send(const Args& args) {
-  if (broken_) throw Error(kConn, "Redis at " + where_ + ": connection is broken");
-  ArgvBuffer argv(args);
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(args.size()), argv.ptrs.data(),
-                             argv.lens.data()) != REDIS_OK)
-    io_failure("send");
-  int done = 0;
-  while (!done) {
-    errno = 0;
-    if (redisBufferWrite(ctx_, &done) != REDIS_OK) io_failure("send");
-  }
+  if (broken_) fail("connection is broken");
+  std::string bytes;
+  append_command(bytes, args);
+  write_all(bytes,
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(command_timeout_ms_));
 }
 
 std::vector<Reply> Connection::read_available() {
-  if (broken_) throw Error(kConn, "Redis at " + where_ + ": connection is broken");
-  errno = 0;
-  if (redisBufferRead(ctx_) != REDIS_OK) io_failure("read");
+  if (broken_) fail("connection is broken");
+  char buf[16384];
+  for (;;) {
+    size_t got = 0;
+    std::string why;
+    const Io io = read_some(buf, sizeof buf, &got, &why);
+    if (io == Io::kWantRead || io == Io::kWantWrite) break;
+    if (io != Io::kDone) io_failed(io, "read", why);
+    if (redisReaderFeed(ctx_->reader, buf, got) != REDIS_OK) fail("protocol error in reply");
+  }
   std::vector<Reply> out;
   for (;;) {
     void* raw = nullptr;
-    if (redisReaderGetReply(ctx_->reader, &raw) != REDIS_OK) {
-      broken_ = true;
-      throw Error(kConn, "Redis at " + where_ + ": protocol error in reply");
-    }
+    if (redisReaderGetReply(ctx_->reader, &raw) != REDIS_OK) fail("protocol error in reply");
     if (raw == nullptr) break;
     out.push_back(reply_from_hiredis(static_cast<redisReply*>(raw)));
     freeReplyObject(raw);
+    answered_ = true;
   }
   return out;
 }
 
 bool Connection::closed_by_peer() const {
+  if (tls_ != nullptr) return tls_->closed_by_peer();
   char byte;
   ssize_t n = ::recv(ctx_->fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n == 0) return true;  // orderly close (CLIENT KILL, server restart, idle timeout)

@@ -115,7 +115,9 @@ typedef enum rlock_error_code {
   RLOCK_EDEADLK = -21,      /* would wait for itself: a read holder asked for the write lock */
   RLOCK_EBADHANDLE = -22,   /* the handle was freed already, or is not one rlock made */
   RLOCK_ENOTSYNCED = -23,   /* the replicas did not confirm an acquire in time: taken back */
-  RLOCK_EFORKED = -24       /* the handle was made before fork() in a parent process */
+  RLOCK_EFORKED = -24,      /* the handle was made before fork() in a parent process */
+  RLOCK_ETLS = -25          /* TLS failed: handshake, certificate verification, or a TLS/plaintext
+                             * mix-up; the message gives OpenSSL's reason */
 } rlock_error_code;
 
 typedef struct rlock_error_info {
@@ -167,7 +169,10 @@ typedef struct rlock_client_options {
    *   unix://[[user]:password@]/path/to/socket[?db=N]
    *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]
    *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
-   *   each also with ?sync_replicas=N|auto|never&sync_timeout_ms=T (docs/deployments.md) */
+   *   each also with ?sync_replicas=N|auto|never&sync_timeout_ms=T (docs/deployments.md);
+   *   rediss://, rediss-sentinel:// and rediss-cluster:// are the same over TLS, with
+   *   tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name,
+   *   tls_verify=full|ca|none, tls_min_version=1.2|1.3 and sentinel_tls=yes|no (docs/tls.md) */
   const char *url;
   const char *host;           /* default "127.0.0.1" */
   int port;                   /* default 6379 */
@@ -187,11 +192,44 @@ typedef struct rlock_client_options {
                             * RLOCK_SYNC_AUTO (0, the default), RLOCK_SYNC_NEVER (-1), or a
                             * count N > 0 (strict) */
   int64_t sync_timeout_ms; /* how long each WAIT waits, default 1000 */
+  /* version 3: TLS (docs/tls.md). A rediss://, rediss-sentinel:// or rediss-cluster:// URL turns
+   * it on as well; its tls_* query options and these fields must agree where both are given. */
+  int tls;                     /* 1 = TLS to every Redis server; 0 = as the URL says */
+  const char *tls_ca_file;     /* PEM file of trusted CA certificates; NULL with tls_ca_dir NULL
+                                * = the system's trust store */
+  const char *tls_ca_dir;      /* directory of hashed CA certificates (openssl rehash) */
+  const char *tls_cert_file;   /* client certificate chain (PEM), for mutual TLS */
+  const char *tls_key_file;    /* its private key (PEM, unencrypted); NULL = in tls_cert_file */
+  const char *tls_server_name; /* sent as SNI and verified; NULL = the host connected to */
+  int tls_verify;              /* rlock_tls_verify: RLOCK_TLS_VERIFY_FULL (0, the default) */
+  int tls_min_version;         /* rlock_tls_version: RLOCK_TLS_1_2 (0, the default) */
+  int sentinel_tls;            /* rlock_sentinel_tls: RLOCK_SENTINEL_TLS_AUTO (0, the default) */
 } rlock_client_options;
 
-#define RLOCK_CLIENT_OPTIONS_VERSION 2
-#define RLOCK_CLIENT_OPTIONS_INIT \
-  { RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+/* How a TLS server's certificate is checked. */
+typedef enum rlock_tls_verify {
+  RLOCK_TLS_VERIFY_FULL = 0, /* a trusted chain naming the host (DNS name or IP address) */
+  RLOCK_TLS_VERIFY_CA = 1,   /* a trusted chain, whatever names it gives (clusters announcing
+                              * bare IPs that their certificates do not list) */
+  RLOCK_TLS_VERIFY_NONE = 2  /* no check at all: encrypted, not authenticated (logged once) */
+} rlock_tls_verify;
+
+/* The oldest TLS version a connection accepts. */
+typedef enum rlock_tls_version { RLOCK_TLS_1_2 = 0, RLOCK_TLS_1_3 = 1 } rlock_tls_version;
+
+/* Sentinel deployments: whether the sentinels, too, are reached over TLS. */
+typedef enum rlock_sentinel_tls {
+  RLOCK_SENTINEL_TLS_AUTO = 0, /* like the master: TLS with rediss-sentinel:// or tls = 1 */
+  RLOCK_SENTINEL_TLS_ON = 1,
+  RLOCK_SENTINEL_TLS_OFF = 2 /* plaintext sentinels, TLS master (URL: sentinel_tls=no) */
+} rlock_sentinel_tls;
+
+#define RLOCK_CLIENT_OPTIONS_VERSION 3
+#define RLOCK_CLIENT_OPTIONS_INIT                                                                \
+  {                                                                                              \
+    RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
+        NULL, NULL, NULL, NULL, NULL, 0, 0, 0                                                    \
+  }
 
 /* Fills `opts` with defaults (zero fields mean "default" too). For bindings that cannot expand
  * RLOCK_CLIENT_OPTIONS_INIT. Returns RLOCK_EVERSION for an unknown version. */

@@ -111,5 +111,11 @@ std::string random_hex(size_t bytes);
 int64_t current_thread_id();
 // Checks a config's values, filling defaults for zeros; throws Error(kInvalid) naming the field.
 void validate_config(ClientConfig* config);
+// The TLS part of it: settings that need TLS on, files that go together (kInvalid), a build
+// without TLS (kUnsupported). Files are read later, by attach_tls.
+void validate_tls(const ClientConfig& config);
+// Loads the TLS files (kInvalid naming one that fails) and gives every endpoint reached over TLS
+// the context.
+void attach_tls(ClientConfig* config);
 
 }  // namespace rlock::core

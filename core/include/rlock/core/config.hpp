@@ -3,10 +3,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace rlock::core {
+
+class TlsContext;  // tls.hpp
 
 struct Endpoint {
   std::string host = "127.0.0.1";
@@ -16,6 +19,8 @@ struct Endpoint {
   std::string password;
   bool has_password = false;
   int db = 0;
+  // Set by Client::create for the servers reached over TLS; null means plaintext.
+  std::shared_ptr<const TlsContext> tls;
 
   std::string describe() const;  // "127.0.0.1:6379" or "unix:/path", for messages
 };
@@ -44,6 +49,30 @@ constexpr size_t kDefaultMaxNameLen = 65536;
 // cluster, as Redisson's default, and classic everywhere else.
 enum class PubSubMode { Auto, Classic, Sharded };
 
+// How a TLS server's certificate is checked (the values of rlock_tls_verify).
+enum class TlsVerify { Full = 0, Ca = 1, None = 2 };
+enum class TlsVersion { V1_2 = 0, V1_3 = 1 };
+// Sentinel deployments: whether the sentinels are reached over TLS too (rlock_sentinel_tls).
+enum class SentinelTls { Auto = 0, On = 1, Off = 2 };
+
+struct TlsConfig {
+  bool enabled = false;     // TLS to the data nodes (standalone, the master, cluster nodes)
+  std::string ca_file;      // PEM CA bundle; with ca_dir empty too: the system trust store
+  std::string ca_dir;       // hashed CA directory
+  std::string cert_file;    // client certificate chain, for mutual TLS
+  std::string key_file;     // its key; empty: in cert_file
+  std::string server_name;  // SNI and verified name; empty: the host connected to
+  TlsVerify verify = TlsVerify::Full;
+  TlsVersion min_version = TlsVersion::V1_2;
+  SentinelTls sentinels = SentinelTls::Auto;  // Auto: like the data nodes
+
+  bool any_setting() const {  // anything beyond the defaults
+    return !ca_file.empty() || !ca_dir.empty() || !cert_file.empty() || !key_file.empty() ||
+           !server_name.empty() || verify != TlsVerify::Full || min_version != TlsVersion::V1_2 ||
+           sentinels != SentinelTls::Auto;
+  }
+};
+
 struct ClientConfig {
   // Standalone: the server. Otherwise the credentials and database for the data nodes (their
   // addresses come from the sentinels or the cluster).
@@ -60,6 +89,7 @@ struct ClientConfig {
   int64_t watchdog_lease_ms = 30000;
   int64_t poll_cap_ms = 1000;
   size_t max_name_len = kDefaultMaxNameLen;
+  TlsConfig tls;
 };
 
 // Fills the connection part of `config` (topology, endpoint, seeds, master name, replica sync)
@@ -71,7 +101,9 @@ struct ClientConfig {
 //     sentinel_password=P give the sentinels' own)
 //   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
 // Every form also takes sync_replicas=N|auto|never and sync_timeout_ms=T; redis-cluster:// also
-// pubsub=auto|sharded|classic.
+// pubsub=auto|sharded|classic. rediss://, rediss-sentinel:// and rediss-cluster:// are the same
+// over TLS and take tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name,
+// tls_verify=full|ca|none, tls_min_version=1.2|1.3; rediss-sentinel:// also sentinel_tls=yes|no.
 void parse_client_url(const std::string& url, ClientConfig* config);
 
 // A single-server URL (redis:// or unix://) as an endpoint; other forms are kInvalid.

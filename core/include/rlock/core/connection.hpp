@@ -9,12 +9,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "rlock/core/config.hpp"
+#include "rlock/core/error.hpp"
 #include "rlock/core/reply.hpp"
+#include "rlock/core/tls.hpp"
 
 struct redisContext;
 struct redisReply;
@@ -29,7 +32,8 @@ Reply reply_from_hiredis(const redisReply* r);
 
 class Connection {
  public:
-  // Throws Error(kConn) when unreachable, kAuth/kNoPerm when the server refuses us.
+  // Throws Error(kConn) when unreachable, kAuth/kNoPerm when the server refuses us, kTls when the
+  // TLS handshake fails (endpoint.tls set).
   Connection(const Endpoint& endpoint, int64_t connect_timeout_ms, int64_t command_timeout_ms);
   ~Connection();
   Connection(const Connection&) = delete;
@@ -49,7 +53,8 @@ class Connection {
 
   // For the subscriber: queue and flush a command without reading, and read what has arrived.
   void send(const Args& args);
-  // Reads what the socket has (call when poll() says readable) and returns the complete replies.
+  // Reads all that has arrived (call when poll() says readable) and returns the complete
+  // replies. Afterwards nothing is left buffered inside TLS, so poll() on fd() tells again.
   std::vector<Reply> read_available();
 
   // True if the server closed the connection or sent something unasked while it sat idle.
@@ -60,10 +65,17 @@ class Connection {
   int fd() const;
 
  private:
-  [[noreturn]] void io_failure(const char* doing);
-  [[noreturn]] void fail(const std::string& why);
+  using Io = TlsStream::Io;
+  // One non-blocking read or write, over TLS or not; `why` says why for kFailed/kTlsFailed.
+  Io read_some(char* buf, size_t size, size_t* got, std::string* why);
+  Io write_some(const char* buf, size_t size, size_t* put, std::string* why);
+  // Throws for the outcomes of read_some/write_some that end the connection.
+  [[noreturn]] void io_failed(Io io, const char* doing, const std::string& why);
+  [[noreturn]] void fail(const std::string& why, int code = kConn);
 
   redisContext* ctx_ = nullptr;
+  std::unique_ptr<TlsStream> tls_;
+  bool answered_ = false;  // a reply has come: a connection that fails before is suspect
   std::string where_;
   int64_t command_timeout_ms_;
   int64_t typical_wait_us_ = 0;      // moving average of read_reply's waits

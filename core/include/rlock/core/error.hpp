@@ -35,11 +35,12 @@ enum Code : int {
   kBadHandle = -22,
   kNotSynced = -23,
   kForked = -24,
+  kTls = -25,
 };
 
 // The most recently added (lowest) code. tests/capi/header_facts_test.cpp checks that rlock.h
 // has no code below it, so a code added to the header alone fails there.
-constexpr int kLowestCode = kForked;
+constexpr int kLowestCode = kTls;
 
 // Failures with these codes pass by themselves (a lost connection, a script that ends), so
 // they are transient whatever their message: see RedisError::transient for error replies.

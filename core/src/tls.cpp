@@ -1,0 +1,266 @@
+#include "rlock/core/tls.hpp"
+
+#include <arpa/inet.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "rlock/core/error.hpp"
+
+namespace rlock::core {
+namespace {
+
+SSL* as_ssl(void* p) { return static_cast<SSL*>(p); }
+
+// OpenSSL's reason for the latest failure of this thread ("certificate verify failed"), and
+// clears the queue so the next call starts clean.
+std::string openssl_reason() {
+  unsigned long code = ERR_peek_last_error();
+  const char* reason = code != 0 ? ERR_reason_error_string(code) : nullptr;
+  std::string out = reason != nullptr ? reason : "unknown TLS error";
+  ERR_clear_error();
+  return out;
+}
+
+int reason_code() { return ERR_GET_REASON(ERR_peek_last_error()); }
+
+bool is_ip_address(const std::string& host) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+[[noreturn]] void bad_file(const char* what, const std::string& path) {
+  std::string reason = openssl_reason();
+  throw Error(kInvalid, std::string("cannot load the TLS ") + what + " " + printable(path, 200) +
+                            ": " + reason);
+}
+
+void load_trust(SSL_CTX* ctx, const TlsConfig& config) {
+  if (config.ca_file.empty() && config.ca_dir.empty()) {
+    if (SSL_CTX_set_default_verify_paths(ctx) != 1) bad_file("system trust store", "(default)");
+    return;
+  }
+  const char* file = config.ca_file.empty() ? nullptr : config.ca_file.c_str();
+  const char* dir = config.ca_dir.empty() ? nullptr : config.ca_dir.c_str();
+  if (SSL_CTX_load_verify_locations(ctx, file, dir) != 1) {
+    bad_file(file != nullptr ? "CA file" : "CA directory", file != nullptr ? file : dir);
+  }
+}
+
+void load_client_certificate(SSL_CTX* ctx, const TlsConfig& config) {
+  if (config.cert_file.empty()) return;
+  const std::string& key = config.key_file.empty() ? config.cert_file : config.key_file;
+  if (SSL_CTX_use_certificate_chain_file(ctx, config.cert_file.c_str()) != 1) {
+    bad_file("client certificate", config.cert_file);
+  }
+  if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    bad_file("client key", key);
+  }
+  if (SSL_CTX_check_private_key(ctx) != 1) {
+    std::string reason = openssl_reason();
+    throw Error(kInvalid, "the TLS client key " + printable(key, 200) +
+                              " does not belong to the certificate " +
+                              printable(config.cert_file, 200) + ": " + reason);
+  }
+}
+
+// Why a handshake was refused, in words a user can act on.
+std::string handshake_failure(SSL* ssl, const std::string& name, int port_hint_reason) {
+  const long verify = SSL_get_verify_result(ssl);
+  if (port_hint_reason == SSL_R_CERTIFICATE_VERIFY_FAILED && verify != X509_V_OK) {
+    std::string out =
+        std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
+    if (verify == X509_V_ERR_HOSTNAME_MISMATCH || verify == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+      out += " (the certificate does not name " + printable(name, 100) +
+             "; tls_server_name sets the name checked, tls_verify=ca checks the chain only)";
+    } else if (verify == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+               verify == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
+               verify == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN) {
+      out += " (the CA that signed the server's certificate is not trusted: tls_ca_file)";
+    }
+    ERR_clear_error();
+    return out;
+  }
+  std::string reason = openssl_reason();
+  if (port_hint_reason == SSL_R_WRONG_VERSION_NUMBER ||
+      port_hint_reason == SSL_R_PACKET_LENGTH_TOO_LONG) {
+    return "the server does not answer in TLS (" + reason +
+           "): is this a plaintext port? (plaintext Redis URLs are redis://)";
+  }
+  if (port_hint_reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+      port_hint_reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) {
+    return reason + " (the server wants a client certificate: tls_cert_file and tls_key_file)";
+  }
+  return reason;
+}
+
+}  // namespace
+
+bool tls_available() { return true; }
+
+std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (ctx == nullptr) throw Error(kNoMemory, "cannot create a TLS context: " + openssl_reason());
+  try {
+    SSL_CTX_set_min_proto_version(
+        ctx, config.min_version == TlsVersion::V1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (config.verify == TlsVerify::None) {
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
+      static std::once_flag logged;
+      std::call_once(logged, [] {
+        std::fprintf(stderr,
+                     "rlock: TLS certificate verification is off (tls_verify=none): the Redis "
+                     "servers are not authenticated\n");
+      });
+    } else {
+      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+      load_trust(ctx, config);
+    }
+    load_client_certificate(ctx, config);
+  } catch (...) {
+    SSL_CTX_free(ctx);
+    throw;
+  }
+  return std::shared_ptr<const TlsContext>(new TlsContext(config, ctx));
+}
+
+TlsContext::~TlsContext() { SSL_CTX_free(static_cast<SSL_CTX*>(ctx_)); }
+
+TlsStream::TlsStream(const TlsContext& context, int fd, const std::string& host,
+                     const std::string& where, std::chrono::steady_clock::time_point deadline,
+                     int64_t timeout_ms)
+    : ssl_(SSL_new(static_cast<SSL_CTX*>(context.native()))), fd_(fd) {
+  if (ssl_ == nullptr) throw Error(kNoMemory, "cannot create a TLS session: " + openssl_reason());
+  SSL* ssl = as_ssl(ssl_);
+  const TlsConfig& config = context.config();
+  const std::string& name = config.server_name.empty() ? host : config.server_name;
+  name_ = name;
+  const bool ip = is_ip_address(name);
+  // SNI carries host names only (RFC 6066).
+  if (!ip && !name.empty()) SSL_set_tlsext_host_name(ssl, name.c_str());
+  if (config.verify == TlsVerify::Full) {
+    const int ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.c_str())
+                      : SSL_set1_host(ssl, name.c_str());
+    if (ok != 1) {
+      SSL_free(ssl);
+      throw Error(kInvalid, "cannot verify TLS certificates for the name " + printable(name, 100));
+    }
+    SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  }
+  SSL_set_fd(ssl, fd);
+  try {
+    handshake(where, timeout_ms, deadline);
+  } catch (...) {
+    SSL_free(ssl);
+    throw;
+  }
+}
+
+TlsStream::~TlsStream() { SSL_free(as_ssl(ssl_)); }
+
+void TlsStream::handshake(const std::string& where, int64_t timeout_ms,
+                          std::chrono::steady_clock::time_point deadline) {
+  SSL* ssl = as_ssl(ssl_);
+  const std::string failed = "TLS handshake with Redis at " + where + " failed: ";
+  for (;;) {
+    ERR_clear_error();
+    errno = 0;
+    const int r = SSL_connect(ssl);
+    if (r == 1) return;
+    const int e = SSL_get_error(ssl, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now())
+                      .count();
+      if (left <= 0) {
+        throw Error(kConn, failed + "no answer within " + std::to_string(timeout_ms) +
+                               " ms: is this a plaintext port? (TLS needs the server's "
+                               "tls-port)");
+      }
+      pollfd p{fd_, static_cast<short>(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT), 0};
+      if (::poll(&p, 1, static_cast<int>(std::min<int64_t>(left + 1, 1 << 30))) < 0 &&
+          errno != EINTR) {
+        throw Error(kConn, failed + "poll: " + std::strerror(errno));
+      }
+      continue;
+    }
+    if (e == SSL_ERROR_SSL) {
+      const int reason = reason_code();
+      if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        ERR_clear_error();
+        throw Error(kConn, failed + "the server closed the connection");
+      }
+      throw Error(kTls, failed + handshake_failure(ssl, name_, reason));
+    }
+    const int saved = errno;
+    ERR_clear_error();
+    throw Error(kConn, failed + (saved != 0 ? std::strerror(saved)
+                                            : std::string("the server closed the connection")));
+  }
+}
+
+TlsStream::Io TlsStream::result(int n, size_t* moved, std::string* why) {
+  if (n > 0) {
+    *moved = static_cast<size_t>(n);
+    return Io::kDone;
+  }
+  const int saved = errno;
+  switch (SSL_get_error(as_ssl(ssl_), n)) {
+    case SSL_ERROR_WANT_READ:
+      return Io::kWantRead;
+    case SSL_ERROR_WANT_WRITE:
+      return Io::kWantWrite;
+    case SSL_ERROR_ZERO_RETURN:
+      return Io::kClosed;
+    case SSL_ERROR_SSL:
+      if (reason_code() == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        ERR_clear_error();
+        return Io::kClosed;
+      }
+      *why = "TLS: " + openssl_reason();
+      return Io::kTlsFailed;
+    default:  // SSL_ERROR_SYSCALL
+      ERR_clear_error();
+      if (saved == 0) return Io::kClosed;
+      *why = std::strerror(saved);
+      return Io::kFailed;
+  }
+}
+
+TlsStream::Io TlsStream::read(char* buf, size_t size, size_t* got, std::string* why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ERR_clear_error();
+  errno = 0;
+  const int n = SSL_read(as_ssl(ssl_), buf, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+  return result(n, got, why);
+}
+
+TlsStream::Io TlsStream::write(const char* buf, size_t size, size_t* put, std::string* why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ERR_clear_error();
+  errno = 0;
+  const int n = SSL_write(as_ssl(ssl_), buf, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+  return result(n, put, why);
+}
+
+bool TlsStream::closed_by_peer() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ERR_clear_error();
+  errno = 0;
+  char byte;
+  const int n = SSL_peek(as_ssl(ssl_), &byte, 1);
+  if (n > 0) return true;  // unasked data on an idle request connection: unusable
+  const int e = SSL_get_error(as_ssl(ssl_), n);
+  ERR_clear_error();
+  return !(e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE);
+}
+
+}  // namespace rlock::core
