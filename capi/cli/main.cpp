@@ -41,8 +41,8 @@ constexpr int kExitNotFound = 127;    // like shells
 constexpr const char *kDefaultUrl = "redis://127.0.0.1:6379";
 
 const char kUsage[] =
-    "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS] NAME -- "
-    "COMMAND [ARGS...]\n"
+    "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
+    "                  NAME -- COMMAND [ARGS...]\n"
     "       rlock status [--url URL] [TLS OPTIONS] NAME\n"
     "       rlock unlock --force [--url URL] [TLS OPTIONS] NAME\n"
     "       rlock --help | --version\n";
