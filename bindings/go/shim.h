@@ -19,6 +19,10 @@
 #if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 300 || RLOCK_VERSION_NUMBER >= 400
 #  error "the rlock Go binding needs the rlock 0.3.x headers (check PKG_CONFIG_PATH)"
 #endif
+/* WithTLS fills the TLS fields of rlock_client_options version 3. */
+#if RLOCK_CLIENT_OPTIONS_VERSION < 3
+#  error "the rlock Go binding needs rlock.h with TLS (rlock_client_options version 3)"
+#endif
 
 typedef struct rlock_go_result {
   int rc;

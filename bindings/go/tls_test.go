@@ -291,6 +291,16 @@ func TestTLSMutual(t *testing.T) {
 	t.Run("URL", func(t *testing.T) {
 		lockUnlock(t, newTLSClient(t, caURL(t, s)+"&tls_cert_file="+cert+"&tls_key_file="+key), s)
 	})
+	t.Run("MinVersion", func(t *testing.T) {
+		// A server that speaks TLS 1.2 only: fine by default, refused with MinVersion TLS13.
+		s12 := tlsServer(t, "mtls12")
+		opts := TLSOptions{CAFile: ca, CertFile: cert, KeyFile: key}
+		lockUnlock(t, newTLSClient(t, s12.URL, WithTLS(opts)), s12)
+		opts.MinVersion = TLS13
+		_, err := NewClient(s12.URL, WithTLS(opts))
+		wantCode(t, err, CodeTLS, ErrTLS)
+		wantMessage(t, err, "", "TLS")
+	})
 	t.Run("WithoutClientCertificateTLS12", func(t *testing.T) {
 		// TLS 1.2: the server refuses within the handshake.
 		_, err := NewClient(tlsServer(t, "mtls12").URL, WithTLS(TLSOptions{CAFile: ca}))
@@ -394,6 +404,7 @@ func TestTLSBadOptions(t *testing.T) {
 		{"server name in both", caURL(t, s) + "&tls_server_name=localhost", TLSOptions{ServerName: "127.0.0.1"}, "tls_server_name"},
 		{"CA file in both", caURL(t, s), TLSOptions{CAFile: filepath.Join(dir, "other-ca.crt")}, "tls_ca_file"},
 		{"verify in both", caURL(t, s) + "&tls_verify=ca", TLSOptions{Verify: VerifyNone}, "tls_verify"},
+		{"sentinels in both", "rediss-sentinel://127.0.0.1:1/mymaster?sentinel_tls=yes", TLSOptions{Sentinels: SentinelTLSOff}, "sentinel_tls"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.what, func(t *testing.T) {
