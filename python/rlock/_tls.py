@@ -247,6 +247,8 @@ def native_options(
     }
     given = [k for k, v in {**paths, **choices}.items() if v is not None]
     _check_scheme(scheme_of(url), use_tls, sentinels, given)
+    if paths["ssl_keyfile"] and not paths["ssl_certfile"] and "tls_cert_file" not in _query(url):
+        raise InvalidArgumentError("ssl_keyfile given without ssl_certfile (the certificate)")
     _check_url_options(url, paths, verify, version)
     return {
         "tls": 1 if use_tls else 0,

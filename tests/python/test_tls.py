@@ -115,6 +115,11 @@ def test_mutual_tls_with_a_client_certificate(start_tls_redis, tls_certs, make_c
     )
     with client.lock(name) as lock:
         assert lock.held()
+    # The certificate in the URL, its key as a keyword: the two combine.
+    url = ca_url(server, tls_certs, tls_cert_file=str(tls_certs / "client.crt"))
+    client = make_client(url, ssl_keyfile=tls_certs / "client.key")
+    with client.lock(name):
+        pass
 
 
 def test_mutual_tls_without_a_client_certificate_is_a_tls_error(start_tls_redis, tls_certs):
@@ -297,7 +302,7 @@ def test_ssl_true_with_a_rediss_url_works(tls_redis, tls_certs, make_client, nam
         ("rediss://127.0.0.1:1", {"ssl_ca_path": "a\0b"}, "ssl_ca_path contains a NUL"),
         ("rediss://127.0.0.1:1", {"ssl_server_name": ""}, "ssl_server_name must not be empty"),
         ("rediss://127.0.0.1:1", {"ssl_ca_certs": "/no/such/ca.crt"}, "/no/such/ca.crt"),
-        ("rediss://127.0.0.1:1", {"ssl_keyfile": "/x/client.key"}, "tls_key_file"),
+        ("rediss://127.0.0.1:1", {"ssl_keyfile": "/x/client.key"}, "ssl_keyfile given without"),
     ],
 )
 def test_bad_tls_keywords(url, options, message):
