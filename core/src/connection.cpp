@@ -117,9 +117,6 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
   if (ep.unix_path.empty()) redisEnableKeepAlive(ctx_);
   try {
     if (ep.tls != nullptr) {
-      // OpenSSL reads and writes the socket itself, so it must not block (the plaintext path
-      // asks for MSG_DONTWAIT on each call instead).
-      ::fcntl(ctx_->fd, F_SETFL, ::fcntl(ctx_->fd, F_GETFL) | O_NONBLOCK);
       tls_ = std::make_unique<TlsStream>(
           *ep.tls, ctx_->fd, ep.host, where_,
           connect_start + std::chrono::milliseconds(connect_timeout_ms), connect_timeout_ms);
@@ -262,7 +259,7 @@ Reply Connection::read_reply(std::chrono::steady_clock::time_point deadline, int
     if (raw != nullptr) {
       Reply out = reply_from_hiredis(static_cast<redisReply*>(raw));
       freeReplyObject(raw);
-      answered_ = true;
+      if (!answered_.load(std::memory_order_relaxed)) answered_.store(true);
       auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
       typical_wait_us_ = (typical_wait_us_ * 7 + waited.count()) / 8;
       return out;
@@ -325,7 +322,7 @@ std::vector<Reply> Connection::read_available() {
     if (raw == nullptr) break;
     out.push_back(reply_from_hiredis(static_cast<redisReply*>(raw)));
     freeReplyObject(raw);
-    answered_ = true;
+    if (!answered_.load(std::memory_order_relaxed)) answered_.store(true);
   }
   return out;
 }

@@ -5,9 +5,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -101,6 +103,53 @@ std::string handshake_failure(SSL* ssl, const std::string& name, int port_hint_r
   return reason;
 }
 
+// The socket under a TLS session. OpenSSL's own socket BIO writes with write(2), which raises
+// SIGPIPE on a connection the server closed, and a library must not kill its process or change
+// its signal handling; this one sends with MSG_NOSIGNAL, and never blocks (MSG_DONTWAIT), so
+// the socket itself can stay as hiredis made it.
+int socket_of(BIO* bio) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio))); }
+
+bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
+
+int bio_write(BIO* bio, const char* buf, int len) {
+  BIO_clear_retry_flags(bio);
+  const ssize_t n =
+      ::send(socket_of(bio), buf, static_cast<size_t>(len), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0 && would_block(errno)) BIO_set_retry_write(bio);
+  return static_cast<int>(n);
+}
+
+int bio_read(BIO* bio, char* buf, int len) {
+  BIO_clear_retry_flags(bio);
+  const ssize_t n = ::recv(socket_of(bio), buf, static_cast<size_t>(len), MSG_DONTWAIT);
+  if (n < 0 && would_block(errno)) BIO_set_retry_read(bio);
+  return static_cast<int>(n);  // 0: the server closed the connection
+}
+
+long bio_ctrl(BIO*, int cmd, long, void*) {
+  // Nothing is buffered here: a flush is done at once; every other query gets "no".
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+int bio_create(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+const BIO_METHOD* socket_method() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "rlock socket");
+    if (m == nullptr) return m;
+    BIO_meth_set_write(m, bio_write);
+    BIO_meth_set_read(m, bio_read);
+    BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    return m;
+  }();
+  return method;
+}
+
 }  // namespace
 
 bool tls_available() { return true; }
@@ -155,7 +204,13 @@ TlsStream::TlsStream(const TlsContext& context, int fd, const std::string& host,
     }
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   }
-  SSL_set_fd(ssl, fd);
+  BIO* bio = socket_method() != nullptr ? BIO_new(socket_method()) : nullptr;
+  if (bio == nullptr) {
+    SSL_free(ssl);
+    throw Error(kNoMemory, "cannot create a TLS socket: " + openssl_reason());
+  }
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  SSL_set_bio(ssl, bio, bio);  // the session owns it now
   try {
     handshake(where, timeout_ms, deadline);
   } catch (...) {

@@ -35,8 +35,8 @@ class TlsContext {
   void* ctx_;
 };
 
-// One TLS session over a connected socket. The socket must be non-blocking. One thread may read
-// while another writes: each OpenSSL call is made under the stream's lock, which is never held
+// One TLS session over a connected socket, which it reads and writes without blocking. One
+// thread may read while another writes: each OpenSSL call is made under the stream's lock, which is never held
 // while waiting for the socket.
 class TlsStream {
  public:
