@@ -83,6 +83,40 @@ final class TlsRedis implements AutoCloseable {
     return redis;
   }
 
+  /**
+   * A sentinel watching the TLS master on `masterPort` as "mymaster" (over TLS), itself on a
+   * TLS port when `tls`, else on a plaintext one.
+   */
+  static TlsRedis sentinel(int masterPort, boolean tls) throws Exception {
+    Path dir = Files.createTempDirectory("rlock-java-tls-sentinel");
+    int port;
+    try (ServerSocket probe = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = probe.getLocalPort();
+    }
+    String conf = (tls ? "port 0\ntls-port " + port : "port " + port) + "\n"
+        + "bind 127.0.0.1\n"
+        + "dir " + dir + "\n"
+        + "tls-cert-file " + cert("server.crt") + "\n"
+        + "tls-key-file " + cert("server.key") + "\n"
+        + "tls-ca-cert-file " + cert("ca.crt") + "\n"
+        + "tls-auth-clients no\n"
+        + "tls-replication yes\n"
+        + "sentinel monitor mymaster 127.0.0.1 " + masterPort + " 1\n";
+    Path file = dir.resolve("sentinel.conf");
+    Files.writeString(file, conf);
+    String server = System.getenv().getOrDefault("RLOCK_TEST_REDIS_SERVER", "redis-server");
+    Process process = new ProcessBuilder(server, file.toString(), "--sentinel")
+        .redirectErrorStream(true).redirectOutput(dir.resolve("redis.log").toFile()).start();
+    TlsRedis sentinel = new TlsRedis(process, dir, port);
+    try {
+      sentinel.awaitListening();
+    } catch (Exception | Error e) {
+      sentinel.close();
+      throw e;
+    }
+    return sentinel;
+  }
+
   private void awaitListening() throws IOException, InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (System.nanoTime() < deadline) {

@@ -249,6 +249,33 @@ class TlsTest {
     assertTrue(e.getMessage().contains("TLS port"), e.getMessage());
   }
 
+  /** sentinelSsl: TLS sentinels by default with rediss-sentinel://, plaintext ones when false. */
+  @Test
+  void sentinelSslChoosesHowTheSentinelsAreReached() throws Exception {
+    try (TlsRedis tlsSentinel = TlsRedis.sentinel(server.port, true);
+        TlsRedis plainSentinel = TlsRedis.sentinel(server.port, false)) {
+      String name = TestRedis.uniqueName("tls-sentinel");
+      try (RedisLockClient viaTls = RedisLockClient.builder()
+          .url("rediss-sentinel://127.0.0.1:" + tlsSentinel.port + "/mymaster")
+          .sslCaFile(cert("ca.crt")).build();
+          RedisLockClient viaPlain = RedisLockClient.builder()
+              .url("rediss-sentinel://127.0.0.1:" + plainSentinel.port + "/mymaster")
+              .sslCaFile(cert("ca.crt")).sentinelSsl(false).build()) {
+        RedisLock lock = viaTls.getLock(name);
+        assertTrue(lock.tryLock());
+        assertFalse(viaPlain.getLock(name).tryLock(), "both reach the same TLS master");
+        lock.unlock();
+        assertTrue(viaPlain.getLock(name).tryLock());
+        viaPlain.getLock(name).unlock();
+      }
+      RedisLockConnectionException e = refused(RedisLockConnectionException.class,
+          () -> RedisLockClient.builder()
+              .url(withPassword("rediss-sentinel://127.0.0.1:" + tlsSentinel.port + "/mymaster"))
+              .sslCaFile(cert("ca.crt")).sentinelSsl(false).build());
+      assertTrue(e.getMessage().contains("TLS port"), e.getMessage());
+    }
+  }
+
   @Test
   void settingsInTheUrlAndTheBuilderCombine() throws Exception {
     try (RedisLockClient client = RedisLockClient.builder().url(server.url()).ssl(true)
