@@ -52,12 +52,12 @@ bool is_ip_address(const std::string& host) {
 void check_readable(const char* what, const std::string& path, bool directory) {
   struct stat st {};
   const char* problem = nullptr;
-  if (::stat(path.c_str(), &st) != 0) {
+  const bool reachable = ::stat(path.c_str(), &st) == 0 &&
+                         ::access(path.c_str(), directory ? (R_OK | X_OK) : R_OK) == 0;
+  if (!reachable) {
     problem = std::strerror(errno);
   } else if (directory != S_ISDIR(st.st_mode)) {
     problem = directory ? "not a directory" : "a directory, not a file";
-  } else if (::access(path.c_str(), directory ? (R_OK | X_OK) : R_OK) != 0) {
-    problem = std::strerror(errno);
   }
   if (problem != nullptr) {
     throw Error(kInvalid, std::string("cannot load the TLS ") + what + " " + printable(path, 200) +
