@@ -279,7 +279,13 @@ run_one() {
   fi
 }
 
+# With rlock-c, rlock-c-tls runs each scenario right after rlock-c's run of it: the machine's
+# state drifts over a run, and the two are compared with each other.
+paired_tls=0
+[[ " ${contenders[*]} " != *" rlock-c "* || " ${contenders[*]} " != *" rlock-c-tls "* ]] ||
+  paired_tls=1
 for c in "${contenders[@]}"; do
+  [ "$c" != rlock-c-tls ] || [ "$paired_tls" -eq 0 ] || continue
   for scenario in $(scenarios_of "$c"); do
     case "$scenario" in
       watchdog | memory) run_one "$c" "$scenario" "${sizes[@]}" ;;
@@ -294,7 +300,13 @@ for c in "${contenders[@]}"; do
           done
         done
         ;;
-      *) run_one "$c" "$scenario" ;;
+      *)
+        run_one "$c" "$scenario"
+        if [ "$c" = rlock-c ] && [ "$paired_tls" -eq 1 ] &&
+          [[ " $(scenarios_of rlock-c-tls) " == *" $scenario "* ]]; then
+          run_one rlock-c-tls "$scenario"
+        fi
+        ;;
     esac
   done
 done
