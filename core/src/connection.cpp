@@ -200,7 +200,16 @@ void Connection::io_failed(Io io, const char* doing, const std::string& why) {
     fail(what + why, answered_ ? kConn : kTls);
   }
   std::string reason = io == Io::kClosed ? "connection closed by the server" : why;
-  if (!answered_ && tls_ == nullptr && where_.compare(0, 5, "unix:") != 0) {
+  if (!answered_ && tls_ != nullptr) {
+    // TLS 1.3 servers check the client's certificate after the client's side of the handshake
+    // is done: a refusal comes as an alert and a close, which a write may meet first. The
+    // alert is still readable then.
+    char buf[512];
+    size_t got = 0;
+    std::string alert;
+    if (tls_->read(buf, sizeof buf, &got, &alert) == Io::kTlsFailed) fail(what + alert, kTls);
+    reason += " before any reply (does the server want a client certificate? tls_cert_file)";
+  } else if (!answered_ && where_.compare(0, 5, "unix:") != 0) {
     // A TLS server drops a plaintext client at its first bytes.
     reason += " before any reply: is this a TLS port? (TLS Redis URLs are rediss://)";
   }

@@ -6,6 +6,8 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -44,21 +46,49 @@ bool is_ip_address(const std::string& host) {
                             ": " + reason);
 }
 
+// A file or directory the settings name must be there and readable: OpenSSL's own reason for a
+// missing file is "system lib", and a CA directory is only looked into when a certificate is
+// checked, which would turn a typo into a verification failure at each connect.
+void check_readable(const char* what, const std::string& path, bool directory) {
+  struct stat st {};
+  const char* problem = nullptr;
+  if (::stat(path.c_str(), &st) != 0) {
+    problem = std::strerror(errno);
+  } else if (directory != S_ISDIR(st.st_mode)) {
+    problem = directory ? "not a directory" : "a directory, not a file";
+  } else if (::access(path.c_str(), directory ? (R_OK | X_OK) : R_OK) != 0) {
+    problem = std::strerror(errno);
+  }
+  if (problem != nullptr) {
+    throw Error(kInvalid, std::string("cannot load the TLS ") + what + " " + printable(path, 200) +
+                              ": " + problem);
+  }
+}
+
 void load_trust(SSL_CTX* ctx, const TlsConfig& config) {
   if (config.ca_file.empty() && config.ca_dir.empty()) {
     if (SSL_CTX_set_default_verify_paths(ctx) != 1) bad_file("system trust store", "(default)");
     return;
   }
-  const char* file = config.ca_file.empty() ? nullptr : config.ca_file.c_str();
-  const char* dir = config.ca_dir.empty() ? nullptr : config.ca_dir.c_str();
-  if (SSL_CTX_load_verify_locations(ctx, file, dir) != 1) {
-    bad_file(file != nullptr ? "CA file" : "CA directory", file != nullptr ? file : dir);
+  if (!config.ca_file.empty()) {
+    check_readable("CA file", config.ca_file, false);
+    if (SSL_CTX_load_verify_locations(ctx, config.ca_file.c_str(), nullptr) != 1) {
+      bad_file("CA file", config.ca_file);
+    }
+  }
+  if (!config.ca_dir.empty()) {
+    check_readable("CA directory", config.ca_dir, true);
+    if (SSL_CTX_load_verify_locations(ctx, nullptr, config.ca_dir.c_str()) != 1) {
+      bad_file("CA directory", config.ca_dir);
+    }
   }
 }
 
 void load_client_certificate(SSL_CTX* ctx, const TlsConfig& config) {
   if (config.cert_file.empty()) return;
   const std::string& key = config.key_file.empty() ? config.cert_file : config.key_file;
+  check_readable("client certificate", config.cert_file, false);
+  check_readable("client key", key, false);
   if (SSL_CTX_use_certificate_chain_file(ctx, config.cert_file.c_str()) != 1) {
     bad_file("client certificate", config.cert_file);
   }
@@ -70,6 +100,25 @@ void load_client_certificate(SSL_CTX* ctx, const TlsConfig& config) {
     throw Error(kInvalid, "the TLS client key " + printable(key, 200) +
                               " does not belong to the certificate " +
                               printable(config.cert_file, 200) + ": " + reason);
+  }
+}
+
+// What a refusal of the client's certificate means, or "" for other reasons.
+std::string client_certificate_hint(int reason) {
+  switch (reason) {
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+      return " (the server wants a client certificate: tls_cert_file and tls_key_file)";
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+      return " (the server refused the client certificate of tls_cert_file)";
+    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+      return " (the server refused the handshake: does it want a client certificate "
+             "(tls_cert_file), or share no TLS version with tls_min_version?)";
+    default:
+      return "";
   }
 }
 
@@ -96,18 +145,14 @@ std::string handshake_failure(SSL* ssl, const std::string& name, int port_hint_r
     return "the server does not answer in TLS (" + reason +
            "): is this a plaintext port? (plaintext Redis URLs are redis://)";
   }
-  if (port_hint_reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
-      port_hint_reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) {
-    return reason + " (the server wants a client certificate: tls_cert_file and tls_key_file)";
-  }
-  return reason;
+  return reason + client_certificate_hint(port_hint_reason);
 }
 
 // The socket under a TLS session. OpenSSL's own socket BIO writes with write(2), which raises
 // SIGPIPE on a connection the server closed, and a library must not kill its process or change
 // its signal handling; this one sends with MSG_NOSIGNAL, and never blocks (MSG_DONTWAIT), so
 // the socket itself can stay as hiredis made it.
-int socket_of(BIO* bio) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio))); }
+int socket_of(BIO* bio) { return *static_cast<const int*>(BIO_get_data(bio)); }
 
 bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
 
@@ -209,7 +254,7 @@ TlsStream::TlsStream(const TlsContext& context, int fd, const std::string& host,
     SSL_free(ssl);
     throw Error(kNoMemory, "cannot create a TLS socket: " + openssl_reason());
   }
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd)));
+  BIO_set_data(bio, &fd_);     // lives as long as the session
   SSL_set_bio(ssl, bio, bio);  // the session owns it now
   try {
     handshake(where, timeout_ms, deadline);
@@ -275,13 +320,15 @@ TlsStream::Io TlsStream::result(int n, size_t* moved, std::string* why) {
       return Io::kWantWrite;
     case SSL_ERROR_ZERO_RETURN:
       return Io::kClosed;
-    case SSL_ERROR_SSL:
+    case SSL_ERROR_SSL: {
       if (reason_code() == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         ERR_clear_error();
         return Io::kClosed;
       }
-      *why = "TLS: " + openssl_reason();
+      const std::string hint = client_certificate_hint(reason_code());
+      *why = "TLS: " + openssl_reason() + hint;
       return Io::kTlsFailed;
+    }
     default:  // SSL_ERROR_SYSCALL
       ERR_clear_error();
       if (saved == 0) return Io::kClosed;
