@@ -25,10 +25,13 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 import matplotlib.ticker  # noqa: E402
 
 REFERENCE = "rlock-c"
-# Table order: the reference, the bare-hiredis floor, then each language's rlock binding
-# before its peers, then the baselines.
+# rlock-c over TLS to the same server (scenarios 1-3), compared with rlock-c in its own section.
+TLS = "rlock-c-tls"
+# Table order: the reference, its TLS run, the bare-hiredis floor, then each language's rlock
+# binding before its peers, then the baselines.
 ORDER = [
     "rlock-c",
+    "rlock-c-tls",
     "hiredis-floor",
     "rlock-py",
     "redis-py",
@@ -399,7 +402,7 @@ def bars_of(rows, ok, unit):
             values.append(r["value"])
         else:
             continue
-        colors.append("#d9480f" if name == REFERENCE else "#868e96")
+        colors.append("#d9480f" if name == REFERENCE else "#f08c00" if name == TLS else "#868e96")
         hatches.append("//" if name in ("evalsha-ceiling", "hiredis-floor", "ping") else "")
     return labels, values, colors, hatches
 
@@ -433,6 +436,54 @@ def chart(records, scenario, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+# The figures compared plaintext against TLS: (scenario, metric, label, higher is better).
+TLS_FIGURES = [
+    ("uncontended", "pairs_per_s", "uncontended: pairs/s", True),
+    ("throughput", "pairs_per_s", "throughput: pairs/s", True),
+    ("handoff", "handoff_p50_us", "handoff: p50 (µs)", False),
+    ("handoff", "handoff_p99_us", "handoff: p99 (µs)", False),
+]
+
+
+def tls_section(records):
+    """rlock-c beside rlock-c-tls (the same server, plaintext and TLS ports) for scenarios 1-3,
+    as the time TLS takes over plaintext's; empty when rlock-c-tls did not run."""
+    if not any(r["contender"] == TLS for r in records):
+        return []
+    lines = [
+        "## TLS beside plaintext",
+        "",
+        "rlock-c on the same redis-server's TLS port (`rediss://`, the certificate "
+        "verified in full against the test CA of `tests/fixtures/tls-certs.sh`) beside its "
+        "plaintext port, in this run. Time ratio: how long the TLS run takes for the same "
+        "work (for rates, plaintext ÷ TLS; for latencies, TLS ÷ plaintext); 1.00 is no cost. "
+        "hiredis-floor has no TLS run (hiredis 0.14 has no TLS).",
+        "",
+        "| Figure | plaintext | TLS | time ratio (TLS ÷ plaintext) |",
+        "|---|---:|---:|---:|",
+    ]
+    for scenario, metric, label, higher_better in TLS_FIGURES:
+        plain = value_of(records, scenario, REFERENCE, metric)
+        tls = value_of(records, scenario, TLS, metric)
+        ratio = "—"
+        if plain and tls:
+            ratio = f"{plain / tls:.2f}" if higher_better else f"{tls / plain:.2f}"
+        unit = "us" if metric.endswith("_us") else ""
+        lines.append(f"| {label} | {fmt(plain, unit)} | {fmt(tls, unit)} | {ratio} |")
+    plain = value_of(records, "uncontended", REFERENCE, "pairs_per_s")
+    tls = value_of(records, "uncontended", TLS, "pairs_per_s")
+    if plain and tls:
+        lines += [
+            "",
+            f"- uncontended, per acquire+release pair (two round trips): {1e6 / plain:,.1f} µs "
+            f"plaintext, {1e6 / tls:,.1f} µs TLS",
+        ]
+    failed = sorted(r["scenario"] for r in records if r["contender"] == TLS and r.get("failed"))
+    if failed:
+        lines += ["", f"- {TLS} failed in: {', '.join(failed)}"]
+    return lines + [""]
 
 
 def targets(records):
@@ -956,6 +1007,7 @@ def main(argv):
         path = os.path.join(results, f"{scenario}.png")
         if many_chart(records, path) if scenario == MANY else chart(records, scenario, path):
             out += [f"![{scenario}](results/{scenario}.png)", ""]
+    out += tls_section(records)
     out += [
         "## Targets",
         "",

@@ -26,13 +26,16 @@ die() {
 }
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-c_contenders=(rlock-c hiredis-floor)
+# rlock-c-tls: rlock-c over TLS to the same server (hiredis-floor cannot: hiredis 0.14 has no
+# TLS).
+c_contenders=(rlock-c rlock-c-tls hiredis-floor)
 peer_contenders=(rlock-py redis-py python-redis-lock rlock-go redsync rlock-java redisson)
 is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
 # The scenarios each contender supports, in run order; a contender is not run for the others.
 scenarios_of() {
   case "$1" in
     rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters ;;
+    rlock-c-tls) echo uncontended throughput handoff ;;
     rlock-java | redisson) echo uncontended throughput handoff herd herd-fair many-waiters ;;
     rlock-py | redis-py | rlock-go | redsync) echo uncontended throughput many-waiters ;;
     *) echo uncontended throughput ;;
@@ -135,6 +138,32 @@ trap cleanup EXIT
 bash "$root/tests/fixtures/redis.sh" start "$tmp/redis" >&2
 url=$(cat "$tmp/redis/url")
 port=$(cat "$tmp/redis/port")
+
+# The same server also listens for TLS (CONFIG SET, so plaintext and TLS contenders measure one
+# server), with the test certificates; rlock-c-tls connects there and verifies it in full.
+tls_url=""
+start_tls() {
+  local certs=$work/tls-certs tls_port
+  bash "$root/tests/fixtures/tls-certs.sh" "$certs" || return
+  for _ in $(seq 1 20); do
+    tls_port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    if redis-cli -p "$port" CONFIG SET tls-cert-file "$certs/server.crt" \
+        tls-key-file "$certs/server.key" tls-ca-cert-file "$certs/ca.crt" \
+        tls-auth-clients no tls-port "$tls_port" | grep -qx OK; then
+      tls_url="rediss://127.0.0.1:$tls_port?tls_ca_file=$certs/ca.crt"
+      echo "redis-server TLS on port $tls_port" >&2
+      return 0
+    fi
+  done
+  echo "could not enable TLS on the redis-server" >&2
+  return 1
+}
+for c in "${contenders[@]}"; do
+  if [ "$c" = rlock-c-tls ]; then
+    start_tls || die "TLS setup failed"
+    break
+  fi
+done
 
 raw=$work/raw-$(date -u +%Y%m%dT%H%M%SZ).jsonl
 : > "$raw"
@@ -241,6 +270,7 @@ run_one() {
   local c=$1 scenario=$2 time_limit=$limit
   shift 2
   local args=(--url "$url" --scenario "$scenario" --seconds "$seconds" "$@")
+  [ "$c" != rlock-c-tls ] || args=(--url "$tls_url" --admin-url "$url" "${args[@]:2}")
   [ "$scenario" != many-waiters ] || time_limit=$limit_waiters
   if is_peer "$c"; then
     measure "$scenario" "$c" timeout "$time_limit" bash "$root/bench/peers.sh" run "$c" "${args[@]}"
@@ -249,7 +279,13 @@ run_one() {
   fi
 }
 
+# With rlock-c, rlock-c-tls runs each scenario right after rlock-c's run of it: the machine's
+# state drifts over a run, and the two are compared with each other.
+paired_tls=0
+[[ " ${contenders[*]} " != *" rlock-c "* || " ${contenders[*]} " != *" rlock-c-tls "* ]] ||
+  paired_tls=1
 for c in "${contenders[@]}"; do
+  [ "$c" != rlock-c-tls ] || [ "$paired_tls" -eq 0 ] || continue
   for scenario in $(scenarios_of "$c"); do
     case "$scenario" in
       watchdog | memory) run_one "$c" "$scenario" "${sizes[@]}" ;;
@@ -264,7 +300,13 @@ for c in "${contenders[@]}"; do
           done
         done
         ;;
-      *) run_one "$c" "$scenario" ;;
+      *)
+        run_one "$c" "$scenario"
+        if [ "$c" = rlock-c ] && [ "$paired_tls" -eq 1 ] &&
+          [[ " $(scenarios_of rlock-c-tls) " == *" $scenario "* ]]; then
+          run_one rlock-c-tls "$scenario"
+        fi
+        ;;
     esac
   done
 done

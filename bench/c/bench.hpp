@@ -16,6 +16,7 @@ namespace bench {
 struct Options {
   std::string contender;
   std::string url;
+  std::string admin_url;  // the harness's own hiredis connection; empty: url
   std::string scenario;
   double seconds = 10;
   int threads = 16;
@@ -63,6 +64,9 @@ class Contender {
   virtual ~Contender() = default;
   virtual std::unique_ptr<Worker> worker() = 0;
 };
+
+// rlock-c, or rlock-c-tls: the same contender on a rediss:// URL.
+bool is_rlock(const Options& o);
 
 std::unique_ptr<Contender> make_rlock_c(const Options& o, const std::vector<std::string>& names);
 std::unique_ptr<Contender> make_hiredis_floor(const Options& o,

@@ -22,12 +22,15 @@ using Seconds = std::chrono::duration<double>;
 constexpr size_t kUncontendedNames = 1024;
 
 constexpr char kUsage[] =
-    "usage: rlock-bench --contender rlock-c|hiredis-floor|ping --url redis://HOST:PORT\n"
+    "usage: rlock-bench --contender rlock-c|rlock-c-tls|hiredis-floor|ping\n"
+    "                   --url redis://HOST:PORT [--admin-url redis://HOST:PORT]\n"
     "                   --scenario SCENARIO --seconds S [--threads T] [--names N]\n"
     "                   [--processes P] [--locks N] [--waiters N] [--scripts DIR]\n"
     "  ping goes with scenario ping (PING round trips); hiredis-floor with uncontended or\n"
     "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory,\n"
-    "  many-waiters.\n"
+    "  many-waiters. rlock-c-tls is rlock-c on a rediss:// --url; it needs --admin-url, a\n"
+    "  plaintext URL of the same server for the harness's own connection (hiredis 0.14 has\n"
+    "  no TLS).\n"
     "  --threads (default 16): throughput, and threads per process in herd;\n"
     "  --names (default 256): throughput; --processes (default 8): herd;\n"
     "  --locks (default 10000): watchdog and memory; in many-waiters the locks the waiters\n"
@@ -63,6 +66,7 @@ constexpr int kMaxWaiters = 100000;
 const std::pair<const char*, Setter> kFlags[] = {
     {"--contender", [](Options& o, const std::string&, const std::string& v) { o.contender = v; }},
     {"--url", [](Options& o, const std::string&, const std::string& v) { o.url = v; }},
+    {"--admin-url", [](Options& o, const std::string&, const std::string& v) { o.admin_url = v; }},
     {"--scenario", [](Options& o, const std::string&, const std::string& v) { o.scenario = v; }},
     {"--seconds", [](Options& o, const std::string& f,
                      const std::string& v) { o.seconds = parse_number(f, v, 86400); }},
@@ -96,6 +100,20 @@ void check_scenario(const Options& o) {
   }
 }
 
+// rlock-c-tls, and only it, runs on a rediss:// URL; the harness's hiredis connection cannot.
+void check_tls(const Options& o) {
+  const bool tls = o.contender == "rlock-c-tls";
+  if (tls != (o.url.rfind("rediss://", 0) == 0)) {
+    throw Usage(tls ? "rlock-c-tls needs a rediss:// --url, got '" + o.url + "'"
+                    : "only rlock-c-tls takes a rediss:// --url (rlock-c is the plaintext run; "
+                      "hiredis-floor and ping have no TLS), got '" +
+                          o.url + "'");
+  }
+  if (tls && o.admin_url.empty()) {
+    throw Usage("rlock-c-tls needs --admin-url, a plaintext redis:// URL of the same server");
+  }
+}
+
 Options parse_args(int argc, char** argv) {
   Options o;
   bool seconds_given = false, locks_given = false;
@@ -113,10 +131,12 @@ Options parse_args(int argc, char** argv) {
     seconds_given = seconds_given || flag == "--seconds";
     locks_given = locks_given || flag == "--locks";
   }
-  if (o.contender != "rlock-c" && o.contender != "hiredis-floor" && o.contender != "ping") {
-    throw Usage("--contender must be rlock-c, hiredis-floor or ping, got '" + o.contender + "'");
+  if (!is_rlock(o) && o.contender != "hiredis-floor" && o.contender != "ping") {
+    throw Usage("--contender must be rlock-c, rlock-c-tls, hiredis-floor or ping, got '" +
+                o.contender + "'");
   }
   if (o.url.empty()) throw Usage("--url is required");
+  check_tls(o);
   if (!seconds_given) throw Usage("--seconds is required");
   check_scenario(o);
   if (o.scenario == "many-waiters") {
@@ -129,6 +149,8 @@ Options parse_args(int argc, char** argv) {
 // ---- output ----
 
 }  // namespace
+
+bool is_rlock(const Options& o) { return o.contender == "rlock-c" || o.contender == "rlock-c-tls"; }
 
 std::string number(double v) {
   char buf[64];
@@ -308,7 +330,7 @@ int run(const Options& o) {
     for (const Result& r : ping(o)) print(o, r);
     return 0;
   }
-  Context admin = connect(o.url);
+  Context admin = connect(o.admin_url.empty() ? o.url : o.admin_url);
   // Every key of ours contains the lock name (latches and channels wrap it in {}).
   const std::string pattern = "*bench:*:" + o.contender + ":*";
   delete_keys(admin.get(), pattern);  // leftovers of an earlier run would stall this one
@@ -332,7 +354,7 @@ int run(const Options& o) {
                     std::to_string(k));
   }
   std::unique_ptr<Contender> contender =
-      o.contender == "rlock-c" ? make_rlock_c(o, names) : make_hiredis_floor(o, names);
+      is_rlock(o) ? make_rlock_c(o, names) : make_hiredis_floor(o, names);
   Result r;
   try {
     r = single ? uncontended(*contender, o.seconds) : throughput(*contender, o);

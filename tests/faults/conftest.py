@@ -10,10 +10,10 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
-from harness import Case, NetnsPair, worker_binary
+from harness import Case, NetnsPair, make_tls_certs, worker_binary
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -26,6 +26,22 @@ def seed() -> int:
     value = int(os.environ.get("RLOCK_FAULT_SEED") or random.randrange(1, 2**31))
     print(f"seed {value} (replay with RLOCK_FAULT_SEED={value})")
     return value
+
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test CA and certificates of tests/fixtures/tls-certs.sh, made once per session."""
+    return make_tls_certs(tmp_path_factory.mktemp("tls-certs"))
+
+
+@pytest.fixture(params=["plain", "tls"])
+def tls(request: pytest.FixtureRequest) -> Optional[Path]:
+    """Runs a test twice: over plaintext (None) and over TLS (the certificates' directory, for
+    Case.redis(tls=...)). Test ids end in [plain] and [tls]."""
+    if request.param == "plain":
+        return None
+    certs: Path = request.getfixturevalue("tls_certs")
+    return certs
 
 
 @pytest.fixture

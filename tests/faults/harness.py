@@ -81,6 +81,24 @@ def bounds_probe(lang: str) -> Tuple[List[str], str]:
     return [java, "-cp", classpath, "io.rlock.BoundsProbe"], ""
 
 
+def tls_url(host: str, port: int, certs: Path) -> str:
+    """The rediss:// URL of a TLS port whose certificate the test CA in `certs` signed."""
+    return f"rediss://{host}:{port}?tls_ca_file={certs / 'ca.crt'}"
+
+
+def make_tls_certs(directory: Path) -> Path:
+    """The test CA and certificates (tests/fixtures/tls-certs.sh) in `directory`."""
+    out = subprocess.run(
+        ["bash", str(REPO / "tests" / "fixtures" / "tls-certs.sh"), str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"tls-certs.sh failed: {out.stderr.strip()[-2000:]}")
+    return directory
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -218,12 +236,17 @@ class RedisServer:
         netns: Optional[NetnsPair] = None,
         side: str = "",
         port: int = 0,
+        tls: Optional[Path] = None,
     ) -> None:
         """In `netns`'s namespace `side` on `port` when given (its address there), else on a
-        free port of 127.0.0.1."""
+        free port of 127.0.0.1. With `tls` (a directory of tests/fixtures/tls-certs.sh) it also
+        listens for TLS on `tls_port`, and `url` is that port's rediss:// URL; `port` stays
+        plaintext for the harness's own connections (chaos, watches, checkers)."""
         self.netns, self.side = netns, side
         self.host = netns.ADDRESS[side] if netns is not None else "127.0.0.1"
         self.port = port or free_port()
+        self.tls = tls
+        self.tls_port = free_port() if tls is not None else 0
         self.dir = root / f"redis-{side}{self.port}"
         self.dir.mkdir(parents=True)
         self.config = list(config)
@@ -235,7 +258,25 @@ class RedisServer:
 
     @property
     def url(self) -> str:
+        if self.tls is not None:
+            return tls_url(self.host, self.tls_port, self.tls)
         return f"redis://{self.host}:{self.port}"
+
+    def tls_config(self) -> List[str]:
+        if self.tls is None:
+            return []
+        return [
+            "--tls-port",
+            str(self.tls_port),
+            "--tls-cert-file",
+            str(self.tls / "server.crt"),
+            "--tls-key-file",
+            str(self.tls / "server.key"),
+            "--tls-ca-cert-file",
+            str(self.tls / "ca.crt"),
+            "--tls-auth-clients",
+            "no",
+        ]
 
     def start(self) -> "RedisServer":
         args = (
@@ -259,6 +300,7 @@ class RedisServer:
             ]
             # Clients come from the namespace's own address, not loopback.
             + (["--protected-mode", "no"] if self.netns is not None else [])
+            + self.tls_config()
             + self.config
         )
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
@@ -309,7 +351,10 @@ class RedisServer:
 class FaultProxy:
     """tests/faults/faultproxy.py in front of one server."""
 
-    def __init__(self, root: Path, upstream_port: int) -> None:
+    def __init__(self, root: Path, upstream_port: int, tls: Optional[Path] = None) -> None:
+        """`tls`: the upstream is a TLS port signed by the CA in that directory. The proxy only
+        forwards bytes, so TLS runs end to end through it; it cannot tell pub/sub connections
+        from command ones then (it never sees a SUBSCRIBE), so every connection is "command"."""
         self.control_path = Path(tempfile.mkdtemp(prefix="rlock-proxy-")) / "control"
         self.proc = subprocess.Popen(
             [
@@ -328,7 +373,11 @@ class FaultProxy:
         if not line.startswith("port "):
             raise RuntimeError(f"the fault proxy did not start: {line!r}")
         self.port = int(line.split()[1])
-        self.url = f"redis://127.0.0.1:{self.port}"
+        self.url = (
+            tls_url("127.0.0.1", self.port, tls)
+            if tls is not None
+            else f"redis://127.0.0.1:{self.port}"
+        )
 
     def control(self, **request) -> dict:
         with socket.socket(socket.AF_UNIX) as s:
@@ -469,14 +518,23 @@ class Case:
         self.workers: List[Worker] = []
 
     def redis(
-        self, *config: str, netns: Optional[NetnsPair] = None, side: str = "", port: int = 0
+        self,
+        *config: str,
+        netns: Optional[NetnsPair] = None,
+        side: str = "",
+        port: int = 0,
+        tls: Optional[Path] = None,
     ) -> RedisServer:
-        server = RedisServer(self.root, *config, netns=netns, side=side, port=port)
+        server = RedisServer(self.root, *config, netns=netns, side=side, port=port, tls=tls)
         self.servers.append(server)
         return server.start()
 
     def proxy(self, server: RedisServer) -> FaultProxy:
-        p = FaultProxy(self.root, server.port)
+        """A fault proxy in front of `server`: of its TLS port if it has one."""
+        if server.tls is not None:
+            p = FaultProxy(self.root, server.tls_port, server.tls)
+        else:
+            p = FaultProxy(self.root, server.port)
         self.proxies.append(p)
         return p
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import statistics
 import threading
 import time
-from typing import Any, Dict
+from pathlib import Path
+from typing import Any, Dict, Optional
 
 import checkers
 import pytest
@@ -17,8 +18,13 @@ MS = 1_000_000
 BLACKHOLE = {"name": "blackhole"}
 
 
-def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case):
-    server, resource = case.redis(), case.redis()
+def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(
+    case: Case, tls: Optional[Path]
+):
+    # [tls]: every connection is TLS through the proxy, which drops what it blackholes: the
+    # partitioned connections' TLS streams are broken for good (records missing), so they must
+    # be dropped and replaced, not read on.
+    server, resource = case.redis(tls=tls), case.redis(tls=tls)
     proxy = case.proxy(server)
     names = [f"d1-{i}" for i in range(5)]
     holders = [
@@ -88,8 +94,8 @@ def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(case: Case
         assert int(h.ask("release")[1]) == -11
     margins = [(expired[n] - lost[n]) / MS for n in names]
     print(
-        f"D1: holders knew {min(margins):.0f}-{max(margins):.0f} ms before the server freed "
-        f"their lock"
+        f"D1{' over TLS' if tls else ''}: holders knew {min(margins):.0f}-{max(margins):.0f} ms "
+        "before the server freed their lock"
     )
     assert min(margins) > 0, (
         f"a holder learned of its loss after the server freed the lock: {margins}"
@@ -225,8 +231,10 @@ def test_D2_each_kind_takes_back_an_acquire_whose_reply_was_lost(case: Case, kin
     proxy.pass_all()
 
 
-def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case):
-    server, resource = case.redis(), case.redis()
+def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case, tls: Optional[Path]):
+    # [tls]: the workers' connections (lock server and fenced resource) are TLS, delayed in
+    # pieces by the proxy.
+    server, resource = case.redis(tls=tls), case.redis(tls=tls)
     proxy = case.proxy(server)
     proxy.set("all", {"name": "delay", "ms": 50})
     workers = [
@@ -254,7 +262,7 @@ def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case):
     # A call's bound: its wait, plus round trips of up to 600 ms, plus a command timeout.
     assert checkers.slow_calls(h, 3000 + 1500 + 1200 + 50) == []
     total = sum(w.summary()["acquired"] for w in workers)
-    print(f"D3: {total} sections at 50 ms and 200 +- 100 ms each way")
+    print(f"D3{' over TLS' if tls else ''}: {total} sections at 50 ms and 200 +- 100 ms each way")
     assert total > 100
 
 
