@@ -824,8 +824,7 @@ class ClusterDeployment:
                 if "cluster_state:ok" not in info:
                     return False
             return len(self.masters()) == masters and all(
-                s.conn().info("replication")["connected_slaves"] == replicas
-                for s in self.masters()
+                s.conn().info("replication")["connected_slaves"] == replicas for s in self.masters()
             )
 
         assert wait_until(ready, 30, 0.1), "the cluster did not come up"

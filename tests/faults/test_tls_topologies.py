@@ -307,9 +307,7 @@ def test_tls_master_behind_plaintext_sentinels_with_sentinel_tls_no(case: Case):
 
     # The sentinels stay silent to a ClientHello: each attempt ends at the connect timeout.
     url = dep.url.replace("&sentinel_tls=no", "")
-    refused = case.worker(
-        "hold", url, names="tls-p-a", counters=False, connect_timeout_ms=300
-    )
+    refused = case.worker("hold", url, names="tls-p-a", counters=False, connect_timeout_ms=300)
     assert refused.wait(60) != 0
     said = " ".join(refused.err).split(url, 1)[-1]
     assert "-5 " in said and "plaintext port" in said, refused.err[-3:]

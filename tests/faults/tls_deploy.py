@@ -118,8 +118,19 @@ class TlsSentinelServer(SentinelServer):
     plaintext port (it keeps a TLS port for the other sentinels, which it announces to them)."""
 
     def __init__(
-        self, *args, certs: Certs, plaintext: bool = False, **kwargs
-    ) -> None:  # SentinelServer's arguments
+        self,
+        root: Path,
+        master_port: int,
+        name: str,
+        quorum: int,
+        down_after_ms: int,
+        failover_timeout_ms: int,
+        master_password: str = "",
+        password: str = "",
+        *,
+        certs: Certs,
+        plaintext: bool = False,
+    ) -> None:
         self.certs = certs
         self.plaintext = plaintext
         port = free_port()
@@ -128,7 +139,18 @@ class TlsSentinelServer(SentinelServer):
         else:
             lines = f"port 0\ntls-port {port}\n"
         lines += "tls-replication yes\n" + certs.conf_lines()
-        super().__init__(*args, port=port, extra_conf=lines, **kwargs)
+        super().__init__(
+            root,
+            master_port,
+            name,
+            quorum,
+            down_after_ms,
+            failover_timeout_ms,
+            master_password,
+            password,
+            port=port,
+            extra_conf=lines,
+        )
 
     def conn(self) -> redis.Redis:
         if self.plaintext:
@@ -170,9 +192,7 @@ class TlsClusterDeployment(ClusterDeployment):
             case,
             masters,
             replicas=replicas,
-            make_server=functools.partial(
-                _tls_cluster_node, certs=certs
-            ),
+            make_server=functools.partial(_tls_cluster_node, certs=certs),
             cli_args=["--tls", "--cacert", str(certs.ca)],
         )
 
