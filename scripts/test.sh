@@ -6,6 +6,7 @@
 # fault-injection catalog (tests/faults), the fault worker under valgrind memcheck, the
 # Redisson interop tests (tests/redisson, JUnit
 # with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
+# a build without TLS (scripts/test-notls.sh),
 # then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
 # 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
 # This full run is what CI executes.
@@ -74,6 +75,9 @@ bash "$root/bench/run.sh" --smoke
 
 echo "== fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=30} s each)"
 RLOCK_FUZZ_SECONDS=$RLOCK_FUZZ_SECONDS "$root/scripts/test-fuzz.sh"
+
+echo "== build without TLS (RLOCK_TLS=OFF): rediss:// is refused as unsupported"
+"$root/scripts/test-notls.sh"
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== build and test with ASan + UBSan, then the fault cases marked 'sanitized' on that build"

@@ -33,6 +33,7 @@ type clientConfig struct {
 	connectMS, commandMS, watchdogMS, pollMS int64
 	poolSize                                 int
 	maxNameLen                               uint64
+	tls                                      *TLSOptions // nil: TLS only as the URL says
 }
 
 // positiveMS records an error for a duration that is not positive; 0 (the C default) is
@@ -92,11 +93,15 @@ func WithMaxNameLen(n int) Option {
 // redis://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or
 // redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N] or
 // redis-cluster://[[user]:password@]host[:port][,host[:port]...]; when
-// empty, $RLOCK_URL is used, then DefaultURL.
+// empty, $RLOCK_URL is used, then DefaultURL. rediss://, rediss-sentinel:// and
+// rediss-cluster:// are the same over TLS, with the query options tls_ca_file, tls_ca_dir,
+// tls_cert_file, tls_key_file, tls_server_name, tls_verify=full|ca|none,
+// tls_min_version=1.2|1.3 and sentinel_tls=yes|no (or see WithTLS).
 //
 // It fails with ErrVersion if the loaded rlock library does not match the headers this package
-// was compiled with, ErrConnection or ErrAuth if Redis cannot be used, ErrInvalidArgument for a
-// bad URL or option (also a URL containing a NUL byte, which a C string cannot carry).
+// was compiled with, ErrConnection or ErrAuth if Redis cannot be used, ErrTLS if the TLS
+// handshake or the server's certificate check fails, ErrInvalidArgument for a bad URL or
+// option (also a URL containing a NUL byte, which a C string cannot carry).
 func NewClient(url string, opts ...Option) (*Client, error) {
 	if err := checkLoadedVersion(); err != nil {
 		return nil, err
@@ -116,6 +121,9 @@ func NewClient(url string, opts ...Option) (*Client, error) {
 	}
 	if url == "" {
 		url = DefaultURL
+		if cfg.tls != nil {
+			url = "rediss" + strings.TrimPrefix(DefaultURL, "redis")
+		}
 	}
 	// A C string ends at its first NUL: a URL with one would reach the library cut short.
 	if at := strings.IndexByte(url, 0); at >= 0 {
@@ -123,10 +131,12 @@ func NewClient(url string, opts ...Option) (*Client, error) {
 	}
 	curl := C.CString(url)
 	defer C.free(unsafe.Pointer(curl))
+	tls := newCTLS(cfg.tls)
+	defer tls.free()
 	var ptr *C.rlock_client
 	err := check(C.rlock_go_client_new(&ptr, curl, C.int64_t(cfg.connectMS),
 		C.int64_t(cfg.commandMS), C.int(cfg.poolSize), C.int64_t(cfg.watchdogMS),
-		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen)))
+		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen), tls.ptr()))
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ const (
 	CodeBadHandle   Code = -22 // a freed C handle was used (a binding bug: values check first)
 	CodeNotSynced   Code = -23 // replicas did not confirm the acquire in time; it was taken back
 	CodeForked      Code = -24 // a handle made before fork() was used in the child process
+	CodeTLS         Code = -25 // TLS handshake or certificate verification failed; read the message
 )
 
 // Sentinels for errors.Is. Every error this package returns is an *Error, whose Is method
@@ -61,6 +62,7 @@ var (
 	ErrInternal        = errors.New("rlock: internal error")
 	ErrNotSynced       = errors.New("rlock: replicas did not confirm the acquire")
 	ErrForked          = errors.New("rlock: made before fork() in a parent process")
+	ErrTLS             = errors.New("rlock: TLS failed")
 )
 
 // The one table from C codes to sentinels. CodeError and CodeUser match none (use errors.As).
@@ -89,6 +91,7 @@ var sentinels = map[Code][]error{
 	CodeBadHandle:   {ErrClosed},
 	CodeNotSynced:   {ErrNotSynced},
 	CodeForked:      {ErrForked},
+	CodeTLS:         {ErrTLS},
 }
 
 var codeNames = map[Code]string{
@@ -100,6 +103,7 @@ var codeNames = map[Code]string{
 	CodeRedis: "RLOCK_EREDIS", CodeRedisOOM: "RLOCK_EOOM", CodeBusy: "RLOCK_EBUSY",
 	CodeReadOnly: "RLOCK_EREADONLY", CodeClosed: "RLOCK_ECLOSED", CodeDeadlock: "RLOCK_EDEADLK",
 	CodeBadHandle: "RLOCK_EBADHANDLE", CodeNotSynced: "RLOCK_ENOTSYNCED", CodeForked: "RLOCK_EFORKED",
+	CodeTLS: "RLOCK_ETLS",
 }
 
 // String returns the C name of the code, such as "RLOCK_ETIMEDOUT".

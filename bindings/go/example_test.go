@@ -62,3 +62,21 @@ func ExampleLock_Lock() {
 	defer lock.Unlock()
 	// ... the critical section ...
 }
+
+func ExampleWithTLS() {
+	// The same as rediss://redis.example.com:6380?tls_ca_file=/etc/rlock/ca.crt&tls_cert_file=...
+	client, err := rlock.NewClient("rediss://redis.example.com:6380", rlock.WithTLS(rlock.TLSOptions{
+		CAFile:   "/etc/rlock/ca.crt", // unset: the system's trust store
+		CertFile: "/etc/rlock/client.crt",
+		KeyFile:  "/etc/rlock/client.key",
+	}))
+	if errors.Is(err, rlock.ErrTLS) {
+		fmt.Println("TLS failed:", err) // OpenSSL's reason, such as a host name mismatch
+		return
+	}
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+}

@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 		blockingLimit.Store(0)
 	}
 	code := m.Run()
+	stopTLSFixture()
 	s.Stop()
 	os.Exit(code)
 }

@@ -19,6 +19,10 @@
 #if !defined(RLOCK_VERSION_NUMBER) || RLOCK_VERSION_NUMBER < 300 || RLOCK_VERSION_NUMBER >= 400
 #  error "the rlock Go binding needs the rlock 0.3.x headers (check PKG_CONFIG_PATH)"
 #endif
+/* WithTLS fills the TLS fields of rlock_client_options version 3. */
+#if RLOCK_CLIENT_OPTIONS_VERSION < 3
+#  error "the rlock Go binding needs rlock.h with TLS (rlock_client_options version 3)"
+#endif
 
 typedef struct rlock_go_result {
   int rc;
@@ -41,11 +45,24 @@ static inline rlock_go_result rlock_go_result_of(int rc) {
   return r;
 }
 
+/* WithTLS's settings (tls.go); strings NULL when unset. */
+typedef struct rlock_go_tls {
+  const char *ca_file;
+  const char *ca_dir;
+  const char *cert_file;
+  const char *key_file;
+  const char *server_name;
+  int verify;
+  int min_version;
+  int sentinels;
+} rlock_go_tls;
+
+/* tls: NULL = TLS only as the URL says. */
 static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char *url,
                                                   int64_t connect_timeout_ms,
                                                   int64_t command_timeout_ms, int pool_size,
                                                   int64_t watchdog_lease_ms, int64_t poll_cap_ms,
-                                                  size_t max_name_len) {
+                                                  size_t max_name_len, const rlock_go_tls *tls) {
   rlock_client_options opts;
   int rc = rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
@@ -56,6 +73,17 @@ static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char
   opts.watchdog_lease_ms = watchdog_lease_ms;
   opts.poll_cap_ms = poll_cap_ms;
   opts.max_name_len = max_name_len;
+  if (tls != NULL) {
+    opts.tls = 1;
+    opts.tls_ca_file = tls->ca_file;
+    opts.tls_ca_dir = tls->ca_dir;
+    opts.tls_cert_file = tls->cert_file;
+    opts.tls_key_file = tls->key_file;
+    opts.tls_server_name = tls->server_name;
+    opts.tls_verify = tls->verify;
+    opts.tls_min_version = tls->min_version;
+    opts.sentinel_tls = tls->sentinels;
+  }
   return rlock_go_result_of(rlock_client_new(out, &opts));
 }
 

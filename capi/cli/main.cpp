@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -40,9 +41,10 @@ constexpr int kExitNotFound = 127;    // like shells
 constexpr const char *kDefaultUrl = "redis://127.0.0.1:6379";
 
 const char kUsage[] =
-    "usage: rlock exec [--url URL] [--wait SECONDS] [--lease SECONDS] NAME -- COMMAND [ARGS...]\n"
-    "       rlock status [--url URL] NAME\n"
-    "       rlock unlock --force [--url URL] NAME\n"
+    "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
+    "                  NAME -- COMMAND [ARGS...]\n"
+    "       rlock status [--url URL] [TLS OPTIONS] NAME\n"
+    "       rlock unlock --force [--url URL] [TLS OPTIONS] NAME\n"
     "       rlock --help | --version\n";
 
 const char kHelp[] =
@@ -62,7 +64,8 @@ const char kHelp[] =
     "                   unix://[[user]:password@]/path/to/socket[?db=N] or\n"
     "                   redis-sentinel://[[user]:password@]host[:port][,host...]/master or\n"
     "                   redis-cluster://[[user]:password@]host[:port][,host...]\n"
-    "                   (default: $RLOCK_URL, then redis://127.0.0.1:6379)\n"
+    "                   (default: $RLOCK_URL, then redis://127.0.0.1:6379); rediss://,\n"
+    "                   rediss-sentinel:// and rediss-cluster:// are the same over TLS\n"
     "  --wait SECONDS   exec: wait at most this long for the lock; 0 = try once\n"
     "                   (default: wait forever). A --wait above 0 also covers connecting:\n"
     "                   while Redis cannot be reached or is still loading its data, rlock\n"
@@ -76,6 +79,21 @@ const char kHelp[] =
     "  -h, --help       show this help\n"
     "  --version        show the library version\n"
     "SECONDS may be fractional (0.5).\n"
+    "\n"
+    "TLS options (with a rediss://, rediss-sentinel:// or rediss-cluster:// URL; the URL's\n"
+    "tls_* options say the same, and where both are given they must agree):\n"
+    "  --cacert FILE    trust the CA certificates in FILE (PEM) instead of the system's\n"
+    "                   (URL: tls_ca_file)\n"
+    "  --cacertdir DIR  trust the CA certificates in DIR (hashed, openssl rehash)\n"
+    "                   (URL: tls_ca_dir)\n"
+    "  --cert FILE      client certificate (PEM), for servers that ask for one\n"
+    "                   (URL: tls_cert_file)\n"
+    "  --key FILE       its private key (PEM); default: in the --cert file\n"
+    "                   (URL: tls_key_file)\n"
+    "  --sni NAME       the server name sent and verified, instead of the URL's host\n"
+    "                   (URL: tls_server_name)\n"
+    "  --insecure       do not verify the server's certificate: encrypted but not\n"
+    "                   authenticated (URL: tls_verify=none)\n"
     "\n"
     "exec and signals:\n"
     "  SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are passed on to\n"
@@ -96,7 +114,8 @@ const char kHelp[] =
     "  0        status: done. unlock: a lock was deleted\n"
     "  1        unlock: NAME was not locked\n"
     "  64       usage error: unknown command or option, bad value, missing NAME or --\n"
-    "  69       Redis unavailable: unreachable, credentials refused, or it refused the request\n"
+    "  69       Redis unavailable: unreachable, credentials refused, TLS failed (handshake or\n"
+    "           certificate verification: rlock says why), or it refused the request\n"
     "  70       internal error\n"
     "  75       exec: the lock was busy and --wait ran out\n"
     "  126      exec: COMMAND was found but could not be run\n"
@@ -117,6 +136,9 @@ struct Args {
   int64_t lease_ms = RLOCK_LEASE_WATCHDOG;
   bool force = false;
   bool help = false;
+  // TLS settings (rlock_client_options version 3); empty = not given.
+  std::string ca_file, ca_dir, cert_file, key_file, server_name;
+  bool insecure = false;
   std::vector<char *> argv;  // exec: COMMAND [ARGS...]
 };
 
@@ -154,6 +176,22 @@ void set_lease(Args &args, const std::string &value) {
 }
 void set_force(Args &args, const std::string &) { args.force = true; }
 
+// A path or name option: the value as given, never empty.
+void set_text(std::string *field, const char *option, const std::string &value) {
+  if (value.empty()) throw UsageError{std::string("option ") + option + " needs a value, got ''"};
+  *field = value;
+}
+void set_cacert(Args &args, const std::string &value) {
+  set_text(&args.ca_file, "--cacert", value);
+}
+void set_cacertdir(Args &args, const std::string &value) {
+  set_text(&args.ca_dir, "--cacertdir", value);
+}
+void set_cert(Args &args, const std::string &value) { set_text(&args.cert_file, "--cert", value); }
+void set_key(Args &args, const std::string &value) { set_text(&args.key_file, "--key", value); }
+void set_sni(Args &args, const std::string &value) { set_text(&args.server_name, "--sni", value); }
+void set_insecure(Args &args, const std::string &) { args.insecure = true; }
+
 // The options: which commands take each, and what it sets.
 struct Option {
   const char *name;
@@ -167,6 +205,12 @@ const Option kOptions[] = {
     {"--wait", "exec", true, set_wait},
     {"--lease", "exec", true, set_lease},
     {"--force", "unlock", false, set_force},
+    {"--cacert", "exec status unlock", true, set_cacert},
+    {"--cacertdir", "exec status unlock", true, set_cacertdir},
+    {"--cert", "exec status unlock", true, set_cert},
+    {"--key", "exec status unlock", true, set_key},
+    {"--sni", "exec status unlock", true, set_sni},
+    {"--insecure", "exec status unlock", false, set_insecure},
 };
 
 const Option *find_option(const std::string &name) {
@@ -253,6 +297,33 @@ void parse_after_separator(bool saw_separator, int count, char **rest, Args &arg
   }
 }
 
+// The first TLS option given, or nullptr.
+const char *first_tls_option(const Args &args) {
+  if (!args.ca_file.empty()) return "--cacert";
+  if (!args.ca_dir.empty()) return "--cacertdir";
+  if (!args.cert_file.empty()) return "--cert";
+  if (!args.key_file.empty()) return "--key";
+  if (!args.server_name.empty()) return "--sni";
+  if (args.insecure) return "--insecure";
+  return nullptr;
+}
+
+// TLS options need a TLS URL; said here in the options' own names (the library would name
+// the tls_* fields).
+void check_tls_options(const Args &args) {
+  const char *option = first_tls_option(args);
+  if (option == nullptr) return;
+  std::string scheme = args.url.substr(0, args.url.find("://"));
+  for (char &c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme.compare(0, 6, "rediss") != 0) {
+    throw UsageError{std::string("option ") + option +
+                     " needs a TLS URL: rediss://, rediss-sentinel:// or rediss-cluster://"};
+  }
+  if (!args.key_file.empty() && args.cert_file.empty()) {
+    throw UsageError{"option --key needs --cert (the client certificate it belongs to)"};
+  }
+}
+
 // The checks on the whole command line, and the default URL.
 void check_complete(Args &args) {
   if (!args.has_name) throw UsageError{"missing lock NAME"};
@@ -264,6 +335,7 @@ void check_complete(Args &args) {
     const char *env = std::getenv("RLOCK_URL");
     args.url = (env && *env) ? env : kDefaultUrl;
   }
+  check_tls_options(args);
 }
 
 Args parse_args(int argc, char **argv) {
@@ -307,6 +379,7 @@ int exit_code_for(int rc) {
     case RLOCK_EOOM:
     case RLOCK_EBUSY:
     case RLOCK_EREADONLY:
+    case RLOCK_ETLS:  // like refused credentials: the server cannot be used as configured
       return kExitUnavailable;
     default:
       return kExitSoftware;
@@ -349,9 +422,24 @@ struct Session {
   }
 };
 
+const char *or_null(const std::string &text) { return text.empty() ? nullptr : text.c_str(); }
+
+// The client of --url and the TLS options (the library checks that they fit the URL).
+int new_client(const Args &args, rlock_client **out) {
+  rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+  opts.url = args.url.c_str();
+  opts.tls_ca_file = or_null(args.ca_file);
+  opts.tls_ca_dir = or_null(args.ca_dir);
+  opts.tls_cert_file = or_null(args.cert_file);
+  opts.tls_key_file = or_null(args.key_file);
+  opts.tls_server_name = or_null(args.server_name);
+  if (args.insecure) opts.tls_verify = RLOCK_TLS_VERIFY_NONE;
+  return rlock_client_new(out, &opts);
+}
+
 // Connects and makes the lock handle; returns 0 or the exit code after printing the error.
 int open_session(const Args &args, Session &session) {
-  int rc = rlock_client_new_url(&session.client, args.url.c_str());
+  int rc = new_client(args, &session.client);
   if (rc != RLOCK_OK) return report(rc);
   rc = rlock_lock_new(&session.lock, session.client, args.name.c_str(), nullptr);
   if (rc != RLOCK_OK) return report(rc);
@@ -536,7 +624,7 @@ int stopped_by_signal(const Args &args, SignalState *signals) {
 
 // A failure to connect that may pass by itself: no server listening yet (starting or
 // restarting), one that answers LOADING while it reads its data, or BUSY, MASTERDOWN,
-// CLUSTERDOWN or too many clients. Credentials, permissions and a bad URL or database do not
+// CLUSTERDOWN or too many clients. Credentials, TLS, permissions and a bad URL or database do not
 // pass by waiting.
 bool may_pass(int rc) { return rc == RLOCK_ECONN || rc == RLOCK_EBUSY || rc == RLOCK_EREDIS; }
 
@@ -552,7 +640,7 @@ int connect_for_exec(const Args &args, Session &session, SignalState *signals,
   int tries = 0;
   for (;;) {
     ++tries;
-    int rc = rlock_client_new_url(&session.client, args.url.c_str());
+    int rc = new_client(args, &session.client);
     if (rc == RLOCK_OK) break;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

@@ -117,9 +117,6 @@ Connection::Connection(const Endpoint& ep, int64_t connect_timeout_ms, int64_t c
   if (ep.unix_path.empty()) redisEnableKeepAlive(ctx_);
   try {
     if (ep.tls != nullptr) {
-      // OpenSSL reads and writes the socket itself, so it must not block (the plaintext path
-      // asks for MSG_DONTWAIT on each call instead).
-      ::fcntl(ctx_->fd, F_SETFL, ::fcntl(ctx_->fd, F_GETFL) | O_NONBLOCK);
       tls_ = std::make_unique<TlsStream>(
           *ep.tls, ctx_->fd, ep.host, where_,
           connect_start + std::chrono::milliseconds(connect_timeout_ms), connect_timeout_ms);
@@ -203,7 +200,16 @@ void Connection::io_failed(Io io, const char* doing, const std::string& why) {
     fail(what + why, answered_ ? kConn : kTls);
   }
   std::string reason = io == Io::kClosed ? "connection closed by the server" : why;
-  if (!answered_ && tls_ == nullptr && where_.compare(0, 5, "unix:") != 0) {
+  if (!answered_ && tls_ != nullptr) {
+    // TLS 1.3 servers check the client's certificate after the client's side of the handshake
+    // is done: a refusal comes as an alert and a close, which a write may meet first. The
+    // alert is still readable then.
+    char buf[512];
+    size_t got = 0;
+    std::string alert;
+    if (tls_->read(buf, sizeof buf, &got, &alert) == Io::kTlsFailed) fail(what + alert, kTls);
+    reason += " before any reply (does the server want a client certificate? tls_cert_file)";
+  } else if (!answered_ && where_.compare(0, 5, "unix:") != 0) {
     // A TLS server drops a plaintext client at its first bytes.
     reason += " before any reply: is this a TLS port? (TLS Redis URLs are rediss://)";
   }
@@ -262,7 +268,7 @@ Reply Connection::read_reply(std::chrono::steady_clock::time_point deadline, int
     if (raw != nullptr) {
       Reply out = reply_from_hiredis(static_cast<redisReply*>(raw));
       freeReplyObject(raw);
-      answered_ = true;
+      if (!answered_.load(std::memory_order_relaxed)) answered_.store(true);
       auto waited = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
       typical_wait_us_ = (typical_wait_us_ * 7 + waited.count()) / 8;
       return out;
@@ -325,7 +331,7 @@ std::vector<Reply> Connection::read_available() {
     if (raw == nullptr) break;
     out.push_back(reply_from_hiredis(static_cast<redisReply*>(raw)));
     freeReplyObject(raw);
-    answered_ = true;
+    if (!answered_.load(std::memory_order_relaxed)) answered_.store(true);
   }
   return out;
 }

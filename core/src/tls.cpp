@@ -5,9 +5,13 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -42,21 +46,49 @@ bool is_ip_address(const std::string& host) {
                             ": " + reason);
 }
 
+// A file or directory the settings name must be there and readable: OpenSSL's own reason for a
+// missing file is "system lib", and a CA directory is only looked into when a certificate is
+// checked, which would turn a typo into a verification failure at each connect.
+void check_readable(const char* what, const std::string& path, bool directory) {
+  struct stat st {};
+  const char* problem = nullptr;
+  if (::stat(path.c_str(), &st) != 0) {
+    problem = std::strerror(errno);
+  } else if (directory != S_ISDIR(st.st_mode)) {
+    problem = directory ? "not a directory" : "a directory, not a file";
+  } else if (::access(path.c_str(), directory ? (R_OK | X_OK) : R_OK) != 0) {
+    problem = std::strerror(errno);
+  }
+  if (problem != nullptr) {
+    throw Error(kInvalid, std::string("cannot load the TLS ") + what + " " + printable(path, 200) +
+                              ": " + problem);
+  }
+}
+
 void load_trust(SSL_CTX* ctx, const TlsConfig& config) {
   if (config.ca_file.empty() && config.ca_dir.empty()) {
     if (SSL_CTX_set_default_verify_paths(ctx) != 1) bad_file("system trust store", "(default)");
     return;
   }
-  const char* file = config.ca_file.empty() ? nullptr : config.ca_file.c_str();
-  const char* dir = config.ca_dir.empty() ? nullptr : config.ca_dir.c_str();
-  if (SSL_CTX_load_verify_locations(ctx, file, dir) != 1) {
-    bad_file(file != nullptr ? "CA file" : "CA directory", file != nullptr ? file : dir);
+  if (!config.ca_file.empty()) {
+    check_readable("CA file", config.ca_file, false);
+    if (SSL_CTX_load_verify_locations(ctx, config.ca_file.c_str(), nullptr) != 1) {
+      bad_file("CA file", config.ca_file);
+    }
+  }
+  if (!config.ca_dir.empty()) {
+    check_readable("CA directory", config.ca_dir, true);
+    if (SSL_CTX_load_verify_locations(ctx, nullptr, config.ca_dir.c_str()) != 1) {
+      bad_file("CA directory", config.ca_dir);
+    }
   }
 }
 
 void load_client_certificate(SSL_CTX* ctx, const TlsConfig& config) {
   if (config.cert_file.empty()) return;
   const std::string& key = config.key_file.empty() ? config.cert_file : config.key_file;
+  check_readable("client certificate", config.cert_file, false);
+  check_readable("client key", key, false);
   if (SSL_CTX_use_certificate_chain_file(ctx, config.cert_file.c_str()) != 1) {
     bad_file("client certificate", config.cert_file);
   }
@@ -68,6 +100,25 @@ void load_client_certificate(SSL_CTX* ctx, const TlsConfig& config) {
     throw Error(kInvalid, "the TLS client key " + printable(key, 200) +
                               " does not belong to the certificate " +
                               printable(config.cert_file, 200) + ": " + reason);
+  }
+}
+
+// What a refusal of the client's certificate means, or "" for other reasons.
+std::string client_certificate_hint(int reason) {
+  switch (reason) {
+    case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+    case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
+      return " (the server wants a client certificate: tls_cert_file and tls_key_file)";
+    case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+    case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+    case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+      return " (the server refused the client certificate of tls_cert_file)";
+    case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
+      return " (the server refused the handshake: does it want a client certificate "
+             "(tls_cert_file), or share no TLS version with tls_min_version?)";
+    default:
+      return "";
   }
 }
 
@@ -94,11 +145,54 @@ std::string handshake_failure(SSL* ssl, const std::string& name, int port_hint_r
     return "the server does not answer in TLS (" + reason +
            "): is this a plaintext port? (plaintext Redis URLs are redis://)";
   }
-  if (port_hint_reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
-      port_hint_reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) {
-    return reason + " (the server wants a client certificate: tls_cert_file and tls_key_file)";
-  }
-  return reason;
+  return reason + client_certificate_hint(port_hint_reason);
+}
+
+// The socket under a TLS session. OpenSSL's own socket BIO writes with write(2), which raises
+// SIGPIPE on a connection the server closed, and a library must not kill its process or change
+// its signal handling; this one sends with MSG_NOSIGNAL, and never blocks (MSG_DONTWAIT), so
+// the socket itself can stay as hiredis made it.
+int socket_of(BIO* bio) { return *static_cast<const int*>(BIO_get_data(bio)); }
+
+bool would_block(int error) { return error == EAGAIN || error == EWOULDBLOCK || error == EINTR; }
+
+int bio_write(BIO* bio, const char* buf, int len) {
+  BIO_clear_retry_flags(bio);
+  const ssize_t n =
+      ::send(socket_of(bio), buf, static_cast<size_t>(len), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n < 0 && would_block(errno)) BIO_set_retry_write(bio);
+  return static_cast<int>(n);
+}
+
+int bio_read(BIO* bio, char* buf, int len) {
+  BIO_clear_retry_flags(bio);
+  const ssize_t n = ::recv(socket_of(bio), buf, static_cast<size_t>(len), MSG_DONTWAIT);
+  if (n < 0 && would_block(errno)) BIO_set_retry_read(bio);
+  return static_cast<int>(n);  // 0: the server closed the connection
+}
+
+long bio_ctrl(BIO*, int cmd, long, void*) {
+  // Nothing is buffered here: a flush is done at once; every other query gets "no".
+  return cmd == BIO_CTRL_FLUSH ? 1 : 0;
+}
+
+int bio_create(BIO* bio) {
+  BIO_set_init(bio, 1);
+  return 1;
+}
+
+const BIO_METHOD* socket_method() {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "rlock socket");
+    if (m == nullptr) return m;
+    BIO_meth_set_write(m, bio_write);
+    BIO_meth_set_read(m, bio_read);
+    BIO_meth_set_ctrl(m, bio_ctrl);
+    BIO_meth_set_create(m, bio_create);
+    return m;
+  }();
+  return method;
 }
 
 }  // namespace
@@ -155,7 +249,13 @@ TlsStream::TlsStream(const TlsContext& context, int fd, const std::string& host,
     }
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   }
-  SSL_set_fd(ssl, fd);
+  BIO* bio = socket_method() != nullptr ? BIO_new(socket_method()) : nullptr;
+  if (bio == nullptr) {
+    SSL_free(ssl);
+    throw Error(kNoMemory, "cannot create a TLS socket: " + openssl_reason());
+  }
+  BIO_set_data(bio, &fd_);     // lives as long as the session
+  SSL_set_bio(ssl, bio, bio);  // the session owns it now
   try {
     handshake(where, timeout_ms, deadline);
   } catch (...) {
@@ -220,13 +320,15 @@ TlsStream::Io TlsStream::result(int n, size_t* moved, std::string* why) {
       return Io::kWantWrite;
     case SSL_ERROR_ZERO_RETURN:
       return Io::kClosed;
-    case SSL_ERROR_SSL:
+    case SSL_ERROR_SSL: {
       if (reason_code() == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         ERR_clear_error();
         return Io::kClosed;
       }
-      *why = "TLS: " + openssl_reason();
+      const std::string hint = client_certificate_hint(reason_code());
+      *why = "TLS: " + openssl_reason() + hint;
       return Io::kTlsFailed;
+    }
     default:  // SSL_ERROR_SYSCALL
       ERR_clear_error();
       if (saved == 0) return Io::kClosed;

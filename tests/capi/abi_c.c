@@ -98,7 +98,7 @@ static void test_status_codes(void) {
       {RLOCK_EBUSY, -18},      {RLOCK_EREADONLY, -19},
       {RLOCK_ECLOSED, -20},    {RLOCK_EDEADLK, -21},
       {RLOCK_EBADHANDLE, -22}, {RLOCK_ENOTSYNCED, -23},
-      {RLOCK_EFORKED, -24},
+      {RLOCK_EFORKED, -24},    {RLOCK_ETLS, -25},
   };
   const size_t n = sizeof codes / sizeof codes[0];
   const char *unknown = rlock_strerror(12345);
@@ -173,7 +173,7 @@ static void test_initializer_macros(void) {
   rlock_acquire_options ao2;
 
   CHECK_EQ_INT(co.version, RLOCK_CLIENT_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 2);
+  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 3);
   CHECK(co.url == NULL && co.host == NULL && co.unix_socket == NULL);
   CHECK(co.username == NULL && co.password == NULL);
   CHECK(co.port == 0 && co.db == 0 && co.pool_size == 0);
@@ -182,6 +182,18 @@ static void test_initializer_macros(void) {
   CHECK(co.sync_replicas == 0 && co.sync_timeout_ms == 0); /* version 2 */
   CHECK_EQ_INT(co.sync_replicas, RLOCK_SYNC_AUTO);         /* zero is the default: auto */
   CHECK_EQ_INT(RLOCK_SYNC_NEVER, -1);
+  /* version 3: TLS off, every TLS setting at its default (zero) */
+  CHECK(co.tls == 0 && co.tls_ca_file == NULL && co.tls_ca_dir == NULL);
+  CHECK(co.tls_cert_file == NULL && co.tls_key_file == NULL && co.tls_server_name == NULL);
+  CHECK(co.tls_verify == 0 && co.tls_min_version == 0 && co.sentinel_tls == 0);
+  CHECK_EQ_INT(RLOCK_TLS_VERIFY_FULL, 0);
+  CHECK_EQ_INT(RLOCK_TLS_VERIFY_CA, 1);
+  CHECK_EQ_INT(RLOCK_TLS_VERIFY_NONE, 2);
+  CHECK_EQ_INT(RLOCK_TLS_1_2, 0);
+  CHECK_EQ_INT(RLOCK_TLS_1_3, 1);
+  CHECK_EQ_INT(RLOCK_SENTINEL_TLS_AUTO, 0);
+  CHECK_EQ_INT(RLOCK_SENTINEL_TLS_ON, 1);
+  CHECK_EQ_INT(RLOCK_SENTINEL_TLS_OFF, 2);
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
   CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 2);
@@ -249,7 +261,7 @@ static void test_client_options_init_defaults(void) {
 /* Version 0 and versions newer than the library's are refused, and the struct is not written:
  * a newer struct may be larger than what this library knows. */
 static void test_options_init_versions(void) {
-  static const unsigned int bad[] = {0u, 3u, 99u, UINT_MAX}; /* 3: newer than every struct */
+  static const unsigned int bad[] = {0u, 4u, 99u, UINT_MAX}; /* 4: newer than every struct */
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     rlock_client_options co;
@@ -309,6 +321,22 @@ static void test_options_init_writes_only_its_version(void) {
         CHECK(!"a version-1 init wrote past the version-1 fields");
         break;
       }
+    }
+  }
+}
+
+/* The same for a version-2 client options struct: it ends before the version-3 TLS fields. */
+static void test_client_options_v2_init_stops_before_tls(void) {
+  unsigned char buf[256];
+  const size_t v2_size = offsetof(rlock_client_options, tls);
+  size_t j;
+  memset(buf, 0xa5, sizeof buf);
+  CHECK_EQ_INT(rlock_client_options_init((rlock_client_options *)(void *)buf, 2), RLOCK_OK);
+  CHECK_EQ_INT(*(unsigned int *)(void *)buf, 2);
+  for (j = v2_size; j < sizeof buf; j++) {
+    if (buf[j] != 0xa5) {
+      CHECK(!"a version-2 init wrote past the version-2 fields");
+      break;
     }
   }
 }
@@ -440,7 +468,16 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_client_options, max_name_len), 104);
   CHECK_EQ_INT(offsetof(rlock_client_options, sync_replicas), 112); /* version 2 */
   CHECK_EQ_INT(offsetof(rlock_client_options, sync_timeout_ms), 120);
-  CHECK_EQ_INT(sizeof(rlock_client_options), 128);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls), 128); /* version 3 */
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_ca_file), 136);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_ca_dir), 144);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_cert_file), 152);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_key_file), 160);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_server_name), 168);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_verify), 176);
+  CHECK_EQ_INT(offsetof(rlock_client_options, tls_min_version), 180);
+  CHECK_EQ_INT(offsetof(rlock_client_options, sentinel_tls), 184);
+  CHECK_EQ_INT(sizeof(rlock_client_options), 192);
 
   CHECK_EQ_INT(offsetof(rlock_lock_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_lock_options, lease_ms), 8);
@@ -574,6 +611,7 @@ int main(void) {
   test_client_options_init_defaults();
   test_options_init_versions();
   test_options_init_writes_only_its_version();
+  test_client_options_v2_init_stops_before_tls();
   test_no_redis_failures();
   test_null_frees();
   test_cancel_token();

@@ -659,7 +659,8 @@ TEST_F(CapiBadInput, H11_InvalidUrlsAreEinvalNamingTheField) {
   const std::vector<Case> cases = {
       {"localhost:6379", RLOCK_EINVAL, "scheme"},
       {"http://127.0.0.1:6379", RLOCK_EINVAL, "scheme"},
-      {"rediss://127.0.0.1:6380", RLOCK_EUNSUPPORTED, "TLS"},
+      {"rediss://127.0.0.1:6380?tls_verify=maybe", RLOCK_EINVAL, "tls_verify"},
+      {"redis://127.0.0.1?tls_ca_file=/ca.crt", RLOCK_EINVAL, "needs TLS"},
       {"redis://", RLOCK_EINVAL, "host"},
       {"redis://:6379", RLOCK_EINVAL, "host"},
       {"redis://127.0.0.1:0", RLOCK_EINVAL, "port"},

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,11 +13,21 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 
 namespace rlock_test {
 namespace {
+
+#ifndef RLOCK_TEST_TLS_CERTS_SCRIPT
+#  define RLOCK_TEST_TLS_CERTS_SCRIPT "tests/fixtures/tls-certs.sh"
+#endif
+#ifndef RLOCK_TEST_TLS_CERT_DIR
+#  define RLOCK_TEST_TLS_CERT_DIR "test-tls-certs"
+#endif
+constexpr const char* kTlsCertsScript = RLOCK_TEST_TLS_CERTS_SCRIPT;
+constexpr const char* kTlsCertDir = RLOCK_TEST_TLS_CERT_DIR;
 
 std::string env_or_throw(const char* name) {
   const char* v = std::getenv(name);
@@ -94,6 +105,25 @@ int free_loopback_port() {
 }  // namespace
 
 std::string test_redis_url() { return env_or_throw("RLOCK_TEST_REDIS_URL"); }
+
+std::string tls_cert_dir() {
+  static std::mutex mu;
+  static std::string made;
+  std::lock_guard<std::mutex> guard(mu);
+  if (!made.empty()) return made;
+  const char* script = std::getenv("RLOCK_TEST_TLS_CERTS_SCRIPT");
+  const char* dir = std::getenv("RLOCK_TEST_TLS_CERT_DIR");
+  const std::string script_path = script != nullptr && *script != '\0' ? script : kTlsCertsScript;
+  const std::string dir_path = dir != nullptr && *dir != '\0' ? dir : kTlsCertDir;
+  Process run({"bash", script_path, dir_path}, false);
+  int status = 0;
+  if (!run.wait(60000, &status) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    throw std::runtime_error("could not make the test certificates: bash " + script_path + " " +
+                             dir_path + " (" + describe_status(status) + ")");
+  }
+  made = dir_path;
+  return made;
+}
 
 std::string test_redis_tcp_url() {
   std::string path = env_or_throw("RLOCK_TEST_REDIS_DIR") + "/url";
@@ -360,36 +390,48 @@ LockKeys::~LockKeys() {
 // ---- PrivateRedis ---------------------------------------------------------------------------
 
 PrivateRedis::PrivateRedis(const std::vector<std::string>& extra_args) {
+  start(extra_args, nullptr);
+}
+
+PrivateRedis::PrivateRedis(const TlsServer& tls, const std::vector<std::string>& extra_args) {
+  start(extra_args, &tls);
+}
+
+void PrivateRedis::start(const std::vector<std::string>& extra_args, const TlsServer* tls) {
   for (size_t i = 0; i + 1 < extra_args.size(); ++i) {
     if (extra_args[i] == "--requirepass") password_ = extra_args[i + 1];
   }
   const char* env = std::getenv("RLOCK_TEST_REDIS_SERVER");
   const std::string server = env != nullptr && *env != '\0' ? env : "redis-server";
+  if (tls != nullptr) cert_dir_ = tls_cert_dir();
   dir_ = make_temp_dir("rlock-redis");
   socket_ = dir_ + "/redis.sock";
   std::string last_log;
   // The port may be taken between choosing and binding it: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
     port_ = free_loopback_port();
-    std::vector<std::string> argv = {server,
-                                     "--port",
-                                     std::to_string(port_),
-                                     "--bind",
-                                     "127.0.0.1",
-                                     "--unixsocket",
-                                     socket_,
-                                     "--unixsocketperm",
-                                     "700",
-                                     "--dir",
-                                     dir_,
-                                     "--save",
-                                     "",
-                                     "--appendonly",
-                                     "no",
-                                     "--daemonize",
-                                     "no",
-                                     "--logfile",
-                                     dir_ + "/redis.log"};
+    std::vector<std::string> argv = {server, "--port", std::to_string(port_)};
+    if (tls != nullptr) {
+      argv = {server,
+              "--port",
+              "0",
+              "--tls-port",
+              std::to_string(port_),
+              "--tls-cert-file",
+              cert_dir_ + "/" + tls->cert + ".crt",
+              "--tls-key-file",
+              cert_dir_ + "/" + tls->cert + ".key",
+              "--tls-ca-cert-file",
+              cert_dir_ + "/ca.crt",
+              "--tls-auth-clients",
+              tls->auth_clients ? "yes" : "no"};
+    }
+    const std::vector<std::string> common = {
+        "--bind",           "127.0.0.1", "--unixsocket", socket_,
+        "--unixsocketperm", "700",       "--dir",        dir_,
+        "--save",           "",          "--appendonly", "no",
+        "--daemonize",      "no",        "--logfile",    dir_ + "/redis.log"};
+    argv.insert(argv.end(), common.begin(), common.end());
     argv.insert(argv.end(), extra_args.begin(), extra_args.end());
     process_ = std::make_unique<Process>(argv, false);
     const int64_t deadline = mono_ms() + 10000;
@@ -418,6 +460,10 @@ PrivateRedis::~PrivateRedis() {
     process_.reset();  // reaps
   }
   remove_tree(dir_);
+}
+
+std::string PrivateRedis::tls_url() const {
+  return "rediss://127.0.0.1:" + std::to_string(port_) + "?tls_ca_file=" + cert_dir_ + "/ca.crt";
 }
 
 std::string PrivateRedis::admin_url() const {

@@ -108,6 +108,21 @@ class LockKeys {
   std::string url_;
 };
 
+// The test certificates of tests/fixtures/tls-certs.sh (ca.crt, server.crt, client.crt,
+// wrong-name.crt, expired.crt, other-ca.crt and their keys), made on first use in a directory
+// of the build shared by every suite (the script is idempotent and takes a lock). Env
+// RLOCK_TEST_TLS_CERTS_SCRIPT and RLOCK_TEST_TLS_CERT_DIR override the paths the build gives.
+std::string tls_cert_dir();
+
+// How a PrivateRedis speaks TLS. Its TCP port is then TLS only (--port 0 --tls-port P); the
+// unix socket stays plaintext, for the admin connection (hiredis 0.14 has no TLS).
+struct TlsServer {
+  // Not an aggregate, so that PrivateRedis({"--requirepass", "x"}) stays unambiguous.
+  TlsServer() {}
+  std::string cert = "server";  // the certificate it presents: server, wrong-name or expired
+  bool auth_clients = false;    // --tls-auth-clients yes: clients need a certificate of the CA
+};
+
 // A redis-server of the test's own, on a free loopback port and a unix socket in a private
 // directory, for tests that disturb the server (SCRIPT FLUSH, CLIENT KILL, ACL, requirepass).
 // The binary comes from env RLOCK_TEST_REDIS_SERVER (else "redis-server" in PATH). The
@@ -116,20 +131,28 @@ class PrivateRedis {
  public:
   // extra_args are appended to the command line, e.g. {"--requirepass", "secret"}.
   explicit PrivateRedis(const std::vector<std::string>& extra_args = {});
+  // A TLS server with the certificates of tls_cert_dir().
+  explicit PrivateRedis(const TlsServer& tls, const std::vector<std::string>& extra_args = {});
   ~PrivateRedis();
   PrivateRedis(const PrivateRedis&) = delete;
   PrivateRedis& operator=(const PrivateRedis&) = delete;
 
+  // The TCP port: the TLS port of a TLS server.
   int port() const { return port_; }
   std::string unix_url() const { return "unix://" + socket_; }
+  // redis://127.0.0.1:PORT (for a TLS server: the wrong scheme for its port, on purpose).
   std::string tcp_url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
+  // rediss://127.0.0.1:PORT?tls_ca_file=<cert dir>/ca.crt (a TLS server's URL).
+  std::string tls_url() const;
   // A URL for the admin connection: with `password` when the server requires one.
   std::string admin_url() const;
 
  private:
+  void start(const std::vector<std::string>& extra_args, const TlsServer* tls);
   std::string dir_;
   std::string socket_;
   std::string password_;
+  std::string cert_dir_;  // TLS servers: tls_cert_dir()
   int port_ = 0;
   std::unique_ptr<Process> process_;
 };

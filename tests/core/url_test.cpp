@@ -6,6 +6,7 @@
 
 #include "rlock/core/config.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/tls.hpp"
 
 namespace rlock::core {
 namespace {
@@ -204,9 +205,16 @@ TEST(ParseUrlRejects, UnknownScheme) {
   expect_rejected("://h", "scheme ''");
 }
 
-TEST(ParseUrlRejects, TlsIsUnsupported) {
-  expect_rejected("rediss://h:6380", "rediss://", kUnsupported);
-  expect_rejected("REDISS://h", "TLS", kUnsupported);
+// rediss:// is a single-server URL too (the TLS settings are in ClientConfig::tls, below).
+TEST(ParseUrl, TlsSchemeIsASingleServer) {
+  if (!tls_available()) {
+    expect_rejected("rediss://h:6380", "RLOCK_TLS=OFF", kUnsupported);
+    return;
+  }
+  Endpoint ep = accepted("rediss://h:6380");
+  EXPECT_EQ(ep.host, "h");
+  EXPECT_EQ(ep.port, 6380);
+  EXPECT_EQ(accepted("REDISS://h").port, 6379);
 }
 
 TEST(ParseUrlRejects, MissingHost) {
@@ -423,6 +431,109 @@ TEST(ParseClientUrl, Rejections) {
   Rejection r = rejected("redis-sentinel://h/m");
   EXPECT_TRUE(r.thrown);
   EXPECT_NE(r.message.find("single-server URL"), std::string::npos) << r.message;
+}
+
+// ---- rediss://, rediss-sentinel://, rediss-cluster:// ------------------------------------------
+
+TEST(ParseClientUrl, TlsSchemesTurnTlsOn) {
+  if (!tls_available()) GTEST_SKIP() << "built with RLOCK_TLS=OFF";
+  ClientConfig plain = client_url("redis://h");
+  EXPECT_FALSE(plain.tls.enabled);
+  EXPECT_FALSE(plain.tls.any_setting());
+
+  ClientConfig c = client_url("rediss://u:p@h:6380/2");
+  EXPECT_TRUE(c.tls.enabled);
+  EXPECT_EQ(c.topology, Topology::Standalone);
+  EXPECT_EQ(c.endpoint.host, "h");
+  EXPECT_EQ(c.endpoint.port, 6380);
+  EXPECT_EQ(c.endpoint.db, 2);
+  EXPECT_EQ(c.endpoint.password, "p");
+  // Defaults: the system trust store, full verification, TLS 1.2 or newer.
+  EXPECT_FALSE(c.tls.any_setting());
+  EXPECT_EQ(c.tls.verify, TlsVerify::Full);
+  EXPECT_EQ(c.tls.min_version, TlsVersion::V1_2);
+
+  ClientConfig s = client_url("rediss-sentinel://s1,s2:5000/mymaster");
+  EXPECT_TRUE(s.tls.enabled);
+  EXPECT_EQ(s.topology, Topology::Sentinel);
+  EXPECT_EQ(s.master_name, "mymaster");
+  ASSERT_EQ(s.seeds.size(), 2u);
+  EXPECT_EQ(s.seeds[0].port, kSentinelPort);
+  EXPECT_EQ(s.tls.sentinels, SentinelTls::Auto);
+
+  ClientConfig k = client_url("REDISS-CLUSTER://n1:7000,n2:7001");
+  EXPECT_TRUE(k.tls.enabled);
+  EXPECT_EQ(k.topology, Topology::Cluster);
+  ASSERT_EQ(k.seeds.size(), 2u);
+  EXPECT_EQ(k.seeds[1].port, 7001);
+}
+
+TEST(ParseClientUrl, EachTlsOption) {
+  if (!tls_available()) GTEST_SKIP() << "built with RLOCK_TLS=OFF";
+  ClientConfig c = client_url(
+      "rediss://h?tls_ca_file=/etc/ca%20bundle.pem&tls_ca_dir=/etc/certs&tls_cert_file=/c.pem"
+      "&tls_key_file=/k.pem&tls_server_name=redis.example.com&tls_verify=ca"
+      "&tls_min_version=1.3");
+  EXPECT_EQ(c.tls.ca_file, "/etc/ca bundle.pem");  // percent-decoded
+  EXPECT_EQ(c.tls.ca_dir, "/etc/certs");
+  EXPECT_EQ(c.tls.cert_file, "/c.pem");
+  EXPECT_EQ(c.tls.key_file, "/k.pem");
+  EXPECT_EQ(c.tls.server_name, "redis.example.com");
+  EXPECT_EQ(c.tls.verify, TlsVerify::Ca);
+  EXPECT_EQ(c.tls.min_version, TlsVersion::V1_3);
+  EXPECT_TRUE(c.tls.any_setting());
+
+  EXPECT_EQ(client_url("rediss://h?tls_verify=full").tls.verify, TlsVerify::Full);
+  EXPECT_EQ(client_url("rediss://h?tls_verify=none").tls.verify, TlsVerify::None);
+  EXPECT_EQ(client_url("rediss://h?tls_min_version=1.2").tls.min_version, TlsVersion::V1_2);
+  EXPECT_EQ(client_url("rediss-sentinel://h/m?sentinel_tls=yes").tls.sentinels, SentinelTls::On);
+  EXPECT_EQ(client_url("rediss-sentinel://h/m?sentinel_tls=no").tls.sentinels, SentinelTls::Off);
+  EXPECT_EQ(client_url("rediss-cluster://h?tls_verify=ca").tls.verify, TlsVerify::Ca);
+}
+
+TEST(ParseClientUrl, TlsOptionsNeedATlsScheme) {
+  expect_client_url_rejected("redis://h?tls_ca_file=/ca.pem", "'tls_ca_file' needs TLS");
+  expect_client_url_rejected("redis://h?tls_verify=none", "'tls_verify' needs TLS");
+  expect_client_url_rejected("redis-cluster://h?tls_cert_file=/c", "needs TLS: rediss://");
+  expect_client_url_rejected("redis-sentinel://h/m?sentinel_tls=no", "'sentinel_tls' needs TLS");
+  expect_client_url_rejected("unix:///tmp/r.sock?tls_ca_file=/ca.pem", "needs TLS");
+}
+
+TEST(ParseClientUrl, BadTlsValuesAreNamed) {
+  if (!tls_available()) GTEST_SKIP() << "built with RLOCK_TLS=OFF";
+  expect_client_url_rejected("rediss://h?tls_verify=strict",
+                             "tls_verify must be full, ca or none, got 'strict'");
+  expect_client_url_rejected("rediss://h?tls_verify=", "tls_verify must be");
+  expect_client_url_rejected("rediss://h?tls_min_version=1.1",
+                             "tls_min_version must be 1.2 or 1.3, got '1.1'");
+  expect_client_url_rejected("rediss://h?tls_min_version=TLSv1.3", "tls_min_version must be");
+  expect_client_url_rejected("rediss-sentinel://h/m?sentinel_tls=maybe",
+                             "sentinel_tls must be yes or no, got 'maybe'");
+  expect_client_url_rejected("rediss://h?tls_ca_file=", "tls_ca_file is empty");
+  expect_client_url_rejected("rediss://h?tls_server_name=", "tls_server_name is empty");
+  expect_client_url_rejected("rediss://h?tls_cert_file=/a%00b", "tls_cert_file contains a NUL");
+  expect_client_url_rejected("rediss://h?tls_cipher=x", "unknown option 'tls_cipher'");
+}
+
+TEST(ParseClientUrl, SentinelTlsOnlyWithSentinels) {
+  if (!tls_available()) GTEST_SKIP() << "built with RLOCK_TLS=OFF";
+  expect_client_url_rejected("rediss-cluster://h?sentinel_tls=no", "unknown option 'sentinel_tls'");
+  expect_client_url_rejected("rediss://h?sentinel_tls=yes", "unknown option 'sentinel_tls'");
+}
+
+TEST(ParseClientUrl, TlsRejectionsHideThePassword) {
+  if (!tls_available()) GTEST_SKIP() << "built with RLOCK_TLS=OFF";
+  for (const char* url :
+       {"rediss://:S3CRET@h?tls_verify=bogus", "redis://:S3CRET@h?tls_ca_file=/ca.pem",
+        "rediss-sentinel://:S3CRET@h/m?sentinel_tls=maybe"}) {
+    ClientConfig config;
+    try {
+      parse_client_url(url, &config);
+      ADD_FAILURE() << "accepted " << url;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.message().find("S3CRET"), std::string::npos) << e.message();
+    }
+  }
 }
 
 TEST(ParseClientUrl, SentinelPasswordIsHiddenInMessages) {

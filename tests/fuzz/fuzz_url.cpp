@@ -1,8 +1,9 @@
-// Fuzzes parse_url, the parser of redis:// and unix:// URLs (rlock_client_new_url and the
-// bindings' url option), and validate_config, which a parsed endpoint must always pass.
+// Fuzzes parse_url, the parser of redis://, rediss:// and unix:// URLs (rlock_client_new_url and
+// the bindings' url option), and validate_config, which a parsed endpoint must always pass.
 //
 // Input: the URL bytes. Checked on every input:
-// - parse_url returns, or throws Error(kInvalid) (kUnsupported for rediss://); nothing else.
+// - parse_url returns, or throws Error(kInvalid); nothing else (kUnsupported only for a TLS
+//   scheme in a build without TLS).
 // - An accepted endpoint is well-formed: a TCP host that is non-empty and free of whitespace
 //   and control bytes, with a port in 1..65535, or an absolute socket path of 2..107 bytes with
 //   no NUL (the path goes to connect() as a C string); db in 0..1000000; no credentials unless
@@ -11,9 +12,14 @@
 // - validate_config accepts it (the two checks agree).
 // - A rejection's message never shows a password: text written as ":S3CRET@" after the scheme
 //   (the marker is in the dictionary and the seeds) must not appear in it.
-// - parse_client_url (every form, redis-sentinel:// and redis-cluster:// too) returns or throws
-//   kInvalid/kUnsupported; what it accepts validate_config accepts; a single-server URL gives
-//   the endpoint parse_url gives; a rejection never shows "sentinel_password=S3CRET".
+// - parse_client_url (every form, redis-sentinel:// and redis-cluster:// and their rediss*
+//   twins too) returns or throws kInvalid (kUnsupported as above); what it accepts
+//   validate_config accepts, except tls_key_file without tls_cert_file (a pairing checked once
+//   the URL and the options struct are merged); a rejection never shows "sentinel_password=S3CRET".
+// - TLS: on exactly when the scheme is rediss*; TLS settings only with TLS on; sentinel_tls only
+//   on Sentinel URLs; no NUL in a TLS path or name; the TLS settings of an accepted
+//   rediss:// URL round-trip through a URL rebuilt from them.
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +28,7 @@
 #include "rlock/core/client.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/tls.hpp"
 
 using rlock::core::Endpoint;
 using rlock::core::Error;
@@ -106,7 +113,9 @@ void check_accepted(const std::string& url, const Endpoint& ep) {
 }
 
 void check_rejected(const std::string& url, const Error& e) {
-  if (e.code() != rlock::core::kInvalid && e.code() != rlock::core::kUnsupported)
+  const bool unsupported_tls =
+      e.code() == rlock::core::kUnsupported && !rlock::core::tls_available();
+  if (e.code() != rlock::core::kInvalid && !unsupported_tls)
     failed(url, "unexpected code " + std::to_string(e.code()));
   if (e.message().find("invalid Redis URL") == std::string::npos)
     failed(url, "message does not say what failed: " + e.message());
@@ -121,6 +130,62 @@ void check_rejected(const std::string& url, const Error& e) {
     rest.erase(at, password.size());
   if (rest.find(kSecret) == std::string::npos && e.message().find(kSecret) != std::string::npos)
     failed(url, "the password is in the message: " + e.message());
+}
+
+// The scheme in lower case ("" without "://").
+std::string lower_scheme(const std::string& url) {
+  const size_t end = url.find("://");
+  if (end == std::string::npos) return "";
+  std::string scheme = url.substr(0, end);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme;
+}
+
+bool same_tls(const rlock::core::TlsConfig& a, const rlock::core::TlsConfig& b) {
+  return a.enabled == b.enabled && a.ca_file == b.ca_file && a.ca_dir == b.ca_dir &&
+         a.cert_file == b.cert_file && a.key_file == b.key_file && a.server_name == b.server_name &&
+         a.verify == b.verify && a.min_version == b.min_version && a.sentinels == b.sentinels;
+}
+
+// A rediss:// URL of a standalone config's TLS settings (the endpoint's part is plain).
+std::string rebuilt_tls(const rlock::core::ClientConfig& c) {
+  using rlock::core::TlsVerify;
+  const rlock::core::TlsConfig& t = c.tls;
+  std::string query;
+  auto add = [&query](const char* key, const std::string& value) {
+    if (!value.empty()) query += std::string(query.empty() ? "?" : "&") + key + "=" + value;
+  };
+  add("tls_ca_file", encoded(t.ca_file, true));
+  add("tls_ca_dir", encoded(t.ca_dir, true));
+  add("tls_cert_file", encoded(t.cert_file, true));
+  add("tls_key_file", encoded(t.key_file, true));
+  add("tls_server_name", encoded(t.server_name, false));
+  add("tls_verify", t.verify == TlsVerify::Ca ? "ca" : t.verify == TlsVerify::None ? "none" : "");
+  add("tls_min_version", t.min_version == rlock::core::TlsVersion::V1_3 ? "1.3" : "");
+  return "rediss://h" + query;
+}
+
+void check_tls(const std::string& url, const rlock::core::ClientConfig& c) {
+  using rlock::core::Topology;
+  const rlock::core::TlsConfig& t = c.tls;
+  if (t.enabled != (lower_scheme(url).compare(0, 6, "rediss") == 0))
+    failed(url, "TLS on without a rediss scheme, or off with one");
+  if (!t.enabled && t.any_setting()) failed(url, "TLS settings while TLS is off");
+  if (t.sentinels != rlock::core::SentinelTls::Auto && c.topology != Topology::Sentinel)
+    failed(url, "sentinel_tls on a URL that is not Sentinel");
+  for (const std::string* text :
+       {&t.ca_file, &t.ca_dir, &t.cert_file, &t.key_file, &t.server_name}) {
+    if (text->find('\0') != std::string::npos) failed(url, "NUL byte in a TLS setting");
+  }
+  if (!t.enabled || c.topology != Topology::Standalone) return;
+  const std::string again = rebuilt_tls(c);
+  rlock::core::ClientConfig parsed;
+  try {
+    rlock::core::parse_client_url(again, &parsed);
+  } catch (const Error& e) {
+    failed(url, "TLS round trip rejected " + again + ": " + e.message());
+  }
+  if (!same_tls(t, parsed.tls)) failed(url, "TLS round trip changed: " + again);
 }
 
 }  // namespace
@@ -154,10 +219,14 @@ void check_client_url(const std::string& url) {
     if (config.topology == Topology::Cluster && config.endpoint.db != 0)
       failed(url, "cluster URL with a database");
   }
+  check_tls(url, config);
+  const bool key_without_cert = !config.tls.key_file.empty() && config.tls.cert_file.empty();
   try {
     rlock::core::validate_config(&config);
   } catch (const Error& e) {
-    failed(url, "validate_config rejects a parsed client URL: " + e.message());
+    if (!key_without_cert) {
+      failed(url, "validate_config rejects a parsed client URL: " + e.message());
+    }
   }
 }
 

@@ -4,6 +4,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +24,7 @@ type Server struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	dir    string
+	tls    *tls.Config // nil: plaintext
 }
 
 // Start returns the server named by $RLOCK_TEST_REDIS_URL (the CTest fixture) or, when it is
@@ -36,6 +39,54 @@ func Start() (*Server, error) {
 // StartPrivate always starts a throwaway redis-server of its own, for a test that stops it or
 // changes its configuration.
 func StartPrivate() (*Server, error) {
+	return start(func(port int) (string, []string) {
+		return fmt.Sprintf("redis://127.0.0.1:%d", port), []string{"--port", strconv.Itoa(port)}
+	}, nil)
+}
+
+// TLS describes a TLS redis-server for StartTLS, with certificates from
+// tests/fixtures/tls-certs.sh in Dir.
+type TLS struct {
+	Dir         string
+	Cert        string // the server's certificate and key: Dir/Cert.crt, Dir/Cert.key ("server" if empty)
+	AuthClients bool   // mutual TLS: the server asks for a client certificate signed by Dir/ca.crt
+	Protocols   string // --tls-protocols, such as "TLSv1.2"; empty: the server's default
+}
+
+// StartTLS starts a throwaway redis-server that speaks only TLS. Its URL is
+// rediss://127.0.0.1:PORT, without any TLS option. The server's own client (Do) presents
+// Dir/client.crt and does not check the server's certificate: the tests check that through
+// rlock.
+func StartTLS(opts TLS) (*Server, error) {
+	cert := opts.Cert
+	if cert == "" {
+		cert = "server"
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(opts.Dir, "client.crt"), filepath.Join(opts.Dir, "client.key"))
+	if err != nil {
+		return nil, err
+	}
+	auth := "no"
+	if opts.AuthClients {
+		auth = "yes"
+	}
+	conf := &tls.Config{Certificates: []tls.Certificate{pair}, InsecureSkipVerify: true}
+	return start(func(port int) (string, []string) {
+		args := []string{"--port", "0", "--tls-port", strconv.Itoa(port),
+			"--tls-cert-file", filepath.Join(opts.Dir, cert+".crt"),
+			"--tls-key-file", filepath.Join(opts.Dir, cert+".key"),
+			"--tls-ca-cert-file", filepath.Join(opts.Dir, "ca.crt"),
+			"--tls-auth-clients", auth}
+		if opts.Protocols != "" {
+			args = append(args, "--tls-protocols", opts.Protocols)
+		}
+		return fmt.Sprintf("rediss://127.0.0.1:%d", port), args
+	}, conf)
+}
+
+// start runs redis-server with listen's URL and arguments on a free port, trying another port
+// when that one was taken meanwhile.
+func start(listen func(port int) (string, []string), tlsConf *tls.Config) (*Server, error) {
 	bin := os.Getenv("RLOCK_TEST_REDIS_SERVER")
 	if bin == "" {
 		bin = "redis-server"
@@ -51,9 +102,10 @@ func StartPrivate() (*Server, error) {
 			lastErr = err
 			continue
 		}
-		s := &Server{URL: fmt.Sprintf("redis://127.0.0.1:%d", port), dir: dir}
-		s.cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--maxclients", "2000")
+		url, args := listen(port)
+		s := &Server{URL: url, dir: dir, tls: tlsConf}
+		s.cmd = exec.Command(bin, append(args, "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--maxclients", "2000")...)
 		s.cmd.Stdout = io.Discard
 		s.cmd.Stderr = io.Discard
 		if err := s.cmd.Start(); err != nil {
@@ -111,6 +163,9 @@ func (s *Server) dial() (net.Conn, error) {
 	host := u.Host
 	if u.Port() == "" {
 		host = net.JoinHostPort(u.Hostname(), "6379")
+	}
+	if s.tls != nil {
+		return tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", host, s.tls)
 	}
 	return net.DialTimeout("tcp", host, 2*time.Second)
 }

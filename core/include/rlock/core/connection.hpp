@@ -75,7 +75,7 @@ class Connection {
 
   redisContext* ctx_ = nullptr;
   std::unique_ptr<TlsStream> tls_;
-  bool answered_ = false;  // a reply has come: a connection that fails before is suspect
+  std::atomic<bool> answered_{false};  // a reply has come: failing before that is suspect
   std::string where_;
   int64_t command_timeout_ms_;
   int64_t typical_wait_us_ = 0;      // moving average of read_reply's waits

@@ -35,9 +35,9 @@ class TlsContext {
   void* ctx_;
 };
 
-// One TLS session over a connected socket. The socket must be non-blocking. One thread may read
-// while another writes: each OpenSSL call is made under the stream's lock, which is never held
-// while waiting for the socket.
+// One TLS session over a connected socket, which it reads and writes without blocking. One
+// thread may read while another writes: each OpenSSL call is made under the stream's lock, which is
+// never held while waiting for the socket.
 class TlsStream {
  public:
   enum class Io {
