@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs tests/redisson: JUnit 5 tests in which Redisson (from Maven Central) and rlock processes
 # (the Python peer on the installed wheel, the Go worker, the CLI) share locks on a throwaway
-# redis-server, and on a 3-master Redis Cluster (tests/fixtures/cluster.sh). Needs what
-# scripts/test.sh builds first: build/ (CLI, Go worker) and build/venv.
+# redis-server, and on a 3-master Redis Cluster (tests/fixtures/cluster.sh); TlsInteropTest starts
+# a TLS redis-server of its own. Needs what scripts/test.sh builds first: build/ (CLI, Go worker)
+# and build/venv.
 # Usage: scripts/test-redisson.sh [extra mvn args, e.g. -Dtest=RLockInteropTest]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

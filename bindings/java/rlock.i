@@ -36,6 +36,7 @@
 
 %{
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,42 +120,85 @@ static void rlockj_throw_text(JNIEnv *env, int rc, const char *text) {
 
 /* ---- constructors: NULL means failed, with the error on this thread ---------------------- */
 
-/* url: its UTF-8 bytes (io.rlock.internal.Utf8, not JNI's modified UTF-8), copied here with the
- * NUL a C string ends with; a NUL inside would cut it short, so it is refused. */
-static rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
-                                       int64_t connect_timeout_ms, int64_t command_timeout_ms,
-                                       int pool_size, int64_t watchdog_lease_ms,
-                                       int64_t poll_cap_ms, int64_t max_name_len) {
+/* A NUL-terminated copy of `len` bytes in *out (NULL stays NULL: an unset field). The bytes are
+ * UTF-8 made by io.rlock.internal.Utf8, not JNI's modified UTF-8; a NUL inside would cut the C
+ * string short, so it is refused, naming `what`. 0, or -1 with an exception pending. */
+static int rlockj_copy_text(JNIEnv *jenv, const char *bytes, size_t len, const char *what,
+                            char **out) {
+  char message[128];
+  *out = NULL;
+  if (bytes == NULL) return 0;
+  if (memchr(bytes, '\0', len) != NULL) {
+    snprintf(message, sizeof message,
+             "%s contains a NUL character; it cannot be passed to the C library", what);
+    rlockj_throw_text(jenv, RLOCK_EINVAL, message);
+    return -1;
+  }
+  *out = (char *)malloc(len + 1);
+  if (*out == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the client options");
+    return -1;
+  }
+  memcpy(*out, bytes, len);
+  (*out)[len] = '\0';
+  return 0;
+}
+
+/* The client options' strings, as C strings: [0] the URL, then the TLS files and server name. */
+enum { RLOCKJ_URL, RLOCKJ_CA_FILE, RLOCKJ_CA_DIR, RLOCKJ_CERT, RLOCKJ_KEY, RLOCKJ_SNI,
+       RLOCKJ_TEXTS };
+
+/* url (required) and the tls_* strings (NULL = unset): UTF-8 bytes with their lengths. The
+ * choices are rlock.h's numbers, checked by the C library. */
+static rlock_client *rlockj_client_new(
+    JNIEnv *jenv, const char *url, size_t url_len, int64_t connect_timeout_ms,
+    int64_t command_timeout_ms, int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms,
+    int64_t max_name_len, int tls, const char *tls_ca_file, size_t tls_ca_file_len,
+    const char *tls_ca_dir, size_t tls_ca_dir_len, const char *tls_cert_file,
+    size_t tls_cert_file_len, const char *tls_key_file, size_t tls_key_file_len,
+    const char *tls_server_name, size_t tls_server_name_len, int tls_verify,
+    int tls_min_version, int sentinel_tls) {
   rlock_client_options opts;
   rlock_client *client = NULL;
-  char *text;
-  int rc;
-  if (url == NULL || memchr(url, '\0', url_len) != NULL) {
-    rlockj_throw_text(jenv, RLOCK_EINVAL,
-                      "url contains a NUL character; it cannot be passed to the C library");
+  char *texts[RLOCKJ_TEXTS] = {NULL};
+  int i;
+  if (url == NULL) {
+    rlockj_throw_text(jenv, RLOCK_EINVAL, "url must not be null");
     return NULL;
   }
-  text = (char *)malloc(url_len + 1);
-  if (text == NULL) {
-    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
-                      "rlock: no memory for the url");
-    return NULL;
-  }
-  memcpy(text, url, url_len);
-  text[url_len] = '\0';
-  rc = rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION);
-  if (rc == RLOCK_OK) {
-    opts.url = text;
+  if (rlockj_copy_text(jenv, url, url_len, "url", &texts[RLOCKJ_URL]) == 0 &&
+      rlockj_copy_text(jenv, tls_ca_file, tls_ca_file_len, "tls_ca_file",
+                       &texts[RLOCKJ_CA_FILE]) == 0 &&
+      rlockj_copy_text(jenv, tls_ca_dir, tls_ca_dir_len, "tls_ca_dir", &texts[RLOCKJ_CA_DIR]) ==
+          0 &&
+      rlockj_copy_text(jenv, tls_cert_file, tls_cert_file_len, "tls_cert_file",
+                       &texts[RLOCKJ_CERT]) == 0 &&
+      rlockj_copy_text(jenv, tls_key_file, tls_key_file_len, "tls_key_file",
+                       &texts[RLOCKJ_KEY]) == 0 &&
+      rlockj_copy_text(jenv, tls_server_name, tls_server_name_len, "tls_server_name",
+                       &texts[RLOCKJ_SNI]) == 0 &&
+      rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION) == RLOCK_OK) {
+    opts.url = texts[RLOCKJ_URL];
     opts.connect_timeout_ms = connect_timeout_ms;
     opts.command_timeout_ms = command_timeout_ms;
     opts.pool_size = pool_size;
     opts.watchdog_lease_ms = watchdog_lease_ms;
     opts.poll_cap_ms = poll_cap_ms;
     opts.max_name_len = (size_t)max_name_len;
-    rc = rlock_client_new(&client, &opts);
+    opts.tls = tls;
+    opts.tls_ca_file = texts[RLOCKJ_CA_FILE];
+    opts.tls_ca_dir = texts[RLOCKJ_CA_DIR];
+    opts.tls_cert_file = texts[RLOCKJ_CERT];
+    opts.tls_key_file = texts[RLOCKJ_KEY];
+    opts.tls_server_name = texts[RLOCKJ_SNI];
+    opts.tls_verify = tls_verify;
+    opts.tls_min_version = tls_min_version;
+    opts.sentinel_tls = sentinel_tls;
+    if (rlock_client_new(&client, &opts) != RLOCK_OK) client = NULL;
   }
-  free(text);
-  return rc == RLOCK_OK ? client : NULL;
+  for (i = 0; i < RLOCKJ_TEXTS; ++i) free(texts[i]);
+  return client;
 }
 
 static rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len,
@@ -603,7 +647,11 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
  * String crosses JNI, whose GetStringUTFChars would give modified UTF-8. */
 %apply (const char *STRING, size_t LENGTH) {
   (const char *url, size_t url_len), (const char *name, size_t name_len),
-  (const char *key, size_t key_len), (const char *value, size_t value_len)
+  (const char *key, size_t key_len), (const char *value, size_t value_len),
+  (const char *tls_ca_file, size_t tls_ca_file_len), (const char *tls_ca_dir, size_t tls_ca_dir_len),
+  (const char *tls_cert_file, size_t tls_cert_file_len),
+  (const char *tls_key_file, size_t tls_key_file_len),
+  (const char *tls_server_name, size_t tls_server_name_len)
 };
 
 /* ---- the allowlist ------------------------------------------------------------------------- */
@@ -614,6 +662,9 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %rename(ErrorCode) rlock_error_code;
 %rename(LockKind) rlock_lock_kind;
 %rename(LostReason) rlock_lost_reason;
+%rename(TlsVerify) rlock_tls_verify;
+%rename(TlsVersion) rlock_tls_version;
+%rename(SentinelTls) rlock_sentinel_tls;
 %rename("%(strip:[RLOCK_])s", %$isenumitem) "";
 
 %rename(versionString) rlock_version_string;
@@ -661,7 +712,13 @@ typedef struct rlockj_lost_payload rlockj_lost_payload;
 rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
                                 int64_t connect_timeout_ms, int64_t command_timeout_ms,
                                 int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms,
-                                int64_t max_name_len);
+                                int64_t max_name_len, int tls, const char *tls_ca_file,
+                                size_t tls_ca_file_len, const char *tls_ca_dir,
+                                size_t tls_ca_dir_len, const char *tls_cert_file,
+                                size_t tls_cert_file_len, const char *tls_key_file,
+                                size_t tls_key_file_len, const char *tls_server_name,
+                                size_t tls_server_name_len, int tls_verify, int tls_min_version,
+                                int sentinel_tls);
 rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len, int kind,
                             int64_t lease_ms, int64_t spin_initial_ms, int64_t spin_max_ms,
                             int64_t fair_wait_ms);

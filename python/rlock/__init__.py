@@ -30,6 +30,7 @@ from ._errors import (
     NotSyncedError,
     RedisConnectionError,
     RedisError,
+    TLSError,
 )
 
 __version__: str = _native.version()
@@ -52,6 +53,7 @@ __all__ = [
     "ConnectionError",
     "RedisConnectionError",
     "AuthenticationError",
+    "TLSError",
     "NoPermissionError",
     "RedisError",
     "InvalidArgumentError",

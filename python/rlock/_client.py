@@ -13,9 +13,10 @@ import math
 import os
 import threading
 import weakref
+from ssl import TLSVersion, VerifyMode
 from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar, Union
 
-from . import _native
+from . import _native, _tls
 from ._errors import ForkedError, InvalidArgumentError, LockTimeoutError
 
 __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReason"]
@@ -24,6 +25,7 @@ Name = Union[str, bytes]
 _T = TypeVar("_T")
 
 _DEFAULT_URL = "redis://127.0.0.1:6379"
+_DEFAULT_TLS_URL = "rediss://" + _DEFAULT_URL.partition("://")[2]  # with ssl=True
 _MAX_SECONDS = _native.MAX_DURATION_MS / 1000.0
 _CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT
 # The C library's option defaults, in milliseconds: the keyword defaults below derive from them.
@@ -182,6 +184,17 @@ class Client:
     round trip; ``watchdog_lease`` is the lease a lock acquired without one gets, renewed every
     third of it while held; ``poll_cap`` is the longest a waiter sleeps without trying again.
 
+    TLS: a ``rediss://``, ``rediss-sentinel://`` or ``rediss-cluster://`` URL (or ``ssl=True``
+    without a URL: ``rediss://127.0.0.1:6379``). The server's certificate is verified against
+    ``ssl_ca_certs`` (a PEM file) or ``ssl_ca_path`` (a hashed directory), by default the system
+    trust store, and must name the host (or ``ssl_server_name``). ``ssl_check_hostname=False``
+    checks the chain only; ``ssl_cert_reqs="none"`` (or ``ssl.CERT_NONE``) nothing at all.
+    ``ssl_certfile`` and ``ssl_keyfile`` are a client certificate for mutual TLS;
+    ``ssl_min_version`` is ``ssl.TLSVersion.TLSv1_2`` (the default) or ``TLSv1_3``;
+    ``sentinel_ssl`` says whether the sentinels of a Sentinel URL use TLS too (default: as the
+    master). A URL's ``tls_*`` options may set the same; where both do they must agree. A
+    failed handshake or verification raises ``TLSError``.
+
     ``close()`` (or leaving ``with``) releases what the client's locks still hold and closes
     connections. A client is not usable in a child process after ``fork()``: make a new one.
     """
@@ -196,12 +209,35 @@ class Client:
         watchdog_lease: float = _CLIENT_DEFAULTS["watchdog_lease_ms"] / 1000.0,
         poll_cap: float = _CLIENT_DEFAULTS["poll_cap_ms"] / 1000.0,
         max_name_len: Optional[int] = None,
+        ssl: Optional[bool] = None,
+        ssl_ca_certs: Optional[_tls.StrPath] = None,
+        ssl_ca_path: Optional[_tls.StrPath] = None,
+        ssl_certfile: Optional[_tls.StrPath] = None,
+        ssl_keyfile: Optional[_tls.StrPath] = None,
+        ssl_cert_reqs: Union[str, VerifyMode, None] = None,
+        ssl_check_hostname: Optional[bool] = None,
+        ssl_server_name: Optional[str] = None,
+        ssl_min_version: Optional[TLSVersion] = None,
+        sentinel_ssl: Optional[bool] = None,
     ) -> None:
         if url is None:
-            url = os.environ.get("RLOCK_URL") or _DEFAULT_URL
+            url = os.environ.get("RLOCK_URL") or (_DEFAULT_TLS_URL if ssl else _DEFAULT_URL)
         if not isinstance(url, str):
             raise TypeError(f"url must be a str, not {type(url).__name__}")
         url = _url_text(url)
+        tls = _tls.native_options(
+            url,
+            ssl=ssl,
+            ssl_ca_certs=ssl_ca_certs,
+            ssl_ca_path=ssl_ca_path,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            ssl_cert_reqs=ssl_cert_reqs,
+            ssl_check_hostname=ssl_check_hostname,
+            ssl_server_name=ssl_server_name,
+            ssl_min_version=ssl_min_version,
+            sentinel_ssl=sentinel_ssl,
+        )
         if isinstance(pool_size, bool) or not isinstance(pool_size, int):
             raise TypeError(f"pool_size must be an int, not {type(pool_size).__name__}")
         if pool_size < 1 or pool_size > 1024:
@@ -224,6 +260,7 @@ class Client:
             watchdog_lease_ms=_duration_ms(watchdog_lease, "watchdog_lease"),
             poll_cap_ms=_duration_ms(poll_cap, "poll_cap"),
             max_name_len=max_name_len,
+            **tls,
         )
         _live_clients.add(self)
 

@@ -34,6 +34,7 @@ _CODES: dict[str, int] = {
     "RLOCK_EBADHANDLE": -22,
     "RLOCK_ENOTSYNCED": -23,
     "RLOCK_EFORKED": -24,
+    "RLOCK_ETLS": -25,
 }
 
 
@@ -95,6 +96,16 @@ class AuthenticationError(ConnectionError):
     """Redis rejected the credentials."""
 
     code = _CODES["RLOCK_EAUTH"]
+
+
+class TLSError(ConnectionError):
+    """TLS failed while connecting: the handshake, the server's certificate (untrusted, expired,
+    naming another host), a client certificate the server refused, or a server that does not
+    speak TLS on a ``rediss://`` URL. The message gives OpenSSL's reason. Retrying does not help
+    (the settings or the certificates must change), but like ``AuthenticationError`` it is a
+    failure to connect, so ``except rlock.ConnectionError`` catches it too."""
+
+    code = _CODES["RLOCK_ETLS"]
 
 
 class NoPermissionError(LockError, PermissionError):
@@ -161,6 +172,7 @@ _BY_NAME: dict[str, type[LockError]] = {
     "RLOCK_EBADHANDLE": ClientClosedError,  # a freed handle is a closed one
     "RLOCK_ENOTSYNCED": NotSyncedError,
     "RLOCK_EFORKED": ForkedError,
+    "RLOCK_ETLS": TLSError,
 }
 _GENERIC = {"RLOCK_ERROR", "RLOCK_ENOMEM", "RLOCK_EVERSION", "RLOCK_EINTERNAL", "RLOCK_EUSER"}
 _BY_CODE: dict[int, type[LockError]] = {_CODES[name]: cls for name, cls in _BY_NAME.items()}

@@ -20,6 +20,14 @@ KIND_WRITE: int
 MODE_NONE: int
 MODE_READ: int
 MODE_WRITE: int
+TLS_VERIFY_FULL: int
+TLS_VERIFY_CA: int
+TLS_VERIFY_NONE: int
+TLS_1_2: int
+TLS_1_3: int
+SENTINEL_TLS_AUTO: int
+SENTINEL_TLS_ON: int
+SENTINEL_TLS_OFF: int
 
 def version() -> str: ...
 def current_thread_id() -> int: ...
@@ -53,6 +61,16 @@ class Client:
         watchdog_lease_ms: int,
         poll_cap_ms: int,
         max_name_len: int,
+        *,
+        tls: int = 0,
+        tls_ca_file: Optional[bytes] = None,
+        tls_ca_dir: Optional[bytes] = None,
+        tls_cert_file: Optional[bytes] = None,
+        tls_key_file: Optional[bytes] = None,
+        tls_server_name: Optional[bytes] = None,
+        tls_verify: int = ...,
+        tls_min_version: int = ...,
+        sentinel_tls: int = ...,
     ) -> None: ...
     @property
     def id(self) -> str: ...

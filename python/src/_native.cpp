@@ -10,6 +10,7 @@
 // - A handle created before fork() is never freed in the child: its threads and mutexes did not
 //   survive the fork, so freeing could hang. The child leaks it instead.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -440,17 +441,54 @@ class Handle {
   pid_t pid_ = getpid();
 };
 
+// The TLS fields of rlock_client_options (version 3), as the Python layer passes them: paths
+// and names as bytes (file names need not be UTF-8), None for "not set".
+struct TlsArgs {
+  int tls = 0;
+  std::optional<std::string> ca_file;
+  std::optional<std::string> ca_dir;
+  std::optional<std::string> cert_file;
+  std::optional<std::string> key_file;
+  std::optional<std::string> server_name;
+  int verify = RLOCK_TLS_VERIFY_FULL;
+  int min_version = RLOCK_TLS_1_2;
+  int sentinel_tls = RLOCK_SENTINEL_TLS_AUTO;
+};
+
+// A C string ends at its first NUL: a value with one would reach the library cut short.
+void check_no_nul(const std::string& value, const char* what) {
+  if (value.find('\0') != std::string::npos) {
+    throw NativeError{RLOCK_EINVAL, std::string(what) +
+                                        " contains a NUL character; it cannot be passed to the "
+                                        "C library"};
+  }
+}
+
+const char* c_text(const std::optional<std::string>& value, const char* what) {
+  if (!value) return nullptr;
+  check_no_nul(*value, what);
+  return value->c_str();
+}
+
+// Points opts' TLS fields at args' strings (which must outlive the call).
+void apply_tls(rlock_client_options& opts, const TlsArgs& args) {
+  opts.tls = args.tls;
+  opts.tls_ca_file = c_text(args.ca_file, "ssl_ca_certs");
+  opts.tls_ca_dir = c_text(args.ca_dir, "ssl_ca_path");
+  opts.tls_cert_file = c_text(args.cert_file, "ssl_certfile");
+  opts.tls_key_file = c_text(args.key_file, "ssl_keyfile");
+  opts.tls_server_name = c_text(args.server_name, "ssl_server_name");
+  opts.tls_verify = args.verify;
+  opts.tls_min_version = args.min_version;
+  opts.sentinel_tls = args.sentinel_tls;
+}
+
 class NativeClient {
  public:
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
-               int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms,
-               uint64_t max_name_len) {
-    // A C string ends at its first NUL: a URL with one would reach the library cut short.
-    if (url.find('\0') != std::string::npos) {
-      throw NativeError{RLOCK_EINVAL,
-                        "url contains a NUL character; it cannot be passed to the "
-                        "C library"};
-    }
+               int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms, uint64_t max_name_len,
+               const TlsArgs& tls) {
+    check_no_nul(url, "url");
     rlock_client_options opts;
     check(rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION));
     opts.url = url.c_str();
@@ -460,6 +498,7 @@ class NativeClient {
     opts.watchdog_lease_ms = watchdog_lease_ms;
     opts.poll_cap_ms = poll_cap_ms;
     opts.max_name_len = static_cast<size_t>(max_name_len);
+    apply_tls(opts, tls);
     rlock_client* client = nullptr;
     check(without_gil([&] { return rlock_client_new(&client, &opts); }));
     client_ = client;
@@ -932,6 +971,40 @@ void def_multi(py::module_& m) {
       .def("close", &NativeMulti::close);
 }
 
+// The Client constructor Python sees: the C options' fields by name.
+std::unique_ptr<NativeClient> new_client(
+    const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms, int pool_size,
+    int64_t watchdog_lease_ms, int64_t poll_cap_ms, uint64_t max_name_len, int tls,
+    std::optional<std::string> tls_ca_file, std::optional<std::string> tls_ca_dir,
+    std::optional<std::string> tls_cert_file, std::optional<std::string> tls_key_file,
+    std::optional<std::string> tls_server_name, int tls_verify, int tls_min_version,
+    int sentinel_tls) {
+  TlsArgs args;
+  args.tls = tls;
+  args.ca_file = std::move(tls_ca_file);
+  args.ca_dir = std::move(tls_ca_dir);
+  args.cert_file = std::move(tls_cert_file);
+  args.key_file = std::move(tls_key_file);
+  args.server_name = std::move(tls_server_name);
+  args.verify = tls_verify;
+  args.min_version = tls_min_version;
+  args.sentinel_tls = sentinel_tls;
+  return std::make_unique<NativeClient>(url, connect_timeout_ms, command_timeout_ms, pool_size,
+                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args);
+}
+
+// The values of rlock_client_options' TLS choices, so that Python restates none of them.
+void def_tls_constants(py::module_& m) {
+  m.attr("TLS_VERIFY_FULL") = static_cast<int>(RLOCK_TLS_VERIFY_FULL);
+  m.attr("TLS_VERIFY_CA") = static_cast<int>(RLOCK_TLS_VERIFY_CA);
+  m.attr("TLS_VERIFY_NONE") = static_cast<int>(RLOCK_TLS_VERIFY_NONE);
+  m.attr("TLS_1_2") = static_cast<int>(RLOCK_TLS_1_2);
+  m.attr("TLS_1_3") = static_cast<int>(RLOCK_TLS_1_3);
+  m.attr("SENTINEL_TLS_AUTO") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO);
+  m.attr("SENTINEL_TLS_ON") = static_cast<int>(RLOCK_SENTINEL_TLS_ON);
+  m.attr("SENTINEL_TLS_OFF") = static_cast<int>(RLOCK_SENTINEL_TLS_OFF);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -971,11 +1044,17 @@ PYBIND11_MODULE(_native, m) {
   // What an event loop runs to hand over one completion (see Delivery); made only here.
   py::class_<Delivery>(m, "_Delivery").def("__call__", &Delivery::run);
 
+  def_tls_constants(m);
   py::class_<NativeClient>(m, "Client")
-      .def(py::init<const std::string&, int64_t, int64_t, int, int64_t, int64_t, uint64_t>(),
-           py::arg("url"), py::arg("connect_timeout_ms"), py::arg("command_timeout_ms"),
-           py::arg("pool_size"), py::arg("watchdog_lease_ms"), py::arg("poll_cap_ms"),
-           py::arg("max_name_len"))
+      .def(py::init(&new_client), py::arg("url"), py::arg("connect_timeout_ms"),
+           py::arg("command_timeout_ms"), py::arg("pool_size"), py::arg("watchdog_lease_ms"),
+           py::arg("poll_cap_ms"), py::arg("max_name_len"), py::kw_only(), py::arg("tls") = 0,
+           py::arg("tls_ca_file") = py::none(), py::arg("tls_ca_dir") = py::none(),
+           py::arg("tls_cert_file") = py::none(), py::arg("tls_key_file") = py::none(),
+           py::arg("tls_server_name") = py::none(),
+           py::arg("tls_verify") = static_cast<int>(RLOCK_TLS_VERIFY_FULL),
+           py::arg("tls_min_version") = static_cast<int>(RLOCK_TLS_1_2),
+           py::arg("sentinel_tls") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO))
       .def_property_readonly("id", &NativeClient::id)
       .def_property_readonly("closed", &NativeClient::closed)
       .def("close", &NativeClient::close);

@@ -18,29 +18,81 @@ import redis
 import rlock
 
 
-class RedisServer:
-    """A throwaway redis-server: loopback port plus unix socket, no persistence."""
+class TlsFiles:
+    """What a TLS redis-server is started with: the certificate pair it presents (a name made
+    by tests/fixtures/tls-certs.sh: server, wrong-name, expired) from `certs`, whether it asks
+    for client certificates, and extra redis-server arguments."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, certs: Path, cert: str = "server", auth_clients: bool = False, extra: tuple = ()
+    ) -> None:
+        self.certs = certs
+        self.cert = cert
+        self.auth_clients = auth_clients
+        self.extra = extra
+
+    def server_args(self, port: int) -> list:
+        return [
+            "--port",
+            "0",
+            "--tls-port",
+            str(port),
+            "--tls-cert-file",
+            str(self.certs / f"{self.cert}.crt"),
+            "--tls-key-file",
+            str(self.certs / f"{self.cert}.key"),
+            "--tls-ca-cert-file",
+            str(self.certs / "ca.crt"),
+            "--tls-auth-clients",
+            "yes" if self.auth_clients else "no",
+            *self.extra,
+        ]
+
+    def redis_py_options(self) -> dict:
+        """redis-py's view of the server: no verification (the server's certificate may be
+        expired or name another host), a client certificate always (mutual TLS may be on)."""
+        return {
+            "ssl": True,
+            "ssl_cert_reqs": "none",
+            "ssl_check_hostname": False,
+            "ssl_certfile": str(self.certs / "client.crt"),
+            "ssl_keyfile": str(self.certs / "client.key"),
+        }
+
+
+class RedisServer:
+    """A throwaway redis-server: loopback port plus unix socket, no persistence; with `tls`,
+    the port speaks only TLS (the unix socket stays plaintext)."""
+
+    def __init__(self, tls: Optional[TlsFiles] = None) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="rlock-pytest-"))
         self.port = _free_port()
         self.socket = self.dir / "redis.sock"
+        self.tls = tls
         self.proc: Optional[subprocess.Popen] = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}"
+
+    def redis_py(self, **options) -> redis.Redis:
+        """A redis-py connection to this server (over TLS for a TLS server)."""
+        if self.tls is not None:
+            options = {**self.tls.redis_py_options(), **options}
+        return redis.Redis(port=self.port, **options)
 
     @property
     def unix_url(self) -> str:
         return f"unix://{self.socket}"
 
     def start(self) -> None:
+        port_args = ["--port", str(self.port)]
+        if self.tls is not None:
+            port_args = self.tls.server_args(self.port)
         self.proc = subprocess.Popen(
             [
                 "redis-server",
-                "--port",
-                str(self.port),
+                *port_args,
                 "--bind",
                 "127.0.0.1",
                 "--unixsocket",
@@ -61,7 +113,7 @@ class RedisServer:
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            conn = redis.Redis(port=self.port, socket_timeout=0.5)
+            conn = self.redis_py(socket_timeout=0.5)
             try:
                 if conn.ping():
                     return
@@ -119,6 +171,51 @@ def start_redis() -> Iterator:
 
     def start() -> RedisServer:
         server = RedisServer()
+        servers.append(server)
+        server.start()
+        return server
+
+    yield start
+    for server in servers:
+        server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test certificates of tests/fixtures/tls-certs.sh (a CA, server, client, wrong-name,
+    expired and other-ca pairs), made once per session."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    certs = tmp_path_factory.mktemp("tls-certs")
+    script = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "tls-certs.sh"
+    subprocess.run(["bash", str(script), str(certs)], check=True, capture_output=True)
+    return certs
+
+
+@pytest.fixture(scope="session")
+def tls_redis(tls_certs: Path) -> Iterator[RedisServer]:
+    """A redis-server of the session that speaks only TLS, with the test CA's server
+    certificate, no client certificates asked."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    server = RedisServer(TlsFiles(tls_certs))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture
+def start_tls_redis(tls_certs: Path) -> Iterator:
+    """start_tls_redis(cert="server", auth_clients=False, extra=()): a TLS redis-server of the
+    test's own; all are removed after it."""
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    servers = []
+
+    def start(cert: str = "server", auth_clients: bool = False, extra: tuple = ()) -> RedisServer:
+        server = RedisServer(TlsFiles(tls_certs, cert, auth_clients, extra))
         servers.append(server)
         server.start()
         return server

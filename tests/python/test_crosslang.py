@@ -1,6 +1,7 @@
 """C (the rlock CLI), Python, Go and Java processes contend for the same two lock names at
 once. Each critical section is a read-modify-write of a counter file with an exclusive
-"inside" marker, so a lost update or an overlap shows. The workers share one contract (see
+"inside" marker, so a lost update or an overlap shows. It runs on a plaintext server and
+again over TLS (a rediss:// URL carrying tls_ca_file). The workers share one contract (see
 crosslang_worker.py); the Go and Java workers come from the bindings' builds:
 
     RLOCK_GO_WORKER    path of the built bindings/go/cmd/rlock-contend
@@ -16,10 +17,13 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
+import redis
+import rlock
 from helpers import rlock_cli
 
 _HERE = Path(__file__).resolve().parent
@@ -55,8 +59,29 @@ _ITERATIONS = {"c": 60, "python": 250, "go": 400, "java": 400}
 _PER_LANGUAGE = 2
 
 
+@pytest.fixture(params=["plaintext", "tls"])
+def shared_server(request, redis_url):
+    """(URL every worker is given, an rlock client and a redis-py connection) on the session's
+    server, or on the TLS one with the CA in the URL (tls_ca_file), which every worker passes
+    to the C library's URL parsing as it is."""
+    if request.param == "plaintext":
+        client = rlock.Client(redis_url)
+        conn = redis.Redis.from_url(redis_url)
+    else:
+        server = request.getfixturevalue("tls_redis")
+        certs = request.getfixturevalue("tls_certs")
+        url = f"{server.url}?tls_ca_file={urllib.parse.quote(str(certs / 'ca.crt'), safe='/')}"
+        client = rlock.Client(url)
+        conn = server.redis_py()
+        redis_url = url
+    yield redis_url, client, conn
+    client.close()
+    conn.close()
+
+
 @pytest.mark.timeout(300)
-def test_four_languages_share_locks_without_losing_an_update(client, redis_url, name, r, tmp_path):
+def test_four_languages_share_locks_without_losing_an_update(shared_server, name, tmp_path):
+    redis_url, client, r = shared_server
     commands = _worker_commands()
     names = [f"{name}:a", f"{name}:b"]
     holds = [client.lock(n) for n in names]

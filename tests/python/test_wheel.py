@@ -73,15 +73,27 @@ def _elf_exports(path: Path) -> list:
     return [line.split()[-1] for line in out.splitlines() if line.strip()]
 
 
+# OpenSSL (the core's TLS) is on no manylinux list: auditwheel repair copies libssl and
+# libcrypto into the wheel (rlock.libs/, renamed with a hash); a wheel not repaired links the
+# system's. How the wheel should carry OpenSSL is open (issue 21).
+_OPENSSL = re.compile(r"^(libssl|libcrypto)(-[0-9a-f]{8})?\.so\.3$")
+
+
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils not installed")
-def test_extension_needs_only_the_c_runtime():
+def test_extension_needs_only_the_c_runtime_and_openssl():
     """The C library and the shared unwinder libgcc_s (both on every manylinux system); libgcc_s
-    must be the process's one, or a thread ended by pthread_exit aborts (test_exit.py)."""
+    must be the process's one, or a thread ended by pthread_exit aborts (test_exit.py). Besides
+    those, OpenSSL's two libraries and nothing else."""
     ext = Path(rlock._native.__file__)
     needed = _elf_needed(ext)
     assert "libgcc_s.so.1" in needed
     allowed = re.compile(r"^(libc|libm|libpthread|libdl|librt|libgcc_s|ld-linux-x86-64)\.so\.\d+$")
-    assert needed and all(allowed.match(lib) for lib in needed), needed
+    openssl = [lib for lib in needed if _OPENSSL.match(lib)]
+    assert sorted(lib.split("-")[0].split(".")[0] for lib in openssl) == ["libcrypto", "libssl"]
+    assert all(allowed.match(lib) for lib in needed if lib not in openssl), needed
+    for lib in openssl:
+        if "-" in lib:  # grafted by auditwheel: shipped in the wheel itself
+            assert (ext.parent.parent / "rlock.libs" / lib).is_file(), lib
     assert _elf_exports(ext) == ["PyInit__native"]
 
 

@@ -2,8 +2,11 @@ package io.rlock;
 
 import io.rlock.internal.NativeClient;
 import io.rlock.internal.NativeLock;
+import io.rlock.internal.TlsOptions;
 import io.rlock.internal.Utf8;
+import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -37,9 +40,14 @@ public final class RedisLockClient implements AutoCloseable {
     this.nativeClient = nativeClient;
   }
 
+  /** Used when no URL is given, $RLOCK_URL is not set and {@link Builder#ssl} is on. */
+  public static final String DEFAULT_TLS_URL = "rediss://127.0.0.1:6379";
+
   /**
    * Connects to {@code url}: {@code redis://[[user]:password@]host[:port][/db]} or
-   * {@code unix://[[user]:password@]/path/to/socket[?db=N]}. Null means $RLOCK_URL, then
+   * {@code unix://[[user]:password@]/path/to/socket[?db=N]}; {@code rediss://} is TLS, verified
+   * against the system's trust store unless the URL says otherwise ({@code ?tls_ca_file=...},
+   * docs/tls.md) or the builder's ssl settings do. Null means $RLOCK_URL, then
    * {@link #DEFAULT_URL}. Connects once, so a wrong address or password fails here. The URL is
    * sent as UTF-8; one with a NUL character or a lone surrogate is an IllegalArgumentException
    * before any connection.
@@ -71,6 +79,15 @@ public final class RedisLockClient implements AutoCloseable {
     private long watchdogLeaseMs;
     private long pollCapMs;
     private long maxNameLength;
+    private boolean ssl;
+    private SslVerificationMode sslVerificationMode;
+    private Path sslCaFile;
+    private Path sslCaDirectory;
+    private Path sslCertificate;
+    private Path sslKey;
+    private String sslServerName;
+    private Integer sslMinimumVersion;
+    private Boolean sentinelSsl;
 
     private Builder() {}
 
@@ -119,6 +136,105 @@ public final class RedisLockClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * TLS to every Redis server. Off: as the URL says ({@code rediss://},
+     * {@code rediss-sentinel://} and {@code rediss-cluster://} are TLS). On, the URL must be one
+     * of those (a plaintext one is an IllegalArgumentException), and without a URL the client
+     * connects to {@link RedisLockClient#DEFAULT_TLS_URL}.
+     */
+    public Builder ssl(boolean enabled) {
+      ssl = enabled;
+      return this;
+    }
+
+    /**
+     * How the server's certificate is checked: STRICT (a trusted chain naming the host; the C
+     * library's own choice when unset), CA_ONLY (a trusted chain, any names) or NONE (no check,
+     * logged once). Needs TLS, as every ssl setting but {@link #ssl} does.
+     */
+    public Builder sslVerificationMode(SslVerificationMode mode) {
+      sslVerificationMode = Objects.requireNonNull(mode, "sslVerificationMode");
+      return this;
+    }
+
+    /** A PEM file of the CA certificates to trust instead of the system's trust store. */
+    public Builder sslCaFile(Path file) {
+      sslCaFile = pathSetting(file, "sslCaFile");
+      return this;
+    }
+
+    /** A directory of CA certificates named by their hashes ({@code openssl rehash}). */
+    public Builder sslCaDirectory(Path directory) {
+      sslCaDirectory = pathSetting(directory, "sslCaDirectory");
+      return this;
+    }
+
+    /** The client certificate chain (PEM) for mutual TLS; its key too, unless sslKey is set. */
+    public Builder sslCertificate(Path file) {
+      sslCertificate = pathSetting(file, "sslCertificate");
+      return this;
+    }
+
+    /** The client certificate's private key (PEM, not encrypted). */
+    public Builder sslKey(Path file) {
+      sslKey = pathSetting(file, "sslKey");
+      return this;
+    }
+
+    /**
+     * The name sent as SNI and looked for in the server's certificate, when it differs from the
+     * host connected to (an IP address, a tunnel, a load balancer).
+     */
+    public Builder sslServerName(String name) {
+      Objects.requireNonNull(name, "sslServerName");
+      if (name.isEmpty()) {
+        throw new IllegalArgumentException("sslServerName must not be empty");
+      }
+      Utf8.cString(name, "sslServerName");
+      sslServerName = name;
+      return this;
+    }
+
+    /**
+     * The oldest TLS version accepted: "TLSv1.2" (what the C library takes when unset) or
+     * "TLSv1.3" (the JSSE names, as in Redisson's sslProtocols; "1.2" and "1.3" work too).
+     */
+    public Builder sslMinimumVersion(String version) {
+      Objects.requireNonNull(version, "sslMinimumVersion");
+      switch (version) {
+        case "TLSv1.2":
+        case "1.2":
+          sslMinimumVersion = TlsOptions.VERSION_1_2;
+          break;
+        case "TLSv1.3":
+        case "1.3":
+          sslMinimumVersion = TlsOptions.VERSION_1_3;
+          break;
+        default:
+          throw new IllegalArgumentException(
+              "sslMinimumVersion must be TLSv1.2 or TLSv1.3, got '" + version + "'");
+      }
+      return this;
+    }
+
+    /**
+     * Sentinel deployments: whether the sentinels, too, are reached over TLS. Unset: as the
+     * master ({@code rediss-sentinel://} means both, as in Redisson). False: plaintext
+     * sentinels in front of TLS masters.
+     */
+    public Builder sentinelSsl(boolean enabled) {
+      sentinelSsl = enabled;
+      return this;
+    }
+
+    private static Path pathSetting(Path path, String what) {
+      Objects.requireNonNull(path, what);
+      if (path.toString().isEmpty()) {
+        throw new IllegalArgumentException(what + " must not be an empty path");
+      }
+      return path;
+    }
+
     private static long inRange(long value, long max, String what) {
       if (value < 1 || value > max) {
         throw new IllegalArgumentException(
@@ -133,10 +249,109 @@ public final class RedisLockClient implements AutoCloseable {
         target = System.getenv("RLOCK_URL");
       }
       if (target == null || target.isEmpty()) {
-        target = DEFAULT_URL;
+        target = ssl ? DEFAULT_TLS_URL : DEFAULT_URL;
       }
       return new RedisLockClient(new NativeClient(target, connectTimeoutMs, commandTimeoutMs,
-          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength));
+          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target)));
+    }
+
+    /** The URL's scheme, lower-cased ("" without one: the C library explains). */
+    private static String scheme(String url) {
+      int end = url.indexOf("://");
+      return end < 0 ? "" : url.substring(0, end).toLowerCase(Locale.ROOT);
+    }
+
+    /** A scheme for a message: one that could hold a password is not shown. */
+    private static String shown(String scheme) {
+      return scheme.matches("[a-z-]{1,20}") ? scheme + "://" : "a URL of another form";
+    }
+
+    /** The first ssl setting given besides ssl() and sentinelSsl(), or null. */
+    private String firstSslSetting() {
+      Object[][] settings = {{sslVerificationMode, "sslVerificationMode"},
+          {sslCaFile, "sslCaFile"}, {sslCaDirectory, "sslCaDirectory"},
+          {sslCertificate, "sslCertificate"}, {sslKey, "sslKey"},
+          {sslServerName, "sslServerName"},
+          {sslMinimumVersion, "sslMinimumVersion"}};
+      for (Object[] setting : settings) {
+        if (setting[0] != null) {
+          return (String) setting[1];
+        }
+      }
+      return null;
+    }
+
+    /**
+     * The TLS fields, after the checks that can name this builder's settings (the C library
+     * checks them all again, naming its own fields).
+     */
+    private TlsOptions tlsOptions(String url) {
+      String scheme = scheme(url);
+      boolean tlsUrl = scheme.startsWith("rediss");
+      boolean sentinels = scheme.endsWith("-sentinel");
+      if (ssl && !tlsUrl) {
+        throw new IllegalArgumentException("ssl(true) needs a TLS URL (rediss://, "
+            + "rediss-sentinel:// or rediss-cluster://), got " + shown(scheme));
+      }
+      if (sentinelSsl != null && !sentinels) {
+        throw new IllegalArgumentException("sentinelSsl applies to Sentinel URLs only "
+            + "(redis-sentinel:// or rediss-sentinel://), got " + shown(scheme));
+      }
+      String setting = firstSslSetting();
+      if (setting != null && !tlsUrl && !(sentinels && Boolean.TRUE.equals(sentinelSsl))) {
+        throw new IllegalArgumentException(setting + " needs TLS: use a rediss://, "
+            + "rediss-sentinel:// or rediss-cluster:// URL");
+      }
+      String urlVerify = queryValue(url, "tls_verify");
+      if (sslVerificationMode == SslVerificationMode.STRICT && urlVerify != null
+          && !urlVerify.equals("full")) {
+        // STRICT is the C library's 0, "unset", which the URL's choice would override.
+        throw new IllegalArgumentException(
+            "sslVerificationMode STRICT and the URL's tls_verify=" + urlVerify + " disagree");
+      }
+      if (sslKey != null && sslCertificate == null) {
+        throw new IllegalArgumentException("sslKey given without sslCertificate");
+      }
+      if (!ssl && setting == null && sentinelSsl == null) {
+        return TlsOptions.NONE;
+      }
+      int sentinelChoice = sentinelSsl == null ? TlsOptions.SENTINEL_AUTO
+          : sentinelSsl ? TlsOptions.SENTINEL_ON : TlsOptions.SENTINEL_OFF;
+      return new TlsOptions(ssl, text(sslCaFile), text(sslCaDirectory), text(sslCertificate),
+          text(sslKey), sslServerName, verifyChoice(),
+          sslMinimumVersion == null ? 0 : sslMinimumVersion, sentinelChoice);
+    }
+
+    /** The value of query option `key` in `url`, or null. */
+    private static String queryValue(String url, String key) {
+      int query = url.indexOf('?');
+      if (query < 0) {
+        return null;
+      }
+      for (String item : url.substring(query + 1).split("&")) {
+        if (item.startsWith(key + "=")) {
+          return item.substring(key.length() + 1);
+        }
+      }
+      return null;
+    }
+
+    private int verifyChoice() {
+      if (sslVerificationMode == null) {
+        return 0; // unset: the C library's default (full verification)
+      }
+      switch (sslVerificationMode) {
+        case CA_ONLY:
+          return TlsOptions.VERIFY_CA;
+        case NONE:
+          return TlsOptions.VERIFY_NONE;
+        default:
+          return TlsOptions.VERIFY_FULL;
+      }
+    }
+
+    private static String text(Path path) {
+      return path == null ? null : path.toString();
     }
   }
 

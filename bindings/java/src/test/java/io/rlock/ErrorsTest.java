@@ -46,9 +46,10 @@ class ErrorsTest {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> RedisLockClient.create("http://example.invalid"));
     assertTrue(e.getMessage().toLowerCase().contains("url"), e.getMessage());
-    RedisLockServerException tls = assertThrows(RedisLockServerException.class,
+    // TLS is built in: rediss:// is a URL like any other (nobody listens on port 1).
+    RedisLockConnectionException tls = assertThrows(RedisLockConnectionException.class,
         () -> RedisLockClient.create("rediss://127.0.0.1:1"));
-    assertEquals(-15, tls.getCode());
+    assertEquals(-5, tls.getCode());
   }
 
   @Test

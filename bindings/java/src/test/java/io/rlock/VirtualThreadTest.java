@@ -51,17 +51,28 @@ class VirtualThreadTest {
 
   /** Runs VirtualThreadWorker in a child JVM of the found JDK: its "key value" lines. */
   static Map<String, String> runWorker(String... options) throws Exception {
+    return runWorker(jdk, TestRedis.url(), options);
+  }
+
+  /** The worker's results with its client on `url`; null without a JDK 21+. */
+  static Map<String, String> runWorkerOn(String url) throws Exception {
+    Path found = findJdk();
+    return found == null ? null : runWorker(found, url);
+  }
+
+  private static Map<String, String> runWorker(Path jdkHome, String url, String... options)
+      throws Exception {
     Path classes = Paths.get(RedisLock.class.getProtectionDomain().getCodeSource().getLocation()
         .toURI());
     Path testClasses = Paths.get(VirtualThreadWorker.class.getProtectionDomain().getCodeSource()
         .getLocation().toURI());
     List<String> command = new ArrayList<>();
-    command.add(jdk.resolve("bin").resolve("java").toString());
+    command.add(jdkHome.resolve("bin").resolve("java").toString());
     command.add("--enable-native-access=ALL-UNNAMED");
     command.add("-Djava.library.path=" + System.getProperty("java.library.path"));
     command.addAll(Arrays.asList(options));
     command.addAll(Arrays.asList("-cp", classes + File.pathSeparator + testClasses,
-        VirtualThreadWorker.class.getName(), TestRedis.url(), TestRedis.uniqueName("virtual"),
+        VirtualThreadWorker.class.getName(), url, TestRedis.uniqueName("virtual"),
         Integer.toString(WAITERS), Integer.toString(THREAD_BUDGET)));
     Path log = Files.createTempFile("rlock-virtual", ".log");
     try {

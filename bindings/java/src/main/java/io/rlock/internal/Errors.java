@@ -10,6 +10,7 @@ import io.rlock.RedisLockException;
 import io.rlock.RedisLockNotSyncedException;
 import io.rlock.RedisLockPermissionException;
 import io.rlock.RedisLockServerException;
+import io.rlock.RedisLockTlsException;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -38,6 +39,8 @@ final class Errors {
         return new LockLostException(message, code);
       case ErrorCode.ECONN:
         return new RedisLockConnectionException(message, code);
+      case ErrorCode.ETLS:
+        return new RedisLockTlsException(message, code);
       case ErrorCode.EAUTH:
         return new RedisLockAuthException(message, code);
       case ErrorCode.ENOPERM:

@@ -13,11 +13,18 @@ public final class NativeClient implements AutoCloseable {
   private final Cleaner.Cleanable cleanable;
   private final String id;
 
-  /** Connects once (fails fast on a bad address or credentials). Zero durations = defaults. */
+  /**
+   * Connects once (fails fast on a bad address, credentials or certificate). Zero durations =
+   * defaults.
+   */
   public NativeClient(String url, long connectTimeoutMs, long commandTimeoutMs, int poolSize,
-      long watchdogLeaseMs, long pollCapMs, long maxNameLength) {
-    long ptr = RlockNative.clientNew(Utf8.cString(url, "url"), connectTimeoutMs, commandTimeoutMs, poolSize,
-        watchdogLeaseMs, pollCapMs, maxNameLength);
+      long watchdogLeaseMs, long pollCapMs, long maxNameLength, TlsOptions tls) {
+    long ptr = RlockNative.clientNew(Utf8.cString(url, "url"), connectTimeoutMs, commandTimeoutMs,
+        poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tls.enabled ? 1 : 0,
+        TlsOptions.bytes(tls.caFile, "sslCaFile"), TlsOptions.bytes(tls.caDir, "sslCaDirectory"),
+        TlsOptions.bytes(tls.certFile, "sslCertificate"), TlsOptions.bytes(tls.keyFile, "sslKey"),
+        TlsOptions.bytes(tls.serverName, "sslServerName"), tls.verify, tls.minVersion,
+        tls.sentinels);
     id = RlockNative.clientId(ptr);
     handle = new Handle(ptr, "the client", null, (p, aux) -> RlockNative.clientFree(p));
     cleanable = Handle.CLEANER.register(this, handle);
