@@ -177,6 +177,7 @@ bool ClusterTransport::refresh(bool force, RefreshFailure* failure) {
     if (seen.insert(node_key(seed.host, seed.port)).second) candidates.push_back(seed);
   }
   RefreshFailure last;
+  std::string tls_why;
   for (const Endpoint& ep : candidates) {
     last.not_a_cluster = false;
     try {
@@ -190,7 +191,13 @@ bool ClusterTransport::refresh(bool force, RefreshFailure* failure) {
       if (apply_slots(r, ep, &last.why)) return true;
     } catch (const Error& e) {
       last.why = e.message();
+      if (e.code() == kTls) tls_why = last.why;
     }
+  }
+  // A refused certificate or handshake is the TLS settings' doing, not a node down: say so.
+  if (!tls_why.empty()) {
+    last.why = std::move(tls_why);
+    last.tls = true;
   }
   if (failure != nullptr) *failure = std::move(last);
   return false;
@@ -216,6 +223,10 @@ void ClusterTransport::start() {
     }
     sharded_ = major >= 7;
     return;
+  }
+  if (failure.tls) {
+    throw Error(kTls, "no cluster node could be reached over TLS (" +
+                          std::to_string(config_.seeds.size()) + " seeds tried): " + failure.why);
   }
   if (failure.not_a_cluster) {
     throw Error(kInvalid,

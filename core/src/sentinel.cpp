@@ -112,6 +112,7 @@ SentinelWatch::View SentinelWatch::ask_one(const ClientConfig& config, size_t in
     }
   } catch (const Error& e) {
     view.why = e.message();
+    view.tls_failed = e.code() == kTls;
     if (e.code() == kAuth || e.code() == kNoPerm) {
       view.kind = View::Kind::kRefused;
     } else if (e.code() != kConn) {
@@ -200,13 +201,20 @@ SentinelWatch::Answer SentinelWatch::ask(Endpoint* found, std::string* why) {
   }
   bool someone_answered = false;
   size_t refused = 0, reached = 0;
+  const View* tls_failed = nullptr;
   for (const View& v : views) {
     if (v.kind == View::Kind::kNoMaster) someone_answered = true;
     if (v.kind == View::Kind::kRefused || v.kind == View::Kind::kFailed) ++reached;
     if (v.kind == View::Kind::kRefused) ++refused;
+    if (v.tls_failed) tls_failed = &v;
     if (!v.why.empty()) *why = v.why;
   }
   if (someone_answered) return Answer::Unknown;
+  // A refused certificate or handshake is the TLS settings' doing: it is what to report.
+  if (tls_failed != nullptr) {
+    *why = tls_failed->why;
+    return Answer::TlsFailed;
+  }
   return refused > 0 && refused == reached ? Answer::Refused : Answer::Unreachable;
 }
 
@@ -288,6 +296,9 @@ void SentinelWatch::start() {
     case Answer::Unreachable:
       throw Error(kConn, "no sentinel answered (" + std::to_string(config_->seeds.size()) +
                              " tried); last: " + why);
+    case Answer::TlsFailed:
+      throw Error(kTls, "no sentinel could be reached over TLS (" +
+                            std::to_string(config_->seeds.size()) + " tried): " + why);
     case Answer::Refused:
       throw Error(kAuth,
                   "the sentinels refused the credentials given for them "

@@ -18,7 +18,19 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Tuple, TypedDict, Union, cast
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+    cast,
+)
 
 import redis
 
@@ -687,8 +699,10 @@ class SentinelServer:
         side: str = "",
         port: int = 0,
         master_host: str = "127.0.0.1",
+        extra_conf: str = "",
     ) -> None:
-        """In `netns`'s namespace `side` on `port` when given, else on 127.0.0.1."""
+        """In `netns`'s namespace `side` on `port` when given, else on 127.0.0.1; `extra_conf`
+        (lines, each ending in a newline) ends the config file."""
         self.password = password
         self.netns, self.side = netns, side
         self.host = netns.ADDRESS[side] if netns is not None else "127.0.0.1"
@@ -705,6 +719,7 @@ class SentinelServer:
             f"sentinel parallel-syncs {name} 1\n"
             + (f"sentinel auth-pass {name} {master_password}\n" if master_password else "")
             + (f"requirepass {password}\nsentinel sentinel-pass {password}\n" if password else "")
+            + extra_conf
         )
         self.proc = subprocess.Popen(
             (netns.prefix(side) if netns is not None else [])
@@ -746,23 +761,26 @@ class SentinelDeployment:
         failover_timeout_ms: int = 5000,
         password: str = "",
         sentinel_password: str = "",
+        make_redis: Optional[Callable[..., RedisServer]] = None,
+        make_sentinel: Callable[..., SentinelServer] = SentinelServer,
     ) -> None:
         """`password`: the master's and replicas' requirepass; `sentinel_password`: the
-        sentinels' own."""
+        sentinels' own. `make_redis(*config)` starts a data server (default `case.redis`) and
+        `make_sentinel` takes SentinelServer's arguments: a variant (TLS) passes its own."""
+        start = make_redis or case.redis
         sync = ["--repl-diskless-sync-delay", "0"]
         if password:
             sync += ["--requirepass", password, "--masterauth", password]
-        self.master = case.redis(*sync)
+        self.master = start(*sync)
         self.replicas = [
-            case.redis(*sync, "--replicaof", "127.0.0.1", str(self.master.port))
-            for _ in range(replicas)
+            start(*sync, "--replicaof", "127.0.0.1", str(self.master.port)) for _ in range(replicas)
         ]
         self.servers = [self.master] + self.replicas
         assert wait_until(
             lambda: self.master.conn().info("replication")["connected_slaves"] == replicas, 10, 0.05
         ), "the replicas did not connect"
         self.sentinels = [
-            SentinelServer(
+            make_sentinel(
                 case.root,
                 self.master.port,
                 self.NAME,
@@ -809,14 +827,23 @@ class SentinelDeployment:
 
 
 class ClusterDeployment:
-    """A Redis Cluster of `masters` masters with a replica each, built with
+    """A Redis Cluster of `masters` masters with `replicas` replicas each, built with
     `redis-cli --cluster create` on loopback (node timeout 1000 ms, so a killed master's replica
-    takes over in about 2 s), stopped with the case."""
+    takes over in about 2 s), stopped with the case. `make_server(root, *config, port=P)` makes
+    a node and `cli_args` go to redis-cli: a variant (TLS) passes its own."""
 
-    def __init__(self, case: Case, masters: int = 3, node_timeout_ms: int = 1000) -> None:
+    def __init__(
+        self,
+        case: Case,
+        masters: int = 3,
+        node_timeout_ms: int = 1000,
+        replicas: int = 1,
+        make_server: Callable[..., RedisServer] = RedisServer,
+        cli_args: Sequence[str] = (),
+    ) -> None:
         self.servers: List[RedisServer] = []
-        for _ in range(masters * 2):
-            s = RedisServer(
+        for _ in range(masters * (1 + replicas)):
+            s = make_server(
                 case.root,
                 "--cluster-enabled",
                 "yes",
@@ -824,19 +851,20 @@ class ClusterDeployment:
                 str(node_timeout_ms),
                 "--repl-diskless-sync-delay",
                 "0",
+                port=self._port_with_bus(),
             )
-            s.port = self._port_with_bus()
             s.config += ["--cluster-config-file", str(s.dir / "nodes.conf")]
             case.servers.append(s)
             self.servers.append(s.start())
         out = subprocess.run(
             [
                 "redis-cli",
+                *cli_args,
                 "--cluster",
                 "create",
                 *[f"127.0.0.1:{s.port}" for s in self.servers],
                 "--cluster-replicas",
-                "1",
+                str(replicas),
                 "--cluster-yes",
             ],
             capture_output=True,
@@ -854,7 +882,7 @@ class ClusterDeployment:
                 if "cluster_state:ok" not in info:
                     return False
             return len(self.masters()) == masters and all(
-                s.conn().info("replication")["connected_slaves"] == 1 for s in self.masters()
+                s.conn().info("replication")["connected_slaves"] == replicas for s in self.masters()
             )
 
         assert wait_until(ready, 30, 0.1), "the cluster did not come up"

@@ -72,11 +72,12 @@ class ClusterTransport final : public Transport, public MasterSource {
     std::unique_ptr<PipelinedTransport> transport;
     int replicas = 0;
   };
-  // Why no node gave a slot map: the last one's answer, and whether it said it is no cluster
-  // node.
+  // Why no node gave a slot map: the last one's answer (a TLS failure's if there was one),
+  // whether it said it is no cluster node, and whether a TLS handshake failed.
   struct RefreshFailure {
     std::string why;
     bool not_a_cluster = false;
+    bool tls = false;
   };
 
   std::shared_ptr<Node> node_at(const std::string& host, int port);

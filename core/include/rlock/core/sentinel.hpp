@@ -74,7 +74,7 @@ class SentinelWatch final : public MasterSource {
   bool check_role() const override { return true; }
 
  private:
-  enum class Answer { Found, Unknown, Unreachable, Refused, Split };
+  enum class Answer { Found, Unknown, Unreachable, Refused, Split, TlsFailed };
   // What one sentinel said: nothing (kSilent: unreachable), a refusal of our credentials, an
   // error, that it knows no such master, or the master's address and its config epoch.
   struct View {
@@ -83,6 +83,7 @@ class SentinelWatch final : public MasterSource {
     Endpoint master;
     int64_t epoch = -1;  // from SENTINEL MASTER; -1 when it did not say
     std::string why;
+    bool tls_failed = false;  // the TLS handshake with it failed (certificate, protocol)
   };
   enum class Choice { kNone, kChosen, kSplit };
   // Asks every configured sentinel, all at once, for the master's address and takes the one a
