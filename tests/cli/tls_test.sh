@@ -12,10 +12,13 @@ password=S3CRET
 certs=$RLOCK_TEST_TLS_CERT_DIR
 bash "$RLOCK_TEST_TLS_CERTS_SCRIPT" "$certs" >/dev/null
 server=${RLOCK_TEST_REDIS_SERVER:-redis-server}
-servers=()
+# Each server's pid goes to DIR/pid: start_tls_server runs in a $(...) subshell, whose
+# variables the script never sees.
 stop_servers() {
-  local pid
-  for pid in "${servers[@]}"; do { kill -KILL "$pid" && wait "$pid"; } 2>/dev/null || true; done
+  local pidfile
+  for pidfile in "$work"/*/pid; do
+    [ -f "$pidfile" ] && kill -KILL "$(cat "$pidfile")" 2>/dev/null || true
+  done
   cleanup
 }
 trap stop_servers EXIT
@@ -43,7 +46,7 @@ start_tls_server() {
     --tls-cert-file "$certs/server.crt" --tls-key-file "$certs/server.key" \
     --tls-ca-cert-file "$certs/ca.crt" --tls-auth-clients "$auth" \
     --save "" --appendonly no --dir "$dir" --logfile "$dir/log" >/dev/null 2>&1 &
-  servers+=("$!")
+  echo "$!" >"$dir/pid"
   for _ in $(seq 1 250); do
     if redis-cli --tls --cacert "$certs/ca.crt" --cert "$certs/client.crt" \
          --key "$certs/client.key" -p "$port" -a "$password" --no-auth-warning ping 2>/dev/null |
