@@ -14,19 +14,6 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-# free_port: a loopback port nothing listens on.
-free_port() {
-  local port
-  for _ in $(seq 1 50); do
-    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return 0
-    fi
-  done
-  fail "no free port"
-}
-
 # start_server PORT DIR [ARGS...]: a redis-server of this test in the background.
 start_server() {
   local port=$1 dir=$2; shift 2

@@ -29,6 +29,19 @@ fail() {
 
 step() { echo "-- $*"; }
 
+# free_port: a loopback port nothing listens on.
+free_port() {
+  local port
+  for _ in $(seq 1 50); do
+    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      echo "$port"
+      return 0
+    fi
+  done
+  fail "no free port"
+}
+
 # run CMD...: runs it with stdout/stderr in $work/out and $work/err; sets $code.
 run() {
   set +e

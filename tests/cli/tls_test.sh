@@ -23,19 +23,6 @@ stop_servers() {
 }
 trap stop_servers EXIT
 
-# free_port: a loopback port nothing listens on.
-free_port() {
-  local port
-  for _ in $(seq 1 50); do
-    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      echo "$port"
-      return 0
-    fi
-  done
-  fail "no free port"
-}
-
 # start_tls_server DIR AUTH_CLIENTS: a TLS-only redis-server (password $password) in the
 # background; prints its port once it answers.
 start_tls_server() {
