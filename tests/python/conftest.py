@@ -11,7 +11,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 import redis
@@ -162,15 +162,15 @@ def redis_url() -> Iterator[str]:
         server.cleanup()
 
 
-@pytest.fixture
-def start_redis() -> Iterator:
-    """Starts redis-servers of the test's own (which it may stop); all are removed after it."""
+def _servers_of_the_test(make: Callable[..., RedisServer]) -> Iterator:
+    """Yields start(...): a redis-server made by make(...), started; all are removed after the
+    test."""
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed")
     servers = []
 
-    def start() -> RedisServer:
-        server = RedisServer()
+    def start(*args: Any, **kwargs: Any) -> RedisServer:
+        server = make(*args, **kwargs)
         servers.append(server)
         server.start()
         return server
@@ -178,6 +178,12 @@ def start_redis() -> Iterator:
     yield start
     for server in servers:
         server.cleanup()
+
+
+@pytest.fixture
+def start_redis() -> Iterator:
+    """Starts redis-servers of the test's own (which it may stop); all are removed after it."""
+    yield from _servers_of_the_test(RedisServer)
 
 
 @pytest.fixture(scope="session")
@@ -210,19 +216,11 @@ def tls_redis(tls_certs: Path) -> Iterator[RedisServer]:
 def start_tls_redis(tls_certs: Path) -> Iterator:
     """start_tls_redis(cert="server", auth_clients=False, extra=()): a TLS redis-server of the
     test's own; all are removed after it."""
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    servers = []
 
-    def start(cert: str = "server", auth_clients: bool = False, extra: tuple = ()) -> RedisServer:
-        server = RedisServer(TlsFiles(tls_certs, cert, auth_clients, extra))
-        servers.append(server)
-        server.start()
-        return server
+    def make(cert: str = "server", auth_clients: bool = False, extra: tuple = ()) -> RedisServer:
+        return RedisServer(TlsFiles(tls_certs, cert, auth_clients, extra))
 
-    yield start
-    for server in servers:
-        server.cleanup()
+    yield from _servers_of_the_test(make)
 
 
 @pytest.fixture
