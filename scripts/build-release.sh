@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds every release artifact into dist/ (see docs/packaging.md):
+#   wheels  rlock-<v>-cp3N-cp3N-manylinux_2_31_{x86_64,aarch64}.whl for CPython 3.9-3.13, an sdist
+#   jar     rlock-<v>.jar with native/linux-x86_64 and native/linux-aarch64
+#   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
+# Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap
+# and cached in $RLOCK_RELEASE_CACHE (default /var/cache/rlock-release); needs root.
+# Usage: scripts/build-release.sh [--verify] [--arch x86_64|aarch64|all] [--only STAGES]
+#   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
+#   --arch         the architectures to build (default all)
+#   --only STAGES  comma-separated subset of: native,wheels,sdist,jar,deb (default all)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+verify=0
+arches=(x86_64 aarch64)
+only=native,wheels,sdist,jar,deb
+while [ $# -gt 0 ]; do
+  case $1 in
+    --verify) verify=1 ;;
+    --arch) shift; case ${1:-} in all) ;; x86_64|aarch64) arches=("$1") ;; *) echo "--arch: x86_64, aarch64 or all" >&2; exit 2 ;; esac ;;
+    --only) shift; only=${1:?--only needs a list of stages} ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+wants() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
+
+source "$repo/scripts/release/lib.sh"
+source "$repo/scripts/release/native.sh"
+dist=$repo/dist
+work=$repo/build/release
+mkdir -p "$dist" "$work"
+start=$SECONDS
+version=$(sed -n 's/^#define RLOCK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
+  "$repo/capi/include/rlock/version.h" | paste -sd.)
+
+root=$(ensure_release_root)
+if wants native; then
+  for arch in "${arches[@]}"; do ensure_openssl "$root" "$arch"; done
+  stage_python_headers
+  stage_source
+  for arch in "${arches[@]}"; do build_native "$arch"; done
+fi
+for stage in wheels sdist jar deb; do
+  if wants $stage && [ -f "$repo/scripts/release/$stage.sh" ]; then
+    source "$repo/scripts/release/$stage.sh"
+    "build_$stage"
+  fi
+done
+log "artifacts in $dist ($((SECONDS - start)) s):"
+ls -1 "$dist"
+if [ "$verify" = 1 ]; then
+  source "$repo/scripts/release/verify.sh"
+  verify_release
+fi
