@@ -40,5 +40,9 @@ function(rlock_embed_scripts out_cpp)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${script}")
   endforeach()
   string(APPEND body "}  // namespace rlock::core::scripts\n")
-  file(CONFIGURE OUTPUT "${out_cpp}" CONTENT "${body}" @ONLY)
+  # Written through a copy that happens only when the text changed, so an unchanged source keeps
+  # its time stamp and is not recompiled (file(CONFIGURE) would do that, but refuses "<" before
+  # CMake 3.20, and would expand @...@ in the scripts).
+  file(WRITE "${out_cpp}.new" "${body}")
+  configure_file("${out_cpp}.new" "${out_cpp}" COPYONLY)
 endfunction()

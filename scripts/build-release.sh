@@ -8,12 +8,12 @@
 # Usage: scripts/build-release.sh [--verify] [--arch x86_64|aarch64|all] [--only STAGES]
 #   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
 #   --arch         the architectures to build (default all)
-#   --only STAGES  comma-separated subset of: native,wheels,sdist,jar,deb (default all)
+#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb (default all)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 verify=0
 arches=(x86_64 aarch64)
-only=native,wheels,sdist,jar,deb
+only=native,sdist,wheels,jar,deb
 while [ $# -gt 0 ]; do
   case $1 in
     --verify) verify=1 ;;
@@ -42,11 +42,15 @@ if wants native; then
   stage_source
   for arch in "${arches[@]}"; do build_native "$arch"; done
 fi
-for stage in wheels sdist jar deb; do
-  if wants $stage && [ -f "$repo/scripts/release/$stage.sh" ]; then
+stages=()
+for stage in sdist wheels jar deb; do
+  if [ -f "$repo/scripts/release/$stage.sh" ]; then
     source "$repo/scripts/release/$stage.sh"
-    "build_$stage"
+    stages+=("$stage")
   fi
+done
+for stage in "${stages[@]}"; do
+  if wants "$stage"; then "build_$stage"; fi
 done
 log "artifacts in $dist ($((SECONDS - start)) s):"
 ls -1 "$dist"

@@ -1,9 +1,9 @@
 #include "rlock/core/client.hpp"
 
-#include <sys/random.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <random>
 
@@ -17,10 +17,13 @@
 namespace rlock::core {
 namespace {
 
+// The system call, not glibc's getrandom() wrapper (glibc 2.25+), so the released binaries ask
+// for no newer glibc than they must.
 void fill_random(unsigned char* out, size_t n) {
   size_t got = 0;
   while (got < n) {
-    ssize_t r = ::getrandom(out + got, n - got, 0);
+    long r = ::syscall(SYS_getrandom, out + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
     if (r <= 0) break;
     got += static_cast<size_t>(r);
   }

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "rlock/core/error.hpp"
@@ -65,9 +66,38 @@ void check_readable(const char* what, const std::string& path, bool directory) {
   }
 }
 
+bool is_file(const char* path) {
+  struct stat st {};
+  return ::stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The system's CA certificates. OpenSSL looks where it was configured to (OPENSSLDIR, or the
+// SSL_CERT_FILE and SSL_CERT_DIR variables). A copy linked into the released wheel or jar was
+// configured for Debian's layout, so on other distributions the usual bundle files are tried too.
+void load_system_trust(SSL_CTX* ctx) {
+  if (SSL_CTX_set_default_verify_paths(ctx) != 1) bad_file("system trust store", "(default)");
+  if (std::getenv("SSL_CERT_FILE") != nullptr || std::getenv("SSL_CERT_DIR") != nullptr ||
+      is_file(X509_get_default_cert_file())) {
+    return;
+  }
+  static const char* const bundles[] = {
+      "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Arch
+      "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL, Fedora
+      "/etc/pki/tls/certs/ca-bundle.crt",                   // older RHEL, CentOS
+      "/etc/ssl/ca-bundle.pem",                             // openSUSE
+      "/etc/ssl/cert.pem",                                  // Alpine
+  };
+  for (const char* bundle : bundles) {
+    if (is_file(bundle)) {
+      if (SSL_CTX_load_verify_locations(ctx, bundle, nullptr) != 1) bad_file("CA file", bundle);
+      return;
+    }
+  }
+}
+
 void load_trust(SSL_CTX* ctx, const TlsConfig& config) {
   if (config.ca_file.empty() && config.ca_dir.empty()) {
-    if (SSL_CTX_set_default_verify_paths(ctx) != 1) bad_file("system trust store", "(default)");
+    load_system_trust(ctx);
     return;
   }
   if (!config.ca_file.empty()) {

@@ -11,8 +11,11 @@ release_arches=(x86_64 aarch64)
 release_packages=(g++ g++-aarch64-linux-gnu binutils-aarch64-linux-gnu cmake make pkg-config perl
   libhiredis-dev libhiredis-dev:arm64 file patchelf dpkg-dev fakeroot ca-certificates
   python3)
-# OpenSSL comes from the newest Debian release's source (an LTS branch), not bullseye's 1.1.1.
-release_openssl_suite=trixie
+# OpenSSL 3.5 (an LTS branch) from Debian 13's source package, not bullseye's 1.1.1: the upstream
+# tarball Debian ships (its orig.tar.gz), pinned by version and SHA-256 (from Debian's signed
+# Sources index), so a release is rebuilt from the same bytes.
+release_openssl_version=3.5.7
+release_openssl_sha256=a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31aeac98e8
 release_openssl_options=(no-shared no-tests no-docs no-apps no-quic no-legacy no-engine no-dso
   no-module no-comp no-ssl3 no-srp -fPIC)
 
@@ -50,8 +53,7 @@ ensure_release_root() {
     log "making the release root (debootstrap bullseye) in $root" >&2
     debootstrap --variant=minbase bullseye "$tmp" "$release_mirror" >"$release_cache/debootstrap.log" 2>&1 ||
       die "debootstrap failed; see $release_cache/debootstrap.log"
-    printf 'deb %s bullseye main\ndeb %s bullseye-updates main\ndeb-src %s %s main\n' \
-      "$release_mirror" "$release_mirror" "$release_mirror" "$release_openssl_suite" \
+    printf 'deb %s bullseye main\ndeb %s bullseye-updates main\n' "$release_mirror" "$release_mirror" \
       >"$tmp/etc/apt/sources.list"
     in_root "$tmp" dpkg --add-architecture arm64
     in_root "$tmp" apt-get update -q >"$release_cache/apt.log" 2>&1 ||
@@ -73,23 +75,29 @@ ensure_openssl() {
   local root=$1 arch=$2 prefix target cross=""
   prefix=$(openssl_prefix "$arch")
   local stamp
-  stamp=$(printf '%s ' "${release_openssl_options[@]}" "$release_openssl_suite" | sha256sum | cut -c1-12)
+  stamp=$(printf '%s ' "${release_openssl_options[@]}" "$release_openssl_version" | sha256sum | cut -c1-12)
   [ -f "$root$prefix/.built-$stamp" ] && return 0
   case $arch in
     x86_64) target=linux-x86_64 ;;
     aarch64) target=linux-aarch64; cross=--cross-compile-prefix=aarch64-linux-gnu- ;;
     *) die "unknown architecture $arch" ;;
   esac
-  if ! ls "$root"/src/openssl/openssl_*.orig.tar.gz >/dev/null 2>&1; then
-    log "fetching OpenSSL's source from Debian $release_openssl_suite (apt checks its signature)"
-    mkdir -p "$root/src/openssl"
-    in_root "$root" bash -c "cd /src/openssl && apt-get source -q --download-only openssl/$release_openssl_suite" \
-      >"$release_cache/openssl-source.log" 2>&1 || die "apt-get source openssl failed; see $release_cache/openssl-source.log"
+  local tarball=$release_cache/openssl_$release_openssl_version.orig.tar.gz
+  if ! echo "$release_openssl_sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
+    log "fetching OpenSSL $release_openssl_version's source from Debian"
+    curl -fsSL -o "$tarball.part" \
+      "$release_mirror/pool/main/o/openssl/openssl_$release_openssl_version.orig.tar.gz" ||
+      die "could not download OpenSSL $release_openssl_version's source from $release_mirror"
+    echo "$release_openssl_sha256  $tarball.part" | sha256sum -c --status ||
+      die "OpenSSL's source does not have the pinned SHA-256 ($release_openssl_sha256)"
+    mv "$tarball.part" "$tarball"
   fi
-  log "building OpenSSL ($(basename "$root"/src/openssl/openssl_*.orig.tar.gz)) for $arch: a few minutes, once"
+  mkdir -p "$root/src/openssl"
+  cp "$tarball" "$root/src/openssl/"
+  log "building OpenSSL $release_openssl_version for $arch: a few minutes, once"
   in_root "$root" bash -ec "
     rm -rf /src/openssl/build-$arch && mkdir /src/openssl/build-$arch && cd /src/openssl/build-$arch
-    tar xzf ../openssl_*.orig.tar.gz --strip-components=1
+    tar xzf ../openssl_$release_openssl_version.orig.tar.gz --strip-components=1
     ./Configure $target $cross ${release_openssl_options[*]} --prefix=$prefix --libdir=lib \
       --openssldir=/usr/lib/ssl
     make -j${RLOCK_JOBS:-2} build_libs >/dev/null

@@ -73,23 +73,30 @@ def _elf_exports(path: Path) -> list:
     return [line.split()[-1] for line in out.splitlines() if line.strip()]
 
 
-# OpenSSL (the core's TLS) is on no manylinux list: auditwheel repair copies libssl and
-# libcrypto into the wheel (rlock.libs/, renamed with a hash); a wheel not repaired links the
-# system's. How the wheel should carry OpenSSL is open (issue 21).
+# OpenSSL (the core's TLS) is on no manylinux list. The release wheels (scripts/build-release.sh,
+# RLOCK_TEST_RELEASE=1) link a static OpenSSL into the module; the wheel of the test lane links
+# the build machine's libssl and libcrypto, which auditwheel repair copies into the wheel
+# (rlock.libs/, renamed with a hash).
 _OPENSSL = re.compile(r"^(libssl|libcrypto)(-[0-9a-f]{8})?\.so\.3$")
+RELEASE = os.environ.get("RLOCK_TEST_RELEASE") == "1"
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils not installed")
 def test_extension_needs_only_the_c_runtime_and_openssl():
     """The C library and the shared unwinder libgcc_s (both on every manylinux system); libgcc_s
     must be the process's one, or a thread ended by pthread_exit aborts (test_exit.py). Besides
-    those, OpenSSL's two libraries and nothing else."""
+    those, OpenSSL's two libraries (the test lane's wheel) or nothing (a release wheel, whose
+    module carries OpenSSL)."""
     ext = Path(rlock._native.__file__)
     needed = _elf_needed(ext)
     assert "libgcc_s.so.1" in needed
     allowed = re.compile(r"^(libc|libm|libpthread|libdl|librt|libgcc_s|ld-linux-x86-64)\.so\.\d+$")
     openssl = [lib for lib in needed if _OPENSSL.match(lib)]
-    assert sorted(lib.split("-")[0].split(".")[0] for lib in openssl) == ["libcrypto", "libssl"]
+    if RELEASE:
+        assert openssl == [], needed  # test_tls.py, run beside, shows that TLS works
+        assert not (ext.parent.parent / "rlock.libs").exists()
+    else:
+        assert sorted(lib.split("-")[0].split(".")[0] for lib in openssl) == ["libcrypto", "libssl"]
     assert all(allowed.match(lib) for lib in needed if lib not in openssl), needed
     for lib in openssl:
         if "-" in lib:  # grafted by auditwheel: shipped in the wheel itself
@@ -101,7 +108,8 @@ def test_wheel_is_manylinux():
     wheel = os.environ.get("RLOCK_TEST_WHEEL")
     if not wheel:
         pytest.skip("RLOCK_TEST_WHEEL (the built wheel) is not set")
-    assert re.search(r"manylinux_\d+_\d+_x86_64", Path(wheel).name), wheel
+    tag = r"manylinux_2_31_x86_64" if RELEASE else r"manylinux_\d+_\d+_x86_64"
+    assert re.search(tag, Path(wheel).name), wheel
     out = subprocess.run(
         [sys.executable, "-m", "auditwheel", "show", wheel],
         check=True,
