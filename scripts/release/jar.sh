@@ -102,9 +102,13 @@ jar_glibc_needed() {
   readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1
 }
 
+jar_free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
 verify_jar() {
-  local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so machine glibc bad needed port pid
-  local rc=0 i
+  local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so machine glibc bad needed
+  local port tls_port pid url rc=0 i
   [ -f "$jar" ] || die "verify_jar: no $jar (run the jar stage)"
   rm -rf "$tmp" && mkdir -p "$tmp/x" "$tmp/empty"
   (cd "$tmp/x" && unzip -q "$jar") || die "verify_jar: $jar is not a zip file"
@@ -132,21 +136,29 @@ verify_jar() {
     log "jar: linux-$arch: $machine, GLIBC_$glibc, needs $needed; $(stat -c %s "$so") bytes"
   done
   # This machine's JVM, given nothing but the jar (and an empty library path), takes and releases
-  # a lock on a redis-server of its own.
+  # a lock on a redis-server of its own, over TCP and over TLS (the jar's static OpenSSL).
   command -v redis-server >/dev/null || die "verify_jar: needs a redis-server to take a lock"
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp" \
-    >"$tmp/redis.log" 2>&1 &
+  "$repo/tests/fixtures/tls-certs.sh" "$tmp/certs" >/dev/null 2>&1 ||
+    die "verify_jar: making test certificates failed (tests/fixtures/tls-certs.sh; needs openssl)"
+  port=$(jar_free_port)
+  tls_port=$(jar_free_port)
+  redis-server --port "$port" --tls-port "$tls_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --tls-cert-file "$tmp/certs/server.crt" --tls-key-file "$tmp/certs/server.key" \
+    --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
   pid=$!
   for i in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    (exec 3<>"/dev/tcp/127.0.0.1/$tls_port") 2>/dev/null && break
     sleep 0.1
   done
-  "$(jar_jdk_home)/bin/java" -Djava.library.path="$tmp/empty" -cp "$jar" \
-    "$repo/tests/release/java/JarLock.java" "redis://127.0.0.1:$port" "$version" \
-    >"$tmp/java.log" 2>&1 || rc=$?
+  for url in "redis://127.0.0.1:$port" "rediss://127.0.0.1:$tls_port?tls_ca_file=$tmp/certs/ca.crt"; do
+    "$(jar_jdk_home)/bin/java" -Djava.library.path="$tmp/empty" -cp "$jar" \
+      "$repo/tests/release/java/JarLock.java" "$url" "$version" >"$tmp/java.log" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || break
+    log "jar: ${url%%\?*}: $(cat "$tmp/java.log")"
+  done
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock; see $tmp/java.log"
-  log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes: $(cat "$tmp/java.log")"
+  [ "$rc" = 0 ] ||
+    die "verify_jar: a JVM with only the jar did not take a lock at $url; see $tmp/java.log and $tmp/redis.log"
+  log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
 }
