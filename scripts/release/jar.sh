@@ -6,8 +6,10 @@
 # run) and copies this JDK's JNI headers into the root. Maven then packs the jar here.
 # Needs: $repo, $root, $work, $dist, $version, $arches, lib.sh sourced.
 
-jar_swig=/build/jar-swig         # inside the root: c/rlockJAVA_wrap.c, java/io/rlock/internal/*.java
-jar_jni_include=/opt/jni/include  # inside the root: jni.h, linux/jni_md.h
+# Inside the root: SWIG's output (c/rlockJAVA_wrap.c, java/io/rlock/internal/*.java) and a copy of
+# the JDK's include directory (jni.h, linux/jni_md.h).
+jar_swig=/build/jar-swig
+jar_jni_include=/opt/jni/include
 
 # The cmake options build_native adds so that the JNI library is built too.
 jar_native_cmake_options() {
@@ -46,7 +48,9 @@ stage_jni() {
 
 # The library the native stage built for an architecture, on the host.
 # RLOCK_JAR_NATIVE_TREES=/build/other- packs the libraries of other build trees (/build/other-ARCH).
-jar_native_lib() { echo "$root${RLOCK_JAR_NATIVE_TREES:-/build/native-}$1/bindings/java/native/librlock_jni.so"; }
+jar_native_lib() {
+  echo "$root${RLOCK_JAR_NATIVE_TREES:-/build/native-}$1/bindings/java/native/librlock_jni.so"
+}
 
 # Maven on the dev build's pom: the libraries of $work/jar/natives, the classes of the SWIG run.
 jar_mvn() {
@@ -60,7 +64,9 @@ jar_mvn() {
 }
 
 build_jar() {
-  local arch lib tree=$work/jar/natives its=()
+  local arch lib tree=$work/jar/natives its=() jdk
+  jdk=$(jar_jdk_home)
+  command -v mvn >/dev/null || die "the jar needs Maven (mvn) on this machine"
   rm -rf "$work/jar" && mkdir -p "$tree"
   [ -f "$root$jar_swig/c/rlockJAVA_wrap.c" ] ||
     die "no SWIG output in $root$jar_swig: run the native stage (stage_jni, build_native) first"
@@ -70,13 +76,14 @@ build_jar() {
     # The library and the .java classes must come from one SWIG run: the build tree keeps a copy
     # of the wrapper it compiled.
     cmp -s "$(dirname "$lib")/../swig-c/rlockJAVA_wrap.c" "$root$jar_swig/c/rlockJAVA_wrap.c" ||
-      die "$lib was not compiled from the SWIG wrapper in $root$jar_swig: run the native stage for $arch again"
+      die "$lib was not compiled from the SWIG wrapper in $root$jar_swig:" \
+        "run the native stage for $arch again"
     mkdir -p "$tree/native/linux-$arch"
     cp "$lib" "$tree/native/linux-$arch/"
   done
   # The JUnit suite runs in the dev build (CTest java_junit); here only the failsafe check that a
-  # JVM given the jar alone loads the library from it (this machine's architecture, x86_64),
-  # which needs a redis-server.
+  # JVM given the jar alone loads the library from it, which needs a redis-server and this
+  # machine's (x86_64) library.
   if ! command -v redis-server >/dev/null; then
     log "no redis-server here: the jar's own loading check (JarIT) is skipped"
     its=(-DskipITs)
@@ -86,14 +93,15 @@ build_jar() {
   log "packing the jar (${arches[*]})"
   # Offline first: ~/.m2 has every plugin after a dev build (java_junit); else Maven fetches them.
   jar_mvn -o "${its[@]}" || {
-    grep -q 'in offline mode' "$work/jar.log" || die "Maven failed to pack the jar; see $work/jar.log"
+    grep -q 'in offline mode' "$work/jar.log" ||
+      die "Maven failed to pack the jar; see $work/jar.log"
     log "Maven lacks plugins offline; running it online"
     jar_mvn "${its[@]}" || die "Maven failed to pack the jar; see $work/jar.log"
   }
   cp "$work/jar/maven/rlock-$version.jar" "$dist/"
   # Sources for IDEs: the hand-written and the generated classes.
   rm -f "$dist/rlock-$version-sources.jar"
-  "$(jar_jdk_home)/bin/jar" --create --file "$dist/rlock-$version-sources.jar" \
+  "$jdk/bin/jar" --create --file "$dist/rlock-$version-sources.jar" \
     -C "$repo/bindings/java/src/main/java" . -C "$root$jar_swig/java" .
 }
 
@@ -103,12 +111,14 @@ jar_glibc_needed() {
 }
 
 jar_free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
 }
 
 verify_jar() {
   local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so machine glibc bad needed
-  local port tls_port pid url rc=0 i
+  local port tls_port pid url rc=0 i jdk
+  jdk=$(jar_jdk_home)
   [ -f "$jar" ] || die "verify_jar: no $jar (run the jar stage)"
   rm -rf "$tmp" && mkdir -p "$tmp/x" "$tmp/empty"
   (cd "$tmp/x" && unzip -q "$jar") || die "verify_jar: $jar is not a zip file"
@@ -121,7 +131,8 @@ verify_jar() {
     [ -f "$so" ] || die "verify_jar: $jar lacks native/linux-$arch/librlock_jni.so"
     case $arch in x86_64) machine='Advanced Micro Devices X86-64' ;; aarch64) machine=AArch64 ;; esac
     readelf -h "$so" | grep -q "Machine: *$machine\$" ||
-      die "verify_jar: native/linux-$arch/librlock_jni.so is not $machine: $(readelf -h "$so" | grep Machine)"
+      die "verify_jar: native/linux-$arch/librlock_jni.so is not $machine:" \
+        "$(readelf -h "$so" | grep Machine)"
     glibc=$(jar_glibc_needed "$so")
     [ "$(printf '%s\n' "$glibc" 2.31 | sort -V | tail -n1)" = 2.31 ] ||
       die "verify_jar: native/linux-$arch/librlock_jni.so needs GLIBC_$glibc (more than 2.31)"
@@ -129,7 +140,8 @@ verify_jar() {
     bad=$(readelf -W --dyn-syms "$so" |
       awk '$5 ~ /GLOBAL|WEAK/ && $7 != "UND" && $7 != "ABS" { sub(/@.*/, "", $8); print $8 }' |
       grep -Ev '^(Java_|JNI_On)' || true)
-    [ -z "$bad" ] || die "verify_jar: native/linux-$arch/librlock_jni.so exports more than JNI: $bad"
+    [ -z "$bad" ] ||
+      die "verify_jar: native/linux-$arch/librlock_jni.so exports more than JNI: $bad"
     needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')
     case " $needed" in *" libssl"*|*" libcrypto"*|*" libhiredis"*|*" libstdc++"*)
       die "verify_jar: native/linux-$arch/librlock_jni.so needs $needed" ;; esac
@@ -144,21 +156,23 @@ verify_jar() {
   tls_port=$(jar_free_port)
   redis-server --port "$port" --tls-port "$tls_port" --bind 127.0.0.1 --save '' --appendonly no \
     --tls-cert-file "$tmp/certs/server.crt" --tls-key-file "$tmp/certs/server.key" \
-    --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no --dir "$tmp" >"$tmp/redis.log" 2>&1 &
+    --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no --dir "$tmp" \
+    >"$tmp/redis.log" 2>&1 &
   pid=$!
   for i in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$tls_port") 2>/dev/null && break
     sleep 0.1
   done
-  for url in "redis://127.0.0.1:$port" "rediss://127.0.0.1:$tls_port?tls_ca_file=$tmp/certs/ca.crt"; do
-    "$(jar_jdk_home)/bin/java" -Djava.library.path="$tmp/empty" -cp "$jar" \
+  for url in "redis://127.0.0.1:$port" \
+             "rediss://127.0.0.1:$tls_port?tls_ca_file=$tmp/certs/ca.crt"; do
+    "$jdk/bin/java" -Djava.library.path="$tmp/empty" -cp "$jar" \
       "$repo/tests/release/java/JarLock.java" "$url" "$version" >"$tmp/java.log" 2>&1 || rc=$?
     [ "$rc" = 0 ] || break
     log "jar: ${url%%\?*}: $(cat "$tmp/java.log")"
   done
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
-  [ "$rc" = 0 ] ||
-    die "verify_jar: a JVM with only the jar did not take a lock at $url; see $tmp/java.log and $tmp/redis.log"
+  [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock at $url;" \
+    "see $tmp/java.log and $tmp/redis.log"
   log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
 }
