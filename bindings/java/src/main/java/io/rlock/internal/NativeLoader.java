@@ -60,8 +60,16 @@ final class NativeLoader {
 
   /** The jar's directory name for this JVM's platform, e.g. linux-x86_64. */
   static String platform() {
-    String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
-    String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+    return platform(System.getProperty("os.name", ""), System.getProperty("os.arch", ""));
+  }
+
+  /**
+   * The jar's directory name for an os.name and os.arch: the release jar has linux-x86_64 and
+   * linux-aarch64 (HotSpot's os.arch on Linux is amd64 or aarch64).
+   */
+  static String platform(String osName, String osArch) {
+    String os = osName.toLowerCase(Locale.ROOT);
+    String arch = osArch.toLowerCase(Locale.ROOT);
     if (os.startsWith("linux")) {
       os = "linux";
     } else if (os.startsWith("mac") || os.startsWith("darwin")) {

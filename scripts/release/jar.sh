@@ -1,0 +1,178 @@
+# Stage "jar" of scripts/build-release.sh (sourced): rlock-<v>.jar with librlock_jni.so for
+# linux-x86_64 and linux-aarch64, and rlock-<v>-sources.jar.
+# The JNI library is compiled by the native stage inside the release root (glibc 2.31, OpenSSL and
+# hiredis static), which has neither SWIG nor a JDK: stage_jni, run before build_native, runs SWIG
+# here on the host once (the C wrapper for every architecture and the .java classes from the same
+# run) and copies this JDK's JNI headers into the root. Maven then packs the jar here.
+# Needs: $repo, $root, $work, $dist, $version, $arches, lib.sh sourced.
+
+# Inside the root: SWIG's output (c/rlockJAVA_wrap.c, java/io/rlock/internal/*.java) and a copy of
+# the JDK's include directory (jni.h, linux/jni_md.h).
+jar_swig=/build/jar-swig
+jar_jni_include=/opt/jni/include
+
+# The cmake options build_native adds so that the JNI library is built too.
+jar_native_cmake_options() {
+  echo "-DRLOCK_BUILD_JAVA=ON -DRLOCK_JAVA_SWIG_WRAPPER=$jar_swig/c/rlockJAVA_wrap.c" \
+    "-DRLOCK_JNI_INCLUDE_DIR=$jar_jni_include"
+}
+
+jar_jdk_home() {
+  local javac
+  if [ -n "${JAVA_HOME:-}" ] && [ -x "$JAVA_HOME/bin/javac" ]; then
+    echo "$JAVA_HOME"
+  elif javac=$(command -v javac); then
+    dirname "$(dirname "$(readlink -f "$javac")")"
+  else
+    die "the jar needs a JDK 11+ (javac, jar, JNI headers): none found (set JAVA_HOME)"
+  fi
+}
+
+# Before build_native: the SWIG output and the JNI headers, in the root.
+stage_jni() {
+  local jdk out=$root$jar_swig
+  jdk=$(jar_jdk_home)
+  [ -f "$jdk/include/jni.h" ] && [ -f "$jdk/include/linux/jni_md.h" ] ||
+    die "$jdk has no include/jni.h and include/linux/jni_md.h (a JRE, not a JDK?)"
+  command -v swig >/dev/null || die "the jar needs SWIG 4 (swig, with Java) on this machine"
+  # jni_md.h is OpenJDK's one header for every Unix: the x86_64 JDK's serves aarch64 too.
+  rm -rf "$root$jar_jni_include" && mkdir -p "$(dirname "$root$jar_jni_include")"
+  cp -r "$jdk/include" "$root$jar_jni_include"
+  # The same SWIG command as bindings/java/CMakeLists.txt's (UseSWIG) in a dev build.
+  rm -rf "$out" && mkdir -p "$out/c" "$out/java/io/rlock/internal"
+  swig -java -I"$repo/capi/include" -package io.rlock.internal \
+    -outdir "$out/java/io/rlock/internal" -o "$out/c/rlockJAVA_wrap.c" \
+    "$repo/bindings/java/rlock.i" >"$work/swig.log" 2>&1 ||
+    die "swig failed on bindings/java/rlock.i; see $work/swig.log"
+}
+
+# The library the native stage built for an architecture, on the host.
+# RLOCK_JAR_NATIVE_TREES=/build/other- packs the libraries of other build trees (/build/other-ARCH).
+jar_native_lib() {
+  echo "$root${RLOCK_JAR_NATIVE_TREES:-/build/native-}$1/bindings/java/native/librlock_jni.so"
+}
+
+# Maven on the dev build's pom: the libraries of $work/jar/natives, the classes of the SWIG run.
+jar_mvn() {
+  mvn -B -Dstyle.color=never -f "$repo/bindings/java/pom.xml" "$@" package \
+    "-Drevision=$version" \
+    "-Drlock.build.dir=$work/jar/maven" \
+    "-Drlock.native.dir=$work/jar/natives/native/linux-x86_64" \
+    "-Drlock.natives.dir=$work/jar/natives" \
+    "-Drlock.swig.dir=$root$jar_swig/java" \
+    -Dtest=NONE -Dsurefire.failIfNoSpecifiedTests=false >"$work/jar.log" 2>&1
+}
+
+build_jar() {
+  local arch lib tree=$work/jar/natives its=() jdk
+  jdk=$(jar_jdk_home)
+  command -v mvn >/dev/null || die "the jar needs Maven (mvn) on this machine"
+  rm -rf "$work/jar" && mkdir -p "$tree"
+  [ -f "$root$jar_swig/c/rlockJAVA_wrap.c" ] ||
+    die "no SWIG output in $root$jar_swig: run the native stage (stage_jni, build_native) first"
+  for arch in "${arches[@]}"; do
+    lib=$(jar_native_lib "$arch")
+    [ -f "$lib" ] || die "no $lib: run the native stage for $arch (with $(jar_native_cmake_options))"
+    # The library and the .java classes must come from one SWIG run: the build tree keeps a copy
+    # of the wrapper it compiled.
+    cmp -s "$(dirname "$lib")/../swig-c/rlockJAVA_wrap.c" "$root$jar_swig/c/rlockJAVA_wrap.c" ||
+      die "$lib was not compiled from the SWIG wrapper in $root$jar_swig:" \
+        "run the native stage for $arch again"
+    mkdir -p "$tree/native/linux-$arch"
+    cp "$lib" "$tree/native/linux-$arch/"
+  done
+  # The JUnit suite runs in the dev build (CTest java_junit); here only the failsafe check that a
+  # JVM given the jar alone loads the library from it, which needs a redis-server and this
+  # machine's (x86_64) library.
+  if ! command -v redis-server >/dev/null; then
+    log "no redis-server here: the jar's own loading check (JarIT) is skipped"
+    its=(-DskipITs)
+  elif [ ! -d "$tree/native/linux-x86_64" ]; then
+    its=(-DskipITs)
+  fi
+  log "packing the jar (${arches[*]})"
+  # Offline first: ~/.m2 has every plugin after a dev build (java_junit); else Maven fetches them.
+  jar_mvn -o "${its[@]}" || {
+    grep -q 'in offline mode' "$work/jar.log" ||
+      die "Maven failed to pack the jar; see $work/jar.log"
+    log "Maven lacks plugins offline; running it online"
+    jar_mvn "${its[@]}" || die "Maven failed to pack the jar; see $work/jar.log"
+  }
+  cp "$work/jar/maven/rlock-$version.jar" "$dist/"
+  # Sources for IDEs: the hand-written and the generated classes.
+  rm -f "$dist/rlock-$version-sources.jar"
+  "$jdk/bin/jar" --create --file "$dist/rlock-$version-sources.jar" \
+    -C "$repo/bindings/java/src/main/java" . -C "$root$jar_swig/java" .
+}
+
+# The highest GLIBC_x.y version a library needs.
+jar_glibc_needed() {
+  readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1
+}
+
+jar_free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+verify_jar() {
+  local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so machine glibc bad needed
+  local port tls_port pid url rc=0 i jdk
+  jdk=$(jar_jdk_home)
+  [ -f "$jar" ] || die "verify_jar: no $jar (run the jar stage)"
+  rm -rf "$tmp" && mkdir -p "$tmp/x" "$tmp/empty"
+  (cd "$tmp/x" && unzip -q "$jar") || die "verify_jar: $jar is not a zip file"
+  for f in io/rlock/RedisLockClient.class io/rlock/internal/RlockNativeJNI.class \
+           io/rlock/internal/NativeLoader.class; do
+    [ -f "$tmp/x/$f" ] || die "verify_jar: $jar lacks $f"
+  done
+  for arch in "${arches[@]}"; do
+    so=$tmp/x/native/linux-$arch/librlock_jni.so
+    [ -f "$so" ] || die "verify_jar: $jar lacks native/linux-$arch/librlock_jni.so"
+    case $arch in x86_64) machine='Advanced Micro Devices X86-64' ;; aarch64) machine=AArch64 ;; esac
+    readelf -h "$so" | grep -q "Machine: *$machine\$" ||
+      die "verify_jar: native/linux-$arch/librlock_jni.so is not $machine:" \
+        "$(readelf -h "$so" | grep Machine)"
+    glibc=$(jar_glibc_needed "$so")
+    [ "$(printf '%s\n' "$glibc" 2.31 | sort -V | tail -n1)" = 2.31 ] ||
+      die "verify_jar: native/linux-$arch/librlock_jni.so needs GLIBC_$glibc (more than 2.31)"
+    # Defined global symbols (not UND; the version script's node is ABS): JNI entry points only.
+    bad=$(readelf -W --dyn-syms "$so" |
+      awk '$5 ~ /GLOBAL|WEAK/ && $7 != "UND" && $7 != "ABS" { sub(/@.*/, "", $8); print $8 }' |
+      grep -Ev '^(Java_|JNI_On)' || true)
+    [ -z "$bad" ] ||
+      die "verify_jar: native/linux-$arch/librlock_jni.so exports more than JNI: $bad"
+    needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')
+    case " $needed" in *" libssl"*|*" libcrypto"*|*" libhiredis"*|*" libstdc++"*)
+      die "verify_jar: native/linux-$arch/librlock_jni.so needs $needed" ;; esac
+    log "jar: linux-$arch: $machine, GLIBC_$glibc, needs $needed; $(stat -c %s "$so") bytes"
+  done
+  # This machine's JVM, given nothing but the jar (and an empty library path), takes and releases
+  # a lock on a redis-server of its own, over TCP and over TLS (the jar's static OpenSSL).
+  command -v redis-server >/dev/null || die "verify_jar: needs a redis-server to take a lock"
+  "$repo/tests/fixtures/tls-certs.sh" "$tmp/certs" >/dev/null 2>&1 ||
+    die "verify_jar: making test certificates failed (tests/fixtures/tls-certs.sh; needs openssl)"
+  port=$(jar_free_port)
+  tls_port=$(jar_free_port)
+  redis-server --port "$port" --tls-port "$tls_port" --bind 127.0.0.1 --save '' --appendonly no \
+    --tls-cert-file "$tmp/certs/server.crt" --tls-key-file "$tmp/certs/server.key" \
+    --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no --dir "$tmp" \
+    >"$tmp/redis.log" 2>&1 &
+  pid=$!
+  for i in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$tls_port") 2>/dev/null && break
+    sleep 0.1
+  done
+  for url in "redis://127.0.0.1:$port" \
+             "rediss://127.0.0.1:$tls_port?tls_ca_file=$tmp/certs/ca.crt"; do
+    "$jdk/bin/java" -Djava.library.path="$tmp/empty" -cp "$jar" \
+      "$repo/tests/release/java/JarLock.java" "$url" "$version" >"$tmp/java.log" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || break
+    log "jar: ${url%%\?*}: $(cat "$tmp/java.log")"
+  done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock at $url;" \
+    "see $tmp/java.log and $tmp/redis.log"
+  log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
+}
