@@ -28,6 +28,7 @@ wants() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 
 source "$repo/scripts/release/lib.sh"
 source "$repo/scripts/release/native.sh"
+source "$repo/scripts/release/jar.sh"  # stage_jni and the JNI library's cmake options, for native
 dist=$repo/dist
 work=$repo/build/release
 mkdir -p "$dist" "$work"
@@ -40,12 +41,13 @@ if wants native; then
   for arch in "${arches[@]}"; do ensure_openssl "$root" "$arch"; done
   stage_python_headers
   stage_source
+  stage_jni
   for arch in "${arches[@]}"; do build_native "$arch"; done
 fi
 stages=()
 for stage in sdist wheels jar deb; do
   if [ -f "$repo/scripts/release/$stage.sh" ]; then
-    source "$repo/scripts/release/$stage.sh"
+    [ "$stage" = jar ] || source "$repo/scripts/release/$stage.sh"
     stages+=("$stage")
   fi
 done
