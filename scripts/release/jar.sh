@@ -99,6 +99,9 @@ build_jar() {
     jar_mvn "${its[@]}" || die "Maven failed to pack the jar; see $work/jar.log"
   }
   cp "$work/jar/maven/rlock-$version.jar" "$dist/"
+  mkdir -p "$work/jar/meta/META-INF"
+  cp "$(third_party_notices)" "$work/jar/meta/META-INF/"
+  "$jdk/bin/jar" --update --file "$dist/rlock-$version.jar" -C "$work/jar/meta" META-INF/THIRD-PARTY-NOTICES
   # Sources for IDEs: the hand-written and the generated classes.
   rm -f "$dist/rlock-$version-sources.jar"
   "$jdk/bin/jar" --create --file "$dist/rlock-$version-sources.jar" \

@@ -4,7 +4,7 @@ The release build compiles the module in the release root, outside any Python bu
 so this writes the wheel itself; its metadata is the sdist's PKG-INFO, which scikit-build-core
 made from pyproject.toml, so both artifacts describe the same project.
 Usage: make_wheel.py --pkg-info PKG-INFO --package python/rlock --module _native.<suffix>.so
-                     --license LICENSE --tag cp311-cp311-linux_x86_64 --out DIR
+                     --license LICENSE [--license NOTICES] --tag cp311-cp311-linux_x86_64 --out DIR
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main() -> None:
     parser.add_argument("--pkg-info", type=Path, required=True)
     parser.add_argument("--package", type=Path, required=True)
     parser.add_argument("--module", type=Path, required=True)
-    parser.add_argument("--license", type=Path, required=True)
+    parser.add_argument("--license", type=Path, required=True, action="append")
     parser.add_argument("--tag", required=True)
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
@@ -51,7 +51,8 @@ def main() -> None:
         f"Tag: {args.tag}\n"
     )
     files.append((f"{dist_info}/WHEEL", wheel_file.encode()))
-    files.append((f"{dist_info}/licenses/{args.license.name}", args.license.read_bytes()))
+    for license_file in args.license:
+        files.append((f"{dist_info}/licenses/{license_file.name}", license_file.read_bytes()))
     record = "\n".join(record_line(n, d) for n, d in files) + f"\n{dist_info}/RECORD,,\n"
     files.append((f"{dist_info}/RECORD", record.encode()))
 

@@ -3,9 +3,10 @@
 # auditwheel (which refuses a module that needs a newer glibc or a library outside the policy).
 
 build_wheels() {
-  local venv pkg_info arch v minor module raw
+  local venv pkg_info notices arch v minor module raw
   venv=$(release_tools_venv)
   pkg_info=$(sdist_pkg_info)
+  notices=$(third_party_notices)
   rm -f "$dist"/rlock-*.whl
   raw=$work/raw-wheels
   for arch in "${arches[@]}"; do
@@ -15,7 +16,7 @@ build_wheels() {
         die "no Python $v module for $arch: run the native stage"
       rm -rf "$raw" && mkdir -p "$raw"
       "$venv/bin/python" "$repo/scripts/release/make_wheel.py" --pkg-info "$pkg_info" \
-        --package "$repo/python/rlock" --module "$module" --license "$repo/LICENSE" \
+        --package "$repo/python/rlock" --module "$module" --license "$repo/LICENSE" --license "$notices" \
         --tag "cp3$minor-cp3$minor-linux_$arch" --out "$raw" >/dev/null
       # --plat auto: auditwheel names only the host's architecture among its --plat choices, but
       # reads the policy of the wheel's own; the name it gives is checked below.
