@@ -1,0 +1,28 @@
+# cmake -DAR=<ar> -DOUTPUT=<lib.a> -DINPUTS=<file listing archives, one a line> -P MergeArchives.cmake
+# Merges static archives into one with an ar MRI script (ADDLIB keeps members whose names clash,
+# which extracting and re-archiving would not), with a symbol index.
+foreach(var AR OUTPUT INPUTS)
+  if(NOT ${var})
+    message(FATAL_ERROR "MergeArchives.cmake: -D${var}= is missing")
+  endif()
+endforeach()
+file(STRINGS "${INPUTS}" archives)
+set(script "CREATE ${OUTPUT}.tmp\n")
+foreach(archive IN LISTS archives)
+  if(NOT EXISTS "${archive}")
+    message(FATAL_ERROR "MergeArchives.cmake: no archive '${archive}'")
+  endif()
+  # MRI scripts have no quoting: a path with blanks, commas or + would be misread.
+  if(archive MATCHES "[ ,+;()]")
+    message(FATAL_ERROR "MergeArchives.cmake: ar -M cannot take the path '${archive}'")
+  endif()
+  string(APPEND script "ADDLIB ${archive}\n")
+endforeach()
+string(APPEND script "SAVE\nEND\n")
+file(WRITE "${OUTPUT}.mri" "${script}")
+file(REMOVE "${OUTPUT}.tmp")
+execute_process(COMMAND "${AR}" -M INPUT_FILE "${OUTPUT}.mri" RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "MergeArchives.cmake: ${AR} -M failed (${rc}): ${err}")
+endif()
+file(RENAME "${OUTPUT}.tmp" "${OUTPUT}")
