@@ -56,7 +56,7 @@ deb_expected_files() {
 # library exports only rlock_*. Extracts into $root/build/deb-verify/<arch> and uses the
 # root's binutils for the architecture (the host's objdump and nm know only their own).
 deb_check_static() {
-  local arch=$1 deb=$2 darch libdir tools x dir f machine glibc bad
+  local arch=$1 deb=$2 darch libdir tools dir f machine glibc floor bad
   darch=$(deb_arch "$arch")
   libdir=lib/$arch-linux-gnu
   case $arch in
@@ -75,6 +75,10 @@ deb_check_static() {
     grep -Eq " \./usr/$f( |$)" "$work/deb-$arch.contents" || die "$deb lacks /usr/$f (see $work/deb-$arch.contents)"
   done < <(deb_expected_files "$libdir")
 
+  # The libc6 floor of Depends (dpkg-shlibdeps' for amd64, deb_arm64_depends for arm64) must
+  # cover the newest GLIBC_ version the ELF files below need.
+  floor=$(sed -n 's/^ Depends:.*libc6 (>= \([0-9.]*\)).*/\1/p' "$work/deb-$arch.info")
+
   dir=/build/deb-verify/$arch
   rm -rf "$root$dir" && mkdir -p "$root$dir"
   dpkg-deb -x "$deb" "$root$dir"
@@ -87,14 +91,20 @@ deb_check_static() {
     [ -n "$glibc" ] || die "$deb: /$f needs no GLIBC_ version at all; objdump -T failed?"
     printf '%s\n2.31\n' "$glibc" | sort -CV ||
       die "$deb: /$f needs GLIBC_$glibc, newer than bullseye's 2.31"
+    printf '%s\n%s\n' "$glibc" "$floor" | sort -CV ||
+      die "$deb: /$f needs GLIBC_$glibc but the package depends on libc6 (>= $floor) only"
     log "deb $darch: /$f is $machine, needs GLIBC_$glibc at most"
   done
   bad=$(in_root "$root" "${tools}nm" -D --defined-only "$dir/usr/$libdir/librlock.so.$version" |
     awk '$3 !~ /^rlock_/ && $3 != "RLOCK_1" {print $3}' | head -n5)
   [ -z "$bad" ] || die "$deb: librlock.so exports more than rlock_*: $(echo $bad)"
-  # grep -c, not -q: an early exit would leave readelf (one header per member) with a SIGPIPE.
-  [ "$(readelf -h "$root$dir/usr/$libdir/librlock.a" | grep -c "Machine: *$machine$")" -gt 0 ] ||
-    die "$deb: librlock.a holds no $machine objects"
+  readelf -h "$root$dir/usr/$libdir/librlock.a" | grep -q "Machine: *$machine$" ||
+    die "$deb: librlock.a holds no $machine object"
+  # The archive too defines rlock_* only as global symbols; "u" (GNU unique) are function-local
+  # statics of inline functions, which the C++ ABI wants shared.
+  bad=$(in_root "$root" "${tools}nm" -g --defined-only "$dir/usr/$libdir/librlock.a" |
+    awk 'NF == 3 && $2 != "u" && $3 !~ /^rlock_/ {print $3}' | head -n5)
+  [ -z "$bad" ] || die "$deb: librlock.a defines more than rlock_* globally: $(echo $bad)"
   log "deb $darch: $(grep -E '^ (Depends|Installed-Size):' "$work/deb-$arch.info" | sed 's/^ //' | paste -sd' ')," \
     "$(stat -c %s "$deb") bytes"
 }
