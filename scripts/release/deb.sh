@@ -125,8 +125,9 @@ deb_free_port() {
 
 # The amd64 package at work: installed in the root (and removed again, so no later build finds
 # it), a C consumer built through pkg-config (shared and static) and CMake, and a Go program
-# with -tags rlock_static; then, against a redis-server on this host, the C consumers run in the
-# root and the Go binary runs both in the root after the package is gone and on the host.
+# with -tags rlock_static; then, against a redis-server on this host, the C consumers and the
+# rlock CLI run in the root, and the Go binary runs in the root after the package is gone and
+# on the host.
 deb_check_amd64() {
   local deb=$1 v=/build/deb-verify/run
   deb_ensure_go
@@ -142,9 +143,11 @@ deb_check_amd64() {
   (
     redis_pid=""
     deb_cleanup() {
-      [ -z "$redis_pid" ] || { kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; }
-      in_root "$root" dpkg -s librlock >/dev/null 2>&1 && in_root "$root" dpkg -r librlock >/dev/null
-      return 0
+      set +e # every step, whatever the one before returned
+      [ -z "$redis_pid" ] || { kill "$redis_pid"; wait "$redis_pid"; } 2>/dev/null
+      if in_root "$root" dpkg -s librlock >/dev/null 2>&1; then
+        in_root "$root" dpkg -r librlock >/dev/null || echo "build-release: could not remove librlock from the root: dpkg -r it there" >&2
+      fi
     }
     trap deb_cleanup EXIT
     in_root "$root" dpkg -i "$v/$(basename "$deb")" >"$work/deb-verify.log" 2>&1 ||
@@ -179,7 +182,9 @@ deb_check_amd64() {
     done
     in_root "$root" ldd "$v/out/consumer-pc" | grep -Eq "librlock\.so\.0 => (/usr)?/lib/x86_64-linux-gnu/librlock\.so\.0 " ||
       die "consumer-pc does not load the packaged librlock.so.0"
-    log "deb amd64: the C consumers (pkg-config shared and static, CMake) took and released a lock"
+    in_root "$root" rlock exec --url "$url" --wait 5 deb-check-cli -- true >>"$work/deb-verify.log" 2>&1 ||
+      die "the packaged rlock CLI failed to run a command under a lock; see $work/deb-verify.log"
+    log "deb amd64: the C consumers (pkg-config shared and static, CMake) and the rlock CLI took and released a lock"
     in_root "$root" dpkg -r librlock >>"$work/deb-verify.log" 2>&1 || die "dpkg -r librlock failed; see $work/deb-verify.log"
     [ ! -e "$root/usr/lib/x86_64-linux-gnu/librlock.so.0" ] || die "dpkg -r left librlock.so.0 in the root"
     in_root "$root" "$v/out/rlock-release-check" "$url" deb-check-go-root >>"$work/deb-verify.log" 2>&1 ||
