@@ -11,10 +11,11 @@ deb_arch() {
   esac
 }
 
-# The dependencies of the arm64 package when dpkg-shlibdeps cannot compute them: the root has
-# the cross toolchain's libstdc++ and libgcc_s (under /usr/aarch64-linux-gnu), which belong to
-# no arm64 package, so it finds no dependency information for them.
-# The same floors as dpkg-shlibdeps computes for amd64 from the same source and compiler.
+# The dependencies of the arm64 package, given by hand: dpkg-shlibdeps stops at "cannot find
+# library libstdc++.so.6", as the root has only the cross toolchain's copy (libstdc++6-arm64-cross
+# under /usr/aarch64-linux-gnu), not libstdc++6:arm64. These are the floors it computes for amd64
+# from the same source and compiler; verify_deb checks that the libc6 one covers the newest
+# GLIBC_ version the arm64 files need.
 deb_arm64_depends="libc6 (>= 2.30), libgcc-s1 (>= 3.0), libstdc++6 (>= 6)"
 
 build_deb() {
@@ -52,8 +53,8 @@ deb_expected_files() {
 }
 
 # Checks of a package that need no running: control fields, contents, the ELF machine of the
-# library and CLI, the highest GLIBC_ version they need (<= 2.31, bullseye's) and that the
-# library exports only rlock_*. Extracts into $root/build/deb-verify/<arch> and uses the
+# library and CLI, the highest GLIBC_ version they need (<= 2.31, bullseye's, and within the
+# libc6 floor of Depends), and that librlock.so and librlock.a define only rlock_* globally. Extracts into $root/build/deb-verify/<arch> and uses the
 # root's binutils for the architecture (the host's objdump and nm know only their own).
 deb_check_static() {
   local arch=$1 deb=$2 darch libdir tools dir f machine glibc floor bad
