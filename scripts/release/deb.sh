@@ -125,7 +125,7 @@ deb_free_port() {
 }
 
 # The amd64 package at work: installed in the root (and removed again, so no later build finds
-# it), a C consumer built through pkg-config (shared and static) and CMake, and a Go program
+# it), a C consumer built through pkg-config and CMake (shared and static), and a Go program
 # with -tags rlock_static; then, against a redis-server on this host, the C consumers and the
 # rlock CLI run in the root, and the Go binary runs in the root after the package is gone and
 # on the host.
@@ -161,6 +161,7 @@ deb_check_amd64() {
       cmake -S cmake -B $v/cmake-build -DCMAKE_BUILD_TYPE=Release >/dev/null
       cmake --build $v/cmake-build >/dev/null
       cp $v/cmake-build/consumer $v/out/consumer-cmake
+      cp $v/cmake-build/consumer-static $v/out/consumer-cmake-static
       cd go
       PATH=/build/deb-go/bin:\$PATH GOROOT=/build/deb-go GOTELEMETRY=off GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=1 \
         GOCACHE=/build/deb-verify/gocache GOPATH=/build/deb-verify/gopath \
@@ -177,7 +178,7 @@ deb_check_amd64() {
     done
     redis-cli -p "$port" ping 2>/dev/null | grep -q PONG || die "redis-server on port $port did not start; see $work/deb-redis.log"
     local url=redis://127.0.0.1:$port
-    for i in consumer-pc consumer-cmake consumer-static; do
+    for i in consumer-pc consumer-cmake consumer-static consumer-cmake-static; do
       in_root "$root" "$v/out/$i" "$url" "deb-check-$i" >>"$work/deb-verify.log" 2>&1 ||
         die "$i (built against the package) failed in the root; see $work/deb-verify.log"
     done
@@ -185,16 +186,18 @@ deb_check_amd64() {
       die "consumer-pc does not load the packaged librlock.so.0"
     in_root "$root" rlock exec --url "$url" --wait 5 deb-check-cli -- true >>"$work/deb-verify.log" 2>&1 ||
       die "the packaged rlock CLI failed to run a command under a lock; see $work/deb-verify.log"
-    log "deb amd64: the C consumers (pkg-config shared and static, CMake) and the rlock CLI took and released a lock"
+    log "deb amd64: the C consumers (pkg-config and CMake, shared and static) and the rlock CLI took and released a lock"
     in_root "$root" dpkg -r librlock >>"$work/deb-verify.log" 2>&1 || die "dpkg -r librlock failed; see $work/deb-verify.log"
     [ ! -e "$root/usr/lib/x86_64-linux-gnu/librlock.so.0" ] || die "dpkg -r left librlock.so.0 in the root"
     in_root "$root" "$v/out/rlock-release-check" "$url" deb-check-go-root >>"$work/deb-verify.log" 2>&1 ||
       die "the Go program failed in the root without librlock; see $work/deb-verify.log"
     "$root$v/out/rlock-release-check" "$url" deb-check-go-host >>"$work/deb-verify.log" 2>&1 ||
       die "the Go program failed on the host; see $work/deb-verify.log"
-    if readelf -d "$root$v/out/rlock-release-check" | grep NEEDED | grep -q librlock; then
-      die "the Go binary built with -tags rlock_static needs librlock.so"
-    fi
+    for i in rlock-release-check consumer-static consumer-cmake-static; do
+      if readelf -d "$root$v/out/$i" | grep NEEDED | grep -q librlock; then
+        die "$i, linked with the static librlock.a, needs librlock.so"
+      fi
+    done
     log "deb amd64: the Go binary (-tags rlock_static, $(stat -c %s "$root$v/out/rlock-release-check") bytes) took" \
       "and released a lock in the root without librlock and on the host; it needs" \
       "$(readelf -d "$root$v/out/rlock-release-check" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | paste -sd' ')"
