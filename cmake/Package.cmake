@@ -8,6 +8,9 @@ set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGE_VENDOR "rlock developers")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION} (C library)")
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# Only cmake/Install.cmake's rules (no COMPONENT, so "Unspecified"): not the Python module's
+# (COMPONENT python) of a build that also makes the extension.
+set(CPACK_INSTALL_CMAKE_PROJECTS "${CMAKE_BINARY_DIR};${PROJECT_NAME};Unspecified;/")
 set(CPACK_STRIP_FILES ON)
 
 set(CPACK_DEBIAN_PACKAGE_NAME librlock)
