@@ -1,4 +1,5 @@
-# Installs the library, headers, the rlock CLI, rlock.pc and the CMake package rlock::rlock.
+# Installs the library, headers, the rlock CLI, rlock.pc and the CMake package rlock::rlock; with
+# RLOCK_STATIC_BUNDLE also librlock.a and rlock-static.pc.
 include(CMakePackageConfigHelpers)
 include(JoinPaths)
 
@@ -38,3 +39,13 @@ join_paths(RLOCK_PC_INCLUDEDIR "\${prefix}" "${CMAKE_INSTALL_INCLUDEDIR}")
 configure_file(pkgconfig/rlock.pc.in "${CMAKE_CURRENT_BINARY_DIR}/rlock.pc" @ONLY)
 install(FILES "${CMAKE_CURRENT_BINARY_DIR}/rlock.pc"
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The static archive gets a .pc of its own because cgo refuses `pkg-config --static`: the Go tag
+# rlock_static asks for rlock-static. Libs names the archive itself (next to librlock.so, -lrlock
+# would pick the shared one) and the system libraries it needs (capi/CMakeLists.txt).
+if(RLOCK_STATIC_BUNDLE)
+  install(FILES "${RLOCK_BUNDLE_FILE}" DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  configure_file(pkgconfig/rlock-static.pc.in "${CMAKE_CURRENT_BINARY_DIR}/rlock-static.pc" @ONLY)
+  install(FILES "${CMAKE_CURRENT_BINARY_DIR}/rlock-static.pc"
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()

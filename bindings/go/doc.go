@@ -2,6 +2,10 @@
 // Go programs contend for the same locks as rlock's C, Python and Java users and as JVMs using
 // Redisson. It wraps the rlock C library through cgo (#cgo pkg-config: rlock).
 //
+// Built with -tags rlock_static, it links the static librlock.a instead (#cgo pkg-config:
+// rlock-static, which names the archive with hiredis and OpenSSL inside), so the program needs
+// no librlock.so at run time; libstdc++ and libc stay shared.
+//
 //	client, err := rlock.NewClient("redis://127.0.0.1:6379") // "" = $RLOCK_URL or that default
 //	if err != nil {
 //		return err

@@ -1,7 +1,6 @@
 package rlock
 
 /*
-#cgo pkg-config: rlock
 #include "shim.h"
 */
 import "C"

@@ -1,0 +1,5 @@
+//go:build rlock_static
+
+package main
+
+const linkMode = "static librlock.a"
