@@ -49,7 +49,7 @@ build_native() {
       -DCMAKE_INSTALL_PREFIX=/usr -DRLOCK_BUILD_TESTS=OFF -DRLOCK_BUILD_CLI=ON -DRLOCK_INSTALL=ON \
       -DRLOCK_BUILD_PYTHON=ON '-DRLOCK_PYTHON_RELEASE=$pairs' \
       -DRLOCK_PYBIND11_INCLUDE_DIR=/opt/pybind11-$release_pybind11/include \
-      -DOPENSSL_ROOT_DIR=$(openssl_prefix "$arch") -DOPENSSL_USE_STATIC_LIBS=ON \
+      -DOPENSSL_ROOT_DIR=$(openssl_prefix "$arch") -DOPENSSL_USE_STATIC_LIBS=ON -DRLOCK_STATIC_BUNDLE=ON \
       $(jar_native_cmake_options)
     cmake --build native-$arch -j${RLOCK_JOBS:-2}
     DESTDIR=/build/stage-$arch cmake --install native-$arch" >"$work/native-$arch.log" 2>&1 ||
