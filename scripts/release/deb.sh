@@ -54,10 +54,11 @@ deb_expected_files() {
 
 # Checks of a package that need no running: control fields, contents, the ELF machine of the
 # library and CLI, the highest GLIBC_ version they need (<= 2.31, bullseye's, and within the
-# libc6 floor of Depends), and that librlock.so and librlock.a define only rlock_* globally. Extracts into $root/build/deb-verify/<arch> and uses the
-# root's binutils for the architecture (the host's objdump and nm know only their own).
+# libc6 floor of Depends), and that librlock.so and librlock.a define only rlock_* globally.
+# Extracts into $root/build/deb-verify/<arch>; the archive is read with the root's nm for the
+# architecture.
 deb_check_static() {
-  local arch=$1 deb=$2 darch libdir tools dir f machine glibc floor bad
+  local arch=$1 deb=$2 darch libdir tools dir f machine glibc floor bad summary exports
   darch=$(deb_arch "$arch")
   libdir=lib/$arch-linux-gnu
   case $arch in
@@ -84,21 +85,16 @@ deb_check_static() {
   rm -rf "$root$dir" && mkdir -p "$root$dir"
   dpkg-deb -x "$deb" "$root$dir"
   for f in "usr/$libdir/librlock.so.$version" usr/bin/rlock; do
-    readelf -h "$root$dir/$f" | grep -q "Machine: *$machine$" ||
-      die "$deb: /$f is not an $machine ELF file"
-    # objdump -T lists each dynamic symbol with the version it needs, e.g. (GLIBC_2.28).
-    glibc=$(in_root "$root" "${tools}objdump" -T "$dir/$f" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' |
-      sort -uV | tail -n1)
-    [ -n "$glibc" ] || die "$deb: /$f needs no GLIBC_ version at all; objdump -T failed?"
-    printf '%s\n2.31\n' "$glibc" | sort -CV ||
-      die "$deb: /$f needs GLIBC_$glibc, newer than bullseye's 2.31"
+    # librlock.so exports rlock_* only; the CLI is an executable (whose dynamic symbols are the
+    # C and C++ libraries' copied data and weak template copies), not checked for exports.
+    exports='^rlock_'
+    [ "$f" = usr/bin/rlock ] && exports='.'
+    summary=$(check_elf "$root$dir/$f" "$arch" "$exports" libstdc++)
+    glibc=$(elf_highest_glibc "$root$dir/$f")
     printf '%s\n%s\n' "$glibc" "$floor" | sort -CV ||
       die "$deb: /$f needs GLIBC_$glibc but the package depends on libc6 (>= $floor) only"
-    log "deb $darch: /$f is $machine, needs GLIBC_$glibc at most"
+    log "deb $darch: /$f: $summary"
   done
-  bad=$(in_root "$root" "${tools}nm" -D --defined-only "$dir/usr/$libdir/librlock.so.$version" |
-    awk '$3 !~ /^rlock_/ && $3 != "RLOCK_1" {print $3}' | head -n5)
-  [ -z "$bad" ] || die "$deb: librlock.so exports more than rlock_*: $(echo $bad)"
   readelf -h "$root$dir/usr/$libdir/librlock.a" | grep -q "Machine: *$machine$" ||
     die "$deb: librlock.a holds no $machine object"
   # The archive too defines rlock_* only as global symbols; "u" (GNU unique) are function-local
@@ -120,10 +116,6 @@ deb_ensure_go() {
   fi
 }
 
-deb_free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 # The amd64 package at work: installed in the root (and removed again, so no later build finds
 # it), a C consumer built through pkg-config and CMake (shared and static), and a Go program
 # with -tags rlock_static; then, against a redis-server on this host, the C consumers and the
@@ -142,10 +134,9 @@ deb_check_amd64() {
   fi
   # A subshell, so its trap removes the package and stops the server however it ends.
   (
-    redis_pid=""
     deb_cleanup() {
       set +e # every step, whatever the one before returned
-      [ -z "$redis_pid" ] || { kill "$redis_pid"; wait "$redis_pid"; } 2>/dev/null
+      stop_redis
       if in_root "$root" dpkg -s librlock >/dev/null 2>&1; then
         in_root "$root" dpkg -r librlock >/dev/null || echo "build-release: could not remove librlock from the root: dpkg -r it there" >&2
       fi
@@ -168,16 +159,9 @@ deb_check_amd64() {
         go build -tags rlock_static -o $v/out/rlock-release-check ." >>"$work/deb-verify.log" 2>&1 ||
       die "building against the installed package failed; see $work/deb-verify.log"
 
-    local port i
-    port=$(deb_free_port)
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$work/deb-redis.log" 2>&1 &
-    redis_pid=$!
-    for i in $(seq 50); do
-      redis-cli -p "$port" ping 2>/dev/null | grep -q PONG && break
-      sleep 0.1
-    done
-    redis-cli -p "$port" ping 2>/dev/null | grep -q PONG || die "redis-server on port $port did not start; see $work/deb-redis.log"
-    local url=redis://127.0.0.1:$port
+    local i
+    start_redis
+    local url=redis://127.0.0.1:$redis_port
     for i in consumer-pc consumer-cmake consumer-static consumer-cmake-static; do
       in_root "$root" "$v/out/$i" "$url" "deb-check-$i" >>"$work/deb-verify.log" 2>&1 ||
         die "$i (built against the package) failed in the root; see $work/deb-verify.log"

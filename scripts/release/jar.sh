@@ -108,19 +108,8 @@ build_jar() {
     -C "$repo/bindings/java/src/main/java" . -C "$root$jar_swig/java" .
 }
 
-# The highest GLIBC_x.y version a library needs.
-jar_glibc_needed() {
-  readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1
-}
-
-jar_free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
-}
-
 verify_jar() {
-  local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so machine glibc bad needed
-  local port tls_port pid url rc=0 i jdk
+  local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so summary url rc=0 jdk
   jdk=$(jar_jdk_home)
   [ -f "$jar" ] || die "verify_jar: no $jar (run the jar stage)"
   rm -rf "$tmp" && mkdir -p "$tmp/x" "$tmp/empty"
@@ -132,50 +121,23 @@ verify_jar() {
   for arch in "${arches[@]}"; do
     so=$tmp/x/native/linux-$arch/librlock_jni.so
     [ -f "$so" ] || die "verify_jar: $jar lacks native/linux-$arch/librlock_jni.so"
-    case $arch in x86_64) machine='Advanced Micro Devices X86-64' ;; aarch64) machine=AArch64 ;; esac
-    readelf -h "$so" | grep -q "Machine: *$machine\$" ||
-      die "verify_jar: native/linux-$arch/librlock_jni.so is not $machine:" \
-        "$(readelf -h "$so" | grep Machine)"
-    glibc=$(jar_glibc_needed "$so")
-    [ "$(printf '%s\n' "$glibc" 2.31 | sort -V | tail -n1)" = 2.31 ] ||
-      die "verify_jar: native/linux-$arch/librlock_jni.so needs GLIBC_$glibc (more than 2.31)"
-    # Defined global symbols (not UND; the version script's node is ABS): JNI entry points only.
-    bad=$(readelf -W --dyn-syms "$so" |
-      awk '$5 ~ /GLOBAL|WEAK/ && $7 != "UND" && $7 != "ABS" { sub(/@.*/, "", $8); print $8 }' |
-      grep -Ev '^(Java_|JNI_On)' || true)
-    [ -z "$bad" ] ||
-      die "verify_jar: native/linux-$arch/librlock_jni.so exports more than JNI: $bad"
-    needed=$(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | paste -sd' ')
-    case " $needed" in *" libssl"*|*" libcrypto"*|*" libhiredis"*|*" libstdc++"*)
-      die "verify_jar: native/linux-$arch/librlock_jni.so needs $needed" ;; esac
-    log "jar: linux-$arch: $machine, GLIBC_$glibc, needs $needed; $(stat -c %s "$so") bytes"
+    summary=$(check_elf "$so" "$arch" '^(Java_|JNI_On)')  # an assignment, so a failure stops here
+    log "jar: linux-$arch: $summary"
   done
   # This machine's JVM, given nothing but the jar (and an empty library path), takes and releases
   # a lock on a redis-server of its own, over TCP and over TLS (the jar's static OpenSSL).
-  command -v redis-server >/dev/null || die "verify_jar: needs a redis-server to take a lock"
   "$repo/tests/fixtures/tls-certs.sh" "$tmp/certs" >/dev/null 2>&1 ||
     die "verify_jar: making test certificates failed (tests/fixtures/tls-certs.sh; needs openssl)"
-  port=$(jar_free_port)
-  tls_port=$(jar_free_port)
-  redis-server --port "$port" --tls-port "$tls_port" --bind 127.0.0.1 --save '' --appendonly no \
-    --tls-cert-file "$tmp/certs/server.crt" --tls-key-file "$tmp/certs/server.key" \
-    --tls-ca-cert-file "$tmp/certs/ca.crt" --tls-auth-clients no --dir "$tmp" \
-    >"$tmp/redis.log" 2>&1 &
-  pid=$!
-  for i in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$tls_port") 2>/dev/null && break
-    sleep 0.1
-  done
-  for url in "redis://127.0.0.1:$port" \
-             "rediss://127.0.0.1:$tls_port?tls_ca_file=$tmp/certs/ca.crt"; do
+  start_redis "$tmp/certs"
+  for url in "redis://127.0.0.1:$redis_port" \
+             "rediss://127.0.0.1:$redis_tls_port?tls_ca_file=$tmp/certs/ca.crt"; do
     "$jdk/bin/java" -Djava.library.path="$tmp/empty" -cp "$jar" \
       "$repo/tests/release/java/JarLock.java" "$url" "$version" >"$tmp/java.log" 2>&1 || rc=$?
     [ "$rc" = 0 ] || break
     log "jar: ${url%%\?*}: $(cat "$tmp/java.log")"
   done
-  kill "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
+  stop_redis
   [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock at $url;" \
-    "see $tmp/java.log and $tmp/redis.log"
+    "see $tmp/java.log"
   log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
 }

@@ -127,3 +127,82 @@ third_party_notices() {
   } >"$out"
   echo "$out"
 }
+
+# ELF checks shared by the stages' verify functions. readelf reads every architecture's files
+# (the host's objdump and nm may not), so the aarch64 artifacts are checked here too.
+elf_machine_name() {
+  case $1 in x86_64) echo "Advanced Micro Devices X86-64" ;; aarch64) echo AArch64 ;; *) die "unknown architecture $1" ;; esac
+}
+
+# The highest GLIBC_x.y version an ELF file asks for; none found is an error, since an empty
+# reading would pass every comparison.
+elf_highest_glibc() {
+  local v
+  v=$(readelf -W --dyn-syms "$1" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n1)
+  [ -n "$v" ] || die "$1 asks for no GLIBC_ version: not a dynamically linked ELF file?"
+  echo "$v"
+}
+
+# Defined global symbols (the version script's node is ABS, the imports UND).
+elf_exports() {
+  readelf -W --dyn-syms "$1" |
+    awk '$5 ~ /GLOBAL|WEAK/ && $7 != "UND" && $7 != "ABS" { sub(/@.*/, "", $8); print $8 }'
+}
+
+elf_needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+
+# check_elf FILE ARCH EXPORTS [SHARED_OK]: FILE is an ARCH ELF file needing glibc 2.31 at most,
+# exporting only names matching the regex EXPORTS, and needing no shared libssl, libcrypto or
+# libhiredis (nor libstdc++, unless SHARED_OK names it: librlock.so of the .deb uses the
+# system's). Prints a one-line summary.
+check_elf() {
+  local file=$1 arch=$2 exports=$3 shared_ok=${4:-} machine glibc bad needed banned='libssl|libcrypto|libhiredis|libstdc\+\+'
+  machine=$(elf_machine_name "$arch")
+  readelf -h "$file" | grep -q "Machine: *$machine$" ||
+    die "$file is not an $arch ELF file: $(readelf -h "$file" | grep Machine)"
+  glibc=$(elf_highest_glibc "$file")
+  printf '%s\n2.31\n' "$glibc" | sort -CV || die "$file needs glibc $glibc, newer than 2.31"
+  bad=$(elf_exports "$file" | grep -Ev "$exports" || true)
+  [ -z "$bad" ] || die "$file exports more than $exports: $(echo "$bad" | head -n5 | paste -sd' ')"
+  needed=$(elf_needed "$file" | paste -sd' ')
+  [ "$shared_ok" = libstdc++ ] && banned='libssl|libcrypto|libhiredis'
+  if elf_needed "$file" | grep -Eq "^($banned)"; then
+    die "$file needs a shared library that should be linked in: $needed"
+  fi
+  echo "$machine, GLIBC_$glibc, needs $needed, $(stat -c %s "$file") bytes"
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_redis [CERTS]: a throwaway redis-server on this host's loopback for the checks that take
+# a lock (with CERTS, a directory made by tests/fixtures/tls-certs.sh, also a TLS port). Sets
+# redis_port, redis_tls_port and redis_pid; stop_redis ends it.
+start_redis() {
+  local certs=${1:-} dir i tls=()
+  command -v redis-server >/dev/null || die "the checks need a redis-server on this machine"
+  dir=$(mktemp -d)
+  redis_port=$(free_port)
+  redis_tls_port=
+  if [ -n "$certs" ]; then
+    redis_tls_port=$(free_port)
+    tls=(--tls-port "$redis_tls_port" --tls-cert-file "$certs/server.crt" --tls-key-file "$certs/server.key"
+      --tls-ca-cert-file "$certs/ca.crt" --tls-auth-clients no)
+  fi
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --dir "$dir" \
+    "${tls[@]}" >"$dir/redis.log" 2>&1 &
+  redis_pid=$!
+  for i in $(seq 100); do
+    redis-cli -p "$redis_port" ping 2>/dev/null | grep -q PONG && return 0
+    sleep 0.1
+  done
+  die "the redis-server for the checks did not start: $(tail -n3 "$dir/redis.log")"
+}
+
+stop_redis() {
+  [ -n "${redis_pid:-}" ] || return 0
+  kill "$redis_pid" 2>/dev/null || true
+  wait "$redis_pid" 2>/dev/null || true
+  redis_pid=
+}
