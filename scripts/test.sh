@@ -6,7 +6,9 @@
 # fault-injection catalog (tests/faults), the fault worker under valgrind memcheck, the
 # Redisson interop tests (tests/redisson, JUnit
 # with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
-# a build without TLS (scripts/test-notls.sh),
+# a build without TLS (scripts/test-notls.sh), the release artifacts built in a Debian 11 root
+# and checked (scripts/build-release.sh --verify: wheels for CPython 3.9-3.13, the sdist, the
+# jar, the .deb; needs root),
 # then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
 # 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
 # This full run is what CI executes.
@@ -78,6 +80,9 @@ RLOCK_FUZZ_SECONDS=$RLOCK_FUZZ_SECONDS "$root/scripts/test-fuzz.sh"
 
 echo "== build without TLS (RLOCK_TLS=OFF): rediss:// is refused as unsupported"
 "$root/scripts/test-notls.sh"
+
+echo "== release artifacts: built in a Debian 11 root (scripts/build-release.sh), then checked"
+"$root/scripts/build-release.sh" --verify
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== build and test with ASan + UBSan, then the fault cases marked 'sanitized' on that build"
