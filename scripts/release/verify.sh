@@ -70,6 +70,17 @@ verify_sdist() {
     "$dist/rlock-$version.tar.gz" >"$work/sdist-install.log" 2>&1 ||
     die "pip could not build and install the sdist; see $work/sdist-install.log"
   "$venv/bin/python" -c 'import rlock; print("sdist installed: rlock", rlock.__version__)'
+  # Where a build needs what is missing, the error says what to install: hiredis hidden from
+  # CMake here, and no C++ compiler.
+  local src=$work/sdist-src out
+  rm -rf "$src" && mkdir -p "$src" && tar -xzf "$dist/rlock-$version.tar.gz" -C "$src" --strip-components=1
+  out=$(cmake -S "$src" -B "$src/build-nohiredis" -DRLOCK_BUILD_TESTS=OFF \
+    "-DCMAKE_IGNORE_PATH=/usr/include;/usr/lib/$(uname -m)-linux-gnu" 2>&1) &&
+    die "the sdist configured without hiredis"
+  grep -q "install libhiredis-dev" <<<"$(echo $out)" || die "without hiredis the sdist's error does not say what to install: $out"
+  out=$(CXX=/nonexistent/c++ cmake -S "$src" -B "$src/build-nocxx" 2>&1) && die "the sdist configured without a C++ compiler"
+  grep -q "CMAKE_CXX_COMPILER" <<<"$out" || die "without a compiler the sdist's error does not say so: $out"
+  log "sdist: without hiredis or a C++ compiler, CMake says what is missing"
 }
 
 verify_release() {
