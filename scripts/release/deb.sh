@@ -188,12 +188,34 @@ deb_check_amd64() {
   ) || exit 1
 }
 
+# The arm64 package run, not only read: its rlock CLI (with the packaged librlock.so, the core
+# and OpenSSL inside) under qemu's user-mode emulation, with the cross toolchain's arm64 C and C++
+# libraries from the root, takes a lock over redis:// and rediss:// on this host's loopback.
+deb_check_arm64_run() {
+  local dir=$root/build/deb-verify/aarch64 certs=$work/deb-arm64-certs url rc=0
+  command -v qemu-aarch64-static >/dev/null || "$repo/scripts/install-deps.sh" qemu-user-static
+  rm -rf "$certs"
+  "$repo/tests/fixtures/tls-certs.sh" "$certs" >/dev/null 2>&1 || die "making test certificates failed"
+  start_redis "$certs"
+  for url in "redis://127.0.0.1:$redis_port" "rediss://127.0.0.1:$redis_tls_port?tls_ca_file=$certs/ca.crt"; do
+    qemu-aarch64-static -L "$root/usr/aarch64-linux-gnu" -E "LD_LIBRARY_PATH=$dir/usr/lib/aarch64-linux-gnu" \
+      "$dir/usr/bin/rlock" exec --url "$url" --wait 10 deb-check-arm64 -- true >>"$work/deb-verify.log" 2>&1 || rc=$?
+    [ "$rc" = 0 ] || break
+  done
+  stop_redis
+  [ "$rc" = 0 ] || die "the arm64 rlock CLI under qemu failed at ${url%%\?*}; see $work/deb-verify.log"
+  log "deb arm64: its rlock CLI and librlock.so, run under qemu-aarch64, took and released a lock over redis:// and rediss://"
+}
+
 verify_deb() {
   local arch deb
   for arch in "${arches[@]}"; do
     deb=$dist/librlock_${version}_$(deb_arch "$arch").deb
     [ -f "$deb" ] || die "no $deb: run the deb stage"
     deb_check_static "$arch" "$deb"
-    [ "$arch" != x86_64 ] || deb_check_amd64 "$deb"
+    case $arch in
+      x86_64) deb_check_amd64 "$deb" ;;
+      aarch64) deb_check_arm64_run ;;
+    esac
   done
 }
