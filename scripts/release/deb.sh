@@ -61,10 +61,9 @@ deb_check_static() {
   local arch=$1 deb=$2 darch libdir tools dir f machine glibc floor bad summary exports
   darch=$(deb_arch "$arch")
   libdir=lib/$arch-linux-gnu
-  case $arch in
-    x86_64) tools=""; machine="Advanced Micro Devices X86-64" ;;
-    aarch64) tools=aarch64-linux-gnu-; machine=AArch64 ;;
-  esac
+  machine=$(elf_machine_name "$arch")
+  tools=""
+  [ "$arch" = x86_64 ] || tools=$arch-linux-gnu-
   dpkg-deb --info "$deb" >"$work/deb-$arch.info" || die "$deb is not a Debian package"
   for f in "Package: librlock" "Version: $version" "Architecture: $darch" "Section: libdevel" \
     "Maintainer: rlock developers"; do

@@ -6,7 +6,6 @@
 
 release_cache=${RLOCK_RELEASE_CACHE:-/var/cache/rlock-release}
 release_mirror=${RLOCK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-release_arches=(x86_64 aarch64)
 # The packages of the root. Changing this list (or this file's root recipe) makes a new root.
 release_packages=(g++ g++-aarch64-linux-gnu binutils-aarch64-linux-gnu cmake make pkg-config perl
   libhiredis-dev libhiredis-dev:arm64 file patchelf dpkg-dev fakeroot ca-certificates
@@ -85,6 +84,7 @@ ensure_openssl() {
   local tarball=$release_cache/openssl_$release_openssl_version.orig.tar.gz
   if ! echo "$release_openssl_sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
     log "fetching OpenSSL $release_openssl_version's source from Debian"
+    command -v curl >/dev/null || "$repo/scripts/install-deps.sh" curl
     curl -fsSL -o "$tarball.part" \
       "$release_mirror/pool/main/o/openssl/openssl_$release_openssl_version.orig.tar.gz" ||
       die "could not download OpenSSL $release_openssl_version's source from $release_mirror"
