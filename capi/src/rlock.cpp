@@ -245,7 +245,8 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
       return rc;
     // A caller's older struct ends where its version's fields end: write nothing past them.
     std::memset(opts, 0,
-                version >= 3   ? sizeof *opts
+                version >= 4   ? sizeof *opts
+                : version >= 3 ? offsetof(rlock_client_options, stats)
                 : version >= 2 ? offsetof(rlock_client_options, tls)
                                : offsetof(rlock_client_options, sync_replicas));
     // The defaults are the core's: written once there, shown to callers and bindings here.
@@ -401,7 +402,18 @@ int apply_client_options(const rlock_client_options& opts, core::ClientConfig* c
   if (opts.version >= 2) {
     if (int rc = apply_sync_options(opts, config)) return rc;
   }
-  if (opts.version >= 3) return apply_tls_options(opts, config);
+  if (opts.version >= 3) {
+    if (int rc = apply_tls_options(opts, config)) return rc;
+  }
+  if (opts.version >= 4) {
+    if (opts.stats != RLOCK_STATS_ON && opts.stats != RLOCK_STATS_OFF) {
+      return core::fail(core::kInvalid,
+                        "stats must be RLOCK_STATS_ON (0) or RLOCK_STATS_OFF (1), got " +
+                            std::to_string(opts.stats));
+    }
+    // Off when either the URL (stats=off) or this field says so.
+    if (opts.stats == RLOCK_STATS_OFF) config->keep_stats = false;
+  }
   return RLOCK_OK;
 }
 
@@ -454,6 +466,100 @@ const char* rlock_client_id(const rlock_client* client) {
     return RLOCK_OK;
   });
   return id;
+}
+
+// ---- Statistics and events ------------------------------------------------------------------
+
+namespace {
+
+void copy_histogram(const core::Histogram& from, rlock_histogram* to) {
+  const core::Histogram::Snapshot s = from.read();
+  to->count = s.count;
+  to->sum_us = s.sum_us;
+  static_assert(core::Histogram::kBuckets == RLOCK_HISTOGRAM_BUCKETS, "bucket count");
+  for (size_t i = 0; i < RLOCK_HISTOGRAM_BUCKETS; ++i) to->buckets[i] = s.buckets[i];
+}
+
+}  // namespace
+
+const int64_t* rlock_histogram_bounds_us(void) {
+  static_assert(core::Histogram::kBounds == RLOCK_HISTOGRAM_BOUNDS, "bound count");
+  return core::Histogram::bounds_us().data();
+}
+
+int rlock_client_stats(rlock_stats* out, rlock_client* client) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    if (int rc = check_version(out->version, RLOCK_STATS_VERSION, "rlock_stats")) return rc;
+    if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
+    const unsigned int version = out->version;
+    std::memset(out, 0, sizeof *out);  // version 1 is the whole struct
+    out->version = version;
+    const core::Stats* st = c->core->stats();
+    if (st == nullptr) return RLOCK_OK;
+    auto get = [](const core::Stats::Counter& n) { return n.load(std::memory_order_relaxed); };
+    out->enabled = 1;
+    out->acquires_granted = get(st->acquires_granted);
+    out->acquires_timed_out = get(st->acquires_timed_out);
+    out->acquires_canceled = get(st->acquires_canceled);
+    out->acquires_failed = get(st->acquires_failed);
+    static_assert(core::Stats::kCodes == RLOCK_STATS_CODES, "code slots");
+    for (size_t i = 0; i < RLOCK_STATS_CODES; ++i) {
+      out->acquires_failed_by_code[i] = get(st->acquires_failed_by_code[i]);
+    }
+    out->releases = get(st->releases);
+    out->releases_failed = get(st->releases_failed);
+    out->locks_lost_gone = get(st->lost_gone);
+    out->locks_lost_unreachable = get(st->lost_unreachable);
+    out->locks_lost_expired = get(st->lost_expired);
+    out->renewals_sent = get(st->renewals_sent);
+    out->renewals_failed = get(st->renewals_failed);
+    out->reconnects = get(st->reconnects);
+    out->failovers = get(st->failovers);
+    out->cluster_redirects = get(st->cluster_redirects);
+    out->scripts_sent = get(st->scripts_sent);
+    out->events_dropped = get(st->events_dropped);
+    out->holds = c->core->holds().live_count();
+    out->waiters = st->waiters.load(std::memory_order_relaxed);
+    copy_histogram(st->acquire_wait, &out->acquire_wait);
+    copy_histogram(st->hold, &out->hold);
+    copy_histogram(st->handoff, &out->handoff);
+    copy_histogram(st->command_rtt, &out->command_rtt);
+    return RLOCK_OK;
+  });
+}
+
+int rlock_client_set_event_callback(rlock_client* client, rlock_event_cb cb, void* payload) {
+  return guarded([&]() -> int {
+    if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
+    if (cb == nullptr) {
+      c->core->events().set(nullptr);
+      return RLOCK_OK;
+    }
+    if (c->core->closed()) return core::fail(core::kClosed, "the client was closed");
+    c->core->events().set([cb, payload](const core::Event& e) {
+      rlock_event event;
+      std::memset(&event, 0, sizeof event);
+      event.kind = static_cast<rlock_event_kind>(e.kind);
+      event.unix_time_us = e.unix_time_us;
+      event.name = e.name.data();
+      event.name_len = e.name.size();
+      event.owner = e.owner.data();
+      event.owner_len = e.owner.size();
+      event.thread_id = e.thread_id;
+      event.duration_us = e.duration_us;
+      event.token = e.token;
+      event.reason = e.reason;
+      event.detail = e.detail.data();
+      event.detail_len = e.detail.size();
+      cb(&event, payload);
+    });
+    return RLOCK_OK;
+  });
 }
 
 // ---- Lock -----------------------------------------------------------------------------------

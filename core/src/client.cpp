@@ -44,6 +44,11 @@ std::string hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
+ClientConfig with_telemetry(ClientConfig config) {
+  attach_telemetry(&config);
+  return config;
+}
+
 void check_duration(const char* field, int64_t value, int64_t min, int64_t max) {
   if (value < min || value > max) {
     throw Error(kInvalid, std::string(field) + " must be from " + std::to_string(min) + " to " +
@@ -163,6 +168,7 @@ void attach_tls(ClientConfig* c) {
 std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
   attach_tls(&config);
+  attach_telemetry(&config);
   if (config.topology == Topology::Cluster) return create_cluster(std::move(config));
   std::unique_ptr<MasterSource> master;
   SentinelWatch* watch = nullptr;
@@ -240,7 +246,7 @@ void Client::finish_start(const std::shared_ptr<Client>& client) {
 
 Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
                std::unique_ptr<MasterSource> master)
-    : config_(std::move(config)),
+    : config_(with_telemetry(std::move(config))),
       id_(random_uuid()),
       master_(master ? std::move(master) : std::make_unique<FixedMaster>(config_.endpoint)),
       transport_(std::move(transport)),
@@ -332,6 +338,7 @@ void Client::close() {
   }
   transport_->close();
   if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
+  events().stop();  // after the releases above, whose events are delivered first
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/parse.hpp"
 
 namespace rlock::core {
@@ -258,6 +259,17 @@ std::shared_ptr<ClusterTransport::Node> ClusterTransport::route(int slot) {
                                : std::string("no cluster node is known"));
 }
 
+void ClusterTransport::note_redirect(const Redirect& to) {
+  if (Stats* stats = config_.telemetry.stats.get()) Stats::add(stats->cluster_redirects);
+  Events* events = config_.telemetry.events.get();
+  if (events == nullptr || !events->on()) return;
+  Event e;
+  e.kind = Event::Redirect;
+  e.detail = std::string(to.kind == Redirect::Kind::kAsk ? "ASK " : "MOVED ") +
+             std::to_string(to.slot) + " " + to.host + ":" + std::to_string(to.port);
+  events->emit(std::move(e));
+}
+
 std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int slot,
                                           Deadline deadline) {
   if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
@@ -299,6 +311,7 @@ std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int
       if (first.error.kind == RedisErrorKind::kClusterDown) refresh(false);
       return replies;
     }
+    note_redirect(to);
     node = node_at(to.host, to.port);
     asking = to.kind == Redirect::Kind::kAsk;
     if (!asking) {

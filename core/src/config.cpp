@@ -170,6 +170,9 @@ void parse_option(const std::string& url, const std::string& key, const std::str
     if (!parse_number(value, 1, 24L * 3600 * 1000, &number))
       bad(url, "sync_timeout_ms must be a number from 1 to 86400000, got " + shown(url, value));
     config->sync_timeout_ms = number;
+  } else if (key == "stats") {
+    if (value != "on" && value != "off") bad(url, "stats must be on or off, got " + shown(url, value));
+    config->keep_stats = value == "on";
   } else if (key == "pubsub" && config->topology == Topology::Cluster) {
     config->pubsub = parse_pubsub(url, value);
   } else if ((key == "sentinel_user" || key == "sentinel_password") &&
@@ -177,7 +180,7 @@ void parse_option(const std::string& url, const std::string& key, const std::str
     set_sentinel_credential(url, key, value, config);
   } else {
     bad(url, "unknown option " + shown(url, key) +
-                 " (known: db, sync_replicas, sync_timeout_ms; with redis-sentinel:// also "
+                 " (known: db, sync_replicas, sync_timeout_ms, stats; with redis-sentinel:// also "
                  "sentinel_user, sentinel_password; with redis-cluster:// also pubsub; with "
                  "rediss:// the tls_* options)");
   }

@@ -6,6 +6,7 @@
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/timing.hpp"
 #include "rlock/core/transport.hpp"
 
@@ -89,6 +90,7 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
   auto [it, inserted] = holds_.try_emplace(Key{name, owner});
   Hold& h = it->second;
   if (inserted || h.lost || count == 1) {
+    h.held_since = sent;
     h.generation = next_generation_++;
     h.watchdog = false;
     h.renewing = false;
@@ -147,6 +149,18 @@ void Holds::released(const std::string& name, const std::string& owner, int64_t 
   if (it == holds_.end()) return;
   Hold& h = it->second;
   if (left <= 0) {
+    const Clock::duration held = Clock::now() - h.held_since;
+    if (Stats* stats = config_.telemetry.stats.get()) stats->hold.record(held);
+    Events& events = *config_.telemetry.events;
+    if (events.on()) {
+      Event e;
+      e.kind = Event::Released;
+      e.name = name;
+      e.owner = owner;
+      e.thread_id = h.thread_id;
+      e.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(held).count();
+      events.emit(std::move(e));
+    }
     unindex_locked(it->first, h);
     holds_.erase(it);
     return;
@@ -233,6 +247,13 @@ bool Holds::is_lost(const std::string& name, const std::string& owner) const {
   return it->second.lost || (it->second.count > 0 && Clock::now() >= it->second.valid_until);
 }
 
+int64_t Holds::live_count() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int64_t n = 0;
+  for (const auto& [key, h] : holds_) n += !h.lost && h.count > 0 ? 1 : 0;
+  return n;
+}
+
 std::vector<Holds::Active> Holds::active() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Active> out;
@@ -246,6 +267,17 @@ void Holds::mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<No
   h.lost = true;
   h.renewing = false;
   reindex_locked(key, h);
+  if (Stats* stats = config_.telemetry.stats.get()) stats->lost(reason);
+  Events& events = *config_.telemetry.events;
+  if (events.on()) {
+    Event e;
+    e.kind = Event::Lost;
+    e.name = key.first;
+    e.owner = key.second;
+    e.thread_id = h.thread_id;
+    e.reason = reason;
+    events.emit(std::move(e));
+  }
   if (h.listener) notices->push_back({h.listener, key.first, h.thread_id, reason});
 }
 
@@ -418,13 +450,27 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
   for (const Renewal& r : batch) deadline = std::min(deadline, r.valid_until);
   Reply reply;
   bool ok = false;
+  int failure = kOk;  // when not ok: the code and message a renewal-failed event carries
+  std::string why;
   try {
     reply = eval_script(transport_, read ? scripts::rw_read_renew : scripts::renew, keys, argv,
                         Retry::Once, Send::Sha, std::max(deadline, sent + ms(1)));
     ok = reply.type == Reply::Type::Array && reply.elements.size() == batch.size();
-  } catch (const Error&) {
+    if (!ok) {
+      failure = reply.is_error() ? reply.error.code : kRedis;
+      why = reply.is_error() ? "Redis replied: " + reply.str : "unexpected reply";
+    }
+  } catch (const Error& e) {
     ok = false;
+    failure = e.code();
+    why = e.message();
   }
+  Stats* stats = config_.telemetry.stats.get();
+  if (stats != nullptr) {
+    Stats::add(stats->renewals_sent, batch.size());
+    if (!ok) Stats::add(stats->renewals_failed, batch.size());
+  }
+  Events& events = *config_.telemetry.events;
   std::lock_guard<std::mutex> lock(mutex_);
   Clock::time_point now = Clock::now();
   const auto retry_after = ms(std::min<int64_t>(1000, std::max<int64_t>(lease / 10, 10)));
@@ -435,6 +481,16 @@ void Holds::renew(const std::vector<Renewal>& batch, std::vector<Notice>* notice
     if (h.generation != batch[i].generation || h.lost || !h.renewing) continue;
     h.renewing = false;
     if (!ok) {
+      if (events.on()) {
+        Event e;
+        e.kind = Event::RenewalFailed;
+        e.name = it->first.first;
+        e.owner = it->first.second;
+        e.thread_id = h.thread_id;
+        e.reason = failure;
+        e.detail = why;
+        events.emit(std::move(e));
+      }
       h.next_renew = now + retry_after;  // lost only when the validity deadline passes
       reindex_locked(it->first, h);
       wake_if_sooner_locked(h);  // the watchdog sleeps until the deadline of the renewal

@@ -361,6 +361,12 @@ int Lock::give_up(int last_code, int64_t wait_ms) {
                              std::to_string(wait_ms) + " ms");
 }
 
+int Lock::release(int64_t thread_id) {
+  const int code = release_hold(thread_id, true);
+  if (Stats* stats = client_->stats()) stats->release_ended(code);
+  return code;
+}
+
 int Lock::release_hold(int64_t thread_id, bool synced) {
   if (int c = check_open()) return c;
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");

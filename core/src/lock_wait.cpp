@@ -70,6 +70,9 @@ class Lock::Wait final : public Engine::Task, public Cancellable, public Subscri
         spin_backoff_(lock.options_.spin_initial_ms, lock.options_.spin_max_ms) {}
 
   // A blocking acquire: its first attempt `first` (made after taking `mark`) failed; it waits.
+  // An asynchronous acquire: when the call was made (its outcome is counted at the end).
+  void started_at(Clock::time_point start) { started_ = start; }
+
   void after_first(Attempt first, uint64_t mark) {
     last_ = first;
     mark_ = mark;
@@ -140,6 +143,11 @@ class Lock::Wait final : public Engine::Task, public Cancellable, public Subscri
   std::atomic<bool> closed_{false};
   bool finished_ = false;
   int outcome_ = kOk;
+  Clock::time_point started_ = Clock::time_point::min();  // async: counted in end()
+  bool counted_waiting_ = false;  // in Stats::waiters
+  // When the unlock message behind the current attempt arrived (min: the attempt was not
+  // woken by one), for the handoff histogram.
+  Clock::time_point woken_by_message_ = Clock::time_point::min();
 };
 
 void Lock::Wait::next_step() {
@@ -186,6 +194,10 @@ bool Lock::Wait::attach_cancels() {
 // unless the subscription was in place before that attempt and no message has come since.
 void Lock::Wait::join() {
   if (!attach_cancels()) return;
+  if (Stats* stats = lock_.client_->stats(); stats != nullptr && !counted_waiting_) {
+    counted_waiting_ = true;
+    stats->waiters.fetch_add(1, std::memory_order_relaxed);
+  }
   if (lock_.kind_->spins()) {
     go_to_sleep(last_);
     return;
@@ -219,7 +231,7 @@ void Lock::Wait::sleeping() {
     return attempt_loop();
   }
   bool polls = false;
-  switch (waiter_->take_or_sleep(&polls)) {
+  switch (waiter_->take_or_sleep(&polls, &woken_by_message_)) {
     case Subscriber::Wake::Cancelled:
       return end(lock_.check_open() != kOk ? kClosed : cancelled_code());
     case Subscriber::Wake::Signalled:
@@ -235,6 +247,10 @@ void Lock::Wait::attempt_loop() {
     const Attempt at = lock_.try_acquire(plan_, true);
     if (at.code == kOk) {
       if (waiter_) waiter_->satisfied();
+      Stats* stats = lock_.client_->stats();
+      if (stats != nullptr && woken_by_message_ != Clock::time_point::min()) {
+        stats->handoff.record(Clock::now() - woken_by_message_);
+      }
       return end(lock_.acquired(args_, plan_));
     }
     if (!worth_retrying(at.code, at.transient)) return end(at.code);
@@ -250,6 +266,7 @@ void Lock::Wait::attempt_loop() {
 bool Lock::Wait::go_to_sleep(const Attempt& at) {
   last_ = at;
   phase_ = Phase::Sleeping;
+  woken_by_message_ = Clock::time_point::min();  // that message's attempt failed
   wake_at_ = Clock::time_point::max();
   const Clock::time_point now = Clock::now();
   if (!waiter_) {
@@ -258,7 +275,7 @@ bool Lock::Wait::go_to_sleep(const Attempt& at) {
     return true;
   }
   bool polls = false;
-  switch (waiter_->take_or_sleep(&polls)) {
+  switch (waiter_->take_or_sleep(&polls, &woken_by_message_)) {
     case Subscriber::Wake::Signalled:
       return false;
     case Subscriber::Wake::Cancelled:
@@ -336,6 +353,12 @@ void Lock::Wait::end(int code) {
   by_handle_.reset();
   by_token_.reset();
   outcome_ = code;
+  if (counted_waiting_) {
+    if (Stats* stats = lock_.client_->stats())
+      stats->waiters.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // An asynchronous acquire is counted here, before its completion (a blocking one by its caller).
+  if (started_ != Clock::time_point::min()) lock_.ended(&plan_, started_, code);
   done();
   if (done_) {
     deliver(done_, code, value, message, transient);
@@ -346,30 +369,50 @@ void Lock::Wait::end(int code) {
 // ---- Lock's entry points ----------------------------------------------------------------------
 
 int Lock::acquire(const AcquireArgs& a) {
+  const Clock::time_point start = Clock::now();
   Plan plan;
-  if (int rc = make_plan(a, &plan)) return rc;
+  if (int rc = make_plan(a, &plan)) return ended(nullptr, start, rc);
   Attempt at{kTimedOut, -1};
   uint64_t mark = 0;
   int outcome = kOk;
-  if (!first_attempt(a, plan, &at, &mark, &outcome)) return outcome;
+  if (!first_attempt(a, plan, &at, &mark, &outcome)) return ended(&plan, start, outcome);
   auto wait = std::make_shared<Wait>(*this, nullptr, a, plan, nullptr, nullptr);
   wait->after_first(at, mark);
   if (!client_->engine().run_here(wait)) {  // the client is closing
     const int code = check_open();
     leave_queue(plan);
-    return code;
+    return ended(&plan, start, code);
   }
-  return wait->outcome();
+  return ended(&plan, start, wait->outcome());
 }
 
 int Lock::acquire_async(const AcquireArgs& a, std::shared_ptr<CancelSet> keep, Completion done) {
+  const Clock::time_point start = Clock::now();
   if (!done) return fail(kInvalid, "acquiring lock " + printable(name_) + ": no completion");
   Plan plan;
-  if (int rc = make_plan(a, &plan)) return rc;
+  if (int rc = make_plan(a, &plan)) return ended(nullptr, start, rc);
   auto wait = std::make_shared<Wait>(*this, shared_from_this(), a, std::move(plan), std::move(keep),
                                      std::move(done));
-  if (!client_->engine().start(wait)) return check_open();
+  wait->started_at(start);
+  if (!client_->engine().start(wait)) return ended(nullptr, start, check_open());
   return kOk;
+}
+
+int Lock::ended(const Plan* plan, Clock::time_point start, int code) {
+  if (Stats* stats = client_->stats()) stats->acquire_ended(code, start);
+  Events& events = client_->events();
+  if (code == kOk && plan != nullptr && events.on()) {
+    Event e;
+    e.kind = Event::Acquired;
+    e.name = name_;
+    e.owner = plan->owner;
+    e.thread_id = plan->thread_id;
+    e.duration_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+    e.token = plan->fenced ? client_->holds().token(name_, plan->owner) : 0;
+    events.emit(std::move(e));
+  }
+  return code;
 }
 
 int Lock::run_async(std::function<int()> body, Completion done) {

@@ -12,6 +12,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/parse.hpp"
 #include "rlock/core/timing.hpp"
 
@@ -276,8 +277,19 @@ bool SentinelWatch::adopt(const Endpoint& found) {
   if (generation_.load() != 0 && master_.host == found.host && master_.port == found.port) {
     return false;
   }
+  const bool moved = generation_.load() != 0;
   master_ = found;
   generation_.fetch_add(1);
+  if (moved) {
+    if (Stats* stats = config_->telemetry.stats.get()) Stats::add(stats->failovers);
+    Events* events = config_->telemetry.events.get();
+    if (events != nullptr && events->on()) {
+      Event e;
+      e.kind = Event::Failover;
+      e.detail = found.describe();
+      events->emit(std::move(e));
+    }
+  }
   return true;
 }
 

@@ -7,6 +7,7 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/timing.hpp"
 #include "rlock/core/transport.hpp"
 
@@ -40,17 +41,19 @@ bool Subscriber::Waiter::subscribed() const {
   return channel_->confirmed;
 }
 
-Subscriber::Wake Subscriber::Waiter::take_or_sleep(bool* polls) {
+Subscriber::Wake Subscriber::Waiter::take_or_sleep(bool* polls, Clock::time_point* message_at) {
   std::lock_guard<std::mutex> lock(owner_->mutex_);
   Channel& c = *channel_;
   *polls = false;
   if (cancelled_) return Wake::Cancelled;  // an unused wake-up is passed on when leaving
   if (signalled_) {
     signalled_ = false;
+    if (message_at != nullptr) *message_at = message_at_;
     return Wake::Signalled;
   }
   if (c.permits > 0) {
     --c.permits;
+    if (message_at != nullptr) *message_at = c.permit_at;
     return Wake::Signalled;
   }
   if (!sleeping_) {
@@ -128,7 +131,7 @@ void Subscriber::leave(Waiter* w) {
   }
   c.members.erase(std::remove(c.members.begin(), c.members.end(), w), c.members.end());
   --c.refcount;
-  if (w->signalled_ && w->pass_on_unused_) wake_one_locked(c);
+  if (w->signalled_ && w->pass_on_unused_) wake_one_locked(c, w->message_at_);
   if (c.poller == w) {
     // The periodic retry passes to the waiter in line longest (woken to take it up).
     c.poller = nullptr;
@@ -165,21 +168,24 @@ void Subscriber::mark_dirty_locked(Channel& c) {
   notify_thread();
 }
 
-void Subscriber::wake_one_locked(Channel& c) {
+void Subscriber::wake_one_locked(Channel& c, Clock::time_point message_at) {
   if (!c.sleeping.empty()) {
     Waiter* w = c.sleeping.front();
     c.sleeping.pop_front();
     w->sleeping_ = false;
     w->signalled_ = true;
+    w->message_at_ = message_at;
     w->target_->wake_up();
   } else if (c.permits < c.refcount) {
     ++c.permits;
+    c.permit_at = message_at;
   }
 }
 
-void Subscriber::wake_all_locked(Channel& c) {
+void Subscriber::wake_all_locked(Channel& c, Clock::time_point message_at) {
   for (Waiter* w : c.members) {
     w->signalled_ = true;
+    w->message_at_ = message_at;
     w->sleeping_ = false;
     w->target_->wake_up();
   }
@@ -279,9 +285,9 @@ void Subscriber::handle_unknown_channel_locked(const std::string& kind, const st
 void Subscriber::handle_message_locked(Channel& c, const std::string& payload) {
   c.mark = next_mark();
   if (payload == "0") {
-    wake_one_locked(c);
+    wake_one_locked(c, Clock::now());
   } else if (payload == "1") {
-    wake_all_locked(c);
+    wake_all_locked(c, Clock::now());
   }
 }
 
@@ -318,6 +324,7 @@ struct Subscriber::Link {
   Clock::time_point last_read = Clock::now();
   bool ping_outstanding = false;
   Clock::time_point ping_sent;
+  bool connected_before = false;  // a new connection is a reconnect (stats)
 };
 
 void Subscriber::run() {
@@ -362,6 +369,10 @@ bool Subscriber::connect(Link& link) {
     if (master_.check_role()) check_master_role(*link.conn, master_.master());
     link.last_read = Clock::now();
     link.ping_outstanding = false;
+    if (link.connected_before) {
+      if (Stats* stats = config_.telemetry.stats.get()) Stats::add(stats->reconnects);
+    }
+    link.connected_before = true;
     std::lock_guard<std::mutex> lock(mutex_);
     connected_ = true;
     for (auto& entry : channels_) {

@@ -3,6 +3,7 @@
 #include <condition_variable>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/timing.hpp"
 
 namespace rlock::core {
@@ -61,6 +62,7 @@ struct PipelinedTransport::Pipe {
   std::mutex mutex;
   std::shared_ptr<Connection> conn;  // null until first used, and again once it failed
   uint64_t generation = 0;           // of the master address conn was made for
+  bool connected_before = false;     // a new conn is a reconnect (stats)
   std::deque<Request*> queue;        // requests sent or about to be, oldest first
   std::string outgoing;              // their commands not yet written
   bool writing = false;
@@ -243,6 +245,10 @@ void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
     if (master_.check_role()) check_master_role(*conn, master_.master());
     pipe.conn = std::move(conn);
     pipe.generation = generation;
+    if (pipe.connected_before) {
+      if (Stats* stats = config_.telemetry.stats.get()) Stats::add(stats->reconnects);
+    }
+    pipe.connected_before = true;
   }
   // The bytes and the requests join their queues together: replies come in that order.
   if (pipe.queue.empty()) pipe.progress_ns.store(steady_ns(), std::memory_order_relaxed);
@@ -270,11 +276,15 @@ void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
 void PipelinedTransport::run_noted(Request* requests, size_t count, const std::string& bytes,
                                    Deadline deadline) {
   if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
+  const auto sent = std::chrono::steady_clock::now();
   try {
     run_on(pick(), requests, count, bytes, deadline);
   } catch (const Error& e) {
     if (e.code() == kConn || e.code() == kReadOnly) master_.suspect();
     throw;
+  }
+  if (Stats* stats = config_.telemetry.stats.get()) {
+    stats->command_rtt.record(std::chrono::steady_clock::now() - sent);
   }
   // A demoted master answers writes with READONLY, one cut off from its replicas with
   // NOREPLICAS: the sentinels know where the master went, or soon will.
@@ -286,7 +296,19 @@ void PipelinedTransport::run_noted(Request* requests, size_t count, const std::s
   }
 }
 
+namespace {
+
+void count_scripts(const ClientConfig& config, const Args& args) {
+  Stats* stats = config.telemetry.stats.get();
+  if (stats != nullptr && !args.empty() && args[0].rfind("EVAL", 0) == 0) {
+    Stats::add(stats->scripts_sent);
+  }
+}
+
+}  // namespace
+
 Reply PipelinedTransport::run(const Args& args, Deadline deadline) {
+  count_scripts(config_, args);
   std::string command;
   Connection::append_command(command, args);
   Request request;
@@ -298,7 +320,10 @@ std::vector<Reply> PipelinedTransport::run_batch(const std::vector<Args>& comman
                                                  Deadline deadline) {
   if (commands.empty()) return {};
   std::string bytes;
-  for (const Args& args : commands) Connection::append_command(bytes, args);
+  for (const Args& args : commands) {
+    count_scripts(config_, args);
+    Connection::append_command(bytes, args);
+  }
   std::vector<Request> requests(commands.size());
   run_noted(requests.data(), requests.size(), bytes, deadline);
   std::vector<Reply> replies;

@@ -173,7 +173,7 @@ static void test_initializer_macros(void) {
   rlock_acquire_options ao2;
 
   CHECK_EQ_INT(co.version, RLOCK_CLIENT_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 3);
+  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 4);
   CHECK(co.url == NULL && co.host == NULL && co.unix_socket == NULL);
   CHECK(co.username == NULL && co.password == NULL);
   CHECK(co.port == 0 && co.db == 0 && co.pool_size == 0);
@@ -194,6 +194,10 @@ static void test_initializer_macros(void) {
   CHECK_EQ_INT(RLOCK_SENTINEL_TLS_AUTO, 0);
   CHECK_EQ_INT(RLOCK_SENTINEL_TLS_ON, 1);
   CHECK_EQ_INT(RLOCK_SENTINEL_TLS_OFF, 2);
+  /* version 4: statistics on */
+  CHECK_EQ_INT(co.stats, RLOCK_STATS_ON);
+  CHECK_EQ_INT(RLOCK_STATS_ON, 0);
+  CHECK_EQ_INT(RLOCK_STATS_OFF, 1);
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
   CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 2);
@@ -261,7 +265,7 @@ static void test_client_options_init_defaults(void) {
 /* Version 0 and versions newer than the library's are refused, and the struct is not written:
  * a newer struct may be larger than what this library knows. */
 static void test_options_init_versions(void) {
-  static const unsigned int bad[] = {0u, 4u, 99u, UINT_MAX}; /* 4: newer than every struct */
+  static const unsigned int bad[] = {0u, 5u, 99u, UINT_MAX}; /* 5: newer than every struct */
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     rlock_client_options co;
@@ -339,6 +343,51 @@ static void test_client_options_v2_init_stops_before_tls(void) {
       break;
     }
   }
+}
+
+/* A version-3 client options struct ends before the version-4 stats field. */
+static void test_client_options_v3_init_stops_before_stats(void) {
+  unsigned char buf[256];
+  const size_t v3_size = offsetof(rlock_client_options, stats);
+  size_t j;
+  memset(buf, 0xa5, sizeof buf);
+  CHECK_EQ_INT(rlock_client_options_init((rlock_client_options *)(void *)buf, 3), RLOCK_OK);
+  CHECK_EQ_INT(*(unsigned int *)(void *)buf, 3);
+  for (j = v3_size; j < sizeof buf; j++) {
+    if (buf[j] != 0xa5) {
+      CHECK(!"a version-3 init wrote past the version-3 fields");
+      break;
+    }
+  }
+}
+
+/* Statistics and events without a server: bad arguments, and the histogram bounds. */
+static void test_stats_without_redis(void) {
+  rlock_stats st;
+  const int64_t *bounds = rlock_histogram_bounds_us();
+  int i;
+  memset(&st, 0, sizeof st);
+  st.version = RLOCK_STATS_VERSION;
+  CHECK_EQ_INT(rlock_client_stats(NULL, NULL), RLOCK_EINVAL);
+  CHECK_EQ_INT(rlock_client_stats(&st, NULL), RLOCK_EINVAL);
+  check_last_error(RLOCK_EINVAL, "client", __LINE__);
+  st.version = 0;
+  CHECK_EQ_INT(rlock_client_stats(&st, (rlock_client *)&failures), RLOCK_EVERSION);
+  st.version = RLOCK_STATS_VERSION + 1;
+  CHECK_EQ_INT(rlock_client_stats(&st, (rlock_client *)&failures), RLOCK_EVERSION);
+  check_last_error(RLOCK_EVERSION, "rlock_stats", __LINE__);
+  CHECK_EQ_INT(rlock_client_set_event_callback(NULL, NULL, NULL), RLOCK_EINVAL);
+  CHECK(bounds != NULL);
+  CHECK_EQ_INT(RLOCK_HISTOGRAM_BUCKETS, RLOCK_HISTOGRAM_BOUNDS + 1);
+  CHECK_EQ_INT(bounds[0], 25);
+  CHECK(bounds[RLOCK_HISTOGRAM_BOUNDS - 1] == (int64_t)3600 * 1000000);
+  for (i = 1; i < RLOCK_HISTOGRAM_BOUNDS; ++i) CHECK(bounds[i] > bounds[i - 1]);
+  CHECK_EQ_INT(RLOCK_EVENT_ACQUIRED, 1);
+  CHECK_EQ_INT(RLOCK_EVENT_RELEASED, 2);
+  CHECK_EQ_INT(RLOCK_EVENT_LOST, 3);
+  CHECK_EQ_INT(RLOCK_EVENT_RENEWAL_FAILED, 4);
+  CHECK_EQ_INT(RLOCK_EVENT_FAILOVER, 5);
+  CHECK_EQ_INT(RLOCK_EVENT_REDIRECT, 6);
 }
 
 static void test_no_redis_failures(void) {
@@ -477,7 +526,31 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_client_options, tls_verify), 176);
   CHECK_EQ_INT(offsetof(rlock_client_options, tls_min_version), 180);
   CHECK_EQ_INT(offsetof(rlock_client_options, sentinel_tls), 184);
+  CHECK_EQ_INT(offsetof(rlock_client_options, stats), 188); /* version 4 */
   CHECK_EQ_INT(sizeof(rlock_client_options), 192);
+
+  CHECK_EQ_INT(sizeof(rlock_histogram), 8 * (2 + 23));
+  CHECK_EQ_INT(offsetof(rlock_stats, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_stats, enabled), 4);
+  CHECK_EQ_INT(offsetof(rlock_stats, acquires_granted), 8);
+  CHECK_EQ_INT(offsetof(rlock_stats, acquires_failed_by_code), 40);
+  CHECK_EQ_INT(offsetof(rlock_stats, releases), 40 + 8 * 32);
+  CHECK_EQ_INT(offsetof(rlock_stats, events_dropped), 296 + 8 * 11);
+  CHECK_EQ_INT(offsetof(rlock_stats, holds), 392);
+  CHECK_EQ_INT(offsetof(rlock_stats, waiters), 400);
+  CHECK_EQ_INT(offsetof(rlock_stats, acquire_wait), 408);
+  CHECK_EQ_INT(sizeof(rlock_stats), 408 + 4 * 200);
+
+  CHECK_EQ_INT(offsetof(rlock_event, kind), 0);
+  CHECK_EQ_INT(offsetof(rlock_event, unix_time_us), 8);
+  CHECK_EQ_INT(offsetof(rlock_event, name), 16);
+  CHECK_EQ_INT(offsetof(rlock_event, owner), 32);
+  CHECK_EQ_INT(offsetof(rlock_event, thread_id), 48);
+  CHECK_EQ_INT(offsetof(rlock_event, duration_us), 56);
+  CHECK_EQ_INT(offsetof(rlock_event, token), 64);
+  CHECK_EQ_INT(offsetof(rlock_event, reason), 72);
+  CHECK_EQ_INT(offsetof(rlock_event, detail), 80);
+  CHECK_EQ_INT(sizeof(rlock_event), 96);
 
   CHECK_EQ_INT(offsetof(rlock_lock_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_lock_options, lease_ms), 8);
@@ -569,6 +642,9 @@ static void test_every_function_links(void) {
       (any_fn)rlock_multi_acquire_async,
       (any_fn)rlock_multi_release_async,
       (any_fn)rlock_current_thread_id,
+      (any_fn)rlock_histogram_bounds_us,
+      (any_fn)rlock_client_stats,
+      (any_fn)rlock_client_set_event_callback,
   };
   size_t i;
   CHECK(cb != NULL);
@@ -612,6 +688,8 @@ int main(void) {
   test_options_init_versions();
   test_options_init_writes_only_its_version();
   test_client_options_v2_init_stops_before_tls();
+  test_client_options_v3_init_stops_before_stats();
+  test_stats_without_redis();
   test_no_redis_failures();
   test_null_frees();
   test_cancel_token();

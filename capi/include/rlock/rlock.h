@@ -204,7 +204,14 @@ typedef struct rlock_client_options {
   int tls_verify;              /* rlock_tls_verify: RLOCK_TLS_VERIFY_FULL (0, the default) */
   int tls_min_version;         /* rlock_tls_version: RLOCK_TLS_1_2 (0, the default) */
   int sentinel_tls;            /* rlock_sentinel_tls: RLOCK_SENTINEL_TLS_AUTO (0, the default) */
+  /* version 4 */
+  int stats; /* rlock_stats_mode: RLOCK_STATS_ON (0, the default) keeps the counters and
+              * histograms of rlock_client_stats; RLOCK_STATS_OFF skips them (URL: stats=off) */
 } rlock_client_options;
+
+/* Whether a client keeps statistics (rlock_client_stats). They cost a few atomic additions per
+ * call; off is for measuring that cost. */
+typedef enum rlock_stats_mode { RLOCK_STATS_ON = 0, RLOCK_STATS_OFF = 1 } rlock_stats_mode;
 
 /* How a TLS server's certificate is checked. */
 typedef enum rlock_tls_verify {
@@ -224,11 +231,11 @@ typedef enum rlock_sentinel_tls {
   RLOCK_SENTINEL_TLS_OFF = 2 /* plaintext sentinels, TLS master (URL: sentinel_tls=no) */
 } rlock_sentinel_tls;
 
-#define RLOCK_CLIENT_OPTIONS_VERSION 3
+#define RLOCK_CLIENT_OPTIONS_VERSION 4
 #define RLOCK_CLIENT_OPTIONS_INIT                                                                \
   {                                                                                              \
     RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        NULL, NULL, NULL, NULL, NULL, 0, 0, 0                                                    \
+        NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0                                                 \
   }
 
 /* Fills `opts` with defaults (zero fields mean "default" too). For bindings that cannot expand
@@ -514,6 +521,115 @@ RLOCK_API int rlock_multi_acquire_async(rlock_multi *group, const rlock_acquire_
                                         rlock_completion_cb done, void *user);
 RLOCK_API int rlock_multi_release_async(rlock_multi *group, int64_t thread_id,
                                         rlock_completion_cb done, void *user);
+
+/* ---- Statistics --------------------------------------------------------------------------- */
+/* Each client counts what it does, from any thread, at the cost of a few relaxed atomic
+ * additions per call (docs/metrics.md: what each figure means, and their names as OpenTelemetry
+ * and Prometheus metrics). Lock names never appear here: they are unbounded; events carry them. */
+
+/* A histogram of durations in fixed buckets, the same for every histogram: buckets[i] counts
+ * samples above the bound i-1 and at most rlock_histogram_bounds_us()[i]; the last bucket counts
+ * those above every bound. Counts since the client was made; they only grow. */
+#define RLOCK_HISTOGRAM_BOUNDS 22
+#define RLOCK_HISTOGRAM_BUCKETS (RLOCK_HISTOGRAM_BOUNDS + 1)
+typedef struct rlock_histogram {
+  uint64_t count;  /* samples */
+  uint64_t sum_us; /* their total, in microseconds */
+  uint64_t buckets[RLOCK_HISTOGRAM_BUCKETS];
+} rlock_histogram;
+
+/* The RLOCK_HISTOGRAM_BOUNDS upper bounds of the buckets, in microseconds, ascending: 25 us to
+ * 1 hour. Static; needs no client. */
+RLOCK_API const int64_t *rlock_histogram_bounds_us(void);
+
+/* Indexes of rlock_stats.acquires_failed_by_code: the negated status code (ECONN -> 5). */
+#define RLOCK_STATS_CODES 32
+
+typedef struct rlock_stats {
+  unsigned int version; /* set by the caller: RLOCK_STATS_VERSION */
+  int enabled;          /* 0 when the client was made with RLOCK_STATS_OFF: everything is 0 */
+  /* Counters since the client was made. An acquire is one call of rlock_acquire* (blocking
+   * or _async); each round of a group acquire counts as a try-once acquire of every member, on
+   * the member's client, and its release as a release of each. */
+  uint64_t acquires_granted;
+  uint64_t acquires_timed_out; /* ended with RLOCK_ETIMEDOUT (a try-once on a held lock too) */
+  uint64_t acquires_canceled;  /* ended with RLOCK_ECANCELED */
+  uint64_t acquires_failed;    /* ended with any other error; by code just below */
+  uint64_t acquires_failed_by_code[RLOCK_STATS_CODES]; /* [-code]; [2] and [4] stay 0 */
+  uint64_t releases;                                   /* release calls that released a hold */
+  uint64_t releases_failed; /* release calls that failed (ENOTHELD, ENOTOWNER, ELOST, ECONN...) */
+  uint64_t locks_lost_gone;        /* holds lost, by rlock_lost_reason */
+  uint64_t locks_lost_unreachable;
+  uint64_t locks_lost_expired;
+  uint64_t renewals_sent;     /* holds renewed by the watchdog (one script renews many) */
+  uint64_t renewals_failed;   /* of those: no answer or an error reply (found gone: lost) */
+  uint64_t reconnects;        /* connections opened again after one was lost or replaced */
+  uint64_t failovers;         /* Sentinel: the master moved to another address */
+  uint64_t cluster_redirects; /* Cluster: MOVED and ASK answers followed */
+  uint64_t scripts_sent;      /* EVALSHA and EVAL commands sent (renewals included) */
+  uint64_t events_dropped;    /* events not delivered because the queue was full */
+  /* Gauges, now. */
+  int64_t holds;   /* (lock, owner) holds this client keeps, not lost */
+  int64_t waiters; /* acquires waiting for a lock (a group waits between rounds: not counted) */
+  /* Histograms. */
+  rlock_histogram acquire_wait; /* granted acquires: from the call to the grant */
+  rlock_histogram hold;         /* from a hold's first acquire to its last release */
+  rlock_histogram handoff;      /* acquires woken by an unlock message: from the message's
+                                   arrival to the grant */
+  rlock_histogram command_rtt;  /* commands (a pipelined batch counts once): from the send to
+                                   the reply */
+} rlock_stats;
+
+#define RLOCK_STATS_VERSION 1
+
+/* Fills `out` (out->version must be set; fields of later versions are left alone) with a
+ * snapshot of the client's statistics. Any thread; no I/O; costs about a microsecond. Counters
+ * are read one by one, so a snapshot taken during calls may be a few calls apart between
+ * fields. */
+RLOCK_API int rlock_client_stats(rlock_stats *out, rlock_client *client);
+
+/* ---- Events -------------------------------------------------------------------------------- */
+
+typedef enum rlock_event_kind {
+  RLOCK_EVENT_ACQUIRED = 1,       /* name, owner, duration_us = time waited, token */
+  RLOCK_EVENT_RELEASED = 2,       /* name, owner, duration_us = time held (first acquire to
+                                     last release) */
+  RLOCK_EVENT_LOST = 3,           /* name, owner, reason = rlock_lost_reason */
+  RLOCK_EVENT_RENEWAL_FAILED = 4, /* name, owner, reason = rlock_error_code, detail = message */
+  RLOCK_EVENT_FAILOVER = 5,       /* detail = the new master "host:port" */
+  RLOCK_EVENT_REDIRECT = 6        /* detail = "MOVED <slot> <host:port>" or "ASK ..." */
+} rlock_event_kind;
+
+/* Made by the library, borrowed by the callback for the duration of the call. Fields are only
+ * ever appended. Strings are not NUL-terminated: use the lengths. */
+typedef struct rlock_event {
+  rlock_event_kind kind;
+  int64_t unix_time_us; /* when it happened (wall clock) */
+  const char *name;     /* the lock; empty for FAILOVER and REDIRECT */
+  size_t name_len;
+  const char *owner; /* the hold's owner field ("<client-id>:<thread-id>", ":write" for a
+                        writer); empty when none */
+  size_t owner_len;
+  int64_t thread_id;   /* the owner's thread id, 0 when none */
+  int64_t duration_us; /* ACQUIRED: waited; RELEASED: held; else 0 */
+  int64_t token;       /* ACQUIRED: the fencing token, 0 when none */
+  int reason;          /* LOST: rlock_lost_reason; RENEWAL_FAILED: rlock_error_code; else 0 */
+  const char *detail;  /* see the kinds; empty when none */
+  size_t detail_len;
+} rlock_event;
+
+typedef void (*rlock_event_cb)(const rlock_event *event, void *payload);
+
+/* Sets (or with cb NULL clears) the client's event callback. Off by default. While one is set,
+ * events are queued (a copy of the strings and a queue push, about a microsecond each) and
+ * handed to `cb`, in the order they happened, on one library thread of the client started for
+ * it (docs/metrics.md "Events"). Up to 65536 events wait; beyond that they are dropped and
+ * counted (rlock_stats.events_dropped). `cb` may call rlock functions, must not block for long
+ * and must not let exceptions or longjmp out. Returns once a callback running on another thread
+ * has returned; queued events go to the new callback. rlock_client_free delivers the events
+ * already queued, then stops the thread. */
+RLOCK_API int rlock_client_set_event_callback(rlock_client *client, rlock_event_cb cb,
+                                              void *payload);
 
 /* ---- Deprecated ----------------------------------------------------------------------------- */
 

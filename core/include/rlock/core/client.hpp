@@ -14,6 +14,7 @@
 #include "rlock/core/engine.hpp"
 #include "rlock/core/holds.hpp"
 #include "rlock/core/sentinel.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/subscriber.hpp"
 #include "rlock/core/transport.hpp"
 
@@ -42,6 +43,9 @@ class Client {
   // The waiting engine: every waiting acquire and asynchronous call of this client.
   Engine& engine() { return *engine_; }
   const std::shared_ptr<Engine>& engine_ptr() { return engine_; }
+  // What the client counts (null when made with keep_stats off) and its event hook.
+  Stats* stats() const { return config_.telemetry.stats.get(); }
+  Events& events() const { return *config_.telemetry.events; }
 
   // Replicas to WAIT for after an acquire or release of the lock `name` now (0 = none):
   // sync_replicas, or with auto, one on Sentinel and Cluster deployments while the master

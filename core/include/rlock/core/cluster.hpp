@@ -87,6 +87,8 @@ class ClusterTransport final : public Transport, public MasterSource {
   bool refresh(bool force, RefreshFailure* failure = nullptr);
   bool apply_slots(const Reply& slots, const Endpoint& asked, std::string* why);
   std::vector<Reply> send(const std::vector<Args>& commands, int slot, Deadline deadline);
+  // A MOVED or ASK answer is being followed: counted, and told as an event.
+  void note_redirect(const Redirect& to);
 
   const ClientConfig config_;
   mutable std::shared_mutex mutex_;  // guards slots_ and nodes_

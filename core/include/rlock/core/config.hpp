@@ -10,6 +10,15 @@
 namespace rlock::core {
 
 class TlsContext;  // tls.hpp
+class Stats;       // stats.hpp
+class Events;
+
+// What the parts of one client record and tell (stats.hpp), shared through the config they all
+// copy. Filled by Client::create; null stats when the client keeps none.
+struct Telemetry {
+  std::shared_ptr<Stats> stats;
+  std::shared_ptr<Events> events;
+};
 
 struct Endpoint {
   std::string host = "127.0.0.1";
@@ -90,7 +99,12 @@ struct ClientConfig {
   int64_t poll_cap_ms = 1000;
   size_t max_name_len = kDefaultMaxNameLen;
   TlsConfig tls;
+  bool keep_stats = true;  // RLOCK_STATS_ON
+  Telemetry telemetry;
 };
+
+// Gives `config` its stats (unless keep_stats is off) and event hook, once.
+void attach_telemetry(ClientConfig* config);
 
 // Fills the connection part of `config` (topology, endpoint, seeds, master name, replica sync)
 // from a URL; throws Error(kInvalid) naming the bad part:

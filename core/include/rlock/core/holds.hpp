@@ -100,6 +100,8 @@ class Holds {
     HoldLayout layout;
   };
   std::vector<Active> active() const;
+  // Holds kept now, not lost (the holds gauge of the stats).
+  int64_t live_count() const;
 
   // Stops the watchdog thread; holds are no longer renewed. Idempotent.
   void stop();
@@ -149,6 +151,7 @@ class Holds {
     int releasing = 0;        // releases in flight
     int deferred_reason = 0;  // a loss noticed while one was
     uint64_t generation = 0;
+    Clock::time_point held_since;  // the first acquire of this hold (the hold histogram)
     Clock::time_point valid_until;
     Clock::time_point next_renew;
     Clock::time_point due;  // position in index_

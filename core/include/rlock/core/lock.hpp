@@ -83,7 +83,7 @@ class Lock : public std::enable_shared_from_this<Lock> {
   // `keep` owns args.cancel for the operation's life. args.token, if set, is written before
   // `done` runs. Must be called through a shared_ptr.
   int acquire_async(const AcquireArgs& args, std::shared_ptr<CancelSet> keep, Completion done);
-  int release(int64_t thread_id) { return release_hold(thread_id, true); }
+  int release(int64_t thread_id);
   // release and extend on a library thread, as acquire_async.
   int release_async(int64_t thread_id, Completion done);
   int extend_async(int64_t lease_ms, int64_t thread_id, Completion done);
@@ -152,6 +152,9 @@ class Lock : public std::enable_shared_from_this<Lock> {
                      int* outcome);
   std::string wake_channel(const Plan& plan) const;
   int acquired(const AcquireArgs& a, const Plan& plan);
+  // An acquire call that started at `start` ended with `code`: counted, and told as an event
+  // when granted (`plan` null when the call failed before making one). Returns `code`.
+  int ended(const Plan* plan, std::chrono::steady_clock::time_point start, int code);
   // Runs `body` on a library thread and hands its outcome to `done`.
   int run_async(std::function<int()> body, Completion done);
   void leave_queue(const Plan& plan);

@@ -64,7 +64,9 @@ class Subscriber {
     // (None). *polls tells whether this waiter keeps the channel's periodic retry: one waiter
     // per channel does (the first to sleep, until it leaves), so the client's waiters on one
     // lock cost Redis one attempt per poll period however many they are.
-    Wake take_or_sleep(bool* polls);
+    // *message_at (optional) gets, with Signalled, when the unlock message behind the
+    // wake-up arrived (min() when it was not a message: a reconnect, a move).
+    Wake take_or_sleep(bool* polls, Clock::time_point* message_at = nullptr);
     // Out of line for wake-ups (its timer ran out). True if one had come for it meanwhile.
     bool stop_sleeping();
     // Called when the waiter got what it waited for: a wake-up it did not use is then not
@@ -86,6 +88,7 @@ class Subscriber {
     Channel* channel_;
     WakeTarget* target_;
     bool signalled_ = false;
+    Clock::time_point message_at_ = Clock::time_point::min();  // of the wake-up in signalled_
     bool cancelled_ = false;
     bool sleeping_ = false;
     bool pass_on_unused_ = true;
@@ -102,6 +105,7 @@ class Subscriber {
     bool dirty = false;            // queued for the thread to (un)subscribe
     bool moved = false;            // sharded: its slot went to another node
     int permits = 0;               // wake-ups that arrived while nobody slept
+    Clock::time_point permit_at = Clock::time_point::min();  // the latest one's message
     uint64_t mark = 0;             // renewed by every message and every confirmation
     Clock::time_point idle_since;  // when refcount last fell to 0
     std::deque<Waiter*> sleeping;
@@ -142,8 +146,9 @@ class Subscriber {
   void run();
   void leave(Waiter* w);
   void mark_dirty_locked(Channel& c);
-  void wake_one_locked(Channel& c);
-  void wake_all_locked(Channel& c);
+  // `message_at`: when the message that wakes them arrived; min() for other wake-ups.
+  void wake_one_locked(Channel& c, Clock::time_point message_at = Clock::time_point::min());
+  void wake_all_locked(Channel& c, Clock::time_point message_at = Clock::time_point::min());
   void on_disconnected_locked();
 
   // Replies read on the pub/sub connection. `pong`: set when one answers our PING.
