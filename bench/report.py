@@ -27,11 +27,14 @@ import matplotlib.ticker  # noqa: E402
 REFERENCE = "rlock-c"
 # rlock-c over TLS to the same server (scenarios 1-3), compared with rlock-c in its own section.
 TLS = "rlock-c-tls"
+# rlock-c with its client's statistics off (scenarios 1-2): what the statistics cost.
+NOSTATS = "rlock-c-nostats"
 # Table order: the reference, its TLS run, the bare-hiredis floor, then each language's rlock
 # binding before its peers, then the baselines.
 ORDER = [
     "rlock-c",
     "rlock-c-tls",
+    "rlock-c-nostats",
     "hiredis-floor",
     "rlock-py",
     "redis-py",
@@ -483,6 +486,34 @@ def tls_section(records):
     failed = sorted(r["scenario"] for r in records if r["contender"] == TLS and r.get("failed"))
     if failed:
         lines += ["", f"- {TLS} failed in: {', '.join(failed)}"]
+    return lines + [""]
+
+
+def stats_section(records):
+    """rlock-c (statistics on, the default) beside rlock-c-nostats for scenarios 1-2; empty
+    when rlock-c-nostats did not run."""
+    if not any(r["contender"] == NOSTATS for r in records):
+        return []
+    lines = [
+        "## Statistics on beside off",
+        "",
+        "rlock-c as it ships (per-client statistics on: a few relaxed atomic additions per "
+        "call) beside the same program with `RLOCK_STATS_OFF`, each run right after the other "
+        "in this run. Cost: how much lower the rate is with statistics on (1 − on ÷ off); the "
+        "target is within 2 %. On a busy machine single runs differ by more than that both "
+        "ways, so a figure inside the noise means no measurable cost.",
+        "",
+        "| Figure | statistics on | off | cost |",
+        "|---|---:|---:|---:|",
+    ]
+    for scenario, metric, label, _ in TLS_FIGURES[:2]:
+        on = value_of(records, scenario, REFERENCE, metric)
+        off = value_of(records, scenario, NOSTATS, metric)
+        cost = f"{(1 - on / off) * 100:+.1f} %" if on and off else "—"
+        lines.append(f"| {label} | {fmt(on, '')} | {fmt(off, '')} | {cost} |")
+    failed = sorted(r["scenario"] for r in records if r["contender"] == NOSTATS and r.get("failed"))
+    if failed:
+        lines += ["", f"- {NOSTATS} failed in: {', '.join(failed)}"]
     return lines + [""]
 
 
@@ -1008,6 +1039,7 @@ def main(argv):
         if many_chart(records, path) if scenario == MANY else chart(records, scenario, path):
             out += [f"![{scenario}](results/{scenario}.png)", ""]
     out += tls_section(records)
+    out += stats_section(records)
     out += [
         "## Targets",
         "",

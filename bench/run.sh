@@ -27,8 +27,10 @@ die() {
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # rlock-c-tls: rlock-c over TLS to the same server (hiredis-floor cannot: hiredis 0.14 has no
-# TLS).
-c_contenders=(rlock-c rlock-c-tls hiredis-floor)
+# TLS). rlock-c-nostats: rlock-c with its client's statistics off, to measure what they cost.
+c_contenders=(rlock-c rlock-c-tls rlock-c-nostats hiredis-floor)
+# Compared with rlock-c, so each of their scenarios runs right after rlock-c's run of it.
+paired_with_reference=(rlock-c-tls rlock-c-nostats)
 peer_contenders=(rlock-py redis-py python-redis-lock rlock-go redsync rlock-java redisson)
 is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
 # The scenarios each contender supports, in run order; a contender is not run for the others.
@@ -36,6 +38,7 @@ scenarios_of() {
   case "$1" in
     rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters ;;
     rlock-c-tls) echo uncontended throughput handoff ;;
+    rlock-c-nostats) echo uncontended throughput ;;
     rlock-java | redisson) echo uncontended throughput handoff herd herd-fair many-waiters ;;
     rlock-py | redis-py | rlock-go | redsync) echo uncontended throughput many-waiters ;;
     *) echo uncontended throughput ;;
@@ -279,13 +282,16 @@ run_one() {
   fi
 }
 
-# With rlock-c, rlock-c-tls runs each scenario right after rlock-c's run of it: the machine's
-# state drifts over a run, and the two are compared with each other.
-paired_tls=0
-[[ " ${contenders[*]} " != *" rlock-c "* || " ${contenders[*]} " != *" rlock-c-tls "* ]] ||
-  paired_tls=1
+# With rlock-c, rlock-c-tls and rlock-c-nostats run each scenario right after rlock-c's run of
+# it: the machine's state drifts over a run, and they are compared with rlock-c.
+paired=()
+if [[ " ${contenders[*]} " == *" rlock-c "* ]]; then
+  for p in "${paired_with_reference[@]}"; do
+    [[ " ${contenders[*]} " != *" $p "* ]] || paired+=("$p")
+  done
+fi
 for c in "${contenders[@]}"; do
-  [ "$c" != rlock-c-tls ] || [ "$paired_tls" -eq 0 ] || continue
+  [[ " ${paired[*]} " != *" $c "* ]] || continue
   for scenario in $(scenarios_of "$c"); do
     case "$scenario" in
       watchdog | memory) run_one "$c" "$scenario" "${sizes[@]}" ;;
@@ -302,9 +308,10 @@ for c in "${contenders[@]}"; do
         ;;
       *)
         run_one "$c" "$scenario"
-        if [ "$c" = rlock-c ] && [ "$paired_tls" -eq 1 ] &&
-          [[ " $(scenarios_of rlock-c-tls) " == *" $scenario "* ]]; then
-          run_one rlock-c-tls "$scenario"
+        if [ "$c" = rlock-c ]; then
+          for p in "${paired[@]}"; do
+            [[ " $(scenarios_of "$p") " != *" $scenario "* ]] || run_one "$p" "$scenario"
+          done
         fi
         ;;
     esac

@@ -26,8 +26,12 @@ std::string rlock_failure(const char* doing) {
 class RlockC : public Contender {
  public:
   RlockC(const Options& o, const std::vector<std::string>& names) {
-    if (rlock_client_new_url(&client_, o.url.c_str()) != RLOCK_OK) {
-      throw Failure(rlock_failure("rlock_client_new_url"));
+    rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+    opts.url = o.url.c_str();
+    // rlock-c-nostats measures what the statistics cost.
+    opts.stats = o.contender == "rlock-c-nostats" ? RLOCK_STATS_OFF : RLOCK_STATS_ON;
+    if (rlock_client_new(&client_, &opts) != RLOCK_OK) {
+      throw Failure(rlock_failure("rlock_client_new"));
     }
     for (const std::string& name : names) {
       rlock_lock* lock = nullptr;

@@ -22,7 +22,7 @@ using Seconds = std::chrono::duration<double>;
 constexpr size_t kUncontendedNames = 1024;
 
 constexpr char kUsage[] =
-    "usage: rlock-bench --contender rlock-c|rlock-c-tls|hiredis-floor|ping\n"
+    "usage: rlock-bench --contender rlock-c|rlock-c-tls|rlock-c-nostats|hiredis-floor|ping\n"
     "                   --url redis://HOST:PORT [--admin-url redis://HOST:PORT]\n"
     "                   --scenario SCENARIO --seconds S [--threads T] [--names N]\n"
     "                   [--processes P] [--locks N] [--waiters N] [--scripts DIR]\n"
@@ -30,7 +30,7 @@ constexpr char kUsage[] =
     "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory,\n"
     "  many-waiters. rlock-c-tls is rlock-c on a rediss:// --url; it needs --admin-url, a\n"
     "  plaintext URL of the same server for the harness's own connection (hiredis 0.14 has\n"
-    "  no TLS).\n"
+    "  no TLS). rlock-c-nostats is rlock-c with its client's statistics off.\n"
     "  --threads (default 16): throughput, and threads per process in herd;\n"
     "  --names (default 256): throughput; --processes (default 8): herd;\n"
     "  --locks (default 10000): watchdog and memory; in many-waiters the locks the waiters\n"
@@ -132,7 +132,8 @@ Options parse_args(int argc, char** argv) {
     locks_given = locks_given || flag == "--locks";
   }
   if (!is_rlock(o) && o.contender != "hiredis-floor" && o.contender != "ping") {
-    throw Usage("--contender must be rlock-c, rlock-c-tls, hiredis-floor or ping, got '" +
+    throw Usage("--contender must be rlock-c, rlock-c-tls, rlock-c-nostats, hiredis-floor or "
+                "ping, got '" +
                 o.contender + "'");
   }
   if (o.url.empty()) throw Usage("--url is required");
@@ -150,7 +151,10 @@ Options parse_args(int argc, char** argv) {
 
 }  // namespace
 
-bool is_rlock(const Options& o) { return o.contender == "rlock-c" || o.contender == "rlock-c-tls"; }
+bool is_rlock(const Options& o) {
+  return o.contender == "rlock-c" || o.contender == "rlock-c-tls" ||
+         o.contender == "rlock-c-nostats";
+}
 
 std::string number(double v) {
   char buf[64];
