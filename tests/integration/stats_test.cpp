@@ -261,13 +261,13 @@ TEST(Events, OrderAndFields) {
   const std::string name = unique_name("events");
   LockKeys cleanup(name);
   RedisConn redis(test_redis_url());
+  EventLog log;  // outlives the client, whose event thread writes to it
   it::Client client = make_client_with(it::server_url(), 300, RLOCK_STATS_ON);
   rlock_lock_options lo = RLOCK_LOCK_OPTIONS_INIT;
   lo.kind = RLOCK_LOCK_FENCED;
   rlock_lock* raw = nullptr;
   ASSERT_EQ(rlock_lock_new(&raw, client.get(), name.c_str(), &lo), RLOCK_OK);
   it::Lock lock(raw);
-  EventLog log;
   ASSERT_EQ(rlock_client_set_event_callback(client.get(), on_event, &log), RLOCK_OK);
 
   const int64_t tid = rlock_current_thread_id();
@@ -321,6 +321,7 @@ TEST(Events, OrderAndFields) {
 TEST(Events, RenewalFailedAndFreeFromTheCallback) {
   const std::string name = unique_name("events-renew");
   PrivateRedis server({"--enable-debug-command", "yes"});  // it is made to sleep
+  EventLog log;  // outlives the client, whose event thread writes to it
   rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
   const std::string url = server.tcp_url();
   opts.url = url.c_str();
@@ -330,7 +331,6 @@ TEST(Events, RenewalFailedAndFreeFromTheCallback) {
   ASSERT_EQ(rlock_client_new(&raw, &opts), RLOCK_OK) << it::last_error();
   it::Client client(raw);
   it::Lock lock = it::make_lock(client.get(), name);
-  EventLog log;
   ASSERT_EQ(rlock_client_set_event_callback(client.get(), on_event, &log), RLOCK_OK);
   ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
   // The server sleeps through the next renewals (every 200 ms, each given 100 ms).
