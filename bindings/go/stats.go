@@ -170,3 +170,6 @@ func cBool(b bool) C.int {
 	}
 	return 0
 }
+
+// cStatsCodes is RLOCK_STATS_CODES, for the tests (which cannot use cgo).
+const cStatsCodes = int(C.RLOCK_STATS_CODES)
