@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,4 +352,46 @@ func TestEventsDeliveredBeforeClose(t *testing.T) {
 		t.Fatalf("%d events delivered by Close, want 20", n)
 	}
 	wantCode(t, c.SetEventHandler(log.add), CodeClosed, ErrClosed)
+}
+
+// Handlers replaced and cleared while events flow: a handler replaced gets nothing after
+// SetEventHandler returns, and Close with a handler set leaves nothing behind (run with -race).
+func TestEventHandlerReplacedWhileEventsFlow(t *testing.T) {
+	c, err := NewClient(redis.URL)
+	must(t, err)
+	l, err := c.Lock(uniqueName(t))
+	must(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			if l.Lock(bg) != nil || l.Unlock() != nil {
+				return
+			}
+		}
+	}()
+	var calls atomic.Int64
+	for i := 0; i < 50; i++ {
+		var retired atomic.Bool
+		must(t, c.SetEventHandler(func(Event) {
+			if retired.Load() {
+				t.Error("a replaced handler was called after SetEventHandler returned")
+			}
+			calls.Add(1)
+		}))
+		time.Sleep(time.Millisecond)
+		if i%2 == 0 {
+			must(t, c.SetEventHandler(nil))
+		} else {
+			must(t, c.SetEventHandler(func(Event) { calls.Add(1) }))
+		}
+		retired.Store(true)
+	}
+	<-done
+	must(t, c.SetEventHandler(func(Event) { calls.Add(1) }))
+	must(t, l.Close())
+	must(t, c.Close())
+	if calls.Load() == 0 {
+		t.Fatal("no handler got any event")
+	}
 }
