@@ -282,4 +282,38 @@ class StatsTest extends ClientTestBase {
     replace.get(10, TimeUnit.SECONDS);
     lock.unlock();
   }
+
+  @Test
+  void listenersReplacedWhileEventsFlow() throws Exception {
+    RedisLockClient c = RedisLockClient.create(TestRedis.url());
+    RedisLock lock = c.getLock(TestRedis.uniqueName("events-flow"));
+    java.util.concurrent.atomic.AtomicLong calls = new java.util.concurrent.atomic.AtomicLong();
+    java.util.concurrent.atomic.AtomicReference<String> wrong =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    Future<?> work = pool.submit(() -> {
+      for (int i = 0; i < 200; i++) {
+        lock.lock();
+        lock.unlock();
+      }
+      return null;
+    });
+    for (int i = 0; i < 50; i++) {
+      java.util.concurrent.atomic.AtomicBoolean retired =
+          new java.util.concurrent.atomic.AtomicBoolean();
+      c.setEventListener(e -> {
+        if (retired.get()) {
+          wrong.set("a replaced listener was called after setEventListener returned");
+        }
+        calls.incrementAndGet();
+      });
+      Thread.sleep(1);
+      c.setEventListener(i % 2 == 0 ? null : e -> calls.incrementAndGet());
+      retired.set(true);
+    }
+    work.get(30, TimeUnit.SECONDS);
+    c.setEventListener(e -> calls.incrementAndGet());
+    c.close();
+    assertNull(wrong.get());
+    assertTrue(calls.get() > 0, "no listener got any event");
+  }
 }
