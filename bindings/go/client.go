@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -23,6 +24,11 @@ type Client struct {
 	mu  sync.RWMutex // held shared while the C client is used, exclusively to free it
 	ptr *C.rlock_client
 	id  string
+
+	events eventState // SetEventHandler (events.go)
+	// A Lock that has to wait first tries once in a blocking call, then waits asynchronously:
+	// two acquires for the C library, of which the first timed out. Stats subtracts these.
+	triesBeforeWait atomic.Uint64
 }
 
 // Option configures NewClient.
@@ -34,6 +40,7 @@ type clientConfig struct {
 	poolSize                                 int
 	maxNameLen                               uint64
 	tls                                      *TLSOptions // nil: TLS only as the URL says
+	statsOff                                 bool
 }
 
 // positiveMS records an error for a duration that is not positive; 0 (the C default) is
@@ -89,6 +96,13 @@ func WithMaxNameLen(n int) Option {
 	}
 }
 
+// WithStats turns the client's statistics (Client.Stats) on, the default, or off. They cost a
+// few atomic additions per call; off is for measuring that cost. The URL option stats=off
+// turns them off too.
+func WithStats(enabled bool) Option {
+	return func(c *clientConfig) { c.statsOff = !enabled }
+}
+
 // NewClient connects to Redis once to check the address and credentials. url is
 // redis://[[user]:password@]host[:port][/db], unix://[[user]:password@]/path[?db=N] or
 // redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N] or
@@ -136,7 +150,7 @@ func NewClient(url string, opts ...Option) (*Client, error) {
 	var ptr *C.rlock_client
 	err := check(C.rlock_go_client_new(&ptr, curl, C.int64_t(cfg.connectMS),
 		C.int64_t(cfg.commandMS), C.int(cfg.poolSize), C.int64_t(cfg.watchdogMS),
-		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen), tls.ptr()))
+		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen), cBool(cfg.statsOff), tls.ptr()))
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +177,9 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	if ptr != nil {
 		runtime.SetFinalizer(c, nil)
+		// Delivers the events already queued to the handler, so its handle goes after.
 		C.rlock_client_free(ptr)
+		c.events.release()
 	}
 	return nil
 }

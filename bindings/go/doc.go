@@ -81,4 +81,14 @@
 // over the network. All Close methods are idempotent and safe while other goroutines use the
 // value. NewClient fails with ErrVersion if the loaded C library is older (or of another major
 // version) than the headers this package was compiled against.
+//
+// # Statistics and events
+//
+// Client.Stats returns the client's counters (acquires by outcome, releases, lost holds,
+// renewals, reconnects...), gauges (holds, waiters) and histograms (acquire wait, hold time,
+// handoff, command round trip), kept by the C library at the cost of a few atomic additions per
+// call (WithStats(false) or the URL option stats=off turns them off). The module
+// github.com/rlock/rlock/bindings/go/otel exports them as OpenTelemetry metrics.
+// Client.SetEventHandler gets each acquire, release, loss, failed renewal, failover and
+// redirect, with the lock's name, in order. Lock names appear in events, never in Stats.
 package rlock

@@ -80,3 +80,45 @@ func ExampleWithTLS() {
 	}
 	defer client.Close()
 }
+
+func ExampleClient_Stats() {
+	client, err := rlock.NewClient("")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	s, err := client.Stats()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("granted %d, timed out %d, lost %d, holding %d\n", s.AcquiresGranted,
+		s.AcquiresTimedOut, s.LocksLostGone+s.LocksLostUnreachable+s.LocksLostExpired, s.Holds)
+	if s.AcquireWait.Count > 0 {
+		fmt.Println("mean wait:", s.AcquireWait.Sum/time.Duration(s.AcquireWait.Count))
+	}
+}
+
+func ExampleClient_SetEventHandler() {
+	client, err := rlock.NewClient("")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	// Called in order on one library thread: keep it quick.
+	err = client.SetEventHandler(func(e rlock.Event) {
+		switch e.Kind {
+		case rlock.EventAcquired:
+			fmt.Printf("%s acquired %q after %v (token %d)\n", e.Owner, e.Name, e.Waited, e.Token)
+		case rlock.EventReleased:
+			fmt.Printf("%s released %q, held %v\n", e.Owner, e.Name, e.Held)
+		case rlock.EventLost:
+			fmt.Printf("%s lost %q: %v\n", e.Owner, e.Name, e.LostReason())
+		}
+	})
+	if err != nil {
+		fmt.Println(err)
+	}
+}

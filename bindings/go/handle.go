@@ -132,8 +132,11 @@ func (c *core) close(wake func(p unsafe.Pointer), free func(p unsafe.Pointer)) {
 type acquireOps struct {
 	try     func(p unsafe.Pointer) (int64, error) // one attempt, blocking, without waiting
 	start   func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token, user C.uintptr_t) error
-	granted func(value int64)            // optional: records the value of a grant
-	release func(p unsafe.Pointer) error // gives back a grant that raced a cancellation
+	granted func(value int64) // optional: records the value of a grant
+	// optional: told when the first try timed out and a wait follows (Client.Stats takes
+	// these tries out of the timed-out acquires: the caller's call has not timed out)
+	triedBeforeWait func()
+	release         func(p unsafe.Pointer) error // gives back a grant that raced a cancellation
 }
 
 // testHookWaiting, when set by a test, runs after an asynchronous acquire started and before
@@ -224,6 +227,9 @@ func (c *core) take(ctx context.Context, p unsafe.Pointer, deadline time.Time, t
 		}
 		if e, ok := err.(*Error); tryOnce || !ok || e.Code != CodeTimedOut {
 			return err
+		}
+		if ops.triedBeforeWait != nil {
+			ops.triedBeforeWait()
 		}
 	}
 	waitMS := int64(0)

@@ -147,3 +147,31 @@ func TestDefaultURLIsTheCDefaultAddress(t *testing.T) {
 		t.Errorf("DefaultURL is %q, rlock.h's default address is %q", DefaultURL, want)
 	}
 }
+
+func TestEventKindsMatchTheHeader(t *testing.T) {
+	header := headerEnum(t, "rlock_event_kind")
+	ours := map[string]EventKind{"RLOCK_EVENT_ACQUIRED": EventAcquired, "RLOCK_EVENT_RELEASED": EventReleased,
+		"RLOCK_EVENT_LOST": EventLost, "RLOCK_EVENT_RENEWAL_FAILED": EventRenewalFailed,
+		"RLOCK_EVENT_FAILOVER": EventFailover, "RLOCK_EVENT_REDIRECT": EventRedirect}
+	if len(header) != len(ours) {
+		t.Errorf("rlock.h has %d event kinds, events.go %d: %v", len(header), len(ours), header)
+	}
+	for name, v := range header {
+		if k, ok := ours[name]; !ok || int(k) != v {
+			t.Errorf("rlock.h has %s = %d; events.go has %d (present: %v)", name, v, int(k), ok)
+		}
+		if k := EventKind(v); strings.HasPrefix(k.String(), "EventKind(") ||
+			"RLOCK_EVENT_"+strings.ToUpper(k.String()) != name {
+			t.Errorf("%s: String() is %q", name, k.String())
+		}
+	}
+}
+
+// Every status code fits the C array of failures by code, which Stats reads.
+func TestCodesFitTheStatsArray(t *testing.T) {
+	for code, name := range codeNames {
+		if -int(code) >= cStatsCodes {
+			t.Errorf("%s (%d) is beyond RLOCK_STATS_CODES (%d)", name, code, cStatsCodes)
+		}
+	}
+}

@@ -194,7 +194,8 @@ func (l *Lock) acquire(ctx context.Context, wait time.Duration, forever bool, le
 		start: func(p unsafe.Pointer, waitMS int64, token *C.rlock_cancel_token, user C.uintptr_t) error {
 			return check(C.rlock_go_acquire_async(lockPtr(p), C.int64_t(waitMS), leaseMS, owner, token, user))
 		},
-		release: l.releaseC,
+		release:         l.releaseC,
+		triedBeforeWait: func() { l.client.triesBeforeWait.Add(1) },
 	})
 	runtime.KeepAlive(l)
 	return ok, err

@@ -20,8 +20,8 @@
 #  error "the rlock Go binding needs the rlock 0.3.x headers (check PKG_CONFIG_PATH)"
 #endif
 /* WithTLS fills the TLS fields of rlock_client_options version 3. */
-#if RLOCK_CLIENT_OPTIONS_VERSION < 3
-#  error "the rlock Go binding needs rlock.h with TLS (rlock_client_options version 3)"
+#if RLOCK_CLIENT_OPTIONS_VERSION < 4
+#  error "the rlock Go binding needs rlock.h with statistics (rlock_client_options version 4)"
 #endif
 
 typedef struct rlock_go_result {
@@ -62,7 +62,8 @@ static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char
                                                   int64_t connect_timeout_ms,
                                                   int64_t command_timeout_ms, int pool_size,
                                                   int64_t watchdog_lease_ms, int64_t poll_cap_ms,
-                                                  size_t max_name_len, const rlock_go_tls *tls) {
+                                                  size_t max_name_len, int stats_off,
+                                                  const rlock_go_tls *tls) {
   rlock_client_options opts;
   int rc = rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
@@ -73,6 +74,7 @@ static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char
   opts.watchdog_lease_ms = watchdog_lease_ms;
   opts.poll_cap_ms = poll_cap_ms;
   opts.max_name_len = max_name_len;
+  opts.stats = stats_off ? RLOCK_STATS_OFF : RLOCK_STATS_ON;
   if (tls != NULL) {
     opts.tls = 1;
     opts.tls_ca_file = tls->ca_file;
@@ -254,6 +256,26 @@ static inline void rlock_go_lost_trampoline(rlock_lock *lock, const char *name, 
 static inline rlock_go_result rlock_go_set_lost_callback(rlock_lock *lock, uintptr_t handle) {
   return rlock_go_result_of(
       rlock_lock_set_lost_callback(lock, rlock_go_lost_trampoline, (void *)handle));
+}
+
+/* ---- Statistics and events (stats.go, events.go) ------------------------------------------ */
+
+static inline rlock_go_result rlock_go_client_stats(rlock_client *client, rlock_stats *out) {
+  out->version = RLOCK_STATS_VERSION;
+  return rlock_go_result_of(rlock_client_stats(out, client));
+}
+
+/* Defined in Go (events.go); the event is borrowed for the duration of the call. */
+extern void rlockGoEvent(rlock_event *event, uintptr_t payload);
+
+static inline void rlock_go_event_trampoline(const rlock_event *event, void *payload) {
+  rlockGoEvent((rlock_event *)event, (uintptr_t)payload);
+}
+
+/* handle 0 clears the callback. */
+static inline rlock_go_result rlock_go_set_event_callback(rlock_client *client, uintptr_t handle) {
+  return rlock_go_result_of(rlock_client_set_event_callback(
+      client, handle != 0 ? rlock_go_event_trampoline : NULL, (void *)handle));
 }
 
 #endif

@@ -8,7 +8,7 @@
  * - A failing call throws its Java exception inside the JNI call, built from rlock_last_error()
  *   read right there (the message is thread-local). Errors.fromCode is the one code table.
  * - Handles cross JNI as plain longs; their lifetime is managed on the Java side.
- * - No Java exception leaves the lost-lock trampoline or a completion into C.
+ * - No Java exception leaves the lost-lock or event trampoline or a completion into C.
  * - An asynchronous call's NativeCompletion is held by one global reference, deleted exactly
  *   once: in its completion, or by the starter when the call did not start.
  */
@@ -158,7 +158,7 @@ static rlock_client *rlockj_client_new(
     const char *tls_ca_dir, size_t tls_ca_dir_len, const char *tls_cert_file,
     size_t tls_cert_file_len, const char *tls_key_file, size_t tls_key_file_len,
     const char *tls_server_name, size_t tls_server_name_len, int tls_verify,
-    int tls_min_version, int sentinel_tls) {
+    int tls_min_version, int sentinel_tls, int stats) {
   rlock_client_options opts;
   rlock_client *client = NULL;
   char *texts[RLOCKJ_TEXTS] = {NULL};
@@ -195,6 +195,7 @@ static rlock_client *rlockj_client_new(
     opts.tls_verify = tls_verify;
     opts.tls_min_version = tls_min_version;
     opts.sentinel_tls = sentinel_tls;
+    opts.stats = stats;
     if (rlock_client_new(&client, &opts) != RLOCK_OK) client = NULL;
   }
   for (i = 0; i < RLOCKJ_TEXTS; ++i) free(texts[i]);
@@ -411,8 +412,8 @@ static void rlockj_attached_key_make(void) {
   rlockj_attached_key_ok = pthread_key_create(&rlockj_attached_key, rlockj_detach_at_exit) == 0;
 }
 
-/* This thread's JNIEnv, attaching it if needed; NULL when the JVM cannot take it. */
-static JNIEnv *rlockj_library_env(void) {
+/* This thread's JNIEnv, attaching it as `name` if needed; NULL when the JVM cannot take it. */
+static JNIEnv *rlockj_library_env(const char *name) {
   JavaVM *vm = rlockj_vm;
   JNIEnv *env = NULL;
   JavaVMAttachArgs args;
@@ -424,7 +425,7 @@ static JNIEnv *rlockj_library_env(void) {
   pthread_once(&rlockj_attached_once, rlockj_attached_key_make);
   if (!rlockj_attached_key_ok) return NULL;
   args.version = JNI_VERSION_1_8;
-  args.name = (char *)"rlock-completion";
+  args.name = (char *)name;
   args.group = NULL;
   if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &args) != JNI_OK) return NULL;
   pthread_setspecific(rlockj_attached_key, vm); /* non-NULL: the destructor runs */
@@ -437,7 +438,7 @@ static JNIEnv *rlockj_library_env(void) {
  * bounds the local references, since this thread may never return to Java. */
 static void rlockj_complete(void *user, int status, int64_t value) {
   jobject completion = (jobject)user;
-  JNIEnv *env = rlockj_library_env();
+  JNIEnv *env = rlockj_library_env("rlock-completion");
   jbyteArray message = NULL;
   if (env == NULL) return; /* the JVM is going away: nobody is left to tell */
   if ((*env)->PushLocalFrame(env, 4) == JNI_OK) {
@@ -559,6 +560,172 @@ static void rlockj_release_quietly(rlock_lock *lock, int64_t thread_id) {
 static void rlockj_multi_release_quietly(rlock_multi *group, int64_t thread_id) {
   (void)rlock_multi_release_async(group, thread_id, rlockj_ignore, NULL);
 }
+
+/* ---- statistics --------------------------------------------------------------------------- */
+
+/* rlock_stats flattened into longs, in the order io.rlock.internal.NativeStats reads them:
+ * enabled, the counters, failures by code (RLOCK_STATS_CODES), the rest of the counters, the
+ * gauges, then each histogram as count, sum_us and its RLOCK_HISTOGRAM_BUCKETS buckets. One
+ * array keeps it to a single JNI call with no field lookups. NULL with the exception pending. */
+#define RLOCKJ_STATS_HEAD 22
+#define RLOCKJ_STATS_LEN \
+  (RLOCKJ_STATS_HEAD + RLOCK_STATS_CODES + 4 * (2 + RLOCK_HISTOGRAM_BUCKETS))
+
+static jlong *rlockj_put_histogram(jlong *at, const rlock_histogram *h) {
+  int i;
+  *at++ = (jlong)h->count;
+  *at++ = (jlong)h->sum_us;
+  for (i = 0; i < RLOCK_HISTOGRAM_BUCKETS; ++i) *at++ = (jlong)h->buckets[i];
+  return at;
+}
+
+static jlongArray rlockj_client_stats(JNIEnv *jenv, rlock_client *client) {
+  rlock_stats s;
+  jlong values[RLOCKJ_STATS_LEN];
+  jlong *at = values;
+  jlongArray out;
+  int rc, i;
+  memset(&s, 0, sizeof s);
+  s.version = RLOCK_STATS_VERSION;
+  rc = rlock_client_stats(&s, client);
+  if (rc != RLOCK_OK) {
+    rlockj_throw(jenv, rc);
+    return NULL;
+  }
+  *at++ = s.enabled;
+  *at++ = (jlong)s.acquires_granted;
+  *at++ = (jlong)s.acquires_timed_out;
+  *at++ = (jlong)s.acquires_canceled;
+  *at++ = (jlong)s.acquires_failed;
+  *at++ = (jlong)s.releases;
+  *at++ = (jlong)s.releases_failed;
+  *at++ = (jlong)s.locks_lost_gone;
+  *at++ = (jlong)s.locks_lost_unreachable;
+  *at++ = (jlong)s.locks_lost_expired;
+  *at++ = (jlong)s.renewals_sent;
+  *at++ = (jlong)s.renewals_failed;
+  *at++ = (jlong)s.reconnects;
+  *at++ = (jlong)s.failovers;
+  *at++ = (jlong)s.cluster_redirects;
+  *at++ = (jlong)s.scripts_sent;
+  *at++ = (jlong)s.events_dropped;
+  *at++ = (jlong)s.holds;
+  *at++ = (jlong)s.waiters;
+  *at++ = RLOCK_STATS_CODES;
+  *at++ = RLOCK_HISTOGRAM_BUCKETS;
+  *at++ = 0; /* reserved */
+  for (i = 0; i < RLOCK_STATS_CODES; ++i) *at++ = (jlong)s.acquires_failed_by_code[i];
+  at = rlockj_put_histogram(at, &s.acquire_wait);
+  at = rlockj_put_histogram(at, &s.hold);
+  at = rlockj_put_histogram(at, &s.handoff);
+  at = rlockj_put_histogram(at, &s.command_rtt);
+  out = (*jenv)->NewLongArray(jenv, RLOCKJ_STATS_LEN);
+  if (out == NULL) return NULL; /* OutOfMemoryError pending */
+  (*jenv)->SetLongArrayRegion(jenv, out, 0, RLOCKJ_STATS_LEN, values);
+  return out;
+}
+
+/* rlock_histogram_bounds_us() as a new array. */
+static jlongArray rlockj_histogram_bounds_us(JNIEnv *jenv) {
+  jlongArray out = (*jenv)->NewLongArray(jenv, RLOCK_HISTOGRAM_BOUNDS);
+  if (out == NULL) return NULL;
+  (*jenv)->SetLongArrayRegion(jenv, out, 0, RLOCK_HISTOGRAM_BOUNDS,
+                              (const jlong *)rlock_histogram_bounds_us());
+  return out;
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+/* The Java handler (io.rlock.internal.NativeEventHandler) of a client's events, held by a
+ * global reference until the callback is replaced and has returned, or the client is freed. */
+typedef struct rlockj_event_payload {
+  jobject handler;
+  jmethodID event;
+} rlockj_event_payload;
+
+static rlockj_event_payload *rlockj_event_payload_new(JNIEnv *jenv, jobject handler) {
+  rlockj_event_payload *payload;
+  jclass cls;
+  jmethodID event;
+  if (handler == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/NullPointerException"),
+                      "handler");
+    return NULL;
+  }
+  cls = (*jenv)->GetObjectClass(jenv, handler);
+  event = (*jenv)->GetMethodID(jenv, cls, "event", "(IJ[B[BJJJI[B)V");
+  if (event == NULL) return NULL; /* NoSuchMethodError pending */
+  payload = (rlockj_event_payload *)malloc(sizeof *payload);
+  if (payload == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the event handler");
+    return NULL;
+  }
+  payload->handler = (*jenv)->NewGlobalRef(jenv, handler);
+  payload->event = event;
+  if (payload->handler == NULL) {
+    free(payload);
+    return NULL;
+  }
+  return payload;
+}
+
+static void rlockj_event_payload_free(JNIEnv *jenv, rlockj_event_payload *payload) {
+  if (payload == NULL) return;
+  (*jenv)->DeleteGlobalRef(jenv, payload->handler);
+  free(payload);
+}
+
+/* A byte[] of `len` bytes, NULL when len is 0 (or with OutOfMemoryError pending). */
+static jbyteArray rlockj_bytes(JNIEnv *env, const char *bytes, size_t len) {
+  jbyteArray out;
+  if (bytes == NULL || len == 0 || len > 0x7fffffff) return NULL;
+  out = (*env)->NewByteArray(env, (jsize)len);
+  if (out != NULL) (*env)->SetByteArrayRegion(env, out, 0, (jsize)len, (const jbyte *)bytes);
+  return out;
+}
+
+/* Runs on the client's event thread, attached to the JVM as a daemon at its first event and
+ * detached when the thread ends (as completions are). A frame bounds the local references:
+ * the thread never returns to Java. */
+static void rlockj_event_trampoline(const rlock_event *event, void *raw) {
+  rlockj_event_payload *payload = (rlockj_event_payload *)raw;
+  JNIEnv *env = rlockj_library_env("rlock-events");
+  jbyteArray name, owner, detail;
+  if (env == NULL || payload == NULL) return;
+  if ((*env)->PushLocalFrame(env, 8) != JNI_OK) {
+    (*env)->ExceptionClear(env); /* no memory: this event is not delivered */
+    return;
+  }
+  name = rlockj_bytes(env, event->name, event->name_len);
+  owner = rlockj_bytes(env, event->owner, event->owner_len);
+  detail = rlockj_bytes(env, event->detail, event->detail_len);
+  if (!(*env)->ExceptionCheck(env)) {
+    (*env)->CallVoidMethod(env, payload->handler, payload->event, (jint)event->kind,
+                           (jlong)event->unix_time_us, name, owner, (jlong)event->thread_id,
+                           (jlong)event->duration_us, (jlong)event->token, (jint)event->reason,
+                           detail);
+  }
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionDescribe(env); /* the handler catches its own; a last resort */
+    (*env)->ExceptionClear(env);
+  }
+  (*env)->PopLocalFrame(env, NULL);
+}
+
+/* Sets the client's event callback to `payload`'s handler (NULL: clears it). Once this returns,
+ * a call of the previous handler has returned, so the caller may free its payload. */
+static int rlockj_event_callback_set(rlock_client *client, rlockj_event_payload *payload) {
+  return rlock_client_set_event_callback(client, payload != NULL ? rlockj_event_trampoline : NULL,
+                                         payload);
+}
+
+/* Frees the client (its event thread delivers what is queued, then stops), then the payload. */
+static void rlockj_client_free(JNIEnv *jenv, rlock_client *client,
+                               rlockj_event_payload *payload) {
+  rlock_client_free(client);
+  rlockj_event_payload_free(jenv, payload);
+}
 %}
 
 /* ---- typemaps ----------------------------------------------------------------------------- */
@@ -578,6 +745,7 @@ RLOCKJ_HANDLE(rlock_lock)
 RLOCKJ_HANDLE(rlock_multi)
 RLOCKJ_HANDLE(rlock_cancel_token)
 RLOCKJ_HANDLE(rlockj_lost_payload)
+RLOCKJ_HANDLE(rlockj_event_payload)
 
 %typemap(in, numinputs=0) JNIEnv *jenv "$1 = jenv;"
 
@@ -592,7 +760,7 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %apply SWIGTYPE *RLOCKJ_NEW {
   rlock_client *rlockj_client_new, rlock_lock *rlockj_lock_new,
   rlock_cancel_token *rlockj_cancel_token_new, rlock_multi *rlockj_multi_new,
-  rlockj_lost_payload *rlockj_lost_payload_new
+  rlockj_lost_payload *rlockj_lost_payload_new, rlockj_event_payload *rlockj_event_payload_new
 };
 
 /* Status: void in Java, a negative status throws. */
@@ -606,7 +774,7 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
   int rlock_release_for, int rlock_cancel, int rlock_multi_release_for,
   int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_lost_callback_set,
   int rlockj_acquire_async, int rlockj_multi_acquire_async, int rlockj_release_async,
-  int rlockj_extend_async, int rlockj_multi_release_async
+  int rlockj_extend_async, int rlockj_multi_release_async, int rlockj_event_callback_set
 };
 
 /* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
@@ -623,6 +791,14 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %typemap(out) jobject RLOCKJ_STATE %{ $result = $1; %}
 %typemap(javaout) jobject RLOCKJ_STATE { return $jnicall; }
 %apply jobject RLOCKJ_STATE { jobject rlockj_query };
+
+/* Arrays of longs made on the C side (NULL only with an exception pending). */
+%typemap(jni) jlongArray RLOCKJ_LONGS "jlongArray"
+%typemap(jtype) jlongArray RLOCKJ_LONGS "long[]"
+%typemap(jstype) jlongArray RLOCKJ_LONGS "long[]"
+%typemap(out) jlongArray RLOCKJ_LONGS %{ $result = $1; %}
+%typemap(javaout) jlongArray RLOCKJ_LONGS { return $jnicall; }
+%apply jlongArray RLOCKJ_LONGS { jlongArray rlockj_client_stats, jlongArray rlockj_histogram_bounds_us };
 
 /* Values: >= 0 is returned, negative throws. */
 %typemap(out) int64_t RLOCKJ_VALUE %{
@@ -665,10 +841,11 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %rename(TlsVerify) rlock_tls_verify;
 %rename(TlsVersion) rlock_tls_version;
 %rename(SentinelTls) rlock_sentinel_tls;
+%rename(StatsMode) rlock_stats_mode;
+%rename(EventKind) rlock_event_kind;
 %rename("%(strip:[RLOCK_])s", %$isenumitem) "";
 
 %rename(versionString) rlock_version_string;
-%rename(clientFree) rlock_client_free;
 %rename(clientId) rlock_client_id;
 %rename(releaseFor) rlock_release_for;
 %rename(cancel) rlock_cancel;
@@ -700,6 +877,12 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %rename(multiReleaseAsync) rlockj_multi_release_async;
 %rename(releaseQuietly) rlockj_release_quietly;
 %rename(multiReleaseQuietly) rlockj_multi_release_quietly;
+%rename(clientFree) rlockj_client_free;
+%rename(clientStats) rlockj_client_stats;
+%rename(histogramBoundsUs) rlockj_histogram_bounds_us;
+%rename(eventPayloadNew) rlockj_event_payload_new;
+%rename(eventPayloadFree) rlockj_event_payload_free;
+%rename(eventCallbackSet) rlockj_event_callback_set;
 
 /* As the archive it links (rlock_static) is built: no visibility attributes. */
 #define RLOCK_STATIC
@@ -708,6 +891,7 @@ RLOCKJ_HANDLE(rlockj_lost_payload)
 %include "rlock/rlock.h"
 
 typedef struct rlockj_lost_payload rlockj_lost_payload;
+typedef struct rlockj_event_payload rlockj_event_payload;
 
 rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
                                 int64_t connect_timeout_ms, int64_t command_timeout_ms,
@@ -718,7 +902,7 @@ rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
                                 size_t tls_cert_file_len, const char *tls_key_file,
                                 size_t tls_key_file_len, const char *tls_server_name,
                                 size_t tls_server_name_len, int tls_verify, int tls_min_version,
-                                int sentinel_tls);
+                                int sentinel_tls, int stats);
 rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len, int kind,
                             int64_t lease_ms, int64_t spin_initial_ms, int64_t spin_max_ms,
                             int64_t fair_wait_ms);
@@ -748,3 +932,9 @@ int rlockj_multi_release_async(JNIEnv *jenv, rlock_multi *group, int64_t thread_
                                jobject completion);
 void rlockj_release_quietly(rlock_lock *lock, int64_t thread_id);
 void rlockj_multi_release_quietly(rlock_multi *group, int64_t thread_id);
+jlongArray rlockj_client_stats(JNIEnv *jenv, rlock_client *client);
+jlongArray rlockj_histogram_bounds_us(JNIEnv *jenv);
+rlockj_event_payload *rlockj_event_payload_new(JNIEnv *jenv, jobject handler);
+void rlockj_event_payload_free(JNIEnv *jenv, rlockj_event_payload *payload);
+int rlockj_event_callback_set(rlock_client *client, rlockj_event_payload *payload);
+void rlockj_client_free(JNIEnv *jenv, rlock_client *client, rlockj_event_payload *payload);

@@ -1,11 +1,16 @@
 package io.rlock;
 
 import io.rlock.internal.NativeClient;
+import io.rlock.internal.NativeEventHandler;
 import io.rlock.internal.NativeLock;
 import io.rlock.internal.TlsOptions;
 import io.rlock.internal.Utf8;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -88,6 +93,7 @@ public final class RedisLockClient implements AutoCloseable {
     private String sslServerName;
     private Integer sslMinimumVersion;
     private Boolean sentinelSsl;
+    private boolean statsOff;
 
     private Builder() {}
 
@@ -227,6 +233,16 @@ public final class RedisLockClient implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Whether the client keeps statistics ({@link RedisLockClient#stats()}): on unless turned
+     * off here or by the URL option {@code stats=off}. They cost a few atomic additions per
+     * call; off is for measuring that cost.
+     */
+    public Builder stats(boolean enabled) {
+      statsOff = !enabled;
+      return this;
+    }
+
     private static Path pathSetting(Path path, String what) {
       Objects.requireNonNull(path, what);
       if (path.toString().isEmpty()) {
@@ -252,7 +268,7 @@ public final class RedisLockClient implements AutoCloseable {
         target = ssl ? DEFAULT_TLS_URL : DEFAULT_URL;
       }
       return new RedisLockClient(new NativeClient(target, connectTimeoutMs, commandTimeoutMs,
-          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target)));
+          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target), statsOff));
     }
 
     /** The URL's scheme, lower-cased ("" without one: the C library explains). */
@@ -362,6 +378,73 @@ public final class RedisLockClient implements AutoCloseable {
 
   public boolean isClosed() {
     return nativeClient.isClosed();
+  }
+
+  private static volatile List<Duration> histogramBounds;
+
+  /** The upper bounds of every histogram's buckets (25 µs to 1 h). Unmodifiable. */
+  static List<Duration> histogramBounds() {
+    List<Duration> bounds = histogramBounds;
+    if (bounds == null) {
+      List<Duration> made = new ArrayList<>();
+      for (long us : NativeClient.histogramBoundsUs()) {
+        made.add(Duration.of(us, ChronoUnit.MICROS));
+      }
+      bounds = Collections.unmodifiableList(made);
+      histogramBounds = bounds;
+    }
+    return bounds;
+  }
+
+  /**
+   * A snapshot of the client's statistics: no I/O, about a microsecond, from any thread. Throws
+   * {@link RedisLockClosedException} once the client is closed.
+   */
+  public RedisLockStats stats() {
+    return new RedisLockStats(nativeClient.stats(), histogramBounds());
+  }
+
+  /**
+   * Sets the listener told of each event of this client, or with null stops the events (off by
+   * default). Events come in the order they happened, one at a time, on the client's event
+   * thread (see {@link RedisLockEventListener}); queuing one costs about a microsecond in the
+   * call that makes it. When this returns, a previous listener is no longer running and gets no
+   * more events; events still queued go to the new one. {@link #close()} delivers the events
+   * already queued, then stops. The listener is held until replaced or the client is closed: if
+   * it refers to the client, close the client (the Cleaner cannot free it).
+   */
+  public void setEventListener(RedisLockEventListener listener) {
+    nativeClient.setEventHandler(listener == null ? null : new EventDispatch(listener));
+  }
+
+  /** Makes the public event of the JNI call; refers to the listener only, not to the client. */
+  private static final class EventDispatch implements NativeEventHandler {
+    private final RedisLockEventListener listener;
+
+    EventDispatch(RedisLockEventListener listener) {
+      this.listener = listener;
+    }
+
+    @Override
+    public void event(int kind, long unixTimeUs, byte[] name, byte[] owner, long threadId,
+        long durationUs, long token, int reason, byte[] detail) {
+      try {
+        RedisLockEvent.Kind k = RedisLockEvent.Kind.of(kind);
+        if (k == null) {
+          return; // a kind newer than this binding
+        }
+        listener.onEvent(new RedisLockEvent(k, unixTimeUs, name, owner, threadId, durationUs,
+            token, reason, detail));
+      } catch (Throwable t) {
+        // Nothing may unwind into C: reported as an uncaught exception of this thread would be.
+        Thread current = Thread.currentThread();
+        try {
+          current.getUncaughtExceptionHandler().uncaughtException(current, t);
+        } catch (Throwable ignored) {
+          // the handler itself failed: dropped
+        }
+      }
+    }
   }
 
   /**

@@ -37,4 +37,22 @@ class JarIT {
     assertEquals("ok 5", output.trim());
     assertEquals("5", Files.readString(dir.resolve("rlock-java-test:jar.count")).trim());
   }
+
+  /** Micrometer is optional: a JVM without it uses the client, its stats and its events. */
+  @Test
+  void theJarWorksWithoutMicrometer(@TempDir Path dir) throws Exception {
+    Path jar = Paths.get(System.getProperty("rlock.jar"));
+    Path testClasses = Paths.get(NoMicrometerWorker.class.getProtectionDomain().getCodeSource()
+        .getLocation().toURI());
+    String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
+    Process child = new ProcessBuilder(java, "-Djava.library.path=" + dir.resolve("nothing-here"),
+        "-cp", jar + File.pathSeparator + testClasses, NoMicrometerWorker.class.getName(),
+        TestRedis.tcpUrl(), TestRedis.uniqueName("no-micrometer"))
+        .redirectErrorStream(true)
+        .start();
+    assertTrue(child.waitFor(100, TimeUnit.SECONDS));
+    String output = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertEquals(0, child.exitValue(), output);
+    assertEquals("ok", output.trim());
+  }
 }

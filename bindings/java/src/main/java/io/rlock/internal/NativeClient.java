@@ -1,11 +1,18 @@
 package io.rlock.internal;
 
 import java.lang.ref.Cleaner;
+import java.lang.reflect.Field;
+import java.lang.reflect.Modifier;
+import java.util.HashMap;
+import java.util.Map;
 
 /** An rlock_client. Internal: use io.rlock.RedisLockClient. */
 public final class NativeClient implements AutoCloseable {
   /** rlock.h RLOCK_MAX_DURATION_MS: the largest duration the C library accepts. */
   public static final long MAX_DURATION_MS = 1L << 53;
+  /** RLOCK_ETIMEDOUT and RLOCK_ECANCELED: acquire outcomes, not failures. */
+  public static final int TIMED_OUT = ErrorCode.ETIMEDOUT;
+  public static final int CANCELED = ErrorCode.ECANCELED;
   /** rlock.h RLOCK_HARD_MAX_NAME_LEN. */
   public static final long HARD_MAX_NAME_LEN = 16L * 1024 * 1024;
 
@@ -18,15 +25,18 @@ public final class NativeClient implements AutoCloseable {
    * defaults.
    */
   public NativeClient(String url, long connectTimeoutMs, long commandTimeoutMs, int poolSize,
-      long watchdogLeaseMs, long pollCapMs, long maxNameLength, TlsOptions tls) {
+      long watchdogLeaseMs, long pollCapMs, long maxNameLength, TlsOptions tls,
+      boolean statsOff) {
     long ptr = RlockNative.clientNew(Utf8.cString(url, "url"), connectTimeoutMs, commandTimeoutMs,
         poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tls.enabled ? 1 : 0,
         TlsOptions.bytes(tls.caFile, "sslCaFile"), TlsOptions.bytes(tls.caDir, "sslCaDirectory"),
         TlsOptions.bytes(tls.certFile, "sslCertificate"), TlsOptions.bytes(tls.keyFile, "sslKey"),
         TlsOptions.bytes(tls.serverName, "sslServerName"), tls.verify, tls.minVersion,
-        tls.sentinels);
+        tls.sentinels, statsOff ? StatsMode.STATS_OFF : StatsMode.STATS_ON);
     id = RlockNative.clientId(ptr);
-    handle = new Handle(ptr, "the client", null, (p, aux) -> RlockNative.clientFree(p));
+    // aux: the event handler's payload, freed after the client (whose free delivers the
+    // events still queued to it).
+    handle = new Handle(ptr, "the client", null, (p, aux) -> RlockNative.clientFree(p, aux));
     cleanable = Handle.CLEANER.register(this, handle);
   }
 
@@ -64,6 +74,102 @@ public final class NativeClient implements AutoCloseable {
       return new NativeLock(ptr, name, handle);
     });
   }
+
+  /**
+   * rlock_client_stats, flattened by the JNI layer (rlock.i, rlockj_client_stats): read with
+   * the STATS_* offsets.
+   */
+  public long[] stats() {
+    return handle.call(this, RlockNative::clientStats);
+  }
+
+  /** Offsets into {@link #stats()}. */
+  public static final int STATS_ENABLED = 0;
+  public static final int STATS_GRANTED = 1;
+  public static final int STATS_TIMED_OUT = 2;
+  public static final int STATS_CANCELED = 3;
+  public static final int STATS_FAILED = 4;
+  public static final int STATS_RELEASES = 5;
+  public static final int STATS_RELEASES_FAILED = 6;
+  public static final int STATS_LOST_GONE = 7;
+  public static final int STATS_LOST_UNREACHABLE = 8;
+  public static final int STATS_LOST_EXPIRED = 9;
+  public static final int STATS_RENEWALS_SENT = 10;
+  public static final int STATS_RENEWALS_FAILED = 11;
+  public static final int STATS_RECONNECTS = 12;
+  public static final int STATS_FAILOVERS = 13;
+  public static final int STATS_REDIRECTS = 14;
+  public static final int STATS_SCRIPTS = 15;
+  public static final int STATS_EVENTS_DROPPED = 16;
+  public static final int STATS_HOLDS = 17;
+  public static final int STATS_WAITERS = 18;
+  /** RLOCK_STATS_CODES: the failures by code that follow the head. */
+  public static final int STATS_CODES = 19;
+  /** RLOCK_HISTOGRAM_BUCKETS: per histogram, count, sum_us and this many buckets follow. */
+  public static final int STATS_BUCKETS = 20;
+  /** Where the failures by code start ([-code]); the four histograms follow them. */
+  public static final int STATS_HEAD = 22;
+
+  /** rlock_histogram_bounds_us(): the upper bounds of the buckets, microseconds. */
+  public static long[] histogramBoundsUs() {
+    return RlockNative.histogramBoundsUs();
+  }
+
+  private static final Map<Integer, String> CODE_NAMES = codeNames();
+
+  private static Map<Integer, String> codeNames() {
+    Map<Integer, String> names = new HashMap<>();
+    for (Field f : ErrorCode.class.getDeclaredFields()) {
+      if (Modifier.isStatic(f.getModifiers()) && f.getType() == int.class) {
+        try {
+          names.put(f.getInt(null), f.getName());
+        } catch (IllegalAccessException e) {
+          throw new AssertionError(e);
+        }
+      }
+    }
+    return names;
+  }
+
+  /** The status codes rlock.h names (negative), ascending by magnitude: not RLOCK_OK. */
+  public static int[] errorCodes() {
+    return CODE_NAMES.keySet().stream().filter(c -> c < 0).sorted((a, b) -> b - a)
+        .mapToInt(Integer::intValue).toArray();
+  }
+
+  /** The rlock.h name of a status code without RLOCK_ ("ECONN"), or "E" and the number. */
+  public static String codeName(int code) {
+    String name = CODE_NAMES.get(code);
+    return name != null ? name : "E" + (-code);
+  }
+
+  /**
+   * Sets (null: clears) the client's event handler. When this returns, a call of the previous
+   * handler has returned and it gets no more events. Not from the handler itself: it would wait
+   * for its own return.
+   */
+  public void setEventHandler(NativeEventHandler handler) {
+    synchronized (eventLock) {
+      handle.execute(this, client -> {
+        long previous = handle.aux();
+        long payload = handler == null ? 0 : RlockNative.eventPayloadNew(handler);
+        try {
+          RlockNative.eventCallbackSet(client, payload);
+        } catch (RuntimeException | Error e) {
+          if (payload != 0) {
+            RlockNative.eventPayloadFree(payload);
+          }
+          throw e;
+        }
+        handle.setAux(payload); // freed with the client from now on
+        if (previous != 0) {
+          RlockNative.eventPayloadFree(previous);
+        }
+      });
+    }
+  }
+
+  private final Object eventLock = new Object();
 
   /** rlock_fenced_write: true when written, false when refused for a newer token. */
   public boolean fencedWrite(byte[] key, byte[] value, long token) {

@@ -154,4 +154,32 @@ class HeaderTablesTest {
     assertEquals("redis://" + host.group(1) + ":" + port.group(1),
         io.rlock.RedisLockClient.DEFAULT_URL);
   }
+
+  /** RedisLockEvent.Kind is rlock.h's rlock_event_kind, in order from 1. */
+  @Test
+  void eventKindsAreTheHeaderEnum() throws Exception {
+    Map<String, Integer> generated = new TreeMap<>();
+    for (Field f : EventKind.class.getDeclaredFields()) {
+      if (Modifier.isStatic(f.getModifiers()) && f.getType() == int.class) {
+        generated.put(f.getName(), f.getInt(null));
+      }
+    }
+    Map<String, Integer> ours = new TreeMap<>();
+    for (io.rlock.RedisLockEvent.Kind k : io.rlock.RedisLockEvent.Kind.values()) {
+      ours.put("EVENT_" + k.name(), k.ordinal() + 1);
+    }
+    assertEquals(generated, ours);
+  }
+
+  /** Every status code fits the failures-by-code array of the stats, and has its name. */
+  @Test
+  void codesFitTheStats() throws Exception {
+    Matcher define = Pattern.compile("#define RLOCK_STATS_CODES (\\d+)").matcher(read(HEADER));
+    assertTrue(define.find(), "RLOCK_STATS_CODES not found in " + HEADER);
+    int slots = Integer.parseInt(define.group(1));
+    for (Map.Entry<String, Integer> code : headerCodes().entrySet()) {
+      assertTrue(-code.getValue() < slots, code.getKey() + " is beyond RLOCK_STATS_CODES");
+      assertEquals(code.getKey(), NativeClient.codeName(code.getValue()));
+    }
+  }
 }
