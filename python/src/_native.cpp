@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -487,7 +488,7 @@ class NativeClient {
  public:
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
                int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms, uint64_t max_name_len,
-               const TlsArgs& tls) {
+               const TlsArgs& tls, int stats_mode) {
     check_no_nul(url, "url");
     rlock_client_options opts;
     check(rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION));
@@ -499,6 +500,7 @@ class NativeClient {
     opts.poll_cap_ms = poll_cap_ms;
     opts.max_name_len = static_cast<size_t>(max_name_len);
     apply_tls(opts, tls);
+    opts.stats = stats_mode;
     rlock_client* client = nullptr;
     check(without_gil([&] { return rlock_client_new(&client, &opts); }));
     client_ = client;
@@ -533,11 +535,109 @@ class NativeClient {
     return fn(client_);
   }
 
+  // rlock_client_stats as a dict of its fields; each histogram as (count, sum_us, buckets), and
+  // acquires_failed_by_code as {code: count} for the codes seen. No I/O: the GIL is kept.
+  py::dict stats() {
+    rlock_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.version = RLOCK_STATS_VERSION;
+    check(with_client([&](rlock_client* c) { return rlock_client_stats(&s, c); }));
+    py::dict d;
+    d["enabled"] = s.enabled != 0;
+    d["acquires_granted"] = s.acquires_granted;
+    d["acquires_timed_out"] = s.acquires_timed_out;
+    d["acquires_canceled"] = s.acquires_canceled;
+    d["acquires_failed"] = s.acquires_failed;
+    py::dict by_code;
+    for (int i = 0; i < RLOCK_STATS_CODES; ++i) {
+      if (s.acquires_failed_by_code[i] != 0) by_code[py::int_(-i)] = s.acquires_failed_by_code[i];
+    }
+    d["acquires_failed_by_code"] = by_code;
+    d["releases"] = s.releases;
+    d["releases_failed"] = s.releases_failed;
+    d["locks_lost_gone"] = s.locks_lost_gone;
+    d["locks_lost_unreachable"] = s.locks_lost_unreachable;
+    d["locks_lost_expired"] = s.locks_lost_expired;
+    d["renewals_sent"] = s.renewals_sent;
+    d["renewals_failed"] = s.renewals_failed;
+    d["reconnects"] = s.reconnects;
+    d["failovers"] = s.failovers;
+    d["cluster_redirects"] = s.cluster_redirects;
+    d["scripts_sent"] = s.scripts_sent;
+    d["events_dropped"] = s.events_dropped;
+    d["holds"] = s.holds;
+    d["waiters"] = s.waiters;
+    d["acquire_wait"] = histogram(s.acquire_wait);
+    d["hold"] = histogram(s.hold);
+    d["handoff"] = histogram(s.handoff);
+    d["command_rtt"] = histogram(s.command_rtt);
+    return d;
+  }
+
+  // fn(kind, unix_time_us, name: bytes, owner: bytes, thread_id, duration_us, token, reason,
+  // detail: str) on the client's event thread, or None to stop the events.
+  void set_event_callback(py::object fn) {
+    if (fn.is_none()) {
+      // Returns once a callback running on the event thread has returned; it may be waiting
+      // for the GIL.
+      check(without_gil([&] {
+        return with_client(
+            [&](rlock_client* c) { return rlock_client_set_event_callback(c, nullptr, nullptr); });
+      }));
+      event_callback_ = py::none();
+      return;
+    }
+    event_callback_ = std::move(fn);  // read under the GIL by the trampoline
+    check(without_gil([&] {
+      return with_client([&](rlock_client* c) {
+        return rlock_client_set_event_callback(c, &NativeClient::event_trampoline, this);
+      });
+    }));
+  }
+
  private:
+  static py::tuple histogram(const rlock_histogram& h) {
+    py::list buckets(RLOCK_HISTOGRAM_BUCKETS);
+    for (size_t i = 0; i < RLOCK_HISTOGRAM_BUCKETS; ++i) buckets[i] = py::int_(h.buckets[i]);
+    return py::make_tuple(h.count, h.sum_us, buckets);
+  }
+
+  // Runs on the client's event thread, as lost_trampoline does on the watchdog's: with the GIL,
+  // never after _shutdown(), and nothing unwinds into the library.
+  static void event_trampoline(const rlock_event* event, void* payload) noexcept {
+    {
+      std::lock_guard<std::mutex> guard(g_inflight_mu);
+      if (g_shutdown.load()) return;
+      ++g_inflight;
+    }
+    try {
+      py::gil_scoped_acquire gil;
+      auto* self = static_cast<NativeClient*>(payload);
+      py::object fn = self->event_callback_;
+      if (!fn.is_none()) {
+        try {
+          fn(static_cast<int>(event->kind), event->unix_time_us,
+             py::bytes(event->name, event->name_len), py::bytes(event->owner, event->owner_len),
+             event->thread_id, event->duration_us, event->token, event->reason,
+             text_of(std::string(event->detail, event->detail_len)));
+        } catch (py::error_already_set& e) {
+          e.discard_as_unraisable("rlock event handler");
+        }
+      }
+    } catch (...) {
+      // Nothing may unwind into the C library.
+    }
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    if (--g_inflight == 0) g_inflight_cv.notify_all();
+  }
+
   std::shared_mutex mu_;
   rlock_client* client_ = nullptr;
   std::string id_;
   pid_t pid_ = getpid();
+  // Declared after client_ but only dropped by the destructor after close() freed the client,
+  // which waits for a running event callback.
+  py::object event_callback_ = py::none();
 };
 
 class CancelToken {
@@ -978,7 +1078,7 @@ std::unique_ptr<NativeClient> new_client(
     std::optional<std::string> tls_ca_file, std::optional<std::string> tls_ca_dir,
     std::optional<std::string> tls_cert_file, std::optional<std::string> tls_key_file,
     std::optional<std::string> tls_server_name, int tls_verify, int tls_min_version,
-    int sentinel_tls) {
+    int sentinel_tls, int stats) {
   TlsArgs args;
   args.tls = tls;
   args.ca_file = std::move(tls_ca_file);
@@ -990,7 +1090,7 @@ std::unique_ptr<NativeClient> new_client(
   args.min_version = tls_min_version;
   args.sentinel_tls = sentinel_tls;
   return std::make_unique<NativeClient>(url, connect_timeout_ms, command_timeout_ms, pool_size,
-                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args);
+                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args, stats);
 }
 
 // The values of rlock_client_options' TLS choices, so that Python restates none of them.
@@ -1003,6 +1103,22 @@ void def_tls_constants(py::module_& m) {
   m.attr("SENTINEL_TLS_AUTO") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO);
   m.attr("SENTINEL_TLS_ON") = static_cast<int>(RLOCK_SENTINEL_TLS_ON);
   m.attr("SENTINEL_TLS_OFF") = static_cast<int>(RLOCK_SENTINEL_TLS_OFF);
+}
+
+// The statistics' and events' constants of rlock.h.
+void def_stats_constants(py::module_& m) {
+  m.attr("STATS_ON") = static_cast<int>(RLOCK_STATS_ON);
+  m.attr("STATS_OFF") = static_cast<int>(RLOCK_STATS_OFF);
+  const int64_t* bounds = rlock_histogram_bounds_us();
+  py::tuple bounds_us(RLOCK_HISTOGRAM_BOUNDS);
+  for (size_t i = 0; i < RLOCK_HISTOGRAM_BOUNDS; ++i) bounds_us[i] = py::int_(bounds[i]);
+  m.attr("HISTOGRAM_BOUNDS_US") = bounds_us;
+  m.attr("EVENT_ACQUIRED") = static_cast<int>(RLOCK_EVENT_ACQUIRED);
+  m.attr("EVENT_RELEASED") = static_cast<int>(RLOCK_EVENT_RELEASED);
+  m.attr("EVENT_LOST") = static_cast<int>(RLOCK_EVENT_LOST);
+  m.attr("EVENT_RENEWAL_FAILED") = static_cast<int>(RLOCK_EVENT_RENEWAL_FAILED);
+  m.attr("EVENT_FAILOVER") = static_cast<int>(RLOCK_EVENT_FAILOVER);
+  m.attr("EVENT_REDIRECT") = static_cast<int>(RLOCK_EVENT_REDIRECT);
 }
 
 }  // namespace
@@ -1045,6 +1161,7 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Delivery>(m, "_Delivery").def("__call__", &Delivery::run);
 
   def_tls_constants(m);
+  def_stats_constants(m);
   py::class_<NativeClient>(m, "Client")
       .def(py::init(&new_client), py::arg("url"), py::arg("connect_timeout_ms"),
            py::arg("command_timeout_ms"), py::arg("pool_size"), py::arg("watchdog_lease_ms"),
@@ -1054,8 +1171,11 @@ PYBIND11_MODULE(_native, m) {
            py::arg("tls_server_name") = py::none(),
            py::arg("tls_verify") = static_cast<int>(RLOCK_TLS_VERIFY_FULL),
            py::arg("tls_min_version") = static_cast<int>(RLOCK_TLS_1_2),
-           py::arg("sentinel_tls") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO))
+           py::arg("sentinel_tls") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO),
+           py::arg("stats") = static_cast<int>(RLOCK_STATS_ON))
       .def_property_readonly("id", &NativeClient::id)
+      .def("stats", &NativeClient::stats)
+      .def("set_event_callback", &NativeClient::set_event_callback, py::arg("fn"))
       .def_property_readonly("closed", &NativeClient::closed)
       .def("close", &NativeClient::close);
 
