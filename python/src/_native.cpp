@@ -406,9 +406,11 @@ class Handle {
   // acquired, false when the wait ran out; raises otherwise. `interruptible` (main thread
   // only): a busy lock is waited for by wait_interruptibly, so signal handlers (Ctrl-C) run
   // meanwhile, and undo(raw, owner) gives back a lock granted just as one raises.
+  // `probes` (NULL for groups, whose every round counts as a try-once anyway) counts the first
+  // attempts below that the statistics must not show as timed out (see ProbeCount).
   template <class Attempt, class Undo>
   bool acquire(int64_t wait_ms, int64_t thread_id, rlock_cancel_token* token, bool interruptible,
-               Attempt attempt, Undo undo) {
+               Attempt attempt, Undo undo, std::atomic<uint64_t>* probes) {
     if (!interruptible || wait_ms == 0 || token != nullptr) {
       int rc = call([&](T* raw) { return attempt(raw, wait_ms, thread_id, token); });
       if (rc == RLOCK_ETIMEDOUT) return false;
@@ -421,8 +423,12 @@ class Handle {
         without_gil([this] { return std::shared_lock<std::shared_mutex>(mu_); });
     if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
     T* raw = raw_;
+    // Counted before the attempt and taken back unless it timed out, so that the statistics
+    // never show more timeouts than the caller saw.
+    if (probes != nullptr) probes->fetch_add(1);
     int rc = without_gil([&] { return attempt(raw, 0, thread_id, nullptr); });
     if (rc != RLOCK_ETIMEDOUT) {  // uncontended: no helper thread
+      if (probes != nullptr) probes->fetch_sub(1);
       check(rc);
       return true;
     }
@@ -484,6 +490,24 @@ void apply_tls(rlock_client_options& opts, const TlsArgs& args) {
   opts.sentinel_tls = args.sentinel_tls;
 }
 
+// The try-once first attempt of an interruptible acquire (Handle::acquire) is the binding's
+// own: when it times out, the caller's one acquire goes on waiting, yet the library counted a
+// timed-out acquire. stats() subtracts those, and never reports less than it reported before
+// (a snapshot taken while one is in flight would otherwise dip for a moment).
+struct ProbeCount {
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> reported{0};
+
+  uint64_t timed_out(uint64_t counted) {
+    const uint64_t probes = timeouts.load();
+    const uint64_t value = counted > probes ? counted - probes : 0;
+    uint64_t before = reported.load();
+    while (value > before && !reported.compare_exchange_weak(before, value)) {
+    }
+    return value > before ? value : before;
+  }
+};
+
 class NativeClient {
  public:
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
@@ -527,6 +551,8 @@ class NativeClient {
 
   const std::string& id() const { return id_; }
 
+  const std::shared_ptr<ProbeCount>& probes() const { return probes_; }
+
   // Runs fn(client) with the client kept open for the duration.
   template <class F>
   auto with_client(F&& fn) {
@@ -545,7 +571,7 @@ class NativeClient {
     py::dict d;
     d["enabled"] = s.enabled != 0;
     d["acquires_granted"] = s.acquires_granted;
-    d["acquires_timed_out"] = s.acquires_timed_out;
+    d["acquires_timed_out"] = s.enabled != 0 ? probes_->timed_out(s.acquires_timed_out) : 0;
     d["acquires_canceled"] = s.acquires_canceled;
     d["acquires_failed"] = s.acquires_failed;
     py::dict by_code;
@@ -635,6 +661,7 @@ class NativeClient {
   rlock_client* client_ = nullptr;
   std::string id_;
   pid_t pid_ = getpid();
+  std::shared_ptr<ProbeCount> probes_ = std::make_shared<ProbeCount>();
   // Declared after client_ but only dropped by the destructor after close() freed the client,
   // which waits for a running event callback.
   py::object event_callback_ = py::none();
@@ -693,7 +720,8 @@ class NativeLock {
   NativeLock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
              int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms)
       : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms),
-                "the lock handle is closed") {}
+                "the lock handle is closed"),
+        probes_(client.probes()) {}
 
   // Frees the handle (no network call: a hold left expires by its lease). rlock_lock_free
   // waits for a lost-lock callback running on the watchdog thread, which may need the GIL:
@@ -723,8 +751,10 @@ class NativeLock {
       opts.token = want_token ? &fencing_token : nullptr;
       return rlock_acquire_ex(lock, &opts);
     };
-    if (!handle_.acquire(wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-                         [](rlock_lock* lock, int64_t owner) { rlock_release_for(lock, owner); })) {
+    if (!handle_.acquire(
+            wait_ms, thread_id, token_of(cancel), interruptible, attempt,
+            [](rlock_lock* lock, int64_t owner) { rlock_release_for(lock, owner); },
+            &probes_->timeouts)) {
       return false;
     }
     record(receipt, py::bool_(true));
@@ -869,6 +899,7 @@ class NativeLock {
   py::object callback_ = py::none();
   bool registered_ = false;
   Handle<rlock_lock, rlock_cancel, rlock_lock_free> handle_;
+  std::shared_ptr<ProbeCount> probes_;  // the client's
 };
 
 rlock_multi* new_group(const py::list& members, bool redlock) {
@@ -910,7 +941,8 @@ class NativeMulti {
     };
     if (!handle_.acquire(
             wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-            [](rlock_multi* group, int64_t owner) { rlock_multi_release_for(group, owner); })) {
+            [](rlock_multi* group, int64_t owner) { rlock_multi_release_for(group, owner); },
+            nullptr)) {
       return py::none();
     }
     py::int_ result(validity);

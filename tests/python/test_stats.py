@@ -174,6 +174,26 @@ def test_handoff_is_counted_when_an_unlock_message_wakes_a_waiter(make_client, n
     assert stats.acquire_wait.count == 1 and stats.acquire_wait.sum > 0
 
 
+def test_a_waiting_acquire_in_the_main_thread_counts_once(make_client, name):
+    """In the main thread a blocking acquire first tries once, then waits (so that Ctrl-C
+    works): still one acquire, timed out or granted."""
+    assert threading.current_thread() is threading.main_thread()
+    client, other = make_client(), make_client()
+    holder = Holder(other.lock(name))
+    lock = client.lock(name)
+    assert lock.acquire(timeout=0.1) is False
+    stats = client.stats()
+    assert (stats.acquires_timed_out, stats.acquires_granted) == (1, 0)
+    releaser = threading.Timer(0.1, holder.release)
+    releaser.start()
+    assert lock.acquire(timeout=10)
+    releaser.join()
+    lock.release()
+    stats = client.stats()
+    assert (stats.acquires_timed_out, stats.acquires_granted) == (1, 1)
+    assert stats.acquire_wait.count == 1 and stats.acquire_wait.sum >= 0.05
+
+
 def test_stats_off_counts_nothing(make_client, name):
     client = make_client(stats=False)
     lock = client.lock(name)
