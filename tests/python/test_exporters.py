@@ -345,3 +345,41 @@ def test_a_waiter_shows_in_both_exporters(make_client, name):
         waiter.join(10)
     assert scrape(registry)[("rlock_waiters", ())] == 0
     provider.shutdown()
+
+
+def test_otel_reports_the_histograms_asked_for(make_client, name):
+    reader, provider = otel_reader()
+    from rlock.otel import RlockMetrics
+
+    with pytest.raises(ValueError, match="rlock.nope"):
+        RlockMetrics(make_client(), meter_provider=provider, histograms=["rlock.nope"])
+    client = make_client()
+    RlockMetrics(client, meter_provider=provider, histograms=["rlock.acquire.wait.duration"])
+    with client.lock(name):
+        pass
+    collected = collect(reader)
+    assert set(HISTOGRAMS) & set(collected) == {"rlock.acquire.wait.duration"}
+    (point,) = collected["rlock.acquire.wait.duration"].data.data_points
+    assert point.count == 1
+    provider.shutdown()
+
+
+def test_two_rlock_metrics_of_one_provider_both_report(make_client, name):
+    reader, provider = otel_reader()
+    from rlock.otel import RlockMetrics
+
+    first, second = make_client(), make_client()
+    RlockMetrics(first, {"c": "1"}, meter_provider=provider, histograms=False)
+    RlockMetrics(second, {"c": "2"}, meter_provider=provider)
+    with second.lock(name):
+        pass
+    collected = collect(reader)
+    granted = {
+        dict(p.attributes)["c"]: p.value
+        for p in collected["rlock.acquires"].data.data_points
+        if dict(p.attributes)["rlock.outcome"] == "granted"
+    }
+    assert granted == {"1": 0, "2": 1}
+    (point,) = collected["rlock.acquire.wait.duration"].data.data_points
+    assert dict(point.attributes) == {"c": "2"} and point.count == 1
+    provider.shutdown()

@@ -128,7 +128,7 @@ def test_counters_gauges_and_histograms_match_a_known_workload(make_client, name
     )
     assert stats.locks_lost == 1
     assert stats.renewals_sent >= 1  # the renewal that found it gone, at least
-    assert stats.renewals_failed <= stats.renewals_sent
+    assert stats.renewals_failed == 0  # a hold found gone is a lost lock, not a failed renewal
     assert stats.holds == 0 and stats.waiters == 0
     assert (stats.reconnects, stats.failovers, stats.cluster_redirects) == (0, 0, 0)
     assert stats.scripts_sent >= granted + timeouts + stats.releases
