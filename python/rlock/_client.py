@@ -307,7 +307,9 @@ class Client:
         microsecond (a copy and a queue push); the handler should return quickly: up to 65536
         events wait, further ones are dropped and counted (``Stats.events_dropped``).
         Exceptions it raises are reported through ``sys.unraisablehook``. Events still queued
-        when the client closes are delivered before ``close()`` returns."""
+        when the client closes are delivered before ``close()`` returns. The handler should not
+        keep a strong reference to the client (that would keep it from being
+        garbage-collected)."""
         native = self._checked()
         if handler is None:
             native.set_event_callback(None)

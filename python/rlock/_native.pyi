@@ -31,12 +31,6 @@ SENTINEL_TLS_OFF: int
 STATS_ON: int
 STATS_OFF: int
 HISTOGRAM_BOUNDS_US: tuple[int, ...]
-EVENT_ACQUIRED: int
-EVENT_RELEASED: int
-EVENT_LOST: int
-EVENT_RENEWAL_FAILED: int
-EVENT_FAILOVER: int
-EVENT_REDIRECT: int
 
 # fn(kind, unix_time_us, name, owner, thread_id, duration_us, token, reason, detail) of an event,
 # run on the client's event thread.

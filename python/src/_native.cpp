@@ -1137,7 +1137,8 @@ void def_tls_constants(py::module_& m) {
   m.attr("SENTINEL_TLS_OFF") = static_cast<int>(RLOCK_SENTINEL_TLS_OFF);
 }
 
-// The statistics' and events' constants of rlock.h.
+// The statistics' constants of rlock.h (rlock.EventKind's values are checked against the
+// header by tests/python/test_header_tables.py, as LostReason's).
 void def_stats_constants(py::module_& m) {
   m.attr("STATS_ON") = static_cast<int>(RLOCK_STATS_ON);
   m.attr("STATS_OFF") = static_cast<int>(RLOCK_STATS_OFF);
@@ -1145,12 +1146,6 @@ void def_stats_constants(py::module_& m) {
   py::tuple bounds_us(RLOCK_HISTOGRAM_BOUNDS);
   for (size_t i = 0; i < RLOCK_HISTOGRAM_BOUNDS; ++i) bounds_us[i] = py::int_(bounds[i]);
   m.attr("HISTOGRAM_BOUNDS_US") = bounds_us;
-  m.attr("EVENT_ACQUIRED") = static_cast<int>(RLOCK_EVENT_ACQUIRED);
-  m.attr("EVENT_RELEASED") = static_cast<int>(RLOCK_EVENT_RELEASED);
-  m.attr("EVENT_LOST") = static_cast<int>(RLOCK_EVENT_LOST);
-  m.attr("EVENT_RENEWAL_FAILED") = static_cast<int>(RLOCK_EVENT_RENEWAL_FAILED);
-  m.attr("EVENT_FAILOVER") = static_cast<int>(RLOCK_EVENT_FAILOVER);
-  m.attr("EVENT_REDIRECT") = static_cast<int>(RLOCK_EVENT_REDIRECT);
 }
 
 }  // namespace
