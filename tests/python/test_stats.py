@@ -373,3 +373,44 @@ def test_asyncio_client_events(redis_url, name):
         rlock.EventKind.ACQUIRED,
         rlock.EventKind.RELEASED,
     ]
+
+
+def test_an_unreachable_server_fails_renewals_then_loses_the_lock(private_redis, name):
+    """Redis stops while a watchdog hold is kept: RENEWAL_FAILED events (ECONN), then LOST with
+    reason UNREACHABLE once the lease ran out; back up, the client reconnects."""
+    client = rlock.Client(private_redis.url, watchdog_lease=SHORT_LEASE, command_timeout=0.2)
+    try:
+        recorder = Recorder()
+        client.on_event(recorder)
+        lock = client.lock(name)
+        assert lock.acquire()
+        private_redis.stop()
+        assert wait_until(lambda: lock.lost(), timeout=10)
+        assert wait_until(lambda: any(e.kind is rlock.EventKind.LOST for e in recorder.of(name)))
+        events = recorder.of(name)
+        kinds = [e.kind for e in events]
+        assert kinds[0] is rlock.EventKind.ACQUIRED and kinds[-1] is rlock.EventKind.LOST
+        failed = [e for e in events if e.kind is rlock.EventKind.RENEWAL_FAILED]
+        assert failed and set(kinds[1:-1]) == {rlock.EventKind.RENEWAL_FAILED}
+        assert all(e.error == "ECONN" and e.detail and e.reason is None for e in failed)
+        assert events[-1].reason is rlock.LostReason.UNREACHABLE
+        stats = client.stats()
+        assert stats.locks_lost_unreachable == 1 and stats.locks_lost == 1
+        assert stats.renewals_failed >= len(failed) and stats.holds == 0
+
+        private_redis.start()
+        assert wait_until(lambda: _granted(client, name + ":after"), timeout=10)
+        assert client.stats().reconnects >= 1
+    finally:
+        client.close()
+
+
+def _granted(client: rlock.Client, name: str) -> bool:
+    try:
+        lock = client.lock(name)
+        if lock.acquire(blocking=False):
+            lock.release()
+            return True
+    except rlock.ConnectionError:
+        pass
+    return False
