@@ -91,6 +91,7 @@ void raise_native(const NativeError& e) {
 // finalizing, a thread that asks for the GIL is terminated in the middle of C++ frames, so at
 // exit Python calls _shutdown(): no new callback enters Python, and running ones are awaited.
 std::atomic<bool> g_shutdown{false};
+bool g_shutdown_done = false;  // under g_inflight_mu: _shutdown() returned
 std::mutex g_inflight_mu;
 std::condition_variable g_inflight_cv;
 int g_inflight = 0;
@@ -129,14 +130,40 @@ auto without_gil(F&& fn) -> decltype(fn()) {
   }
 }
 
-// The same, also from code that may run without the GIL (destructors at exit).
+// The thread that imported the module: the one that finalizes the interpreter.
+unsigned long g_main_thread = 0;
+
+// The same, also from code that may run without the GIL: destructors, which are noexcept. A
+// thread other than the main one that takes the GIL back once the interpreter finalizes is ended
+// by pthread_exit, and that unwinding through a destructor aborts the process (a daemon thread
+// dropping its last Lock at exit). So such a thread counts itself in flight, which holds
+// _shutdown() (and so the finalization) back until it has the GIL again; once _shutdown() is
+// over it keeps the GIL instead: no callback needs it any more, so freeing cannot wait for one.
 template <class F>
 void maybe_without_gil(F&& fn) {
-  if (PyGILState_Check()) {
-    without_gil(std::forward<F>(fn));
-  } else {
+  if (!PyGILState_Check()) {
     fn();
+    return;
   }
+  if (PyThread_get_thread_ident() == g_main_thread) {
+    without_gil(std::forward<F>(fn));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    if (g_shutdown_done) {
+      fn();
+      return;
+    }
+    ++g_inflight;
+  }
+  struct Leave {  // after the GIL is back, also when fn threw
+    ~Leave() {
+      std::lock_guard<std::mutex> guard(g_inflight_mu);
+      if (--g_inflight == 0) g_inflight_cv.notify_all();
+    }
+  } leave;
+  without_gil(std::forward<F>(fn));
 }
 
 // ---- Waiting that Ctrl-C can interrupt ---------------------------------------------------------
@@ -1015,6 +1042,7 @@ void shutdown() {
     std::unique_lock<std::mutex> guard(g_inflight_mu);
     g_shutdown.store(true);
     g_inflight_cv.wait(guard, [] { return g_inflight == 0; });
+    g_shutdown_done = true;
   });
 }
 
@@ -1152,6 +1180,8 @@ void def_stats_constants(py::module_& m) {
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "rlock's native layer over the C ABI. Use the rlock package, not this module.";
+  g_main_thread =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {

@@ -414,3 +414,43 @@ def _granted(client: rlock.Client, name: str) -> bool:
     except rlock.ConnectionError:
         pass
     return False
+
+
+EXIT_CHILD = """
+import sys, threading
+import rlock
+url, name = sys.argv[1], sys.argv[2]
+client = rlock.Client(url)
+seen = []
+client.on_event(seen.append)         # still set at exit, with events queued
+
+def churn():
+    lock = client.lock(name + ":" + str(threading.get_native_id()))
+    while True:
+        try:
+            lock.acquire()
+            lock.release()
+        except rlock.LockError:
+            return
+
+for _ in range(4):
+    threading.Thread(target=churn, daemon=True).start()
+while len(seen) < 200:
+    pass
+print("exiting", flush=True)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_exit_with_events_flowing(redis_url, name):
+    """The interpreter exits while the event thread delivers and daemon threads drop their
+    Lock objects (their loops end with ClientClosedError at exit): no abort, no error output.
+    (A daemon thread freeing a handle at exit used to abort the process now and then.)"""
+    for attempt in range(8):
+        proc = subprocess.run(
+            [sys.executable, "-c", EXIT_CHILD, redis_url, f"{name}:{attempt}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (proc.returncode, proc.stdout, proc.stderr.strip()) == (0, "exiting\n", "")
