@@ -19,10 +19,10 @@ queue, which may drop. So at each collection, before the SDK reads the histogram
 takes the client's snapshot, and for each histogram records into a synchronous ``Histogram``
 what the snapshot gained since the previous collection: in each bucket as many samples as the
 bucket gained, at values inside that bucket, chosen so that their sum is the sum the snapshot
-gained. The instruments advise the library's bucket bounds (``explicit_bucket_boundaries_
-advisory``, seconds), so with an aggregation that follows the advice (the SDK's default) the
-exported bucket counts, count and sum are the client's, exactly for counts and up to float
-rounding for the sum. Costs and limits of that choice:
+gained. The instruments advise the library's bucket bounds in seconds
+(``explicit_bucket_boundaries_advisory``), so with an aggregation that follows the advice (the
+SDK's default one does) the exported bucket counts, count and sum are the client's: exactly
+for the counts, up to float rounding for the sum. Costs and limits of that choice:
 
 - a collection records one sample per sample gained since the previous one, about 5 us each
   with the SDK: a client doing 1,000 acquires a second adds about 0.3 s of work to each 60 s
