@@ -32,6 +32,7 @@ from ._errors import (
     RedisError,
     TLSError,
 )
+from ._stats import Event, EventKind, Histogram, Stats
 
 __version__: str = _native.version()
 
@@ -43,6 +44,10 @@ __all__ = [
     "MultiLock",
     "RedLock",
     "LostReason",
+    "Stats",
+    "Histogram",
+    "Event",
+    "EventKind",
     "LockError",
     "LockTimeoutError",
     "NotHeldError",

@@ -8,7 +8,6 @@ released in the same thread, and re-acquiring in the holding thread nests (reent
 from __future__ import annotations
 
 import atexit
-import enum
 import math
 import os
 import threading
@@ -18,6 +17,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar, U
 
 from . import _native, _tls
 from ._errors import ForkedError, InvalidArgumentError, LockTimeoutError
+from ._stats import Event, LostReason, Stats, event_dispatcher
 
 __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReason"]
 
@@ -31,17 +31,6 @@ _CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT
 # The C library's option defaults, in milliseconds: the keyword defaults below derive from them.
 _CLIENT_DEFAULTS = _native.client_option_defaults()
 _LOCK_DEFAULTS = _native.lock_option_defaults()
-
-
-class LostReason(enum.IntEnum):
-    """Why a held lock was lost (the argument of an ``on_lost`` callback)."""
-
-    GONE = 1
-    """Renewal found the key deleted or held by someone else."""
-    UNREACHABLE = 2
-    """Redis could not be reached before the lease ran out."""
-    EXPIRED = 3
-    """An explicit lease ran out while the lock was still held."""
 
 
 # ---- argument checks ------------------------------------------------------------------------
@@ -195,6 +184,10 @@ class Client:
     master). A URL's ``tls_*`` options may set the same; where both do they must agree. A
     failed handshake or verification raises ``TLSError``.
 
+    ``stats()`` returns the client's statistics (counters, gauges, histograms of durations);
+    keeping them costs a few atomic additions per call, and ``stats=False`` skips them (every
+    figure stays 0). ``on_event(handler)`` reports acquires, releases and lost locks one by one.
+
     ``close()`` (or leaving ``with``) releases what the client's locks still hold and closes
     connections. A client is not usable in a child process after ``fork()``: make a new one.
     """
@@ -219,6 +212,7 @@ class Client:
         ssl_server_name: Optional[str] = None,
         ssl_min_version: Optional[TLSVersion] = None,
         sentinel_ssl: Optional[bool] = None,
+        stats: bool = True,
     ) -> None:
         if url is None:
             url = os.environ.get("RLOCK_URL") or (_DEFAULT_TLS_URL if ssl else _DEFAULT_URL)
@@ -251,6 +245,8 @@ class Client:
                 f"max_name_len must be between 1 and {_native.HARD_MAX_NAME_LEN}, "
                 f"got {max_name_len}"
             )
+        if not isinstance(stats, bool):
+            raise TypeError(f"stats must be a bool, not {type(stats).__name__}")
         self._pid = os.getpid()
         self._native = _native.Client(
             url,
@@ -261,6 +257,7 @@ class Client:
             poll_cap_ms=_duration_ms(poll_cap, "poll_cap"),
             max_name_len=max_name_len,
             **tls,
+            stats=_native.STATS_ON if stats else _native.STATS_OFF,
         )
         _live_clients.add(self)
 
@@ -292,6 +289,34 @@ class Client:
     def id(self) -> str:
         """The client's id (a UUID): the first half of every owner field it writes."""
         return self._native.id
+
+    # -- observability
+
+    def stats(self) -> Stats:
+        """A snapshot of this client's statistics since it was made: acquires by outcome,
+        releases, lost locks, renewals, reconnects, holds and waiters now, and histograms of
+        wait, hold, hand-off and round-trip times (seconds). No network call; about a
+        microsecond. Lock names never appear here (``on_event`` has them)."""
+        return Stats._from_native(self._checked().stats())
+
+    def on_event(self, handler: Optional[Callable[[Event], Any]]) -> None:
+        """Calls ``handler(event)`` with an ``rlock.Event`` for each lock acquired, released or
+        lost, watchdog renewal failed, Sentinel failover and Cluster redirect of this client,
+        in the order they happened, on a thread of the library started for it. Off by default;
+        None turns it off again. While on, each event costs the calling thread about a
+        microsecond (a copy and a queue push); the handler should return quickly: up to 65536
+        events wait, further ones are dropped and counted (``Stats.events_dropped``).
+        Exceptions it raises are reported through ``sys.unraisablehook``. Events still queued
+        when the client closes are delivered before ``close()`` returns. The handler should not
+        keep a strong reference to the client (that would keep it from being
+        garbage-collected)."""
+        native = self._checked()
+        if handler is None:
+            native.set_event_callback(None)
+            return
+        if not callable(handler):
+            raise TypeError(f"handler must be callable, not {type(handler).__name__}")
+        native.set_event_callback(event_dispatcher(handler))
 
     def _checked(self) -> "_native.Client":
         # Checked here first: the native objects' own locks may have been held by a parent

@@ -28,6 +28,13 @@ TLS_1_3: int
 SENTINEL_TLS_AUTO: int
 SENTINEL_TLS_ON: int
 SENTINEL_TLS_OFF: int
+STATS_ON: int
+STATS_OFF: int
+HISTOGRAM_BOUNDS_US: tuple[int, ...]
+
+# fn(kind, unix_time_us, name, owner, thread_id, duration_us, token, reason, detail) of an event,
+# run on the client's event thread.
+_EventFn = Callable[[int, int, bytes, bytes, int, int, int, int, str], object]
 
 def version() -> str: ...
 def current_thread_id() -> int: ...
@@ -71,9 +78,14 @@ class Client:
         tls_verify: int = ...,
         tls_min_version: int = ...,
         sentinel_tls: int = ...,
+        stats: int = ...,
     ) -> None: ...
     @property
     def id(self) -> str: ...
+    # rlock_client_stats' fields by name; histograms as (count, sum_us, buckets) and
+    # acquires_failed_by_code as {code: count}.
+    def stats(self) -> dict[str, Any]: ...
+    def set_event_callback(self, fn: Optional[_EventFn]) -> None: ...
     @property
     def closed(self) -> bool: ...
     def close(self) -> None: ...

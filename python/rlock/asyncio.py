@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, TypeVar
 from . import _client, _errors, _native
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
 from ._errors import LockError, LockTimeoutError
+from ._stats import Event, Stats
 
 __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock"]
 
@@ -172,6 +173,15 @@ class Client:
     def sync_client(self) -> _client.Client:
         """The blocking client underneath (shares connections and the watchdog)."""
         return self._sync
+
+    def stats(self) -> Stats:
+        """See ``rlock.Client.stats``: no network call, so not a coroutine."""
+        return self._sync.stats()
+
+    def on_event(self, handler: Optional[Callable[[Event], Any]]) -> None:
+        """See ``rlock.Client.on_event``. The handler runs on a library thread, not on the
+        event loop: hand events to the loop with ``loop.call_soon_threadsafe`` if needed."""
+        self._sync.on_event(handler)
 
     async def close(self) -> None:
         """Releases what is still held (best effort), wakes waiting tasks with

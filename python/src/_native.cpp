@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,6 +91,7 @@ void raise_native(const NativeError& e) {
 // finalizing, a thread that asks for the GIL is terminated in the middle of C++ frames, so at
 // exit Python calls _shutdown(): no new callback enters Python, and running ones are awaited.
 std::atomic<bool> g_shutdown{false};
+bool g_shutdown_done = false;  // under g_inflight_mu: _shutdown() returned
 std::mutex g_inflight_mu;
 std::condition_variable g_inflight_cv;
 int g_inflight = 0;
@@ -128,14 +130,40 @@ auto without_gil(F&& fn) -> decltype(fn()) {
   }
 }
 
-// The same, also from code that may run without the GIL (destructors at exit).
+// The thread that imported the module: the one that finalizes the interpreter.
+unsigned long g_main_thread = 0;
+
+// The same, also from code that may run without the GIL: destructors, which are noexcept. A
+// thread other than the main one that takes the GIL back once the interpreter finalizes is ended
+// by pthread_exit, and that unwinding through a destructor aborts the process (a daemon thread
+// dropping its last Lock at exit). So such a thread counts itself in flight, which holds
+// _shutdown() (and so the finalization) back until it has the GIL again; once _shutdown() is
+// over it keeps the GIL instead: no callback needs it any more, so freeing cannot wait for one.
 template <class F>
 void maybe_without_gil(F&& fn) {
-  if (PyGILState_Check()) {
-    without_gil(std::forward<F>(fn));
-  } else {
+  if (!PyGILState_Check()) {
     fn();
+    return;
   }
+  if (PyThread_get_thread_ident() == g_main_thread) {
+    without_gil(std::forward<F>(fn));
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    if (g_shutdown_done) {
+      fn();
+      return;
+    }
+    ++g_inflight;
+  }
+  struct Leave {  // after the GIL is back, also when fn threw
+    ~Leave() {
+      std::lock_guard<std::mutex> guard(g_inflight_mu);
+      if (--g_inflight == 0) g_inflight_cv.notify_all();
+    }
+  } leave;
+  without_gil(std::forward<F>(fn));
 }
 
 // ---- Waiting that Ctrl-C can interrupt ---------------------------------------------------------
@@ -405,9 +433,11 @@ class Handle {
   // acquired, false when the wait ran out; raises otherwise. `interruptible` (main thread
   // only): a busy lock is waited for by wait_interruptibly, so signal handlers (Ctrl-C) run
   // meanwhile, and undo(raw, owner) gives back a lock granted just as one raises.
+  // `probes` (NULL for groups, whose every round counts as a try-once anyway) counts the first
+  // attempts below that the statistics must not show as timed out (see ProbeCount).
   template <class Attempt, class Undo>
   bool acquire(int64_t wait_ms, int64_t thread_id, rlock_cancel_token* token, bool interruptible,
-               Attempt attempt, Undo undo) {
+               Attempt attempt, Undo undo, std::atomic<uint64_t>* probes) {
     if (!interruptible || wait_ms == 0 || token != nullptr) {
       int rc = call([&](T* raw) { return attempt(raw, wait_ms, thread_id, token); });
       if (rc == RLOCK_ETIMEDOUT) return false;
@@ -420,8 +450,12 @@ class Handle {
         without_gil([this] { return std::shared_lock<std::shared_mutex>(mu_); });
     if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
     T* raw = raw_;
+    // Counted before the attempt and taken back unless it timed out, so that the statistics
+    // never show more timeouts than the caller saw.
+    if (probes != nullptr) probes->fetch_add(1);
     int rc = without_gil([&] { return attempt(raw, 0, thread_id, nullptr); });
     if (rc != RLOCK_ETIMEDOUT) {  // uncontended: no helper thread
+      if (probes != nullptr) probes->fetch_sub(1);
       check(rc);
       return true;
     }
@@ -483,11 +517,29 @@ void apply_tls(rlock_client_options& opts, const TlsArgs& args) {
   opts.sentinel_tls = args.sentinel_tls;
 }
 
+// The try-once first attempt of an interruptible acquire (Handle::acquire) is the binding's
+// own: when it times out, the caller's one acquire goes on waiting, yet the library counted a
+// timed-out acquire. stats() subtracts those, and never reports less than it reported before
+// (a snapshot taken while one is in flight would otherwise dip for a moment).
+struct ProbeCount {
+  std::atomic<uint64_t> timeouts{0};
+  std::atomic<uint64_t> reported{0};
+
+  uint64_t timed_out(uint64_t counted) {
+    const uint64_t probes = timeouts.load();
+    const uint64_t value = counted > probes ? counted - probes : 0;
+    uint64_t before = reported.load();
+    while (value > before && !reported.compare_exchange_weak(before, value)) {
+    }
+    return value > before ? value : before;
+  }
+};
+
 class NativeClient {
  public:
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
                int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms, uint64_t max_name_len,
-               const TlsArgs& tls) {
+               const TlsArgs& tls, int stats_mode) {
     check_no_nul(url, "url");
     rlock_client_options opts;
     check(rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION));
@@ -499,6 +551,7 @@ class NativeClient {
     opts.poll_cap_ms = poll_cap_ms;
     opts.max_name_len = static_cast<size_t>(max_name_len);
     apply_tls(opts, tls);
+    opts.stats = stats_mode;
     rlock_client* client = nullptr;
     check(without_gil([&] { return rlock_client_new(&client, &opts); }));
     client_ = client;
@@ -525,6 +578,8 @@ class NativeClient {
 
   const std::string& id() const { return id_; }
 
+  const std::shared_ptr<ProbeCount>& probes() const { return probes_; }
+
   // Runs fn(client) with the client kept open for the duration.
   template <class F>
   auto with_client(F&& fn) {
@@ -533,11 +588,110 @@ class NativeClient {
     return fn(client_);
   }
 
+  // rlock_client_stats as a dict of its fields; each histogram as (count, sum_us, buckets), and
+  // acquires_failed_by_code as {code: count} for the codes seen. No I/O: the GIL is kept.
+  py::dict stats() {
+    rlock_stats s;
+    std::memset(&s, 0, sizeof s);
+    s.version = RLOCK_STATS_VERSION;
+    check(with_client([&](rlock_client* c) { return rlock_client_stats(&s, c); }));
+    py::dict d;
+    d["enabled"] = s.enabled != 0;
+    d["acquires_granted"] = s.acquires_granted;
+    d["acquires_timed_out"] = s.enabled != 0 ? probes_->timed_out(s.acquires_timed_out) : 0;
+    d["acquires_canceled"] = s.acquires_canceled;
+    d["acquires_failed"] = s.acquires_failed;
+    py::dict by_code;
+    for (int i = 0; i < RLOCK_STATS_CODES; ++i) {
+      if (s.acquires_failed_by_code[i] != 0) by_code[py::int_(-i)] = s.acquires_failed_by_code[i];
+    }
+    d["acquires_failed_by_code"] = by_code;
+    d["releases"] = s.releases;
+    d["releases_failed"] = s.releases_failed;
+    d["locks_lost_gone"] = s.locks_lost_gone;
+    d["locks_lost_unreachable"] = s.locks_lost_unreachable;
+    d["locks_lost_expired"] = s.locks_lost_expired;
+    d["renewals_sent"] = s.renewals_sent;
+    d["renewals_failed"] = s.renewals_failed;
+    d["reconnects"] = s.reconnects;
+    d["failovers"] = s.failovers;
+    d["cluster_redirects"] = s.cluster_redirects;
+    d["scripts_sent"] = s.scripts_sent;
+    d["events_dropped"] = s.events_dropped;
+    d["holds"] = s.holds;
+    d["waiters"] = s.waiters;
+    d["acquire_wait"] = histogram(s.acquire_wait);
+    d["hold"] = histogram(s.hold);
+    d["handoff"] = histogram(s.handoff);
+    d["command_rtt"] = histogram(s.command_rtt);
+    return d;
+  }
+
+  // fn(kind, unix_time_us, name: bytes, owner: bytes, thread_id, duration_us, token, reason,
+  // detail: str) on the client's event thread, or None to stop the events.
+  void set_event_callback(py::object fn) {
+    if (fn.is_none()) {
+      // Returns once a callback running on the event thread has returned; it may be waiting
+      // for the GIL.
+      check(without_gil([&] {
+        return with_client(
+            [&](rlock_client* c) { return rlock_client_set_event_callback(c, nullptr, nullptr); });
+      }));
+      event_callback_ = py::none();
+      return;
+    }
+    event_callback_ = std::move(fn);  // read under the GIL by the trampoline
+    check(without_gil([&] {
+      return with_client([&](rlock_client* c) {
+        return rlock_client_set_event_callback(c, &NativeClient::event_trampoline, this);
+      });
+    }));
+  }
+
  private:
+  static py::tuple histogram(const rlock_histogram& h) {
+    py::list buckets(RLOCK_HISTOGRAM_BUCKETS);
+    for (size_t i = 0; i < RLOCK_HISTOGRAM_BUCKETS; ++i) buckets[i] = py::int_(h.buckets[i]);
+    return py::make_tuple(h.count, h.sum_us, buckets);
+  }
+
+  // Runs on the client's event thread, as lost_trampoline does on the watchdog's: with the GIL,
+  // never after _shutdown(), and nothing unwinds into the library.
+  static void event_trampoline(const rlock_event* event, void* payload) noexcept {
+    {
+      std::lock_guard<std::mutex> guard(g_inflight_mu);
+      if (g_shutdown.load()) return;
+      ++g_inflight;
+    }
+    try {
+      py::gil_scoped_acquire gil;
+      auto* self = static_cast<NativeClient*>(payload);
+      py::object fn = self->event_callback_;
+      if (!fn.is_none()) {
+        try {
+          fn(static_cast<int>(event->kind), event->unix_time_us,
+             py::bytes(event->name, event->name_len), py::bytes(event->owner, event->owner_len),
+             event->thread_id, event->duration_us, event->token, event->reason,
+             text_of(std::string(event->detail, event->detail_len)));
+        } catch (py::error_already_set& e) {
+          e.discard_as_unraisable("rlock event handler");
+        }
+      }
+    } catch (...) {
+      // Nothing may unwind into the C library.
+    }
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    if (--g_inflight == 0) g_inflight_cv.notify_all();
+  }
+
   std::shared_mutex mu_;
   rlock_client* client_ = nullptr;
   std::string id_;
   pid_t pid_ = getpid();
+  std::shared_ptr<ProbeCount> probes_ = std::make_shared<ProbeCount>();
+  // Declared after client_ but only dropped by the destructor after close() freed the client,
+  // which waits for a running event callback.
+  py::object event_callback_ = py::none();
 };
 
 class CancelToken {
@@ -593,7 +747,8 @@ class NativeLock {
   NativeLock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
              int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms)
       : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms),
-                "the lock handle is closed") {}
+                "the lock handle is closed"),
+        probes_(client.probes()) {}
 
   // Frees the handle (no network call: a hold left expires by its lease). rlock_lock_free
   // waits for a lost-lock callback running on the watchdog thread, which may need the GIL:
@@ -623,8 +778,10 @@ class NativeLock {
       opts.token = want_token ? &fencing_token : nullptr;
       return rlock_acquire_ex(lock, &opts);
     };
-    if (!handle_.acquire(wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-                         [](rlock_lock* lock, int64_t owner) { rlock_release_for(lock, owner); })) {
+    if (!handle_.acquire(
+            wait_ms, thread_id, token_of(cancel), interruptible, attempt,
+            [](rlock_lock* lock, int64_t owner) { rlock_release_for(lock, owner); },
+            &probes_->timeouts)) {
       return false;
     }
     record(receipt, py::bool_(true));
@@ -769,6 +926,7 @@ class NativeLock {
   py::object callback_ = py::none();
   bool registered_ = false;
   Handle<rlock_lock, rlock_cancel, rlock_lock_free> handle_;
+  std::shared_ptr<ProbeCount> probes_;  // the client's
 };
 
 rlock_multi* new_group(const py::list& members, bool redlock) {
@@ -810,7 +968,8 @@ class NativeMulti {
     };
     if (!handle_.acquire(
             wait_ms, thread_id, token_of(cancel), interruptible, attempt,
-            [](rlock_multi* group, int64_t owner) { rlock_multi_release_for(group, owner); })) {
+            [](rlock_multi* group, int64_t owner) { rlock_multi_release_for(group, owner); },
+            nullptr)) {
       return py::none();
     }
     py::int_ result(validity);
@@ -883,6 +1042,7 @@ void shutdown() {
     std::unique_lock<std::mutex> guard(g_inflight_mu);
     g_shutdown.store(true);
     g_inflight_cv.wait(guard, [] { return g_inflight == 0; });
+    g_shutdown_done = true;
   });
 }
 
@@ -978,7 +1138,7 @@ std::unique_ptr<NativeClient> new_client(
     std::optional<std::string> tls_ca_file, std::optional<std::string> tls_ca_dir,
     std::optional<std::string> tls_cert_file, std::optional<std::string> tls_key_file,
     std::optional<std::string> tls_server_name, int tls_verify, int tls_min_version,
-    int sentinel_tls) {
+    int sentinel_tls, int stats) {
   TlsArgs args;
   args.tls = tls;
   args.ca_file = std::move(tls_ca_file);
@@ -990,7 +1150,7 @@ std::unique_ptr<NativeClient> new_client(
   args.min_version = tls_min_version;
   args.sentinel_tls = sentinel_tls;
   return std::make_unique<NativeClient>(url, connect_timeout_ms, command_timeout_ms, pool_size,
-                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args);
+                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args, stats);
 }
 
 // The values of rlock_client_options' TLS choices, so that Python restates none of them.
@@ -1005,10 +1165,23 @@ void def_tls_constants(py::module_& m) {
   m.attr("SENTINEL_TLS_OFF") = static_cast<int>(RLOCK_SENTINEL_TLS_OFF);
 }
 
+// The statistics' constants of rlock.h (rlock.EventKind's values are checked against the
+// header by tests/python/test_header_tables.py, as LostReason's).
+void def_stats_constants(py::module_& m) {
+  m.attr("STATS_ON") = static_cast<int>(RLOCK_STATS_ON);
+  m.attr("STATS_OFF") = static_cast<int>(RLOCK_STATS_OFF);
+  const int64_t* bounds = rlock_histogram_bounds_us();
+  py::tuple bounds_us(RLOCK_HISTOGRAM_BOUNDS);
+  for (size_t i = 0; i < RLOCK_HISTOGRAM_BOUNDS; ++i) bounds_us[i] = py::int_(bounds[i]);
+  m.attr("HISTOGRAM_BOUNDS_US") = bounds_us;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "rlock's native layer over the C ABI. Use the rlock package, not this module.";
+  g_main_thread =
+      py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
 
   py::register_exception_translator([](std::exception_ptr p) {
     try {
@@ -1045,6 +1218,7 @@ PYBIND11_MODULE(_native, m) {
   py::class_<Delivery>(m, "_Delivery").def("__call__", &Delivery::run);
 
   def_tls_constants(m);
+  def_stats_constants(m);
   py::class_<NativeClient>(m, "Client")
       .def(py::init(&new_client), py::arg("url"), py::arg("connect_timeout_ms"),
            py::arg("command_timeout_ms"), py::arg("pool_size"), py::arg("watchdog_lease_ms"),
@@ -1054,8 +1228,11 @@ PYBIND11_MODULE(_native, m) {
            py::arg("tls_server_name") = py::none(),
            py::arg("tls_verify") = static_cast<int>(RLOCK_TLS_VERIFY_FULL),
            py::arg("tls_min_version") = static_cast<int>(RLOCK_TLS_1_2),
-           py::arg("sentinel_tls") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO))
+           py::arg("sentinel_tls") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO),
+           py::arg("stats") = static_cast<int>(RLOCK_STATS_ON))
       .def_property_readonly("id", &NativeClient::id)
+      .def("stats", &NativeClient::stats)
+      .def("set_event_callback", &NativeClient::set_event_callback, py::arg("fn"))
       .def_property_readonly("closed", &NativeClient::closed)
       .def("close", &NativeClient::close);
 

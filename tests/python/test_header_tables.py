@@ -55,6 +55,20 @@ def test_lost_reasons_match_the_header():
     assert {r.name: int(r) for r in rlock.LostReason} == reasons
 
 
+def test_event_kinds_match_the_header():
+    kinds = {
+        name.removeprefix("RLOCK_EVENT_"): v for name, v in header_enum("rlock_event_kind").items()
+    }
+    assert {k.name: int(k) for k in rlock.EventKind} == kinds
+
+
+def test_histogram_bounds_match_the_header():
+    text = HEADER.read_text()
+    bounds = int(re.search(r"#define RLOCK_HISTOGRAM_BOUNDS (\d+)", text)[1])
+    assert len(_native.HISTOGRAM_BOUNDS_US) == bounds
+    assert rlock.Histogram is not None and len(rlock._stats.HISTOGRAM_BOUNDS) == bounds
+
+
 # Each keyword argument with a default of the C library: (function, argument) -> C default (ms
 # for durations, converted to seconds).
 CLIENT = _native.client_option_defaults()

@@ -37,6 +37,14 @@ USER_CODE = textwrap.dedent("""
             held: bool = lock.held()
         return await client.lock("y").acquire(timeout=0.5)
 
+    def observe(client: rlock.Client) -> float:
+        stats: rlock.Stats = client.stats()
+        failed: int = stats.acquires_failed_by_code.get("ECONN", 0)
+        cumulative: tuple[int, ...] = stats.acquire_wait.cumulative()
+        client.on_event(lambda e: print(e.kind.name, e.name, e.waited, e.reason))
+        client.on_event(None)
+        return stats.hold.sum + failed + cumulative[-1]
+
     try:
         pass
     except rlock.LockTimeoutError as e:
