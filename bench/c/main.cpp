@@ -132,9 +132,10 @@ Options parse_args(int argc, char** argv) {
     locks_given = locks_given || flag == "--locks";
   }
   if (!is_rlock(o) && o.contender != "hiredis-floor" && o.contender != "ping") {
-    throw Usage("--contender must be rlock-c, rlock-c-tls, rlock-c-nostats, hiredis-floor or "
-                "ping, got '" +
-                o.contender + "'");
+    throw Usage(
+        "--contender must be rlock-c, rlock-c-tls, rlock-c-nostats, hiredis-floor or "
+        "ping, got '" +
+        o.contender + "'");
   }
   if (o.url.empty()) throw Usage("--url is required");
   check_tls(o);

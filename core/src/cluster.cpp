@@ -7,8 +7,8 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
-#include "rlock/core/stats.hpp"
 #include "rlock/core/parse.hpp"
+#include "rlock/core/stats.hpp"
 
 namespace rlock::core {
 namespace {

@@ -171,7 +171,8 @@ void parse_option(const std::string& url, const std::string& key, const std::str
       bad(url, "sync_timeout_ms must be a number from 1 to 86400000, got " + shown(url, value));
     config->sync_timeout_ms = number;
   } else if (key == "stats") {
-    if (value != "on" && value != "off") bad(url, "stats must be on or off, got " + shown(url, value));
+    if (value != "on" && value != "off")
+      bad(url, "stats must be on or off, got " + shown(url, value));
     config->keep_stats = value == "on";
   } else if (key == "pubsub" && config->topology == Topology::Cluster) {
     config->pubsub = parse_pubsub(url, value);

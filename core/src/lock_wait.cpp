@@ -144,7 +144,7 @@ class Lock::Wait final : public Engine::Task, public Cancellable, public Subscri
   bool finished_ = false;
   int outcome_ = kOk;
   Clock::time_point started_ = Clock::time_point::min();  // async: counted in end()
-  bool counted_waiting_ = false;  // in Stats::waiters
+  bool counted_waiting_ = false;                          // in Stats::waiters
   // When the unlock message behind the current attempt arrived (min: the attempt was not
   // woken by one), for the handoff histogram.
   Clock::time_point woken_by_message_ = Clock::time_point::min();

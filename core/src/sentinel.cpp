@@ -12,8 +12,8 @@
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
-#include "rlock/core/stats.hpp"
 #include "rlock/core/parse.hpp"
+#include "rlock/core/stats.hpp"
 #include "rlock/core/timing.hpp"
 
 namespace rlock::core {

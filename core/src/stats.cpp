@@ -22,8 +22,8 @@ int64_t unix_time_us() {
 const std::array<int64_t, Histogram::kBounds>& Histogram::bounds_us() {
   // From a loopback round trip (tens of microseconds) to a lock held for an hour.
   static const std::array<int64_t, kBounds> bounds = {
-      25,      50,      100,      250,      500,      1000,      2500,       5000,
-      10000,   25000,   50000,    100000,   250000,   500000,    1000000,    2500000,
+      25,      50,       100,      250,      500,       1000,      2500,    5000,
+      10000,   25000,    50000,    100000,   250000,    500000,    1000000, 2500000,
       5000000, 10000000, 30000000, 60000000, 300000000, 3600000000};
   return bounds;
 }
@@ -118,7 +118,8 @@ void Events::set(Fn fn) {
   fn_ = std::move(fn);
   on_.store(static_cast<bool>(fn_), kRelaxed);
   // The thread keeps the object alive: the callback may free the client that owns it.
-  if (fn_ && !thread_.joinable()) thread_ = std::thread([self = shared_from_this()] { self->run(); });
+  if (fn_ && !thread_.joinable())
+    thread_ = std::thread([self = shared_from_this()] { self->run(); });
   // The old callback may be running: wait for it, unless this is that callback itself.
   if (std::this_thread::get_id() != thread_id_) {
     idle_.wait(lock, [&] { return !delivering_; });

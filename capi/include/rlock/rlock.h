@@ -558,7 +558,7 @@ typedef struct rlock_stats {
   uint64_t acquires_failed_by_code[RLOCK_STATS_CODES]; /* [-code]; [2] and [4] stay 0 */
   uint64_t releases;                                   /* release calls that released a hold */
   uint64_t releases_failed; /* release calls that failed (ENOTHELD, ENOTOWNER, ELOST, ECONN...) */
-  uint64_t locks_lost_gone;        /* holds lost, by rlock_lost_reason */
+  uint64_t locks_lost_gone; /* holds lost, by rlock_lost_reason */
   uint64_t locks_lost_unreachable;
   uint64_t locks_lost_expired;
   uint64_t renewals_sent;     /* holds renewed by the watchdog (one script renews many) */

@@ -83,8 +83,14 @@ class Stats {
 };
 
 struct Event {
-  enum Kind : int { Acquired = 1, Released = 2, Lost = 3, RenewalFailed = 4, Failover = 5,
-                    Redirect = 6 };
+  enum Kind : int {
+    Acquired = 1,
+    Released = 2,
+    Lost = 3,
+    RenewalFailed = 4,
+    Failover = 5,
+    Redirect = 6
+  };
   Kind kind = Acquired;
   int64_t unix_time_us = 0;  // filled by Events::emit
   std::string name;

@@ -102,9 +102,9 @@ class Subscriber {
     int inflight = 0;       // (UN)SUBSCRIBE commands whose confirmation is not yet read
     bool confirmed = false;
     bool wake_all_on_confirm = false;
-    bool dirty = false;            // queued for the thread to (un)subscribe
-    bool moved = false;            // sharded: its slot went to another node
-    int permits = 0;               // wake-ups that arrived while nobody slept
+    bool dirty = false;  // queued for the thread to (un)subscribe
+    bool moved = false;  // sharded: its slot went to another node
+    int permits = 0;     // wake-ups that arrived while nobody slept
     Clock::time_point permit_at = Clock::time_point::min();  // the latest one's message
     uint64_t mark = 0;             // renewed by every message and every confirmation
     Clock::time_point idle_since;  // when refcount last fell to 0
