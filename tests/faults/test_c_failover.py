@@ -468,3 +468,50 @@ def test_C3_partitioned_master_and_its_clients_stop_and_fencing_refuses_them(
     else:
         assert -19 not in codes
         assert checkers.overlaps(h), "the old holder, still holding with the new one, not flagged"
+
+
+def test_C5_a_failover_is_counted_and_told_with_the_new_master(case: Case):
+    """issue 22: the Sentinel fixture's master is killed under a client whose holds the watchdog
+    renews. Its statistics count the failover, its event hook tells it with the promoted
+    master's address, and acquires and releases go on being counted on the new master."""
+    import rlock
+
+    dep = SentinelDeployment(case)
+    events: List[rlock.Event] = []
+    client = rlock.Client(dep.url, watchdog_lease=LEASE_MS * 5 / 1000)
+    try:
+        client.on_event(events.append)
+        lock = client.lock("c5-held")
+        assert lock.acquire(blocking=False)
+        before = client.stats()
+        assert before.failovers == 0
+
+        old = dep.master
+        old.kill(signal.SIGKILL)
+        assert wait_until(lambda: dep.master_port() not in (None, old.port), 15), (
+            "the sentinels did not promote the replica"
+        )
+        promoted = dep.master_port()
+        assert wait_until(lambda: client.stats().failovers == 1, 10), (
+            f"failovers counted: {client.stats().failovers}"
+        )
+        assert wait_until(lambda: any(e.kind == rlock.EventKind.FAILOVER for e in events), 5)
+        told = [e for e in events if e.kind == rlock.EventKind.FAILOVER]
+        assert len(told) == 1
+        assert told[0].detail == f"127.0.0.1:{promoted}"
+        assert told[0].name is None and told[0].owner is None
+
+        # Lock calls go on, counted, on the new master.
+        other = client.lock("c5-after")
+        assert wait_until(lambda: other.acquire(blocking=False), 10)
+        other.release()
+        after = client.stats()
+        assert after.acquires_granted >= before.acquires_granted + 1
+        assert after.releases >= before.releases + 1
+        assert after.reconnects >= 1, "the command connections were opened again"
+        kinds = [e.kind for e in events]
+        assert kinds.index(rlock.EventKind.FAILOVER) < len(kinds) - 1, (
+            "the acquire after the failover was told after it"
+        )
+    finally:
+        client.close()
