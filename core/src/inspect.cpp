@@ -340,7 +340,12 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
   scan.insert(scan.end(), {"COUNT", count_text, "TYPE", "hash"});
   const Reply step = run({scan}).front();
   if (step.is_error()) {
-    throw Error(step.error.code, "SCAN" + (node.empty() ? "" : " on " + node) + ": " + step.str);
+    const std::string where = node.empty() ? "" : " on " + node;
+    if (step.str.find("syntax error") != std::string::npos) {  // no TYPE option before Redis 6
+      throw Error(kUnsupported, "listing locks needs Redis 6 or newer (SCAN ... TYPE); SCAN" +
+                                    where + " answered: " + step.str);
+    }
+    throw Error(step.error.code, "SCAN" + where + ": " + step.str);
   }
   if (step.elements.size() != 2) throw Error(kRedis, "SCAN gave an unexpected reply");
 
