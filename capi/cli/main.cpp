@@ -16,10 +16,10 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -329,7 +329,8 @@ void parse_after_separator(bool saw_separator, int count, char **rest, Args &arg
     return;
   }
   for (int i = 0; i < count; ++i) {
-    if (args.has_name || args.command == "list") throw UsageError{std::string("unexpected argument '") + rest[i] + "'"};
+    if (args.has_name || args.command == "list")
+      throw UsageError{std::string("unexpected argument '") + rest[i] + "'"};
     args.has_name = true;
     args.name = rest[i];
   }
@@ -657,7 +658,8 @@ std::string status_text(const rlock_lock_info &info) {
     for (size_t i = 0; i < info.queue_len; ++i) {
       const rlock_lock_waiter &waiter = info.queue[i];
       out += "queued: " + printable(waiter.owner, waiter.owner_len);
-      if (waiter.deadline_ms >= 0) out += " (place kept " + ttl_text(waiter.deadline_ms - now) + ")";
+      if (waiter.deadline_ms >= 0)
+        out += " (place kept " + ttl_text(waiter.deadline_ms - now) + ")";
       out += "\n";
     }
   }
@@ -797,8 +799,7 @@ std::string utc_time_now() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
   const int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
-      1000);
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
   char buf[64];
@@ -815,8 +816,8 @@ std::string watch_line(const rlock_lock_info &info) {
   } else {
     out += "locked";
     if (info.owners_len > 0) {
-      out += " by " + printable(info.owners[0].owner, info.owners[0].owner_len) +
-             " (hold count " + std::to_string(info.owners[0].hold_count) + ")";
+      out += " by " + printable(info.owners[0].owner, info.owners[0].owner_len) + " (hold count " +
+             std::to_string(info.owners[0].hold_count) + ")";
     }
     if (info.owner_count != 1) out += ", owners " + std::to_string(info.owner_count);
     out += ", ttl " + (info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : std::string("none"));

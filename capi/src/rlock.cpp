@@ -7,8 +7,8 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "guard.hpp"
@@ -968,9 +968,11 @@ std::unique_ptr<InfoBox> box_of(core::LockInfo data) {
   auto box = std::make_unique<InfoBox>();
   box->data = std::move(data);
   const core::LockInfo& d = box->data;
+  box->owners.reserve(d.owners.size());
+  box->queue.reserve(d.queue.size());
   for (const core::LockOwner& owner : d.owners) {
-    box->owners.push_back({owner.field.c_str(), owner.field.size(), owner.holds,
-                           mode_of(owner.mode)});
+    box->owners.push_back(
+        {owner.field.c_str(), owner.field.size(), owner.holds, mode_of(owner.mode)});
   }
   for (const core::LockWaiter& waiter : d.queue) {
     box->queue.push_back({waiter.owner.c_str(), waiter.owner.size(), waiter.deadline_ms});
@@ -1007,8 +1009,7 @@ static_assert(RLOCK_INSPECT_MAX_LISTED == core::kMaxListed, "listing limits must
 
 extern "C" {
 
-int rlock_inspect(rlock_lock_info** out, rlock_client* client, const char* name,
-                  size_t name_len) {
+int rlock_inspect(rlock_lock_info** out, rlock_client* client, const char* name, size_t name_len) {
   return guarded([&]() -> int {
     if (out == nullptr) return invalid("out must not be NULL");
     *out = nullptr;
@@ -1018,8 +1019,7 @@ int rlock_inspect(rlock_lock_info** out, rlock_client* client, const char* name,
     if (name == nullptr) return invalid("name must not be NULL");
     if (name_len == 0) return invalid("name must not be empty");
     if (name_len > c->core->config().max_name_len) {
-      return invalid(("name is " + std::to_string(name_len) +
-                      " bytes, longer than the limit of " +
+      return invalid(("name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
                       std::to_string(c->core->config().max_name_len) +
                       " (client option max_name_len)")
                          .c_str());
@@ -1054,29 +1054,29 @@ int rlock_scan_options_init(rlock_scan_options* opts, unsigned int version) {
   });
 }
 
-int rlock_scan_locks(rlock_lock_page** out, rlock_client* client,
-                     const rlock_scan_options* opts) {
+int rlock_scan_locks(rlock_lock_page** out, rlock_client* client, const rlock_scan_options* opts) {
   return guarded([&]() -> int {
     if (out == nullptr) return invalid("out must not be NULL");
     *out = nullptr;
     if (client == nullptr) return invalid("client must not be NULL");
     Pinned<ClientObj> c(client);
     if (!c) return c.bad("client");
-    rlock_scan_options defaults = RLOCK_SCAN_OPTIONS_INIT;
-    if (opts == nullptr) opts = &defaults;
-    if (int rc = check_version(opts->version, RLOCK_SCAN_OPTIONS_VERSION, "rlock_scan_options"))
+    const rlock_scan_options defaults = RLOCK_SCAN_OPTIONS_INIT;
+    const rlock_scan_options& o = opts != nullptr ? *opts : defaults;
+    if (int rc = check_version(o.version, RLOCK_SCAN_OPTIONS_VERSION, "rlock_scan_options"))
       return rc;
-    if (opts->match == nullptr && opts->match_len != 0) {
+    if (o.match == nullptr && o.match_len != 0) {
       return invalid("opts->match is NULL but opts->match_len is not 0");
     }
-    if (opts->count < 0) return invalid("opts->count must not be negative");
+    if (o.count < 0) return invalid("opts->count must not be negative");
     if (c->core->closed()) return core::fail(core::kClosed, "the rlock client was closed");
     const std::string match =
-        opts->match == nullptr ? std::string() : std::string(opts->match, opts->match_len);
-    const std::string cursor =
-        (opts->cursor == nullptr || opts->cursor[0] == '\0') ? "0" : opts->cursor;
-    core::LockPage found = core::scan_locks(*c->core, cursor, match, opts->count);
+        o.match == nullptr ? std::string() : std::string(o.match, o.match_len);
+    const std::string cursor = (o.cursor == nullptr || o.cursor[0] == '\0') ? "0" : o.cursor;
+    core::LockPage found = core::scan_locks(*c->core, cursor, match, o.count);
     auto box = std::make_unique<PageBox>();
+    box->boxes.reserve(found.locks.size());
+    box->pointers.reserve(found.locks.size());
     for (core::LockInfo& info : found.locks) box->boxes.push_back(box_of(std::move(info)));
     for (const auto& info : box->boxes) box->pointers.push_back(&info->info);
     box->next_cursor = std::move(found.next_cursor);

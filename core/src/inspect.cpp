@@ -90,6 +90,42 @@ void check(const Reply& reply, const std::string& name) {
   throw Error(reply.error.code, "reading the keys of lock " + printable(name) + ": " + reply.str);
 }
 
+// The fair queue's first entries with their deadlines (from ZRANGE ... WITHSCORES).
+void parse_queue(const Reply& queue, const Reply& scored, LockInfo* info) {
+  std::map<std::string, int64_t> deadlines;
+  for (size_t i = 0; i + 1 < scored.elements.size(); i += 2) {
+    deadlines[scored.elements[i].str] =
+        static_cast<int64_t>(std::strtod(scored.elements[i + 1].str.c_str(), nullptr));
+  }
+  info->queue.reserve(queue.elements.size());
+  for (const Reply& entry : queue.elements) {
+    auto it = deadlines.find(entry.str);
+    info->queue.push_back({entry.str, it == deadlines.end() ? -1 : it->second});
+  }
+}
+
+// The owners of a lock hash from an HSCAN reply; false when a field or value is not one a lock
+// has (then the hash is no lock).
+bool parse_owners(const Reply& scan, bool has_mode, LockInfo* info) {
+  if (scan.elements.size() != 2) return true;
+  const auto& fields = scan.elements[1].elements;
+  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
+    const std::string& field = fields[i].str;
+    const std::string& value = fields[i + 1].str;
+    if (field == "mode") {
+      if (value != "read" && value != "write") return false;
+      continue;
+    }
+    if (!is_owner_field(field) || !all_digits(value, 0, value.size())) return false;
+    if (info->owners.size() < kMaxListed) {
+      const bool writer = field.size() > 6 && field.compare(field.size() - 6, 6, ":write") == 0;
+      info->owners.push_back(
+          {field, integer_of(fields[i + 1]), has_mode ? (writer ? "write" : "read") : ""});
+    }
+  }
+  return true;
+}
+
 // Fills `info` from the replies of add_reads (starting at `r`); false when one of them is a
 // redirect (the slot moved while a listing ran: the key is found on its new master, or missed).
 bool parse_reads(const Reply* r, const std::string& name, LockInfo* info) {
@@ -98,69 +134,35 @@ bool parse_reads(const Reply* r, const std::string& name, LockInfo* info) {
     check(r[i], name);
   }
   info->name = name;
-  const std::string type = r[kType].str;
+  const std::string& type = r[kType].str;
+  const bool has_token = r[kToken].type != Reply::Type::Nil;
   info->token = integer_of(r[kToken]);
   info->queue_length = integer_of(r[kQueueLength]);
-  const int64_t deadline_count = integer_of(r[kDeadlineCount]);
-  std::map<std::string, int64_t> deadlines;
-  const auto& scored = r[kDeadlines].elements;
-  for (size_t i = 0; i + 1 < scored.size(); i += 2) {
-    deadlines[scored[i].str] = static_cast<int64_t>(std::strtod(scored[i + 1].str.c_str(), nullptr));
-  }
-  for (const Reply& entry : r[kQueue].elements) {
-    auto it = deadlines.find(entry.str);
-    info->queue.push_back({entry.str, it == deadlines.end() ? -1 : it->second});
-  }
-  const bool fair = info->queue_length > 0 || deadline_count > 0;
-
-  if (type != "hash") {
+  parse_queue(r[kQueue], r[kDeadlines], info);
+  const bool fair = info->queue_length > 0 || integer_of(r[kDeadlineCount]) > 0;
+  if (type != "hash") {  // a free lock, or no lock
     info->ttl_ms = -2;
-    if (type != "none") {
-      info->kind = FoundKind::NotALock;
-    } else if (fair) {
-      info->kind = FoundKind::Fair;
-    } else if (r[kToken].type != Reply::Type::Nil) {
-      info->kind = FoundKind::Fenced;
-    }
+    info->kind = type != "none" ? FoundKind::NotALock
+                 : fair         ? FoundKind::Fair
+                 : has_token    ? FoundKind::Fenced
+                                : FoundKind::Nothing;
+    return true;
+  }
+  const bool has_mode = r[kMode].type == Reply::Type::String;
+  if (!parse_owners(r[kFields], has_mode, info)) {
+    *info = LockInfo{};
+    info->name = name;
+    info->kind = FoundKind::NotALock;
     return true;
   }
   info->locked = true;
   info->ttl_ms = integer_of(r[kPttl]);
-  const bool has_mode = r[kMode].type == Reply::Type::String;
   if (has_mode) info->mode = r[kMode].str;
   info->owner_count = integer_of(r[kHashLength]) - (has_mode ? 1 : 0);
-  const Reply& scan = r[kFields];
-  const std::vector<Reply> none;
-  const auto& fields = scan.elements.size() == 2 ? scan.elements[1].elements : none;
-  bool shaped = true;
-  for (size_t i = 0; i + 1 < fields.size(); i += 2) {
-    const std::string& field = fields[i].str;
-    const std::string& value = fields[i + 1].str;
-    if (field == "mode") {
-      shaped = shaped && (value == "read" || value == "write");
-      continue;
-    }
-    if (!is_owner_field(field) || !all_digits(value, 0, value.size())) {
-      shaped = false;
-      break;
-    }
-    if (info->owners.size() < kMaxListed) {
-      const bool writer = field.size() > 6 && field.compare(field.size() - 6, 6, ":write") == 0;
-      info->owners.push_back(
-          {field, integer_of(fields[i + 1]), has_mode ? (writer ? "write" : "read") : ""});
-    }
-  }
-  if (!shaped) {
-    *info = LockInfo{};
-    info->name = name;
-    info->kind = FoundKind::NotALock;
-    info->locked = false;
-    return true;
-  }
-  info->kind = has_mode                                     ? FoundKind::ReadWrite
-               : fair                                       ? FoundKind::Fair
-               : r[kToken].type != Reply::Type::Nil         ? FoundKind::Fenced
-                                                            : FoundKind::Reentrant;
+  info->kind = has_mode    ? FoundKind::ReadWrite
+               : fair      ? FoundKind::Fair
+               : has_token ? FoundKind::Fenced
+                           : FoundKind::Reentrant;
   return true;
 }
 
@@ -206,6 +208,7 @@ void count_subscribers(Client& client, std::vector<LockInfo>& locks, const std::
                        Deadline deadline) {
   Commands commands;
   std::vector<std::vector<std::string>> channels;
+  channels.reserve(locks.size());
   for (const LockInfo& info : locks) channels.push_back(wake_up_channels(info));
   auto* cluster = dynamic_cast<ClusterTransport*>(&client.transport());
   const bool sharded = client.transport().sharded_pubsub();
@@ -260,6 +263,56 @@ bool parse_cursor_number(const std::string& text, uint64_t* out) {
   return errno == 0;
 }
 
+// Where one step of a walk scans: the master's index (cluster) and its SCAN cursor.
+struct WalkPlace {
+  size_t node_index = 0;
+  uint64_t node_cursor = 0;
+};
+
+// Reads a cursor scan_locks made: "<cursor>" on one server, "0" or "<index>,<cursor>" on a
+// cluster. Throws Error(kInvalid) for anything else.
+WalkPlace parse_walk_cursor(const std::string& cursor, bool cluster) {
+  WalkPlace place;
+  const size_t comma = cursor.find(',');
+  bool valid;
+  if (cluster && comma != std::string::npos) {
+    valid = comma < 6 && all_digits(cursor, 0, comma) &&
+            parse_cursor_number(cursor.substr(comma + 1), &place.node_cursor);
+    if (valid) place.node_index = std::strtoul(cursor.substr(0, comma).c_str(), nullptr, 10);
+  } else {
+    // A cluster walk starts at "0"; every later cluster cursor names its master.
+    valid = parse_cursor_number(cursor, &place.node_cursor) && (!cluster || place.node_cursor == 0);
+  }
+  if (!valid) {
+    throw Error(kInvalid, "cursor " + printable(cursor) +
+                              " was not made by a listing of this deployment (start with \"0\")");
+  }
+  return place;
+}
+
+// The cursor after a step that answered `next` at `place` (of `masters` masters; 0 = one server).
+std::string next_walk_cursor(const WalkPlace& place, const std::string& next, size_t masters) {
+  if (masters == 0) return next;
+  if (next != "0") return std::to_string(place.node_index) + "," + next;
+  if (place.node_index + 1 < masters) return std::to_string(place.node_index + 1) + ",0";
+  return "0";
+}
+
+// A SCAN reply the walk can use, or the failure it is (Error).
+void check_scan_reply(const Reply& step, const std::string& node) {
+  const std::string where = node.empty() ? "" : " on " + node;
+  if (step.is_error()) {
+    if (step.str.find("syntax error") != std::string::npos) {  // no TYPE option before Redis 6
+      throw Error(kUnsupported, "listing locks needs Redis 6 or newer (SCAN ... TYPE); SCAN" +
+                                    where + " answered: " + step.str);
+    }
+    throw Error(step.error.code, "SCAN" + where + ": " + step.str);
+  }
+  if (step.elements.size() != 2 || step.elements[1].type != Reply::Type::Array) {
+    throw Error(kRedis, "SCAN" + where + " gave a reply of an unexpected shape");
+  }
+}
+
 }  // namespace
 
 bool is_owner_field(const std::string& field) {
@@ -297,64 +350,37 @@ LockInfo inspect_lock(Client& client, const std::string& name) {
 LockPage scan_locks(Client& client, const std::string& cursor, const std::string& pattern,
                     int64_t count) {
   auto* cluster = dynamic_cast<ClusterTransport*>(&client.transport());
-  // Where this step scans: the master's index (cluster) and its SCAN cursor.
-  size_t node_index = 0;
-  uint64_t node_cursor = 0;
-  const size_t comma = cursor.find(',');
-  bool valid = cluster != nullptr && comma != std::string::npos
-                   ? all_digits(cursor, 0, comma) && comma < 6 &&
-                         parse_cursor_number(cursor.substr(comma + 1), &node_cursor)
-                   : parse_cursor_number(cursor, &node_cursor);
-  if (valid && cluster != nullptr && comma != std::string::npos) {
-    node_index = std::strtoul(cursor.substr(0, comma).c_str(), nullptr, 10);
-  } else if (valid && cluster != nullptr && node_cursor != 0) {
-    valid = false;  // a cluster cursor names its master
-  }
-  if (!valid) {
-    throw Error(kInvalid, "cursor " + printable(cursor) +
-                              " was not made by a listing of this deployment (start with \"0\")");
-  }
+  const WalkPlace place = parse_walk_cursor(cursor, cluster != nullptr);
   std::vector<std::string> masters;
   if (cluster != nullptr) {
     masters = cluster->master_addresses();
-    if (node_index >= masters.size()) {
+    if (place.node_index >= masters.size()) {
       throw Error(kInvalid, "cursor " + printable(cursor) + " names master " +
-                                std::to_string(node_index) + " but the cluster has " +
+                                std::to_string(place.node_index) + " but the cluster has " +
                                 std::to_string(masters.size()) + " now");
     }
   }
-  const std::string node = cluster != nullptr ? masters[node_index] : "";
+  const std::string node = cluster != nullptr ? masters[place.node_index] : "";
   const Deadline deadline = client.transport().deadline_from_now();
   auto run = [&](const std::vector<Args>& list) {
     return cluster != nullptr ? cluster->run_batch_at(node, list, deadline)
                               : client.transport().run_batch(list, deadline);
   };
 
-  const std::string cursor_text = std::to_string(node_cursor);
+  const std::string cursor_text = std::to_string(place.node_cursor);
   const std::string count_text = std::to_string(count > 0 ? count : 1000);
   Args scan{"SCAN", cursor_text};
-  if (!pattern.empty()) {
-    scan.push_back("MATCH");
-    scan.push_back(pattern);
-  }
+  if (!pattern.empty()) scan.insert(scan.end(), {"MATCH", pattern});
   scan.insert(scan.end(), {"COUNT", count_text, "TYPE", "hash"});
   const Reply step = run({scan}).front();
-  if (step.is_error()) {
-    const std::string where = node.empty() ? "" : " on " + node;
-    if (step.str.find("syntax error") != std::string::npos) {  // no TYPE option before Redis 6
-      throw Error(kUnsupported, "listing locks needs Redis 6 or newer (SCAN ... TYPE); SCAN" +
-                                    where + " answered: " + step.str);
-    }
-    throw Error(step.error.code, "SCAN" + where + ": " + step.str);
-  }
-  if (step.elements.size() != 2) throw Error(kRedis, "SCAN gave an unexpected reply");
+  check_scan_reply(step, node);
 
   Commands commands;
-  for (const Reply& key : step.elements[1].elements) add_reads(commands, key.str);
+  const auto& keys = step.elements[1].elements;
+  for (const Reply& key : keys) add_reads(commands, key.str);
   LockPage page;
-  if (!commands.list().empty()) {
+  if (!keys.empty()) {
     const std::vector<Reply> replies = run(commands.list());
-    const auto& keys = step.elements[1].elements;
     for (size_t i = 0; i < keys.size(); ++i) {
       LockInfo info;
       if (!parse_reads(&replies[i * kReadCount], keys[i].str, &info)) continue;
@@ -363,17 +389,7 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
     }
     count_subscribers(client, page.locks, node, deadline);
   }
-
-  const std::string& next = step.elements[0].str;
-  if (cluster == nullptr) {
-    page.next_cursor = next;
-  } else if (next != "0") {
-    page.next_cursor = std::to_string(node_index) + "," + next;
-  } else if (node_index + 1 < masters.size()) {
-    page.next_cursor = std::to_string(node_index + 1) + ",0";
-  } else {
-    page.next_cursor = "0";
-  }
+  page.next_cursor = next_walk_cursor(place, step.elements[0].str, masters.size());
   return page;
 }
 

@@ -57,8 +57,9 @@ def main():
         redis(PORTS[0], "HSET", name, OWNER, 1)
         redis(PORTS[0], "PEXPIRE", name, 120000)
     redis(PORTS[0], "SET", PREFIX + "text", "x", "PX", 120000)
-    per_master = [len(redis(p, "--scan", "--pattern", PREFIX + "*", cluster=False).split())
-                  for p in PORTS]
+    per_master = [
+        len(redis(p, "--scan", "--pattern", PREFIX + "*", cluster=False).split()) for p in PORTS
+    ]
     if sorted(per_master)[0] == 0:
         fail("the names did not reach every master: %r" % per_master)
 
@@ -66,25 +67,39 @@ def main():
     locks = listed()
     found = [lock["name"] for lock in locks]
     if sorted(found) != sorted(names):
-        fail("listed %d names (%d distinct), want the 60 written" % (len(found), len(set(found))),
-             "\n".join(sorted(found)))
+        fail(
+            "listed %d names (%d distinct), want the 60 written" % (len(found), len(set(found))),
+            "\n".join(sorted(found)),
+        )
     for lock in locks:
         if (lock["kind"], lock["owners"], lock["locked"]) != (
-                "reentrant", [{"owner": OWNER, "holds": 1, "mode": None}], True):
+            "reentrant",
+            [{"owner": OWNER, "holds": 1, "mode": None}],
+            True,
+        ):
             fail("lock fields", json.dumps(lock))
 
     step("a lock held by rlock exec, and a waiter subscribed to its channel")
     held = PREFIX + "held"
-    children.append(subprocess.Popen([RLOCK, "exec", "--url", URL, held, "--", "sleep", "30"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--url", URL, held, "--", "sleep", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
     end = time.time() + 10
     while not json.loads(rlock("status", "--url", URL, "--json", held))["locked"]:
         if time.time() > end:
             fail("rlock exec did not take the lock")
         time.sleep(0.05)
-    children.append(subprocess.Popen([RLOCK, "exec", "--url", URL, "--wait", "30", held, "--",
-                                      "true"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--url", URL, "--wait", "30", held, "--", "true"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
     end = time.time() + 10
     while True:
         status = json.loads(rlock("status", "--url", URL, "--json", held))

@@ -39,9 +39,11 @@ def step(text):
 
 
 def redis(*args):
-    out = subprocess.run(["redis-cli", "-p", PORT] + [a if isinstance(a, bytes) else str(a).encode()
-                                                     for a in args],
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["redis-cli", "-p", PORT] + [a if isinstance(a, bytes) else str(a).encode() for a in args],
+        capture_output=True,
+        check=True,
+    ).stdout
     return out.strip()
 
 
@@ -52,8 +54,10 @@ def tagged(prefix, name):
 def rlock(*args, check=True):
     proc = subprocess.run([RLOCK] + list(args), capture_output=True)
     if check and proc.returncode != 0:
-        fail("rlock %s exited %d" % (" ".join(map(str, args)), proc.returncode),
-             proc.stdout + proc.stderr)
+        fail(
+            "rlock %s exited %d" % (" ".join(map(str, args)), proc.returncode),
+            proc.stdout + proc.stderr,
+        )
     return proc
 
 
@@ -84,9 +88,11 @@ def cleanup():
             child.terminate()  # rlock exec passes SIGTERM on to its command
             child.wait()
     keys = redis("--scan", "--pattern", PREFIX + b"*").splitlines()
-    keys += [tagged(b"redisson_lock_token", name(b"fenced")),
-             tagged(b"redisson_lock_queue", name(b"fair")),
-             tagged(b"redisson_lock_timeout", name(b"fair"))]
+    keys += [
+        tagged(b"redisson_lock_token", name(b"fenced")),
+        tagged(b"redisson_lock_queue", name(b"fair")),
+        tagged(b"redisson_lock_timeout", name(b"fair")),
+    ]
     for key in keys:
         redis("DEL", key)
 
@@ -100,20 +106,29 @@ def main():
     redis("SET", tagged(b"redisson_lock_token", name(b"fenced")), 42)
     redis("HSET", name(b"fair"), O1, 1)
     redis("RPUSH", tagged(b"redisson_lock_queue", name(b"fair")), O2, O3)
-    redis("ZADD", tagged(b"redisson_lock_timeout", name(b"fair")), now + 300000, O2,
-          now + 600000, O3)
+    redis(
+        "ZADD", tagged(b"redisson_lock_timeout", name(b"fair")), now + 300000, O2, now + 600000, O3
+    )
     redis("HSET", name(b"rw"), b"mode", b"read", O1, 1, O2, 2)
     redis("HSET", name(b"w"), b"mode", b"write", O3 + b":write", 1)
-    binary = name(b"bin\xff\x01\"\\q\xc3\xa9")
+    binary = name(b'bin\xff\x01"\\q\xc3\xa9')
     redis("HSET", binary, O2, 1)
     redis("SET", name(b"text"), b"x")
     redis("HSET", name(b"hash"), b"field", b"1")
     held = name(b"held")
-    children.append(subprocess.Popen([RLOCK, "exec", held, "--", "sleep", "30"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", held, "--", "sleep", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
     wait_until(lambda: b"locked: yes" in rlock("status", held).stdout, "rlock exec to hold")
-    holder = [line.split(b": ", 1)[1] for line in rlock("status", held).stdout.splitlines()
-              if line.startswith(b"owner: ")][0]
+    holder = [
+        line.split(b": ", 1)[1]
+        for line in rlock("status", held).stdout.splitlines()
+        if line.startswith(b"owner: ")
+    ][0]
 
     step("list --json: one object per line, exact fields")
     locks = json_lines(rlock("list", "--match", PREFIX + b"*", "--json").stdout)
@@ -124,33 +139,60 @@ def main():
     plain = dict(locks[name(b"plain")])
     if not 55000 < plain.pop("ttl_ms") <= 60000:
         fail("plain ttl_ms", json.dumps(locks[name(b"plain")]))
-    want = {"name": name(b"plain").decode(), "kind": "reentrant", "locked": True, "mode": None,
-            "owner_count": 1, "owners": [{"owner": O1.decode(), "holds": 2, "mode": None}],
-            "queue_length": 0, "queue": [], "subscribers": 0, "waiters": 0, "token": 0}
+    want = {
+        "name": name(b"plain").decode(),
+        "kind": "reentrant",
+        "locked": True,
+        "mode": None,
+        "owner_count": 1,
+        "owners": [{"owner": O1.decode(), "holds": 2, "mode": None}],
+        "queue_length": 0,
+        "queue": [],
+        "subscribers": 0,
+        "waiters": 0,
+        "token": 0,
+    }
     if plain != want:
         fail("plain: %r\nwant %r" % (plain, want))
     fenced = locks[name(b"fenced")]
     if (fenced["kind"], fenced["token"], fenced["ttl_ms"]) != ("fenced", 42, -1):
         fail("fenced", json.dumps(fenced))
     fair = locks[name(b"fair")]
-    want_queue = [{"owner": O2.decode(), "deadline_ms": now + 300000},
-                  {"owner": O3.decode(), "deadline_ms": now + 600000}]
+    want_queue = [
+        {"owner": O2.decode(), "deadline_ms": now + 300000},
+        {"owner": O3.decode(), "deadline_ms": now + 600000},
+    ]
     if (fair["kind"], fair["queue_length"], fair["queue"], fair["waiters"]) != (
-            "fair", 2, want_queue, 2):
+        "fair",
+        2,
+        want_queue,
+        2,
+    ):
         fail("fair", json.dumps(fair))
     rw = locks[name(b"rw")]
-    want_owners = [{"owner": O1.decode(), "holds": 1, "mode": "read"},
-                   {"owner": O2.decode(), "holds": 2, "mode": "read"}]
+    want_owners = [
+        {"owner": O1.decode(), "holds": 1, "mode": "read"},
+        {"owner": O2.decode(), "holds": 2, "mode": "read"},
+    ]
     if (rw["kind"], rw["mode"], rw["owner_count"], rw["owners"]) != (
-            "read-write", "read", 2, want_owners):
+        "read-write",
+        "read",
+        2,
+        want_owners,
+    ):
         fail("rw", json.dumps(rw))
     w = locks[name(b"w")]
-    if (w["mode"], w["owners"]) != ("write", [{"owner": O3.decode() + ":write", "holds": 1,
-                                                "mode": "write"}]):
+    if (w["mode"], w["owners"]) != (
+        "write",
+        [{"owner": O3.decode() + ":write", "holds": 1, "mode": "write"}],
+    ):
         fail("w", json.dumps(w))
     real = locks[held]
     if (real["kind"], real["owners"][0]["owner"].encode(), real["owners"][0]["holds"]) != (
-            "reentrant", holder, 1) or not 0 < real["ttl_ms"] <= 30000:
+        "reentrant",
+        holder,
+        1,
+    ) or not 0 < real["ttl_ms"] <= 30000:
         fail("held", json.dumps(real))
     # The binary name comes back byte for byte; the raw JSON escapes the bad byte as \udcff.
     raw = rlock("list", "--match", name(b"bin*"), "--json").stdout
@@ -166,14 +208,13 @@ def main():
     if len(lines) != 1 + len(expected_names):
         fail("table rows", out)
     rows = {line.split()[0]: line.split() for line in lines[1:]}
-    if rows[name(b"fenced").decode()][1:] != ["fenced", O1.decode(),
-                                             "1", "none", "0", "42"]:
+    if rows[name(b"fenced").decode()][1:] != ["fenced", O1.decode(), "1", "none", "0", "42"]:
         fail("fenced row", out)
     if rows[name(b"rw").decode()][1:5] != ["read-write/read", O1.decode(), "+1", "3"]:
         fail("rw row", out)
     if rows[name(b"fair").decode()][-2:] != ["2", "-"]:
         fail("fair row", out)
-    if name(b"bin\\xff\\x01\"\\x5cq\\xc3\\xa9").decode() not in rows:
+    if name(b'bin\\xff\\x01"\\x5cq\\xc3\\xa9').decode() not in rows:
         fail("binary name in the table", out)
 
     step("list --match with nothing found: empty output, exit 0")
@@ -186,22 +227,34 @@ def main():
     if status != fair:
         fail("status --json %r != list %r" % (status, fair))
     text = rlock("status", name(b"fair")).stdout.decode()
-    for line in ("locked: yes", "owner: " + O1.decode(), "hold count: 1", "kind: fair",
-                 "queue: 2", "queued: " + O2.decode(), "waiters: 2", "token: 0"):
-        if line not in text.splitlines() and not any(l.startswith(line + " (")
-                                                     for l in text.splitlines()):
+    for line in (
+        "locked: yes",
+        "owner: " + O1.decode(),
+        "hold count: 1",
+        "kind: fair",
+        "queue: 2",
+        "queued: " + O2.decode(),
+        "waiters: 2",
+        "token: 0",
+    ):
+        if line not in text.splitlines() and not any(
+            other.startswith(line + " (") for other in text.splitlines()
+        ):
             fail("status text lacks %r" % line, text)
     free = json.loads(rlock("status", "--json", name(b"free")).stdout)
     if (free["kind"], free["locked"], free["ttl_ms"], free["owners"]) != ("none", False, -2, []):
         fail("free status", json.dumps(free))
-    if rlock("status", name(b"free")).stdout.decode() != "name: %s\nlocked: no\n" % name(
-            b"free").decode():
+    if (
+        rlock("status", name(b"free")).stdout.decode()
+        != "name: %s\nlocked: no\n" % name(b"free").decode()
+    ):
         fail("free status text changed")
 
     step("watch without a terminal: a line per owner change, SIGINT exits 0")
     swap = name(b"swap")
-    watch = subprocess.Popen([RLOCK, "watch", "--interval", "0.05", swap],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    watch = subprocess.Popen(
+        [RLOCK, "watch", "--interval", "0.05", swap], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     children.append(watch)
     time.sleep(0.3)
     for _ in range(2):
@@ -214,8 +267,13 @@ def main():
     states = [line.split(b": ", 1)[1] for line in out.splitlines()]
     shape = [s.split(b",")[0].split(b" (")[0] for s in states]
     owners = [s.split(b" by ")[1] for s in shape if s.startswith(b"locked by ")]
-    if [s.split(b" by ")[0] for s in shape] != [b"not locked", b"locked", b"not locked",
-                                                 b"locked", b"not locked"]:
+    if [s.split(b" by ")[0] for s in shape] != [
+        b"not locked",
+        b"locked",
+        b"not locked",
+        b"locked",
+        b"not locked",
+    ]:
         fail("watch lines", out)
     if len(owners) != 2 or owners[0] == owners[1]:
         fail("watch did not show two different owners", out)

@@ -174,14 +174,11 @@ TEST(Inspect, FairWithTwoQueuedWaiters) {
   EXPECT_EQ(owner_at(*info, 0), it::owner_of(c.get(), 1));
   EXPECT_EQ(info->queue_length, 2);
   ASSERT_EQ(info->queue_len, 2u);
-  EXPECT_EQ(std::string(info->queue[0].owner, info->queue[0].owner_len),
-            it::owner_of(c.get(), 2));
-  EXPECT_EQ(std::string(info->queue[1].owner, info->queue[1].owner_len),
-            it::owner_of(c.get(), 3));
+  EXPECT_EQ(std::string(info->queue[0].owner, info->queue[0].owner_len), it::owner_of(c.get(), 2));
+  EXPECT_EQ(std::string(info->queue[1].owner, info->queue[1].owner_len), it::owner_of(c.get(), 3));
   const auto deadline = [&](int i) {
-    return std::stoll(redis.ok({"ZSCORE", rlock_test::fair_timeout_key(name),
-                                it::owner_of(c.get(), 2 + i)})
-                          .str);
+    return std::stoll(
+        redis.ok({"ZSCORE", rlock_test::fair_timeout_key(name), it::owner_of(c.get(), 2 + i)}).str);
   };
   EXPECT_EQ(info->queue[0].deadline_ms, deadline(0));
   EXPECT_EQ(info->queue[1].deadline_ms, deadline(1));
@@ -210,8 +207,8 @@ TEST(Inspect, ReadWriteReadersAndWriter) {
     EXPECT_EQ(info->owners[i].mode, RLOCK_MODE_READ);
     owners.insert({owner_at(*info, i), info->owners[i].hold_count});
   }
-  EXPECT_EQ(owners, (std::set<std::pair<std::string, int64_t>>{
-                        {it::owner_of(c.get(), 11), 1}, {it::owner_of(c.get(), 12), 2}}));
+  EXPECT_EQ(owners, (std::set<std::pair<std::string, int64_t>>{{it::owner_of(c.get(), 11), 1},
+                                                               {it::owner_of(c.get(), 12), 2}}));
   EXPECT_GT(info->ttl_ms, 25000);
   EXPECT_EQ(info->token, 0);
   rlock_release_for(reads.get(), 11);

@@ -554,22 +554,22 @@ typedef struct rlock_lock_waiter {
 #define RLOCK_INSPECT_MAX_LISTED 100
 
 typedef struct rlock_lock_info {
-  unsigned int version;  /* set by the library: RLOCK_LOCK_INFO_VERSION it was filled at */
-  const char *name;      /* the lock name (NUL-terminated; name_len bytes, may hold NULs) */
+  unsigned int version; /* set by the library: RLOCK_LOCK_INFO_VERSION it was filled at */
+  const char *name;     /* the lock name (NUL-terminated; name_len bytes, may hold NULs) */
   size_t name_len;
   rlock_found_kind kind;
-  int locked;            /* the lock hash exists */
-  int64_t ttl_ms;        /* its remaining lease (PTTL): -1 no expiry, -2 not locked */
-  rlock_lock_mode mode;  /* a read-write lock's `mode` field; RLOCK_MODE_NONE otherwise */
-  int64_t owner_count;   /* owner fields in the hash, listed or not */
+  int locked;                     /* the lock hash exists */
+  int64_t ttl_ms;                 /* its remaining lease (PTTL): -1 no expiry, -2 not locked */
+  rlock_lock_mode mode;           /* a read-write lock's `mode` field; RLOCK_MODE_NONE otherwise */
+  int64_t owner_count;            /* owner fields in the hash, listed or not */
   const rlock_lock_owner *owners; /* the first owners (at most RLOCK_INSPECT_MAX_LISTED) */
   size_t owners_len;
-  int64_t queue_length;  /* fair locks: waiters queued */
+  int64_t queue_length;           /* fair locks: waiters queued */
   const rlock_lock_waiter *queue; /* the queue from its head (at most ..._MAX_LISTED) */
   size_t queue_len;
-  int64_t subscribers;   /* clients subscribed to the wake-up channel (PUBSUB NUMSUB);
-                            fair locks: to the channels of the listed queued owners */
-  int64_t token;         /* the last fencing token handed out; 0 when there is no counter */
+  int64_t subscribers; /* clients subscribed to the wake-up channel (PUBSUB NUMSUB);
+                          fair locks: to the channels of the listed queued owners */
+  int64_t token;       /* the last fencing token handed out; 0 when there is no counter */
 } rlock_lock_info;
 
 #define RLOCK_LOCK_INFO_VERSION 1
@@ -586,22 +586,23 @@ typedef struct rlock_scan_options {
   unsigned int version; /* RLOCK_SCAN_OPTIONS_VERSION */
   const char *match;    /* a Redis glob (SCAN MATCH) over lock names; NULL = every name */
   size_t match_len;
-  const char *cursor;   /* NULL or "0" = start; else the next_cursor of the previous page */
-  int64_t count;        /* SCAN COUNT: keys looked at per step (a hint); 0 = 1000 */
+  const char *cursor; /* NULL or "0" = start; else the next_cursor of the previous page */
+  int64_t count;      /* SCAN COUNT: keys looked at per step (a hint); 0 = 1000 */
 } rlock_scan_options;
 
 #define RLOCK_SCAN_OPTIONS_VERSION 1
-#define RLOCK_SCAN_OPTIONS_INIT { RLOCK_SCAN_OPTIONS_VERSION, NULL, 0, NULL, 0 }
+#define RLOCK_SCAN_OPTIONS_INIT \
+  { RLOCK_SCAN_OPTIONS_VERSION, NULL, 0, NULL, 0 }
 
 /* Fills `opts` with defaults, for bindings that cannot expand RLOCK_SCAN_OPTIONS_INIT. */
 RLOCK_API int rlock_scan_options_init(rlock_scan_options *opts, unsigned int version);
 
 typedef struct rlock_lock_page {
-  unsigned int version;               /* set by the library: RLOCK_LOCK_PAGE_VERSION */
+  unsigned int version;                /* set by the library: RLOCK_LOCK_PAGE_VERSION */
   const rlock_lock_info *const *locks; /* the locks found in this step */
   size_t count;
-  const char *next_cursor;            /* pass it as opts->cursor for the next step */
-  int done;                           /* 1 when the walk is complete (next_cursor is "0") */
+  const char *next_cursor; /* pass it as opts->cursor for the next step */
+  int done;                /* 1 when the walk is complete (next_cursor is "0") */
 } rlock_lock_page;
 
 #define RLOCK_LOCK_PAGE_VERSION 1

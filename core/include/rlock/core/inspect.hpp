@@ -36,16 +36,16 @@ struct LockWaiter {
 struct LockInfo {
   std::string name;
   FoundKind kind = FoundKind::Nothing;
-  bool locked = false;       // the lock hash exists
-  int64_t ttl_ms = -2;       // PTTL of the hash: -1 no expiry, -2 not locked
-  std::string mode;          // the hash's `mode` field ("read", "write") or empty
-  int64_t owner_count = 0;   // owner fields in the hash (all of them, listed or not)
-  std::vector<LockOwner> owners;     // at most kMaxListed, in the server's order
-  int64_t queue_length = 0;          // fair queue length
-  std::vector<LockWaiter> queue;     // its first kMaxListed entries, head first
-  int64_t subscribers = 0;  // subscribers of the wake-up channel(s); for a fair lock, of the
-                            // listed queued owners' channels
-  int64_t token = 0;        // last fencing token handed out; 0 when there is no counter
+  bool locked = false;            // the lock hash exists
+  int64_t ttl_ms = -2;            // PTTL of the hash: -1 no expiry, -2 not locked
+  std::string mode;               // the hash's `mode` field ("read", "write") or empty
+  int64_t owner_count = 0;        // owner fields in the hash (all of them, listed or not)
+  std::vector<LockOwner> owners;  // at most kMaxListed, in the server's order
+  int64_t queue_length = 0;       // fair queue length
+  std::vector<LockWaiter> queue;  // its first kMaxListed entries, head first
+  int64_t subscribers = 0;        // subscribers of the wake-up channel(s); for a fair lock, of the
+                                  // listed queued owners' channels
+  int64_t token = 0;              // last fencing token handed out; 0 when there is no counter
 };
 
 // Owners and queue entries listed per lock at most; the counts are always complete.
