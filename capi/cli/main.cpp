@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -18,6 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -43,7 +46,9 @@ constexpr const char *kDefaultUrl = "redis://127.0.0.1:6379";
 const char kUsage[] =
     "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
     "                  NAME -- COMMAND [ARGS...]\n"
-    "       rlock status [--url URL] [TLS OPTIONS] NAME\n"
+    "       rlock status [--url URL] [TLS OPTIONS] [--json] NAME\n"
+    "       rlock list [--url URL] [TLS OPTIONS] [--match PATTERN] [--json]\n"
+    "       rlock watch [--url URL] [TLS OPTIONS] [--interval SECONDS] NAME\n"
     "       rlock unlock --force [--url URL] [TLS OPTIONS] NAME\n"
     "       rlock --help | --version\n";
 
@@ -56,7 +61,14 @@ const char kHelp[] =
     "  exec     take the lock NAME, run COMMAND while holding it, release it when COMMAND\n"
     "           ends, and exit with COMMAND's exit status\n"
     "  status   show whether NAME is locked, its owner (<client-id>:<thread-id>), hold count\n"
-    "           and remaining TTL\n"
+    "           and remaining TTL, its kind, fair queue, waiters and fencing token\n"
+    "  list     find the locks on the server (every master of a cluster) and show one line\n"
+    "           each: NAME, KIND, OWNER(S), HOLDS, TTL, WAITERS, TOKEN. Reads in bounded\n"
+    "           steps (SCAN with COUNT), safe on a production server; finds held locks of\n"
+    "           rlock and Redisson alike, not free ones\n"
+    "  watch    show the status of NAME again every --interval until Ctrl-C (or SIGTERM):\n"
+    "           redrawn in place on a terminal, else one line per change (owner, holds,\n"
+    "           waiters, queue, token; not TTL alone)\n"
     "  unlock   delete the lock NAME whoever holds it (--force is required)\n"
     "\n"
     "Options (before or after NAME; everything after -- belongs to COMMAND):\n"
@@ -76,6 +88,14 @@ const char kHelp[] =
     "                   while COMMAND runs, so if this host dies the lock frees itself\n"
     "                   within 30 s\n"
     "  --force          unlock: required, since it breaks whoever holds the lock\n"
+    "  --match PATTERN  list: only names matching the Redis glob PATTERN (* ? [abc] \\x)\n"
+    "  --json           status, list: JSON instead of text: status one object, list one\n"
+    "                   object per line (JSON Lines), with the fields name, kind, locked,\n"
+    "                   mode, ttl_ms, owner_count, owners [{owner, holds, mode}],\n"
+    "                   queue_length, queue [{owner, deadline_ms}], subscribers, waiters,\n"
+    "                   token. Bytes of a name or owner that are not UTF-8 appear as\n"
+    "                   \\udc80..\\udcff (one per byte, Python's surrogateescape)\n"
+    "  --interval SECONDS  watch: time between reads (default: 1)\n"
     "  -h, --help       show this help\n"
     "  --version        show the library version\n"
     "SECONDS may be fractional (0.5).\n"
@@ -111,7 +131,8 @@ const char kHelp[] =
     "\n"
     "Exit status:\n"
     "  exec     COMMAND's exit status, or 128+N if COMMAND was killed by signal N\n"
-    "  0        status: done. unlock: a lock was deleted\n"
+    "  0        status, list: done. watch: stopped by Ctrl-C or SIGTERM.\n"
+    "           unlock: a lock was deleted\n"
     "  1        unlock: NAME was not locked\n"
     "  64       usage error: unknown command or option, bad value, missing NAME or --\n"
     "  69       Redis unavailable: unreachable, credentials refused, TLS failed (handshake or\n"
@@ -136,6 +157,9 @@ struct Args {
   int64_t lease_ms = RLOCK_LEASE_WATCHDOG;
   bool force = false;
   bool help = false;
+  std::string match;           // list
+  bool json = false;           // status, list
+  int64_t interval_ms = 1000;  // watch
   // TLS settings (rlock_client_options version 3); empty = not given.
   std::string ca_file, ca_dir, cert_file, key_file, server_name;
   bool insecure = false;
@@ -175,6 +199,14 @@ void set_lease(Args &args, const std::string &value) {
   args.lease_ms = parse_seconds("--lease", value, false);
 }
 void set_force(Args &args, const std::string &) { args.force = true; }
+void set_match(Args &args, const std::string &value) {
+  if (value.empty()) throw UsageError{"option --match needs a value, got ''"};
+  args.match = value;
+}
+void set_json(Args &args, const std::string &) { args.json = true; }
+void set_interval(Args &args, const std::string &value) {
+  args.interval_ms = parse_seconds("--interval", value, false);
+}
 
 // A path or name option: the value as given, never empty.
 void set_text(std::string *field, const char *option, const std::string &value) {
@@ -200,18 +232,23 @@ struct Option {
   void (*set)(Args &args, const std::string &value);
 };
 
+#define RLOCK_CLI_ALL "exec status unlock list watch"
 const Option kOptions[] = {
-    {"--url", "exec status unlock", true, set_url},
+    {"--url", RLOCK_CLI_ALL, true, set_url},
     {"--wait", "exec", true, set_wait},
     {"--lease", "exec", true, set_lease},
     {"--force", "unlock", false, set_force},
-    {"--cacert", "exec status unlock", true, set_cacert},
-    {"--cacertdir", "exec status unlock", true, set_cacertdir},
-    {"--cert", "exec status unlock", true, set_cert},
-    {"--key", "exec status unlock", true, set_key},
-    {"--sni", "exec status unlock", true, set_sni},
-    {"--insecure", "exec status unlock", false, set_insecure},
+    {"--match", "list", true, set_match},
+    {"--json", "status list", false, set_json},
+    {"--interval", "watch", true, set_interval},
+    {"--cacert", RLOCK_CLI_ALL, true, set_cacert},
+    {"--cacertdir", RLOCK_CLI_ALL, true, set_cacertdir},
+    {"--cert", RLOCK_CLI_ALL, true, set_cert},
+    {"--key", RLOCK_CLI_ALL, true, set_key},
+    {"--sni", RLOCK_CLI_ALL, true, set_sni},
+    {"--insecure", RLOCK_CLI_ALL, false, set_insecure},
 };
+#undef RLOCK_CLI_ALL
 
 const Option *find_option(const std::string &name) {
   for (const Option &option : kOptions) {
@@ -226,14 +263,15 @@ bool valid_for(const Option &option, const std::string &command) {
 
 // Reads argv[1], the command. False when there is nothing more to read (--help, --version).
 bool parse_command(int argc, char **argv, Args &args) {
-  if (argc < 2) throw UsageError{"missing command (exec, status or unlock)"};
+  if (argc < 2) throw UsageError{"missing command (exec, status, unlock, list or watch)"};
   args.command = argv[1];
   if (args.command == "-h" || args.command == "--help" || args.command == "help") {
     args.help = true;
     return false;
   }
   if (args.command == "--version") return false;
-  if (args.command != "exec" && args.command != "status" && args.command != "unlock") {
+  if (args.command != "exec" && args.command != "status" && args.command != "unlock" &&
+      args.command != "list" && args.command != "watch") {
     if (!args.command.empty() && args.command[0] == '-') {
       throw UsageError{"unknown option '" + args.command + "' (expected a command first)"};
     }
@@ -269,7 +307,7 @@ int parse_option(int argc, char **argv, int i, Args &args) {
 }
 
 void set_name(Args &args, const std::string &arg) {
-  if (args.has_name) {
+  if (args.has_name || args.command == "list") {
     throw UsageError{args.command == "exec"
                          ? "unexpected argument '" + arg + "': missing '--' before the command?"
                          : "unexpected argument '" + arg + "'"};
@@ -291,7 +329,8 @@ void parse_after_separator(bool saw_separator, int count, char **rest, Args &arg
     return;
   }
   for (int i = 0; i < count; ++i) {
-    if (args.has_name) throw UsageError{std::string("unexpected argument '") + rest[i] + "'"};
+    if (args.has_name || args.command == "list")
+      throw UsageError{std::string("unexpected argument '") + rest[i] + "'"};
     args.has_name = true;
     args.name = rest[i];
   }
@@ -326,8 +365,10 @@ void check_tls_options(const Args &args) {
 
 // The checks on the whole command line, and the default URL.
 void check_complete(Args &args) {
-  if (!args.has_name) throw UsageError{"missing lock NAME"};
-  if (args.name.empty()) throw UsageError{"the lock NAME is empty"};
+  if (args.command != "list") {
+    if (!args.has_name) throw UsageError{"missing lock NAME"};
+    if (args.name.empty()) throw UsageError{"the lock NAME is empty"};
+  }
   if (args.command == "unlock" && !args.force) {
     throw UsageError{"unlock needs --force (it deletes the lock whoever holds it)"};
   }
@@ -446,33 +487,395 @@ int open_session(const Args &args, Session &session) {
   return 0;
 }
 
-// ---- status / unlock ------------------------------------------------------------------------
+// ---- status / list / watch: what the inspection calls read ------------------------------------
+
+struct InfoFree {
+  void operator()(rlock_lock_info *info) const { rlock_lock_info_free(info); }
+};
+using InfoPtr = std::unique_ptr<rlock_lock_info, InfoFree>;
+
+const char *kind_name(rlock_found_kind kind) {
+  switch (kind) {
+    case RLOCK_FOUND_REENTRANT:
+      return "reentrant";
+    case RLOCK_FOUND_FENCED:
+      return "fenced";
+    case RLOCK_FOUND_FAIR:
+      return "fair";
+    case RLOCK_FOUND_READ_WRITE:
+      return "read-write";
+    case RLOCK_FOUND_NOT_A_LOCK:
+      return "not-a-lock";
+    default:
+      return "none";
+  }
+}
+
+const char *mode_name(rlock_lock_mode mode) {
+  return mode == RLOCK_MODE_READ ? "read" : mode == RLOCK_MODE_WRITE ? "write" : nullptr;
+}
+
+// Who waits: a fair lock's queue, else the clients subscribed to the wake-up channel.
+int64_t waiters_of(const rlock_lock_info &info) {
+  return info.kind == RLOCK_FOUND_FAIR ? info.queue_length : info.subscribers;
+}
+
+// The length of the well-formed UTF-8 sequence at `s` (of `left` bytes), or 0 if none starts
+// there (overlong forms, surrogates and code points above U+10FFFF are not well-formed).
+size_t utf8_sequence(const unsigned char *s, size_t left) {
+  const unsigned char c = s[0];
+  size_t len;
+  unsigned lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    if (c == 0xe0) lo = 0xa0;
+    if (c == 0xed) hi = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    if (c == 0xf0) lo = 0x90;
+    if (c == 0xf4) hi = 0x8f;
+  } else {
+    return 0;
+  }
+  if (left < len || s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < len; ++i) {
+    if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+  }
+  return len;
+}
+
+// A JSON string of arbitrary bytes: UTF-8 as it is, and each byte that is not part of
+// well-formed UTF-8 as the escape \udcXX (a lone low surrogate, Python's "surrogateescape"),
+// which no well-formed text produces, so the bytes can be recovered exactly.
+std::string json_string(const char *data, size_t len) {
+  std::string out = "\"";
+  const auto *bytes = reinterpret_cast<const unsigned char *>(data);
+  char buf[8];
+  for (size_t i = 0; i < len;) {
+    const unsigned char c = bytes[i];
+    const size_t n = utf8_sequence(bytes + i, len - i);
+    if (n == 0) {
+      std::snprintf(buf, sizeof buf, "\\udc%02x", c);
+      out += buf;
+      ++i;
+    } else if (n > 1) {
+      out.append(data + i, n);
+      i += n;
+    } else if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20 || c == 0x7f) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+      ++i;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_mode(rlock_lock_mode mode) {
+  const char *name = mode_name(mode);
+  return name ? std::string("\"") + name + "\"" : "null";
+}
+
+// One lock as a JSON object on one line (the fields --help lists).
+std::string lock_json(const rlock_lock_info &info) {
+  std::string out = "{\"name\":" + json_string(info.name, info.name_len);
+  out += ",\"kind\":\"" + std::string(kind_name(info.kind)) + "\"";
+  out += std::string(",\"locked\":") + (info.locked ? "true" : "false");
+  out += ",\"mode\":" + json_mode(info.mode);
+  out += ",\"ttl_ms\":" + std::to_string(info.ttl_ms);
+  out += ",\"owner_count\":" + std::to_string(info.owner_count);
+  out += ",\"owners\":[";
+  for (size_t i = 0; i < info.owners_len; ++i) {
+    const rlock_lock_owner &owner = info.owners[i];
+    if (i > 0) out += ",";
+    out += "{\"owner\":" + json_string(owner.owner, owner.owner_len) +
+           ",\"holds\":" + std::to_string(owner.hold_count) + ",\"mode\":" + json_mode(owner.mode) +
+           "}";
+  }
+  out += "],\"queue_length\":" + std::to_string(info.queue_length);
+  out += ",\"queue\":[";
+  for (size_t i = 0; i < info.queue_len; ++i) {
+    const rlock_lock_waiter &waiter = info.queue[i];
+    if (i > 0) out += ",";
+    out += "{\"owner\":" + json_string(waiter.owner, waiter.owner_len) +
+           ",\"deadline_ms\":" + std::to_string(waiter.deadline_ms) + "}";
+  }
+  out += "],\"subscribers\":" + std::to_string(info.subscribers);
+  out += ",\"waiters\":" + std::to_string(waiters_of(info));
+  out += ",\"token\":" + std::to_string(info.token) + "}";
+  return out;
+}
+
+int64_t now_epoch_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string ttl_text(int64_t ttl_ms) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f s", static_cast<double>(ttl_ms) / 1000.0);
+  return buf;
+}
+
+// The text of `rlock status`: today's lines first (name, locked, owner, hold count, owners,
+// ttl), then what the inspection adds. A name with no keys keeps its two lines.
+std::string status_text(const rlock_lock_info &info) {
+  std::string out = "name: " + std::string(info.name, info.name_len) + "\n";
+  out += std::string("locked: ") + (info.locked ? "yes" : "no") + "\n";
+  if (info.locked) {
+    if (info.owners_len > 0) {
+      out += "owner: " + printable(info.owners[0].owner, info.owners[0].owner_len) + "\n";
+      out += "hold count: " + std::to_string(info.owners[0].hold_count) + "\n";
+    }
+    if (info.owner_count != 1) out += "owners: " + std::to_string(info.owner_count) + "\n";
+    out += "ttl: " + (info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : "none (no expiry)") + "\n";
+  }
+  if (info.kind == RLOCK_FOUND_NOTHING) return out;
+  out += std::string("kind: ") + kind_name(info.kind) + "\n";
+  if (mode_name(info.mode)) out += std::string("mode: ") + mode_name(info.mode) + "\n";
+  for (size_t i = 1; i < info.owners_len; ++i) {
+    out += "also held by: " + printable(info.owners[i].owner, info.owners[i].owner_len) +
+           " (hold count " + std::to_string(info.owners[i].hold_count) + ")\n";
+  }
+  if (info.owner_count > static_cast<int64_t>(info.owners_len)) {
+    out += "owners not shown: " +
+           std::to_string(info.owner_count - static_cast<int64_t>(info.owners_len)) + "\n";
+  }
+  if (info.kind == RLOCK_FOUND_NOT_A_LOCK) return out;
+  if (info.kind == RLOCK_FOUND_FAIR) {
+    out += "queue: " + std::to_string(info.queue_length) + "\n";
+    const int64_t now = now_epoch_ms();
+    for (size_t i = 0; i < info.queue_len; ++i) {
+      const rlock_lock_waiter &waiter = info.queue[i];
+      out += "queued: " + printable(waiter.owner, waiter.owner_len);
+      if (waiter.deadline_ms >= 0)
+        out += " (place kept " + ttl_text(waiter.deadline_ms - now) + ")";
+      out += "\n";
+    }
+  }
+  out += "waiters: " + std::to_string(waiters_of(info)) + "\n";
+  out += "subscribers: " + std::to_string(info.subscribers) + "\n";
+  out += "token: " + std::to_string(info.token) + "\n";
+  return out;
+}
+
+// Reads NAME's keys; nullptr after printing the error (`*code` is then the exit code).
+InfoPtr inspect_name(rlock_client *client, const std::string &name, int *code) {
+  rlock_lock_info *info = nullptr;
+  int rc = rlock_inspect(&info, client, name.data(), name.size());
+  if (rc != RLOCK_OK) {
+    *code = report(rc);
+    return nullptr;
+  }
+  return InfoPtr(info);
+}
 
 int run_status(const Args &args) {
   Session session;
-  if (int code = open_session(args, session)) return code;
-  rlock_lock_state state = RLOCK_LOCK_STATE_INIT;
-  int rc = rlock_query_for(&state, session.lock, RLOCK_THREAD_CURRENT);
+  int rc = new_client(args, &session.client);
   if (rc != RLOCK_OK) return report(rc);
-
-  std::printf("name: %s\n", args.name.c_str());
-  std::printf("locked: %s\n", state.locked ? "yes" : "no");
-  if (state.locked) {
-    if (state.owner) {
-      std::printf("owner: %s\n", printable(state.owner, state.owner_len).c_str());
-      std::printf("hold count: %lld\n", static_cast<long long>(state.owner_hold_count));
-    }
-    if (state.owner_count != 1) {
-      std::printf("owners: %lld\n", static_cast<long long>(state.owner_count));
-    }
-    if (state.ttl_ms >= 0) {
-      std::printf("ttl: %.2f s\n", static_cast<double>(state.ttl_ms) / 1000.0);
-    } else {
-      std::printf("ttl: none (no expiry)\n");
-    }
+  int code = 0;
+  InfoPtr info = inspect_name(session.client, args.name, &code);
+  if (!info) return code;
+  if (args.json) {
+    std::printf("%s\n", lock_json(*info).c_str());
+  } else {
+    std::fputs(status_text(*info).c_str(), stdout);
   }
   return std::fflush(stdout) == 0 ? 0 : kExitSoftware;
 }
+
+// Table columns grow to fit what they have shown so far, so rows print page by page.
+struct Table {
+  size_t name = 4, kind = 4, owners = 8, holds = 5, ttl = 3, waiters = 7;
+  bool header_done = false;
+};
+
+struct Row {
+  std::string name, kind, owners, holds, ttl, waiters, token;
+};
+
+Row row_of(const rlock_lock_info &info) {
+  Row row;
+  row.name = printable(info.name, info.name_len);
+  row.kind = kind_name(info.kind);
+  if (info.kind == RLOCK_FOUND_READ_WRITE && mode_name(info.mode)) {
+    row.kind += std::string("/") + mode_name(info.mode);
+  }
+  if (info.owners_len == 0) {
+    row.owners = "-";
+  } else {
+    row.owners = printable(info.owners[0].owner, info.owners[0].owner_len);
+    if (info.owner_count > 1) row.owners += " +" + std::to_string(info.owner_count - 1);
+  }
+  int64_t holds = 0;
+  for (size_t i = 0; i < info.owners_len; ++i) holds += info.owners[i].hold_count;
+  row.holds = info.owners_len ? std::to_string(holds) : "-";
+  row.ttl = !info.locked ? "-" : info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : "none";
+  row.waiters = std::to_string(waiters_of(info));
+  row.token = info.token ? std::to_string(info.token) : "-";
+  return row;
+}
+
+void print_rows(Table &table, const std::vector<Row> &rows) {
+  for (const Row &r : rows) {
+    table.name = std::max(table.name, r.name.size());
+    table.kind = std::max(table.kind, r.kind.size());
+    table.owners = std::max(table.owners, r.owners.size());
+    table.holds = std::max(table.holds, r.holds.size());
+    table.ttl = std::max(table.ttl, r.ttl.size());
+    table.waiters = std::max(table.waiters, r.waiters.size());
+  }
+  auto line = [&](const Row &r) {
+    std::printf("%-*s  %-*s  %-*s  %*s  %*s  %*s  %s\n", static_cast<int>(table.name),
+                r.name.c_str(), static_cast<int>(table.kind), r.kind.c_str(),
+                static_cast<int>(table.owners), r.owners.c_str(), static_cast<int>(table.holds),
+                r.holds.c_str(), static_cast<int>(table.ttl), r.ttl.c_str(),
+                static_cast<int>(table.waiters), r.waiters.c_str(), r.token.c_str());
+  };
+  if (!table.header_done && !rows.empty()) {
+    line({"NAME", "KIND", "OWNER(S)", "HOLDS", "TTL", "WAITERS", "TOKEN"});
+    table.header_done = true;
+  }
+  for (const Row &r : rows) line(r);
+}
+
+struct PageFree {
+  void operator()(rlock_lock_page *page) const { rlock_lock_page_free(page); }
+};
+
+int run_list(const Args &args) {
+  Session session;
+  int rc = new_client(args, &session.client);
+  if (rc != RLOCK_OK) return report(rc);
+  Table table;
+  std::string cursor = "0";
+  size_t found = 0;
+  for (;;) {
+    rlock_scan_options opts = RLOCK_SCAN_OPTIONS_INIT;
+    opts.match = args.match.empty() ? nullptr : args.match.data();
+    opts.match_len = args.match.size();
+    opts.cursor = cursor.c_str();
+    rlock_lock_page *raw = nullptr;
+    rc = rlock_scan_locks(&raw, session.client, &opts);
+    if (rc != RLOCK_OK) return report(rc);
+    std::unique_ptr<rlock_lock_page, PageFree> page(raw);
+    std::vector<Row> rows;
+    for (size_t i = 0; i < page->count; ++i) {
+      if (args.json) {
+        std::printf("%s\n", lock_json(*page->locks[i]).c_str());
+      } else {
+        rows.push_back(row_of(*page->locks[i]));
+      }
+    }
+    found += page->count;
+    print_rows(table, rows);
+    if (page->done) break;
+    cursor = page->next_cursor;
+  }
+  if (!args.json && found == 0) std::fprintf(stderr, "rlock: no locks found\n");
+  return std::fflush(stdout) == 0 ? 0 : kExitSoftware;
+}
+
+// What a change is for `watch` without a terminal: everything but the TTL, which always moves.
+std::string watch_key(const rlock_lock_info &info) {
+  std::string json = lock_json(info);
+  const std::string ttl = ",\"ttl_ms\":" + std::to_string(info.ttl_ms);
+  json.erase(json.find(ttl), ttl.size());
+  return json;
+}
+
+std::string utc_time_now() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  return buf;
+}
+
+// One line: "<time> locked by OWNER (hold count N), owners N, ttl T, waiters W, token K".
+std::string watch_line(const rlock_lock_info &info) {
+  std::string out = utc_time_now() + " " + printable(info.name, info.name_len) + ": ";
+  if (!info.locked) {
+    out += "not locked";
+  } else {
+    out += "locked";
+    if (info.owners_len > 0) {
+      out += " by " + printable(info.owners[0].owner, info.owners[0].owner_len) + " (hold count " +
+             std::to_string(info.owners[0].hold_count) + ")";
+    }
+    if (info.owner_count != 1) out += ", owners " + std::to_string(info.owner_count);
+    out += ", ttl " + (info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : std::string("none"));
+  }
+  if (info.kind != RLOCK_FOUND_NOTHING) out += std::string(", kind ") + kind_name(info.kind);
+  if (mode_name(info.mode)) out += std::string(", mode ") + mode_name(info.mode);
+  out += ", waiters " + std::to_string(waiters_of(info));
+  if (info.kind == RLOCK_FOUND_FAIR) out += ", queue " + std::to_string(info.queue_length);
+  if (info.token) out += ", token " + std::to_string(info.token);
+  return out + "\n";
+}
+
+int run_watch(const Args &args) {
+  // SIGINT and SIGTERM end the watch: blocked in every thread (the library's inherit the mask)
+  // and taken between reads by sigtimedwait, which is also the pause.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  Session session;
+  int rc = new_client(args, &session.client);
+  if (rc != RLOCK_OK) return report(rc);
+  const bool terminal = isatty(STDOUT_FILENO) != 0;
+  std::string last_key;
+  bool failing = false;
+  for (;;) {
+    rlock_lock_info *raw = nullptr;
+    rc = rlock_inspect(&raw, session.client, args.name.data(), args.name.size());
+    if (rc == RLOCK_OK) {
+      InfoPtr info(raw);
+      failing = false;
+      if (terminal) {
+        std::printf("\x1b[H\x1b[2J%s  (every %s; Ctrl-C to stop)\n\n%s", utc_time_now().c_str(),
+                    ttl_text(args.interval_ms).c_str(), status_text(*info).c_str());
+      } else {
+        std::string key = watch_key(*info);
+        if (key != last_key) std::fputs(watch_line(*info).c_str(), stdout);
+        last_key = std::move(key);
+      }
+      std::fflush(stdout);
+    } else if (exit_code_for(rc) != kExitUnavailable) {
+      return report(rc);
+    } else if (!failing) {  // Redis away for a while: said once, tried again every interval
+      report(rc, "watch: ");
+      failing = true;
+      last_key.clear();
+    }
+    const struct timespec pause = {static_cast<time_t>(args.interval_ms / 1000),
+                                   static_cast<long>(args.interval_ms % 1000) * 1000000L};
+    int sig;
+    while ((sig = sigtimedwait(&stop, nullptr, &pause)) < 0 && errno == EINTR) {
+    }
+    if (sig == SIGINT || sig == SIGTERM) return 0;
+  }
+}
+
+// ---- unlock -----------------------------------------------------------------------------------
 
 int run_unlock(const Args &args) {
   Session session;
@@ -808,5 +1211,7 @@ int main(int argc, char **argv) {
   }
   if (args.command == "status") return run_status(args);
   if (args.command == "unlock") return run_unlock(args);
+  if (args.command == "list") return run_list(args);
+  if (args.command == "watch") return run_watch(args);
   return run_exec(args);
 }

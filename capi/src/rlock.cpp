@@ -5,7 +5,10 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "guard.hpp"
@@ -13,6 +16,7 @@
 #include "rlock/core/client.hpp"
 #include "rlock/core/config.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/inspect.hpp"
 #include "rlock/core/lock.hpp"
 #include "rlock/core/lock_group.hpp"
 
@@ -1004,6 +1008,203 @@ void rlock_cancel_token_free(rlock_cancel_token* token) {
     Pinned<TokenObj> t(token);
     if (!t || !t.kill()) return t.bad("token");  // a second free: recorded, nothing else
     return RLOCK_OK;  // an acquire using it keeps it pinned until it returns
+  });
+}
+
+// ---- Inspection -----------------------------------------------------------------------------
+
+}  // extern "C"
+
+namespace {
+
+// A result and the storage its borrowed strings and arrays point into. The public struct comes
+// back to *_free as a pointer to the member: live_results() maps it to its box.
+struct InfoBox {
+  rlock_lock_info info{};
+  core::LockInfo data;
+  std::vector<rlock_lock_owner> owners;
+  std::vector<rlock_lock_waiter> queue;
+};
+
+struct PageBox {
+  rlock_lock_page page{};
+  std::vector<std::unique_ptr<InfoBox>> boxes;
+  std::vector<const rlock_lock_info*> pointers;
+  std::string next_cursor;
+};
+
+// Results given out and not yet freed, so a double free or a foreign pointer is refused
+// instead of corrupting memory. Never destroyed: frees may run during exit.
+struct LiveResults {
+  std::mutex mutex;
+  std::map<const void*, std::function<void()>> deleters;
+};
+LiveResults& live_results() {
+  static LiveResults& live = *new LiveResults();
+  return live;
+}
+
+template <class Box>
+void remember(Box* box, const void* key) {
+  LiveResults& live = live_results();
+  std::lock_guard<std::mutex> guard(live.mutex);
+  live.deleters.emplace(key, [box] { delete box; });
+}
+
+// Deletes the box of a result; false when `key` is not a live result.
+bool forget(const void* key) {
+  std::function<void()> deleter;
+  {
+    LiveResults& live = live_results();
+    std::lock_guard<std::mutex> guard(live.mutex);
+    auto it = live.deleters.find(key);
+    if (it == live.deleters.end()) return false;
+    deleter = std::move(it->second);
+    live.deleters.erase(it);
+  }
+  deleter();
+  return true;
+}
+
+rlock_lock_mode mode_of(const std::string& mode) {
+  return mode == "read" ? RLOCK_MODE_READ : mode == "write" ? RLOCK_MODE_WRITE : RLOCK_MODE_NONE;
+}
+
+std::unique_ptr<InfoBox> box_of(core::LockInfo data) {
+  auto box = std::make_unique<InfoBox>();
+  box->data = std::move(data);
+  const core::LockInfo& d = box->data;
+  box->owners.reserve(d.owners.size());
+  box->queue.reserve(d.queue.size());
+  for (const core::LockOwner& owner : d.owners) {
+    box->owners.push_back(
+        {owner.field.c_str(), owner.field.size(), owner.holds, mode_of(owner.mode)});
+  }
+  for (const core::LockWaiter& waiter : d.queue) {
+    box->queue.push_back({waiter.owner.c_str(), waiter.owner.size(), waiter.deadline_ms});
+  }
+  rlock_lock_info& info = box->info;
+  info.version = RLOCK_LOCK_INFO_VERSION;
+  info.name = d.name.c_str();
+  info.name_len = d.name.size();
+  info.kind = static_cast<rlock_found_kind>(d.kind);
+  info.locked = d.locked ? 1 : 0;
+  info.ttl_ms = d.ttl_ms;
+  info.mode = mode_of(d.mode);
+  info.owner_count = d.owner_count;
+  info.owners = box->owners.empty() ? nullptr : box->owners.data();
+  info.owners_len = box->owners.size();
+  info.queue_length = d.queue_length;
+  info.queue = box->queue.empty() ? nullptr : box->queue.data();
+  info.queue_len = box->queue.size();
+  info.subscribers = d.subscribers;
+  info.token = d.token;
+  return box;
+}
+
+}  // namespace
+
+static_assert(int{RLOCK_FOUND_NOTHING} == static_cast<int>(core::FoundKind::Nothing) &&
+                  int{RLOCK_FOUND_REENTRANT} == static_cast<int>(core::FoundKind::Reentrant) &&
+                  int{RLOCK_FOUND_FENCED} == static_cast<int>(core::FoundKind::Fenced) &&
+                  int{RLOCK_FOUND_FAIR} == static_cast<int>(core::FoundKind::Fair) &&
+                  int{RLOCK_FOUND_READ_WRITE} == static_cast<int>(core::FoundKind::ReadWrite) &&
+                  int{RLOCK_FOUND_NOT_A_LOCK} == static_cast<int>(core::FoundKind::NotALock),
+              "found kinds must agree");
+static_assert(RLOCK_INSPECT_MAX_LISTED == core::kMaxListed, "listing limits must agree");
+
+extern "C" {
+
+int rlock_inspect(rlock_lock_info** out, rlock_client* client, const char* name, size_t name_len) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    *out = nullptr;
+    if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
+    if (name == nullptr) return invalid("name must not be NULL");
+    if (name_len == 0) return invalid("name must not be empty");
+    if (name_len > c->core->config().max_name_len) {
+      return invalid(("name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
+                      std::to_string(c->core->config().max_name_len) +
+                      " (client option max_name_len)")
+                         .c_str());
+    }
+    if (c->core->closed()) return core::fail(core::kClosed, "the rlock client was closed");
+    std::unique_ptr<InfoBox> box =
+        box_of(core::inspect_lock(*c->core, std::string(name, name_len)));
+    remember(box.get(), &box->info);
+    *out = &box.release()->info;
+    return RLOCK_OK;
+  });
+}
+
+void rlock_lock_info_free(rlock_lock_info* info) {
+  if (info == nullptr) return;
+  guarded([&]() -> int {
+    if (!forget(info)) {
+      return invalid("info is not an rlock_lock_info from rlock_inspect: freed already?");
+    }
+    return RLOCK_OK;
+  });
+}
+
+int rlock_scan_options_init(rlock_scan_options* opts, unsigned int version) {
+  return guarded([&]() -> int {
+    if (opts == nullptr) return invalid("opts must not be NULL");
+    if (int rc = check_version(version, RLOCK_SCAN_OPTIONS_VERSION, "rlock_scan_options"))
+      return rc;
+    std::memset(opts, 0, sizeof *opts);
+    opts->version = version;
+    return RLOCK_OK;
+  });
+}
+
+int rlock_scan_locks(rlock_lock_page** out, rlock_client* client, const rlock_scan_options* opts) {
+  return guarded([&]() -> int {
+    if (out == nullptr) return invalid("out must not be NULL");
+    *out = nullptr;
+    if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
+    const rlock_scan_options defaults = RLOCK_SCAN_OPTIONS_INIT;
+    const rlock_scan_options& o = opts != nullptr ? *opts : defaults;
+    if (int rc = check_version(o.version, RLOCK_SCAN_OPTIONS_VERSION, "rlock_scan_options"))
+      return rc;
+    if (o.match == nullptr && o.match_len != 0) {
+      return invalid("opts->match is NULL but opts->match_len is not 0");
+    }
+    if (o.count < 0) return invalid("opts->count must not be negative");
+    if (c->core->closed()) return core::fail(core::kClosed, "the rlock client was closed");
+    const std::string match =
+        o.match == nullptr ? std::string() : std::string(o.match, o.match_len);
+    const std::string cursor = (o.cursor == nullptr || o.cursor[0] == '\0') ? "0" : o.cursor;
+    core::LockPage found = core::scan_locks(*c->core, cursor, match, o.count);
+    auto box = std::make_unique<PageBox>();
+    box->boxes.reserve(found.locks.size());
+    box->pointers.reserve(found.locks.size());
+    for (core::LockInfo& info : found.locks) box->boxes.push_back(box_of(std::move(info)));
+    for (const auto& info : box->boxes) box->pointers.push_back(&info->info);
+    box->next_cursor = std::move(found.next_cursor);
+    rlock_lock_page& page = box->page;
+    page.version = RLOCK_LOCK_PAGE_VERSION;
+    page.locks = box->pointers.empty() ? nullptr : box->pointers.data();
+    page.count = box->pointers.size();
+    page.next_cursor = box->next_cursor.c_str();
+    page.done = box->next_cursor == "0" ? 1 : 0;
+    remember(box.get(), &box->page);
+    *out = &box.release()->page;
+    return RLOCK_OK;
+  });
+}
+
+void rlock_lock_page_free(rlock_lock_page* page) {
+  if (page == nullptr) return;
+  guarded([&]() -> int {
+    if (!forget(page)) {
+      return invalid("page is not an rlock_lock_page from rlock_scan_locks: freed already?");
+    }
+    return RLOCK_OK;
   });
 }
 

@@ -351,6 +351,36 @@ int ClusterTransport::replicas_of(int slot) {
 
 Endpoint ClusterTransport::node_of(int slot) { return route(slot)->endpoint; }
 
+std::vector<std::string> ClusterTransport::master_addresses() {
+  if (route(-1) == nullptr) return {};  // learns a map first if there is none
+  std::set<std::string> addresses;
+  std::shared_lock<std::shared_mutex> lock(mutex_);
+  for (const auto& node : slots_) {
+    if (node) addresses.insert(node_key(node->endpoint.host, node->endpoint.port));
+  }
+  return {addresses.begin(), addresses.end()};
+}
+
+std::vector<Reply> ClusterTransport::run_batch_at(const std::string& address,
+                                                  const std::vector<Args>& commands,
+                                                  Deadline deadline) {
+  if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
+  if (commands.empty()) return {};
+  std::shared_ptr<Node> node;
+  {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    auto it = nodes_.find(address);
+    if (it != nodes_.end()) node = it->second;
+  }
+  if (!node) throw Error(kConn, "the cluster node " + address + " is no longer known");
+  try {
+    return node->transport->run_batch(commands, deadline);
+  } catch (const Error& e) {
+    if (e.code() == kConn) refresh(false);  // the node may have failed over
+    throw;
+  }
+}
+
 Endpoint ClusterTransport::master() const {
   std::shared_lock<std::shared_mutex> lock(mutex_);
   std::vector<const Node*> masters;

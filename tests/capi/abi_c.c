@@ -488,6 +488,29 @@ static void test_cancel_token(void) {
   rlock_cancel_token_free(token);
 }
 
+/* Inspection: the values of its enum, its macros, and the calls that need no Redis. */
+static void test_inspection_without_redis(void) {
+  rlock_scan_options so = RLOCK_SCAN_OPTIONS_INIT;
+  rlock_lock_info *info = NULL;
+  rlock_lock_page *page = NULL;
+  CHECK_EQ_INT(RLOCK_FOUND_NOTHING, 0);
+  CHECK_EQ_INT(RLOCK_FOUND_REENTRANT, 1);
+  CHECK_EQ_INT(RLOCK_FOUND_FENCED, 2);
+  CHECK_EQ_INT(RLOCK_FOUND_FAIR, 3);
+  CHECK_EQ_INT(RLOCK_FOUND_READ_WRITE, 4);
+  CHECK_EQ_INT(RLOCK_FOUND_NOT_A_LOCK, 5);
+  CHECK_EQ_INT(RLOCK_INSPECT_MAX_LISTED, 100);
+  CHECK_EQ_INT(so.version, RLOCK_SCAN_OPTIONS_VERSION);
+  CHECK(so.match == NULL && so.match_len == 0 && so.cursor == NULL && so.count == 0);
+  CHECK_EQ_INT(rlock_scan_options_init(&so, 0), RLOCK_EVERSION);
+  CHECK_EQ_INT(rlock_inspect(&info, NULL, "x", 1), RLOCK_EINVAL);
+  CHECK(info == NULL);
+  CHECK_EQ_INT(rlock_scan_locks(&page, NULL, NULL), RLOCK_EINVAL);
+  CHECK(page == NULL);
+  rlock_lock_info_free(NULL);
+  rlock_lock_page_free(NULL);
+}
+
 static void test_helpers(void) {
   int64_t tid = rlock_current_thread_id();
   CHECK(tid > 0);
@@ -579,6 +602,48 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_lock_state, owner_hold_count), 56);
   CHECK_EQ_INT(offsetof(rlock_lock_state, mode), 64); /* version 2 */
   CHECK_EQ_INT(sizeof(rlock_lock_state), 72);
+
+  CHECK_EQ_INT(offsetof(rlock_lock_owner, owner), 0);
+  CHECK_EQ_INT(offsetof(rlock_lock_owner, owner_len), 8);
+  CHECK_EQ_INT(offsetof(rlock_lock_owner, hold_count), 16);
+  CHECK_EQ_INT(offsetof(rlock_lock_owner, mode), 24);
+  CHECK_EQ_INT(sizeof(rlock_lock_owner), 32);
+
+  CHECK_EQ_INT(offsetof(rlock_lock_waiter, owner), 0);
+  CHECK_EQ_INT(offsetof(rlock_lock_waiter, owner_len), 8);
+  CHECK_EQ_INT(offsetof(rlock_lock_waiter, deadline_ms), 16);
+  CHECK_EQ_INT(sizeof(rlock_lock_waiter), 24);
+
+  CHECK_EQ_INT(offsetof(rlock_lock_info, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, name), 8);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, name_len), 16);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, kind), 24);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, locked), 28);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, ttl_ms), 32);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, mode), 40);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, owner_count), 48);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, owners), 56);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, owners_len), 64);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, queue_length), 72);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, queue), 80);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, queue_len), 88);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, subscribers), 96);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, token), 104);
+  CHECK_EQ_INT(sizeof(rlock_lock_info), 112);
+
+  CHECK_EQ_INT(offsetof(rlock_scan_options, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_scan_options, match), 8);
+  CHECK_EQ_INT(offsetof(rlock_scan_options, match_len), 16);
+  CHECK_EQ_INT(offsetof(rlock_scan_options, cursor), 24);
+  CHECK_EQ_INT(offsetof(rlock_scan_options, count), 32);
+  CHECK_EQ_INT(sizeof(rlock_scan_options), 40);
+
+  CHECK_EQ_INT(offsetof(rlock_lock_page, version), 0);
+  CHECK_EQ_INT(offsetof(rlock_lock_page, locks), 8);
+  CHECK_EQ_INT(offsetof(rlock_lock_page, count), 16);
+  CHECK_EQ_INT(offsetof(rlock_lock_page, next_cursor), 24);
+  CHECK_EQ_INT(offsetof(rlock_lock_page, done), 32);
+  CHECK_EQ_INT(sizeof(rlock_lock_page), 40);
 #else
   printf("struct layout checks skipped: not an LP64 target\n");
 #endif
@@ -641,6 +706,11 @@ static void test_every_function_links(void) {
       (any_fn)rlock_extend_async,
       (any_fn)rlock_multi_acquire_async,
       (any_fn)rlock_multi_release_async,
+      (any_fn)rlock_inspect,
+      (any_fn)rlock_lock_info_free,
+      (any_fn)rlock_scan_options_init,
+      (any_fn)rlock_scan_locks,
+      (any_fn)rlock_lock_page_free,
       (any_fn)rlock_current_thread_id,
       (any_fn)rlock_histogram_bounds_us,
       (any_fn)rlock_client_stats,
@@ -694,6 +764,7 @@ int main(void) {
   test_null_frees();
   test_cancel_token();
   test_helpers();
+  test_inspection_without_redis();
   test_struct_layouts();
   test_every_function_links();
   test_deprecated_names();

@@ -74,6 +74,10 @@ start_holder "$name" --url "$by_name" --cacert "$ca" --lease 60
 expect_code 0 "$RLOCK" status --url "$by_name" --cacert "$ca" "$name"
 out_has "locked: yes"
 out_has "owner: "
+expect_code 0 "$RLOCK" list --url "$by_name" --cacert "$ca" --match "$name" --json
+out_has "\"name\":\"$name\",\"kind\":\"reentrant\",\"locked\":true"
+expect_code 69 "$RLOCK" list --url "$base" --match "$name"  # no CA: verification fails
+err_has "rlock: "
 expect_code 75 "$RLOCK" exec --url "$base" --cacert="$ca" --wait 0 "$name" -- touch "$work/ran2"
 [ ! -e "$work/ran2" ] || fail "the command ran while another process held the lock"
 expect_code 0 "$RLOCK" unlock --force --url "$base" --cacert "$ca" --sni localhost "$name"

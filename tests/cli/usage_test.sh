@@ -7,7 +7,8 @@ ran="$work/ran"
 
 step "--help documents the commands and exit codes"
 expect_code 0 "$RLOCK" --help
-for text in "usage: rlock exec" "rlock status" "rlock unlock --force" "RLOCK_URL" \
+for text in "usage: rlock exec" "rlock status" "rlock unlock --force" "rlock list" "rlock watch" \
+            "--match PATTERN" "--json" "--interval SECONDS" "JSON Lines" "surrogateescape" "RLOCK_URL" \
             "Exit status" "64" "69" "70" "75" "126" "127" "128+N" "lost"; do
   out_has "$text"
 done
@@ -69,6 +70,19 @@ usage_error "option --force is not valid for 'exec'" exec --force "$name" -- tou
 usage_error "unlock needs --force" unlock "$name"
 usage_error "option --force takes no value" unlock --force=yes "$name"
 usage_error "missing lock NAME" unlock --force
+usage_error "unexpected argument 'extra'" list extra
+usage_error "unexpected argument 'extra'" list -- extra
+usage_error "option --match needs a value" list --match ""
+usage_error "option --match is not valid for 'status'" status --match "x*" "$name"
+usage_error "option --json is not valid for 'exec'" exec --json "$name" -- touch "$ran"
+usage_error "option --json is not valid for 'watch'" watch --json "$name"
+usage_error "option --json takes no value" list --json=yes
+usage_error "option --interval is not valid for 'list'" list --interval 1
+usage_error "--interval must be more than 0" watch --interval 0 "$name"
+usage_error "--interval needs a number of seconds" watch --interval soon "$name"
+usage_error "missing lock NAME" watch
+usage_error "the lock NAME is empty" watch ""
+usage_error "unexpected argument 'other'" watch "$name" other
 
 step "options before or after NAME, --opt=value, everything after -- is the command's"
 expect_code 0 "$RLOCK" exec "$name" --wait 1 --lease=5 -- echo --wait x -- --lease
@@ -82,7 +96,10 @@ for args in "exec --url redis://127.0.0.1:1 $name -- touch $ran" \
             "exec --url redis://127.0.0.1:1 --wait 0 $name -- touch $ran" \
             "status --url redis://127.0.0.1:1 $name" \
             "unlock --force --url redis://127.0.0.1:1 $name" \
-            "status --url unix://$work/no-such.sock $name"; do
+            "status --url unix://$work/no-such.sock $name" \
+            "status --json --url redis://127.0.0.1:1 $name" \
+            "list --url redis://127.0.0.1:1" \
+            "watch --url redis://127.0.0.1:1 $name"; do
   # shellcheck disable=SC2086  # word splitting intended; no argument has spaces
   expect_code 69 "$RLOCK" $args
   err_has "rlock: "

@@ -631,6 +631,110 @@ typedef void (*rlock_event_cb)(const rlock_event *event, void *payload);
 RLOCK_API int rlock_client_set_event_callback(rlock_client *client, rlock_event_cb cb,
                                               void *payload);
 
+/* ---- Inspection --------------------------------------------------------------------------- */
+/* The operator's view: what a deployment holds for a lock name, and a walk over a server (or
+ * every master of a cluster) finding the locks in it, held by rlock or Redisson alike. Reads
+ * only: nothing is written and no lock script runs. Results are allocated by the library and
+ * carry the version they were filled at in `version` (read only the fields of that version and
+ * older); every string and array in them is borrowed from the result, valid until it is freed. */
+
+/* What a name's keys look like. A spin lock has the reentrant layout, and a fair lock with an
+ * empty queue looks like a reentrant one: the keys cannot tell them apart. */
+typedef enum rlock_found_kind {
+  RLOCK_FOUND_NOTHING = 0,    /* no key of any lock layout */
+  RLOCK_FOUND_REENTRANT = 1,  /* the lock hash alone (reentrant or spin) */
+  RLOCK_FOUND_FENCED = 2,     /* a token counter (with or without the hash) */
+  RLOCK_FOUND_FAIR = 3,       /* a fair queue or deadline set (with or without the hash) */
+  RLOCK_FOUND_READ_WRITE = 4, /* the hash has a `mode` field */
+  RLOCK_FOUND_NOT_A_LOCK = 5  /* the key exists but is no lock (another type, other fields) */
+} rlock_found_kind;
+
+/* One owner field of a lock hash. */
+typedef struct rlock_lock_owner {
+  const char *owner; /* "<client-id>:<thread-id>", with ":write" for a writer; not NUL-safe:
+                        use owner_len (NUL-terminated all the same) */
+  size_t owner_len;
+  int64_t hold_count;
+  rlock_lock_mode mode; /* read-write locks: RLOCK_MODE_WRITE for the writer's field, else
+                           RLOCK_MODE_READ; RLOCK_MODE_NONE for other kinds */
+} rlock_lock_owner;
+
+/* One place in a fair lock's queue. */
+typedef struct rlock_lock_waiter {
+  const char *owner; /* "<client-id>:<thread-id>" (NUL-terminated; owner_len bytes) */
+  size_t owner_len;
+  int64_t deadline_ms; /* when the place lapses, epoch ms; -1 if it has no deadline entry */
+} rlock_lock_waiter;
+
+/* Owners and queue entries listed per lock at most (the counts are always complete). */
+#define RLOCK_INSPECT_MAX_LISTED 100
+
+typedef struct rlock_lock_info {
+  unsigned int version; /* set by the library: RLOCK_LOCK_INFO_VERSION it was filled at */
+  const char *name;     /* the lock name (NUL-terminated; name_len bytes, may hold NULs) */
+  size_t name_len;
+  rlock_found_kind kind;
+  int locked;                     /* the lock hash exists */
+  int64_t ttl_ms;                 /* its remaining lease (PTTL): -1 no expiry, -2 not locked */
+  rlock_lock_mode mode;           /* a read-write lock's `mode` field; RLOCK_MODE_NONE otherwise */
+  int64_t owner_count;            /* owner fields in the hash, listed or not */
+  const rlock_lock_owner *owners; /* the first owners (at most RLOCK_INSPECT_MAX_LISTED) */
+  size_t owners_len;
+  int64_t queue_length;           /* fair locks: waiters queued */
+  const rlock_lock_waiter *queue; /* the queue from its head (at most ..._MAX_LISTED) */
+  size_t queue_len;
+  int64_t subscribers; /* clients subscribed to the wake-up channel (PUBSUB NUMSUB);
+                          fair locks: to the channels of the listed queued owners */
+  int64_t token;       /* the last fencing token handed out; 0 when there is no counter */
+} rlock_lock_info;
+
+#define RLOCK_LOCK_INFO_VERSION 1
+
+/* Reads every key of the name's layouts (two round trips; on a cluster with classic pub/sub
+ * the subscriber count asks every master). A name with no keys gives kind RLOCK_FOUND_NOTHING,
+ * not an error. Owned: free with rlock_lock_info_free. */
+RLOCK_API int rlock_inspect(rlock_lock_info **out, rlock_client *client, const char *name,
+                            size_t name_len);
+/* NULL is a no-op; a pointer rlock did not make, or freed already, records RLOCK_EINVAL. */
+RLOCK_API void rlock_lock_info_free(rlock_lock_info *info);
+
+typedef struct rlock_scan_options {
+  unsigned int version; /* RLOCK_SCAN_OPTIONS_VERSION */
+  const char *match;    /* a Redis glob (SCAN MATCH) over lock names; NULL = every name */
+  size_t match_len;
+  const char *cursor; /* NULL or "0" = start; else the next_cursor of the previous page */
+  int64_t count;      /* SCAN COUNT: keys looked at per step (a hint); 0 = 1000 */
+} rlock_scan_options;
+
+#define RLOCK_SCAN_OPTIONS_VERSION 1
+#define RLOCK_SCAN_OPTIONS_INIT \
+  { RLOCK_SCAN_OPTIONS_VERSION, NULL, 0, NULL, 0 }
+
+/* Fills `opts` with defaults, for bindings that cannot expand RLOCK_SCAN_OPTIONS_INIT. */
+RLOCK_API int rlock_scan_options_init(rlock_scan_options *opts, unsigned int version);
+
+typedef struct rlock_lock_page {
+  unsigned int version;                /* set by the library: RLOCK_LOCK_PAGE_VERSION */
+  const rlock_lock_info *const *locks; /* the locks found in this step */
+  size_t count;
+  const char *next_cursor; /* pass it as opts->cursor for the next step */
+  int done;                /* 1 when the walk is complete (next_cursor is "0") */
+} rlock_lock_page;
+
+#define RLOCK_LOCK_PAGE_VERSION 1
+
+/* One bounded step of a walk over the deployment: SCAN with opts->count and TYPE hash on one
+ * master (Redis >= 6), then the layouts of the hashes found, as rlock_inspect reads them, in
+ * three round trips. Hashes that are not locks are left out (judged by a bounded sample of
+ * their fields), and so are free locks. A page may be empty while done is 0: call again with
+ * next_cursor until done. On a cluster the cursor names the master too, so the walk visits
+ * every master in turn; a topology change during a walk may skip or repeat keys, as SCAN may.
+ * NULL opts = RLOCK_SCAN_OPTIONS_INIT. Owned: free with rlock_lock_page_free. */
+RLOCK_API int rlock_scan_locks(rlock_lock_page **out, rlock_client *client,
+                               const rlock_scan_options *opts);
+/* NULL is a no-op; a pointer rlock did not make, or freed already, records RLOCK_EINVAL. */
+RLOCK_API void rlock_lock_page_free(rlock_lock_page *page);
+
 /* ---- Deprecated ----------------------------------------------------------------------------- */
 
 #if !defined(RLOCK_DEPRECATE_HARD)

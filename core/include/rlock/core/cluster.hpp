@@ -58,6 +58,12 @@ class ClusterTransport final : public Transport, public MasterSource {
   int replicas_of(int slot);
   // The master of `slot` now (for messages and tests).
   Endpoint node_of(int slot);
+  // The masters of the slot map now, as "host:port", sorted (a listing walks them in order).
+  std::vector<std::string> master_addresses();
+  // Runs `commands` on the node at `address` ("host:port") as they are: for commands that
+  // address the node itself (SCAN), so no routing and no redirect is followed.
+  std::vector<Reply> run_batch_at(const std::string& address, const std::vector<Args>& commands,
+                                  Deadline deadline);
 
   // MasterSource for the subscriber (classic pub/sub reaches every node): a node of the
   // cluster, another one after a failure.

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""rlock list and status --json on the cluster fixture (3 masters): locks whose names spread
+over every master are all listed exactly once, a lock held by `rlock exec` shows its owner,
+and a waiting `rlock exec` counts as a subscriber of the wake-up channel whichever master its
+subscription went to.
+Usage: list_cluster_test.py path/to/rlock"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+RLOCK = sys.argv[1]
+CLUSTER_DIR = os.environ["RLOCK_TEST_CLUSTER_DIR"]
+with open(os.path.join(CLUSTER_DIR, "url")) as f:
+    URL = f.read().strip()
+with open(os.path.join(CLUSTER_DIR, "seeds")) as f:
+    PORTS = [seed.rsplit(":", 1)[1] for seed in f.read().strip().split(",")]
+PREFIX = "rlock-cli-test:list-cluster:%d:" % os.getpid()
+OWNER = "0b2c0e9c-6f0e-4d55-9d8a-2a7b3c4d5e6f:1"
+children = []
+
+
+def fail(msg, output=b""):
+    if isinstance(output, bytes):
+        output = output.decode(errors="replace")
+    sys.stderr.write("FAIL (list_cluster_test): %s\n%s\n" % (msg, output))
+    sys.exit(1)
+
+
+def step(text):
+    print("--", text, flush=True)
+
+
+def redis(port, *args, cluster=True):
+    argv = ["redis-cli", "-p", port] + (["-c"] if cluster else []) + [str(a) for a in args]
+    return subprocess.run(argv, capture_output=True, check=True, text=True).stdout.strip()
+
+
+def rlock(*args):
+    proc = subprocess.run([RLOCK] + list(args), capture_output=True)
+    if proc.returncode != 0:
+        fail("rlock %s exited %d" % (" ".join(args), proc.returncode), proc.stdout + proc.stderr)
+    return proc.stdout
+
+
+def listed():
+    out = rlock("list", "--url", URL, "--match", PREFIX + "*", "--json").decode()
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def main():
+    step("60 locks written through the cluster, spread over every master")
+    names = [PREFIX + str(i) for i in range(60)]
+    for name in names:
+        redis(PORTS[0], "HSET", name, OWNER, 1)
+        redis(PORTS[0], "PEXPIRE", name, 120000)
+    redis(PORTS[0], "SET", PREFIX + "text", "x", "PX", 120000)
+    per_master = [
+        len(redis(p, "--scan", "--pattern", PREFIX + "*", cluster=False).split()) for p in PORTS
+    ]
+    if sorted(per_master)[0] == 0:
+        fail("the names did not reach every master: %r" % per_master)
+
+    step("list walks every master: each lock once, the string key left out")
+    locks = listed()
+    found = [lock["name"] for lock in locks]
+    if sorted(found) != sorted(names):
+        fail(
+            "listed %d names (%d distinct), want the 60 written" % (len(found), len(set(found))),
+            "\n".join(sorted(found)),
+        )
+    for lock in locks:
+        if (lock["kind"], lock["owners"], lock["locked"]) != (
+            "reentrant",
+            [{"owner": OWNER, "holds": 1, "mode": None}],
+            True,
+        ):
+            fail("lock fields", json.dumps(lock))
+
+    step("a lock held by rlock exec, and a waiter subscribed to its channel")
+    held = PREFIX + "held"
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--url", URL, held, "--", "sleep", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    end = time.time() + 10
+    while not json.loads(rlock("status", "--url", URL, "--json", held))["locked"]:
+        if time.time() > end:
+            fail("rlock exec did not take the lock")
+        time.sleep(0.05)
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--url", URL, "--wait", "30", held, "--", "true"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    end = time.time() + 10
+    while True:
+        status = json.loads(rlock("status", "--url", URL, "--json", held))
+        if status["subscribers"] == 1:
+            break
+        if time.time() > end:
+            fail("the waiter never showed as a subscriber", json.dumps(status))
+        time.sleep(0.05)
+    if status["waiters"] != 1 or status["owner_count"] != 1 or status["kind"] != "reentrant":
+        fail("held lock status", json.dumps(status))
+    in_list = [lock for lock in listed() if lock["name"] == held]
+    if len(in_list) != 1 or in_list[0]["owners"] != status["owners"]:
+        fail("the held lock in list", json.dumps(in_list))
+    print("PASS list_cluster_test")
+
+
+def cleanup():
+    for child in children:
+        if child.poll() is None:
+            child.terminate()
+            child.wait()
+    for port in PORTS:
+        for key in redis(port, "--scan", "--pattern", PREFIX + "*", cluster=False).split():
+            redis(port, "DEL", key, cluster=False)
+
+
+try:
+    main()
+finally:
+    cleanup()
