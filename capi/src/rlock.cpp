@@ -1123,16 +1123,10 @@ int rlock_inspect(rlock_lock_info** out, rlock_client* client, const char* name,
     Pinned<ClientObj> c(client);
     if (!c) return c.bad("client");
     if (name == nullptr) return invalid("name must not be NULL");
-    if (name_len == 0) return invalid("name must not be empty");
-    if (name_len > c->core->config().max_name_len) {
-      return invalid(("name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
-                      std::to_string(c->core->config().max_name_len) +
-                      " (client option max_name_len)")
-                         .c_str());
-    }
+    const std::string lock_name(name, name_len);
+    core::check_lock_name(c->core->config(), lock_name);
     if (c->core->closed()) return core::fail(core::kClosed, "the rlock client was closed");
-    std::unique_ptr<InfoBox> box =
-        box_of(core::inspect_lock(*c->core, std::string(name, name_len)));
+    std::unique_ptr<InfoBox> box = box_of(core::inspect_lock(*c->core, lock_name));
     remember(box.get(), &box->info);
     *out = &box.release()->info;
     return RLOCK_OK;

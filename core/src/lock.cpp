@@ -49,6 +49,16 @@ bool status_shape(const Reply& r) {
 
 }  // namespace
 
+void check_lock_name(const ClientConfig& config, const std::string& name) {
+  if (name.empty()) throw Error(kInvalid, "lock name must not be empty");
+  if (name.size() > config.max_name_len) {
+    throw Error(kInvalid, "lock name is " + std::to_string(name.size()) +
+                              " bytes, longer than the limit of " +
+                              std::to_string(config.max_name_len) +
+                              " (client option max_name_len)");
+  }
+}
+
 int check_wait(int64_t wait_ms) {
   if (wait_ms < -1 || wait_ms > kMaxDurationMs) {
     return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
@@ -68,13 +78,7 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
       kind_(kinds::make_kind(options.kind, name_)),
       channel_(kind_->channel()),
       options_(options) {
-  if (name_.empty()) throw Error(kInvalid, "lock name must not be empty");
-  if (name_.size() > client_->config().max_name_len) {
-    throw Error(kInvalid, "lock name is " + std::to_string(name_.size()) +
-                              " bytes, longer than the limit of " +
-                              std::to_string(client_->config().max_name_len) +
-                              " (client option max_name_len)");
-  }
+  check_lock_name(client_->config(), name_);
   if (!valid_lease(options.lease_ms)) throw Error(kInvalid, lease_problem(options.lease_ms));
   // Every script of a lock names its key with the channel and auxiliary keys: in a cluster they
   // must share one slot, which the hash-tag rule gives unless the name's braces defeat it.

@@ -28,6 +28,9 @@ struct Call;
 constexpr int64_t kWaitForever = -1;
 constexpr int64_t kLeaseWatchdog = -1;
 
+// A lock name's checks (not empty, at most max_name_len bytes); throws Error(kInvalid).
+void check_lock_name(const ClientConfig& config, const std::string& name);
+
 // Argument checks shared by every acquire: kOk, or kInvalid with a message naming the value.
 int check_wait(int64_t wait_ms);
 int check_lease(int64_t lease_ms);  // kLeaseWatchdog or 1..kMaxDurationMs
