@@ -72,8 +72,7 @@ struct SemKeys {
 // Everything a key holds (DUMP) and whether it has an expiry, to show that nothing changed.
 std::string snapshot(RedisConn& redis, const std::string& key) {
   rlock_test::Reply dump = redis.command({"DUMP", key});
-  return (dump.is_nil() ? std::string("(none)") : dump.str) +
-         (redis.pttl(key) > 0 ? "+ttl" : "");
+  return (dump.is_nil() ? std::string("(none)") : dump.str) + (redis.pttl(key) > 0 ? "+ttl" : "");
 }
 
 // Shows that nothing was published on `channel` so far: a marker published now must be the
@@ -92,9 +91,7 @@ std::string next_payload(RedisConn& listener, const std::string& channel) {
   return payload;
 }
 
-bool refused(const core::Reply& r) {
-  return r.is_error() && r.str.rfind("ERR rlock:", 0) == 0;
-}
+bool refused(const core::Reply& r) { return r.is_error() && r.str.rfind("ERR rlock:", 0) == 0; }
 
 TEST(SemScripts, NamesAreRedissons) {
   EXPECT_EQ(core::semaphore_channel("jobs"), "redisson_sc:{jobs}");
@@ -202,8 +199,8 @@ TEST(SemScripts, ReleaseAddsAndPublishesThePositiveCount) {
 
   // Permits given back to a semaphore that is gone do not bring it back.
   SemKeys missing("sem-release-missing");
-  EXPECT_EQ(run(*client, core::scripts::sem_release, {missing.name, missing.channel}, {"1"}).integer,
-            -1);
+  EXPECT_EQ(
+      run(*client, core::scripts::sem_release, {missing.name, missing.channel}, {"1"}).integer, -1);
   EXPECT_FALSE(redis.exists(missing.name));
 }
 
@@ -222,10 +219,10 @@ TEST(SemScripts, RetriedRequestsWithTheSameLatchAreAppliedOnce) {
   }
   EXPECT_GT(redis.pttl(acquire_latch), 0) << "the latch must expire by itself";
   for (int i = 0; i < 2; ++i) {
-    EXPECT_EQ(run(*client, core::scripts::sem_release, {k.name, k.channel, release_latch},
-                  {"1", "5000"})
-                  .integer,
-              2);
+    EXPECT_EQ(
+        run(*client, core::scripts::sem_release, {k.name, k.channel, release_latch}, {"1", "5000"})
+            .integer,
+        2);
     EXPECT_EQ(redis.ok({"GET", k.name}).str, "2") << "try " << i;
   }
   redis.del(acquire_latch);
@@ -271,8 +268,7 @@ TEST(SemScripts, BadInputIsRefusedAndChangesNothing) {
     EXPECT_TRUE(refused(run(*client, core::scripts::sem_release, {k.name, k.channel}, {bad})))
         << bad;
     if (std::string(bad) != "-1") {  // a negative change is how permits are taken away
-      EXPECT_TRUE(refused(run(*client, core::scripts::sem_add, {k.name, k.channel}, {bad})))
-          << bad;
+      EXPECT_TRUE(refused(run(*client, core::scripts::sem_add, {k.name, k.channel}, {bad}))) << bad;
     }
     EXPECT_EQ(snapshot(redis, k.name), before) << bad;
   }
@@ -288,7 +284,8 @@ TEST(SemScripts, BadInputIsRefusedAndChangesNothing) {
 
   SemKeys fresh("sem-bad-set");
   for (const char* bad : {"-1", "x", "2147483648"}) {
-    EXPECT_TRUE(refused(run(*client, core::scripts::sem_try_set, {fresh.name, fresh.channel}, {bad})))
+    EXPECT_TRUE(
+        refused(run(*client, core::scripts::sem_try_set, {fresh.name, fresh.channel}, {bad})))
         << bad;
   }
   EXPECT_TRUE(
@@ -306,14 +303,14 @@ TEST(SemScripts, BadInputIsRefusedAndChangesNothing) {
     EXPECT_TRUE(refused(run(*client, core::scripts::sem_release, {w->name, w->channel}, {"1"})));
     EXPECT_TRUE(refused(run(*client, core::scripts::sem_add, {w->name, w->channel}, {"1"})));
     EXPECT_TRUE(refused(run(*client, core::scripts::sem_drain, {w->name}, {})));
-    EXPECT_TRUE(refused(run(*client, core::scripts::latch_try_set, {w->name, w->latch_channel},
-                            {"1"})));
-    EXPECT_TRUE(refused(run(*client, core::scripts::latch_count_down,
-                            {w->name, w->latch_channel}, {})));
+    EXPECT_TRUE(
+        refused(run(*client, core::scripts::latch_try_set, {w->name, w->latch_channel}, {"1"})));
+    EXPECT_TRUE(
+        refused(run(*client, core::scripts::latch_count_down, {w->name, w->latch_channel}, {})));
     const std::string now = std::to_string(now_ms());
     const std::string id = new_permit_id();
-    EXPECT_TRUE(refused(run(*client, core::scripts::psem_available,
-                            {w->name, w->deadlines, w->channel}, {now})));
+    EXPECT_TRUE(refused(
+        run(*client, core::scripts::psem_available, {w->name, w->deadlines, w->channel}, {now})));
     EXPECT_TRUE(refused(run(*client, core::scripts::psem_acquire,
                             {w->name, w->deadlines, w->channel}, {now, "922337203685477", id})));
     EXPECT_EQ(snapshot(redis, w->name), was) << w->name;
@@ -412,8 +409,8 @@ TEST(PsemScripts, AcquireReclaimsExpiredPermitsFirst) {
   // "Later" (the clock is an argument): both leases ran out, a deadline equal to now included.
   // One permit asked for: one expired permit is reclaimed (published), then taken.
   const std::string later = std::to_string(t0 + 100), fresh = new_permit_id();
-  core::Reply r = run(*client, core::scripts::psem_acquire, keys,
-                      {later, std::to_string(t0 + 10000), fresh});
+  core::Reply r =
+      run(*client, core::scripts::psem_acquire, keys, {later, std::to_string(t0 + 10000), fresh});
   EXPECT_EQ(r.elements.at(0).integer, 1);
   EXPECT_EQ(next_payload(listener, k.channel), "1");
   EXPECT_EQ(redis.ok({"GET", k.name}).str, "0");
@@ -525,10 +522,9 @@ TEST(PsemScripts, BadInputIsRefusedAndChangesNothing) {
   const int64_t t0 = now_ms();
   const std::string now = std::to_string(t0), later = std::to_string(t0 + 1000);
   const std::string held = new_permit_id(), id = new_permit_id();
-  ASSERT_EQ(run(*client, core::scripts::psem_acquire, keys, {now, later, held})
-                .elements.at(0)
-                .integer,
-            1);
+  ASSERT_EQ(
+      run(*client, core::scripts::psem_acquire, keys, {now, later, held}).elements.at(0).integer,
+      1);
   auto state = [&] { return snapshot(redis, k.name) + snapshot(redis, k.deadlines); };
   const std::string before = state();
   const std::string far = std::to_string(t0 + 5000);  // held has expired by then
