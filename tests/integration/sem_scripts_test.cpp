@@ -125,6 +125,44 @@ TEST(SemScripts, OnlyPublishingScriptsHaveShardedTwins) {
   EXPECT_EQ(core::scripts::sem_drain.sharded, nullptr);
 }
 
+// The SPUBLISH twins (sharded pub/sub on a cluster) run on the fixture server too (Redis 7
+// serves sharded pub/sub standalone): their messages reach SSUBSCRIBE listeners.
+TEST(SemScripts, ShardedTwinsPublishToShardedListeners) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  RedisConn listener(rlock_test::test_redis_url());
+  RedisConn latch_listener(rlock_test::test_redis_url());
+  SemKeys k("sem-sharded");
+  listener.ssubscribe(k.channel);
+  latch_listener.ssubscribe(k.latch_channel);
+  const std::string deadlines = k.deadlines;
+  ASSERT_EQ(run(*client, *core::scripts::sem_try_set.sharded, {k.name, k.channel}, {"0"}).integer,
+            1);
+  EXPECT_EQ(next_payload(listener, k.channel), "0");
+  EXPECT_EQ(run(*client, *core::scripts::sem_release.sharded, {k.name, k.channel}, {"2"}).integer,
+            2);
+  EXPECT_EQ(next_payload(listener, k.channel), "2");
+  EXPECT_EQ(run(*client, *core::scripts::sem_add.sharded, {k.name, k.channel}, {"1"}).integer, 3);
+  EXPECT_EQ(next_payload(listener, k.channel), "3");
+  const int64_t t0 = now_ms();
+  const std::string id = new_permit_id();
+  ASSERT_EQ(run(*client, *core::scripts::psem_acquire.sharded, {k.name, deadlines, k.channel},
+                {std::to_string(t0), std::to_string(t0 + 100), id})
+                .elements.at(0)
+                .integer,
+            1);
+  core::Reply r = run(*client, *core::scripts::psem_available.sharded,
+                      {k.name, deadlines, k.channel}, {std::to_string(t0 + 200)});
+  EXPECT_EQ(r.elements.at(0).integer, 3);
+  EXPECT_EQ(next_payload(listener, k.channel), "3") << "the reclaim's message";
+  redis.del(k.name);
+  const core::Args latch_keys{k.name, k.latch_channel};
+  EXPECT_EQ(run(*client, *core::scripts::latch_try_set.sharded, latch_keys, {"1"}).integer, 1);
+  EXPECT_EQ(next_payload(latch_listener, k.latch_channel), "1");
+  EXPECT_EQ(run(*client, *core::scripts::latch_count_down.sharded, latch_keys, {}).integer, 0);
+  EXPECT_EQ(next_payload(latch_listener, k.latch_channel), "0");
+}
+
 TEST(SemScripts, TrySetSetsOnceAndPublishesTheCount) {
   auto client = make_client();
   RedisConn redis(rlock_test::test_redis_url());
