@@ -343,6 +343,13 @@ void RedisConn::psubscribe(const std::string& pattern) {
   }
 }
 
+void RedisConn::ssubscribe(const std::string& channel) {
+  Reply r = ok({"SSUBSCRIBE", channel});
+  if (r.elements.size() != 3 || r.elements[0].str != "ssubscribe") {
+    throw std::runtime_error("SSUBSCRIBE: " + r.describe());
+  }
+}
+
 Reply RedisConn::read_reply() {
   void* raw = nullptr;
   if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) {
@@ -371,7 +378,8 @@ bool RedisConn::next_message(int64_t timeout_ms, std::string* channel, std::stri
     *payload = r.elements[3].str;
     return true;
   }
-  if (r.type != Reply::Type::Array || r.elements.size() != 3 || r.elements[0].str != "message") {
+  if (r.type != Reply::Type::Array || r.elements.size() != 3 ||
+      (r.elements[0].str != "message" && r.elements[0].str != "smessage")) {
     throw std::runtime_error("unexpected pub/sub reply: " + r.describe());
   }
   *channel = r.elements[1].str;

@@ -82,8 +82,11 @@ class RedisConn {
   void subscribe(const std::string& channel);
   // The same for a glob pattern of channels (PSUBSCRIBE).
   void psubscribe(const std::string& pattern);
-  // Waits for the next published message (of a channel or a pattern subscription: `channel` is
-  // the channel it was published on); false on timeout (the connection is then unusable).
+  // The same for sharded pub/sub (SSUBSCRIBE, Redis 7+; a standalone server serves it too).
+  void ssubscribe(const std::string& channel);
+  // Waits for the next published message (of a channel, sharded or not, or a pattern
+  // subscription: `channel` is the channel it was published on); false on timeout (the
+  // connection is then unusable).
   bool next_message(int64_t timeout_ms, std::string* channel, std::string* payload);
 
  private:

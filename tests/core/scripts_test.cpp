@@ -90,6 +90,17 @@ const std::vector<const Script*>& all_scripts() {
         &scripts::fair_undo_acquire,
         &scripts::rw_read_undo_acquire,
         &scripts::rw_write_undo_acquire,
+        &scripts::sem_try_set,
+        &scripts::sem_try_acquire,
+        &scripts::sem_release,
+        &scripts::sem_add,
+        &scripts::sem_drain,
+        &scripts::psem_acquire,
+        &scripts::psem_release,
+        &scripts::psem_update_lease,
+        &scripts::psem_available,
+        &scripts::latch_try_set,
+        &scripts::latch_count_down,
     };
     for (size_t i = 0, n = list.size(); i < n; ++i) {
       if (list[i]->sharded != nullptr) list.push_back(list[i]->sharded);

@@ -49,6 +49,34 @@ inline std::string read_lease_prefix(const std::string& name, const std::string&
   return hash_tagged(name) + ":" + owner + ":rwlock_timeout";
 }
 
+// "{N}:suffix" (Redisson's suffixName): N unchanged before ":suffix" when it has a '{'.
+inline std::string suffixed_name(const std::string& name, const char* suffix) {
+  return hash_tagged(name) + ":" + suffix;
+}
+
+// Semaphores (Redisson RSemaphore and RPermitExpirableSemaphore): the count of available
+// permits is the key N itself; both kinds wake their waiters on this one channel, so a release
+// of either wakes the other's waiters.
+inline std::string semaphore_channel(const std::string& name) {
+  return prefixed_name("redisson_sc", name);
+}
+
+// A permit-expirable semaphore's held permits: a sorted set of permit id (16 raw bytes) ->
+// deadline (epoch ms).
+inline std::string permit_deadlines(const std::string& name) {
+  return suffixed_name(name, "timeout");
+}
+
+// A count-down latch's channel. Unlike every other name here, Redisson always adds the braces,
+// even when N has a '{' of its own: then the channel's hash tag is N's text up to its first '}'
+// (all of N if it has no '}': the key's slot then), not N's own tag, so for a name with a "{tag}"
+// the channel and the latch key are in different slots and a cluster must refuse the name (as
+// it does a lock name whose braces split its keys: compare key_slot of the two).
+inline std::string latch_channel(const std::string& name) {
+  return "redisson_countdownlatch__channel__{" + name + "}";
+}
+
+// The latch of one release (or semaphore acquire) request: its stored result answers a retry.
 inline std::string unlock_latch(const std::string& name, const std::string& request_id) {
   return prefixed_name("redisson_unlock_latch", name) + ":" + request_id;
 }

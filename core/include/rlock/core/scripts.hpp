@@ -42,6 +42,19 @@ extern const Script extend;
 extern const Script force_unlock;
 extern const Script status;
 extern const Script undo_acquire;
+// Semaphores and count-down latches (Redisson RSemaphore, RPermitExpirableSemaphore,
+// RCountDownLatch): docs/protocol.md.
+extern const Script sem_try_set;
+extern const Script sem_try_acquire;
+extern const Script sem_release;
+extern const Script sem_add;
+extern const Script sem_drain;
+extern const Script psem_acquire;
+extern const Script psem_release;
+extern const Script psem_update_lease;
+extern const Script psem_available;
+extern const Script latch_try_set;
+extern const Script latch_count_down;
 }  // namespace scripts
 
 enum class Retry { No, Once };
