@@ -202,20 +202,20 @@ def test_G1_soak_mixed_kinds_under_seeded_faults(case: Case):
     # No call outlives its bound: the wait, two command timeouts, and the longest fault.
     assert checkers.slow_calls(h, 5000 + 2 * 1000 + 2000 + 1500 + 50) == []
     summaries = [w.summary() for w in soak.workers if w.ended_ns is None]
-    growth = [
-        (s["rss_end_kb"] - s["rss_warm_kb"]) / s["rss_warm_kb"]
-        for s in summaries
-        if s["rss_warm_kb"]
-    ]
+    rss = [(s["rss_end_kb"] - s["rss_warm_kb"]) / s["rss_warm_kb"] for s in summaries]
+    heap = [(s["heap_end_kb"] - s["heap_warm_kb"]) / s["heap_warm_kb"] for s in summaries]
     cycles = sum(s["cycles"] for s in summaries)
     print(
         f"G1: {SOAK_S:.0f} s, faults {faults}, {len(h.holds)} sections, {cycles} cycles in "
         f"surviving workers, {len(overlaps)} expected overlaps (stopped holders), "
-        f"{fence.refused} stale writes refused, RSS growth max {max(growth):.1%}"
+        f"{fence.refused} stale writes refused, growth max: heap {max(heap):.1%}, "
+        f"RSS {max(rss):.1%}"
     )
-    # F5 holds the leak bound (< 5 %); here relaunches and fault bursts move a 6 MB worker's
-    # RSS by a few hundred KB, so the soak only catches growth beyond 10 %.
-    assert max(growth) < 0.10
+    # A leak shows in the heap (bytes allocated and not freed). RSS also moves with how the
+    # allocator's arenas lie after fault bursts: 12 % of a 6 MB worker failed a CI run, and its
+    # replay saw 6 % RSS beside 0.4 % heap, so RSS only catches gross growth.
+    assert max(heap) < 0.10, heap
+    assert max(rss) < 0.25, rss
     assert all(s["fds_end"] <= s["fds_warm"] + 2 for s in summaries)
     conn = soak.server.conn()
     assert wait_until(lambda: not checkers.library_keys(conn), LEASE_MS / 1000 + 5), (

@@ -44,11 +44,12 @@
 //   extend MS -> "extend RC"  spin MS -> busy for MS ms, then "spin done"  quit -> exits 0
 // and prints "acquired RC TOKEN" first, "lost REASON T" whenever the callback runs.
 // Exit status of loop: 0, or 2 when set-up failed. Its last stdout line is a summary:
-//   "done cycles=N acquired=N errors=N rss_warm_kb=N rss_end_kb=N fds_warm=N fds_end=N" and
-//   "RC=COUNT" pairs. The warm figures are taken at a fifth of the run, the end ones before
-//   the clients are freed.
+//   "done cycles=N acquired=N errors=N rss_warm_kb=N rss_end_kb=N heap_warm_kb=N heap_end_kb=N
+//   fds_warm=N fds_end=N" and "RC=COUNT" pairs (heap: bytes allocated and not freed). The warm
+//   figures are taken at a fifth of the run, the end ones before the clients are freed.
 #include <dirent.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <rlock/rlock.h>
 #include <signal.h>
 #include <unistd.h>
@@ -405,6 +406,13 @@ int64_t rss_kb() {
   return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+// Bytes the process has allocated and not freed (malloc's own count): unlike RSS, it does not
+// move with how the allocator's arenas and free lists happen to lie, so it shows a leak alone.
+int64_t heap_kb() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>((m.uordblks + m.hblkhd) / 1024);
+}
+
 int64_t open_fds() {
   int64_t n = 0;
   if (DIR* d = opendir("/proc/self/fd")) {
@@ -548,7 +556,7 @@ int run_loop(World& w) {
   // Memory and descriptors once warmed up (a fifth of the run) and at the end: a leak shows as
   // growth between the two.
   std::atomic<bool> finished{false};
-  int64_t rss_warm = 0, fds_warm = 0;
+  int64_t rss_warm = 0, fds_warm = 0, heap_warm = 0;
   std::thread monitor([&] {
     const int64_t start = mono_ns();
     const double total_cycles = static_cast<double>(o.cycles) * o.threads;
@@ -558,6 +566,7 @@ int run_loop(World& w) {
                             : static_cast<double>(cycles.load()) / total_cycles;
       if (progress >= 0.2) {
         rss_warm = rss_kb();
+        heap_warm = heap_kb();
         fds_warm = open_fds();
         return;
       }
@@ -567,12 +576,13 @@ int run_loop(World& w) {
   for (std::thread& th : pool) th.join();
   finished.store(true);
   monitor.join();
-  const int64_t rss_end = rss_kb(), fds_end = open_fds();
+  const int64_t rss_end = rss_kb(), fds_end = open_fds(), heap_end = heap_kb();
   teardown(w);
   std::string summary =
       "done cycles=" + std::to_string(cycles.load()) +
       " acquired=" + std::to_string(acquired.load()) + " errors=" + std::to_string(errors.load()) +
       " rss_warm_kb=" + std::to_string(rss_warm) + " rss_end_kb=" + std::to_string(rss_end) +
+      " heap_warm_kb=" + std::to_string(heap_warm) + " heap_end_kb=" + std::to_string(heap_end) +
       " fds_warm=" + std::to_string(fds_warm) + " fds_end=" + std::to_string(fds_end);
   for (const auto& kv : rc_counts) {
     summary += " " + std::to_string(kv.first) + "=" + std::to_string(kv.second);
