@@ -405,4 +405,23 @@ int fenced_write(Client& client, const std::string& resource, const std::string&
   return kOk;
 }
 
+int64_t Client::permits_held(const std::string& name) {
+  std::lock_guard<std::mutex> lock(permits_mutex_);
+  auto it = permits_.find(name);
+  return it == permits_.end() ? 0 : it->second;
+}
+
+void Client::permits_taken(const std::string& name, int64_t permits) {
+  std::lock_guard<std::mutex> lock(permits_mutex_);
+  permits_[name] += permits;
+}
+
+bool Client::permits_given_back(const std::string& name, int64_t permits) {
+  std::lock_guard<std::mutex> lock(permits_mutex_);
+  auto it = permits_.find(name);
+  if (it == permits_.end() || it->second < permits) return false;
+  if ((it->second -= permits) == 0) permits_.erase(it);
+  return true;
+}
+
 }  // namespace rlock::core

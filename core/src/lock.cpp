@@ -49,10 +49,10 @@ bool status_shape(const Reply& r) {
 
 }  // namespace
 
-void check_lock_name(const ClientConfig& config, const std::string& name) {
-  if (name.empty()) throw Error(kInvalid, "lock name must not be empty");
+void check_lock_name(const ClientConfig& config, const std::string& name, const char* what) {
+  if (name.empty()) throw Error(kInvalid, std::string(what) + " name must not be empty");
   if (name.size() > config.max_name_len) {
-    throw Error(kInvalid, "lock name is " + std::to_string(name.size()) +
+    throw Error(kInvalid, std::string(what) + " name is " + std::to_string(name.size()) +
                               " bytes, longer than the limit of " +
                               std::to_string(config.max_name_len) +
                               " (client option max_name_len)");

@@ -109,9 +109,10 @@ std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, ui
   std::lock_guard<std::mutex> lock(mutex_);
   if (stop_) throw Error(kClosed, "the rlock client was closed");
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-  auto it = channels_.try_emplace(name).first;
+  auto [it, added] = channels_.try_emplace(name);
   Channel& c = it->second;
   c.name = &it->first;
+  if (added) c.rule = rule_for(name);
   std::unique_ptr<Waiter> w(new Waiter(this, &c, target));
   w->nothing_missed_ = mark != 0 && c.confirmed && c.mark == mark;
   c.members.push_back(w.get());
@@ -282,12 +283,39 @@ void Subscriber::handle_unknown_channel_locked(const std::string& kind, const st
   }
 }
 
+Subscriber::Rule Subscriber::rule_for(const std::string& channel) {
+  auto starts = [&](const char* prefix) { return channel.rfind(prefix, 0) == 0; };
+  if (starts("redisson_sc:")) return Rule::Semaphore;
+  if (starts("redisson_countdownlatch__channel__")) return Rule::Latch;
+  return Rule::Lock;
+}
+
 void Subscriber::handle_message_locked(Channel& c, const std::string& payload) {
   c.mark = next_mark();
-  if (payload == "0") {
-    wake_one_locked(c, Clock::now());
-  } else if (payload == "1") {
-    wake_all_locked(c, Clock::now());
+  switch (c.rule) {
+    case Rule::Lock:
+      if (payload == "0") {
+        wake_one_locked(c, Clock::now());
+      } else if (payload == "1") {
+        wake_all_locked(c, Clock::now());
+      }
+      return;
+    case Rule::Semaphore: {
+      // Redisson publishes the permits available (or released): that many waiters may get one.
+      // A waiter woken for a permit another process took first goes back to sleep.
+      if (payload.empty()) return;
+      int64_t permits = 0;
+      for (char ch : payload) {
+        if (ch < '0' || ch > '9') return;  // not a count above 0 ("-2"): nobody
+        permits = std::min<int64_t>(permits * 10 + (ch - '0'), int64_t{1} << 40);
+      }
+      const Clock::time_point now = Clock::now();
+      for (int64_t i = 0; i < permits && i < c.refcount; ++i) wake_one_locked(c, now);
+      return;
+    }
+    case Rule::Latch:
+      if (payload == "0") wake_all_locked(c, Clock::now());
+      return;
   }
 }
 

@@ -101,6 +101,7 @@ const std::vector<const Script*>& all_scripts() {
         &scripts::psem_available,
         &scripts::latch_try_set,
         &scripts::latch_count_down,
+        &scripts::latch_delete,
     };
     for (size_t i = 0, n = list.size(); i < n; ++i) {
       if (list[i]->sharded != nullptr) list.push_back(list[i]->sharded);

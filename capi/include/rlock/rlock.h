@@ -735,6 +735,154 @@ RLOCK_API int rlock_scan_locks(rlock_lock_page **out, rlock_client *client,
 /* NULL is a no-op; a pointer rlock did not make, or freed already, records RLOCK_EINVAL. */
 RLOCK_API void rlock_lock_page_free(rlock_lock_page *page);
 
+/* ---- Semaphores and count-down latches ---------------------------------------------------- */
+/* Redisson's RSemaphore, RPermitExpirableSemaphore and RCountDownLatch on their on-Redis
+ * layouts (docs/semaphores.md), so rlock and Redisson processes share them. Waiting acquires and
+ * awaits cost no thread: they wait on the client's engine as lock acquires do (rlock_cancel_token
+ * and the _cancel functions stop them, RLOCK_ECANCELED). Handles are thread-safe. */
+
+/* A counting semaphore: a plain one (anonymous permits) or a permit-expirable one (each permit
+ * has an id and a lease). */
+typedef struct rlock_semaphore rlock_semaphore;
+/* A count-down latch. */
+typedef struct rlock_latch rlock_latch;
+
+typedef enum rlock_semaphore_kind {
+  RLOCK_SEMAPHORE_PLAIN = 0,    /* Redisson RSemaphore */
+  RLOCK_SEMAPHORE_EXPIRABLE = 1 /* Redisson RPermitExpirableSemaphore */
+} rlock_semaphore_kind;
+
+/* lease_ms of an expirable permit that never expires (Redisson's lease -1). */
+#define RLOCK_LEASE_NONE ((int64_t)-2)
+/* A permit id: 32 lower-case hex digits and a NUL. */
+#define RLOCK_PERMIT_ID_SIZE 33
+/* Permits one call may take or give back. */
+#define RLOCK_MAX_PERMITS_PER_CALL 1000
+
+typedef struct rlock_permit_id {
+  char hex[RLOCK_PERMIT_ID_SIZE];
+} rlock_permit_id;
+
+typedef struct rlock_semaphore_options {
+  unsigned int version;
+  rlock_semaphore_kind kind; /* default RLOCK_SEMAPHORE_PLAIN */
+  int64_t lease_ms;          /* expirable: the lease of acquires that give none:
+                                RLOCK_LEASE_WATCHDOG (default: renewed while the handle
+                                lives, like a lock's), RLOCK_LEASE_NONE, or > 0 */
+} rlock_semaphore_options;
+
+#define RLOCK_SEMAPHORE_OPTIONS_VERSION 1
+#define RLOCK_SEMAPHORE_OPTIONS_INIT \
+  { RLOCK_SEMAPHORE_OPTIONS_VERSION, RLOCK_SEMAPHORE_PLAIN, RLOCK_LEASE_WATCHDOG }
+
+RLOCK_API int rlock_semaphore_options_init(rlock_semaphore_options *opts, unsigned int version);
+
+/* A semaphore named by a NUL-terminated string (or `name_len` bytes with _n). Does no I/O.
+ * NULL opts = RLOCK_SEMAPHORE_OPTIONS_INIT. Owned: free with rlock_semaphore_free. */
+RLOCK_API int rlock_semaphore_new(rlock_semaphore **out, rlock_client *client, const char *name,
+                                  const rlock_semaphore_options *opts);
+RLOCK_API int rlock_semaphore_new_n(rlock_semaphore **out, rlock_client *client,
+                                    const char *name, size_t name_len,
+                                    const rlock_semaphore_options *opts);
+/* Frees the handle without any network call: the watchdog stops renewing its permits (they
+ * expire by their lease); waits in progress end with RLOCK_ECANCELED. */
+RLOCK_API void rlock_semaphore_free(rlock_semaphore *sem);
+
+/* Sets the permits (0 to 2147483647) of a semaphore that does not exist yet; *out_set is 1 when
+ * set, 0 when it existed. ttl_ms > 0 also makes it expire (plain only), 0 = never. */
+RLOCK_API int rlock_semaphore_try_set_permits(int *out_set, rlock_semaphore *sem,
+                                              int64_t permits, int64_t ttl_ms);
+/* Adds `delta` permits (a negative delta takes them away; the count may go below 0). A missing
+ * semaphore counts as 0. *out_available (optional) gets the new count. */
+RLOCK_API int rlock_semaphore_add_permits(int64_t *out_available, rlock_semaphore *sem,
+                                          int64_t delta);
+
+typedef struct rlock_permit_options {
+  unsigned int version;
+  int64_t permits;            /* 1 to RLOCK_MAX_PERMITS_PER_CALL; default 1 */
+  int64_t wait_ms;            /* 0 = try once, RLOCK_WAIT_FOREVER (default), or a bound */
+  int64_t lease_ms;           /* expirable: 0 = the semaphore's lease_ms; RLOCK_LEASE_WATCHDOG,
+                                 RLOCK_LEASE_NONE or > 0. Plain: must be 0 */
+  rlock_cancel_token *cancel; /* optional; borrowed for the duration of the call */
+  rlock_permit_id *ids;       /* expirable: receives `permits` ids; plain: must be NULL */
+} rlock_permit_options;
+
+#define RLOCK_PERMIT_OPTIONS_VERSION 1
+#define RLOCK_PERMIT_OPTIONS_INIT \
+  { RLOCK_PERMIT_OPTIONS_VERSION, 1, RLOCK_WAIT_FOREVER, 0, NULL, NULL }
+
+RLOCK_API int rlock_permit_options_init(rlock_permit_options *opts, unsigned int version);
+
+/* Takes `permits` permits of a plain semaphore, waiting up to wait_ms for them: RLOCK_ETIMEDOUT
+ * when too few became available in time (the message says when the semaphore does not
+ * exist). The permits count as held by the client until given back. */
+RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *sem, int64_t permits, int64_t wait_ms);
+/* Acquire with every option, for either kind (NULL opts = RLOCK_PERMIT_OPTIONS_INIT, plain). */
+RLOCK_API int rlock_semaphore_acquire_ex(rlock_semaphore *sem, const rlock_permit_options *opts);
+/* Gives back permits of a plain semaphore that this client took: RLOCK_ENOTHELD (nothing
+ * changes) for more than it holds; RLOCK_ELOST when the semaphore was deleted or expired. */
+RLOCK_API int rlock_semaphore_release(rlock_semaphore *sem, int64_t permits);
+/* Available permits now (expirable: after giving expired permits back). Optional outputs:
+ * *out_held the expirable permits held (0 for plain), *out_exists whether the semaphore exists. */
+RLOCK_API int rlock_semaphore_available(int64_t *out_available, int64_t *out_held,
+                                        int *out_exists, rlock_semaphore *sem);
+/* Takes every available permit of a plain semaphore (*out_drained: how many; may be < 0). */
+RLOCK_API int rlock_semaphore_drain(int64_t *out_drained, rlock_semaphore *sem);
+/* Deletes the semaphore (the permits' ids too); *out_deleted: whether it existed. */
+RLOCK_API int rlock_semaphore_delete(int *out_deleted, rlock_semaphore *sem);
+/* Wakes every acquire in progress on this handle with RLOCK_ECANCELED. */
+RLOCK_API int rlock_semaphore_cancel(rlock_semaphore *sem);
+/* Permits of this plain semaphore held by the handle's client (taken, not given back). */
+RLOCK_API int rlock_semaphore_held(int64_t *out_held, rlock_semaphore *sem);
+
+/* Expirable: takes one permit with `lease_ms` (0 = the semaphore's), waiting up to wait_ms;
+ * *out gets its id. */
+RLOCK_API int rlock_permit_acquire(rlock_permit_id *out, rlock_semaphore *sem, int64_t wait_ms,
+                                   int64_t lease_ms);
+/* Expirable: gives back permits by id (any case of hex), all or none: RLOCK_ENOTHELD when one is
+ * not held (never taken, released, reclaimed after expiry), RLOCK_ELOST when one's lease ran
+ * out (it goes back to the semaphore anyway); nothing changes then. */
+RLOCK_API int rlock_permit_release(rlock_semaphore *sem, const char *id);
+RLOCK_API int rlock_permit_release_n(rlock_semaphore *sem, const rlock_permit_id *ids,
+                                     size_t count);
+/* Expirable: gives a held permit a new lease from now (RLOCK_LEASE_WATCHDOG: renewed by this
+ * handle from now on; RLOCK_LEASE_NONE: never expires). RLOCK_ENOTHELD when not held. */
+RLOCK_API int rlock_permit_update_lease(rlock_semaphore *sem, const char *id, int64_t lease_ms);
+
+/* rlock_semaphore_acquire_ex, asynchronously (see "Asynchronous calls"): `done`'s value is the
+ * number of permits taken. opts->ids, for an expirable semaphore, must stay valid until `done`
+ * runs and is written before it. */
+RLOCK_API int rlock_semaphore_acquire_async(rlock_semaphore *sem,
+                                            const rlock_permit_options *opts,
+                                            rlock_completion_cb done, void *user);
+
+/* A count-down latch named by a NUL-terminated string (or `name_len` bytes). Does no I/O. On a
+ * Redis Cluster the name must not contain braces (Redisson's channel for it always adds its own,
+ * which would put it in another slot). Owned: free with rlock_latch_free. */
+RLOCK_API int rlock_latch_new(rlock_latch **out, rlock_client *client, const char *name);
+RLOCK_API int rlock_latch_new_n(rlock_latch **out, rlock_client *client, const char *name,
+                                size_t name_len);
+/* Waits in progress end with RLOCK_ECANCELED. */
+RLOCK_API void rlock_latch_free(rlock_latch *latch);
+/* Sets the count (1 to 999999999999999) of a latch that does not exist (is open): *out_set is
+ * 1 when set, 0 when it existed. */
+RLOCK_API int rlock_latch_try_set_count(int *out_set, rlock_latch *latch, int64_t count);
+/* Counts down by one; at 0 the latch opens and wakes every waiter. *out_left (optional): the
+ * count left. An open latch stays open (0). Never resent: on RLOCK_ECONN it may or may not
+ * have counted. */
+RLOCK_API int rlock_latch_count_down(int64_t *out_left, rlock_latch *latch);
+/* The count now (0: open). */
+RLOCK_API int rlock_latch_count(int64_t *out_count, rlock_latch *latch);
+/* Waits until the count is 0: 0, or RLOCK_ETIMEDOUT after wait_ms (RLOCK_WAIT_FOREVER: no
+ * bound), RLOCK_ECANCELED by `cancel` (optional) or rlock_latch_cancel. */
+RLOCK_API int rlock_latch_await(rlock_latch *latch, int64_t wait_ms, rlock_cancel_token *cancel);
+RLOCK_API int rlock_latch_await_async(rlock_latch *latch, int64_t wait_ms,
+                                      rlock_cancel_token *cancel, rlock_completion_cb done,
+                                      void *user);
+/* Deletes the latch (so it is open); *out_deleted: whether it existed. */
+RLOCK_API int rlock_latch_delete(int *out_deleted, rlock_latch *latch);
+RLOCK_API int rlock_latch_cancel(rlock_latch *latch);
+
 /* ---- Deprecated ----------------------------------------------------------------------------- */
 
 #if !defined(RLOCK_DEPRECATE_HARD)

@@ -57,6 +57,13 @@ class Client {
 
   std::string owner(int64_t thread_id) const { return id_ + ":" + std::to_string(thread_id); }
 
+  // Permits of plain semaphores taken through this client and not yet given back, by name:
+  // a release may give back no more than these (Semaphore::release).
+  int64_t permits_held(const std::string& name);
+  void permits_taken(const std::string& name, int64_t permits);
+  // Takes `permits` off the count when that many are held; false (nothing changes) otherwise.
+  bool permits_given_back(const std::string& name, int64_t permits);
+
   // Stops renewals, ends every waiting acquire with kClosed (asynchronous ones have had their
   // completion when it returns, unless called from one), releases what this client still holds
   // (best effort, bounded by one command timeout per call and giving up at the first
@@ -95,6 +102,8 @@ class Client {
   std::map<std::string, NodeSubscriber> node_subscribers_;
   bool node_subscribers_stopped_ = false;
   std::atomic<uint64_t> marks_{0};  // shared by the node subscribers
+  std::mutex permits_mutex_;
+  std::map<std::string, int64_t> permits_;
   std::mutex replicas_mutex_;
   int replicas_ = -1;                 // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on

@@ -29,7 +29,9 @@ constexpr int64_t kWaitForever = -1;
 constexpr int64_t kLeaseWatchdog = -1;
 
 // A lock name's checks (not empty, at most max_name_len bytes); throws Error(kInvalid).
-void check_lock_name(const ClientConfig& config, const std::string& name);
+// `what` names the object in the message ("semaphore", "latch").
+void check_lock_name(const ClientConfig& config, const std::string& name,
+                     const char* what = "lock");
 
 // Argument checks shared by every acquire: kOk, or kInvalid with a message naming the value.
 int check_wait(int64_t wait_ms);

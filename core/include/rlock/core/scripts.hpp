@@ -55,6 +55,7 @@ extern const Script psem_update_lease;
 extern const Script psem_available;
 extern const Script latch_try_set;
 extern const Script latch_count_down;
+extern const Script latch_delete;
 }  // namespace scripts
 
 enum class Retry { No, Once };

@@ -95,8 +95,17 @@ class Subscriber {
     bool nothing_missed_ = false;
   };
 
+  // What a message on a channel means, told by the channel's name (names.hpp).
+  enum class Rule : uint8_t {
+    Lock,       // "0" wakes one waiter, "1" all
+    Semaphore,  // "redisson_sc:...": a count k > 0 wakes up to k waiters
+    Latch,      // "redisson_countdownlatch__channel__...": "0" wakes all, others nobody
+  };
+  static Rule rule_for(const std::string& channel);
+
   struct Channel {
     const std::string* name = nullptr;  // the key of this entry in channels_
+    Rule rule = Rule::Lock;
     int refcount = 0;
     bool sub_sent = false;  // the last command sent for it was SUBSCRIBE
     int inflight = 0;       // (UN)SUBSCRIBE commands whose confirmation is not yet read
@@ -160,7 +169,7 @@ class Subscriber {
                                    const std::string& payload);
   // A confirmation for a channel already forgotten: its place among the unanswered goes.
   void handle_unknown_channel_locked(const std::string& kind, const std::string& name);
-  // "0" wakes one waiter, "1" all.
+  // Wakes waiters as the channel's rule says.
   void handle_message_locked(Channel& c, const std::string& payload);
   void handle_subscribed_locked(Channel& c);
   // True when the channel is no longer needed and can be erased.
