@@ -45,7 +45,7 @@ constexpr const char *kDefaultUrl = "redis://127.0.0.1:6379";
 
 const char kUsage[] =
     "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
-    "                  NAME -- COMMAND [ARGS...]\n"
+    "                  [--permits N] NAME -- COMMAND [ARGS...]\n"
     "       rlock status [--url URL] [TLS OPTIONS] [--json] NAME\n"
     "       rlock list [--url URL] [TLS OPTIONS] [--match PATTERN] [--json]\n"
     "       rlock watch [--url URL] [TLS OPTIONS] [--interval SECONDS] NAME\n"
@@ -59,7 +59,8 @@ const char kHelp[] =
     "\n"
     "Commands:\n"
     "  exec     take the lock NAME, run COMMAND while holding it, release it when COMMAND\n"
-    "           ends, and exit with COMMAND's exit status\n"
+    "           ends, and exit with COMMAND's exit status. With --permits N, take one of\n"
+    "           the N permits of the semaphore NAME instead (a distributed sem(1))\n"
     "  status   show whether NAME is locked, its owner (<client-id>:<thread-id>), hold count\n"
     "           and remaining TTL, its kind, fair queue, waiters and fencing token\n"
     "  list     find the locks on the server (every master of a cluster) and show one line\n"
@@ -87,6 +88,11 @@ const char kHelp[] =
     "                   still runs. Default: no fixed lease; a watchdog renews a 30 s lease\n"
     "                   while COMMAND runs, so if this host dies the lock frees itself\n"
     "                   within 30 s\n"
+    "  --permits N      exec: NAME is a semaphore of N permits (Redisson's\n"
+    "                   RPermitExpirableSemaphore), made with N permits if it does not\n"
+    "                   exist (an existing one keeps its count: rlock warns if it differs);\n"
+    "                   at most N commands run at once. --wait and --lease apply to the\n"
+    "                   permit as they do to the lock\n"
     "  --force          unlock: required, since it breaks whoever holds the lock\n"
     "  --match PATTERN  list: only names matching the Redis glob PATTERN (* ? [abc] \\x)\n"
     "  --json           status, list: JSON instead of text: status one object, list one\n"
@@ -138,7 +144,7 @@ const char kHelp[] =
     "  69       Redis unavailable: unreachable, credentials refused, TLS failed (handshake or\n"
     "           certificate verification: rlock says why), or it refused the request\n"
     "  70       internal error\n"
-    "  75       exec: the lock was busy and --wait ran out\n"
+    "  75       exec: the lock was busy (or every permit taken) and --wait ran out\n"
     "  126      exec: COMMAND was found but could not be run\n"
     "  127      exec: COMMAND was not found\n"
     "  128+N    exec: rlock got signal N while still waiting for the lock\n";
@@ -164,6 +170,7 @@ struct Args {
   std::string ca_file, ca_dir, cert_file, key_file, server_name;
   bool insecure = false;
   std::vector<char *> argv;  // exec: COMMAND [ARGS...]
+  int64_t permits = 0;       // exec: > 0 takes a permit of a semaphore of this many
 };
 
 // Plain decimal seconds only ("5", "0.5"): no sign, blank, "nan", "inf", hex or exponent.
@@ -197,6 +204,16 @@ void set_wait(Args &args, const std::string &value) {
 }
 void set_lease(Args &args, const std::string &value) {
   args.lease_ms = parse_seconds("--lease", value, false);
+}
+void set_permits(Args &args, const std::string &value) {
+  int64_t n = 0;
+  bool digits = !value.empty() && value.size() <= 10;
+  for (char c : value) digits = digits && c >= '0' && c <= '9';
+  if (digits) n = std::stoll(value);
+  if (!digits || n < 1 || n > 2147483647) {
+    throw UsageError{"--permits needs a whole number from 1 to 2147483647, got '" + value + "'"};
+  }
+  args.permits = n;
 }
 void set_force(Args &args, const std::string &) { args.force = true; }
 void set_match(Args &args, const std::string &value) {
@@ -237,6 +254,7 @@ const Option kOptions[] = {
     {"--url", RLOCK_CLI_ALL, true, set_url},
     {"--wait", "exec", true, set_wait},
     {"--lease", "exec", true, set_lease},
+    {"--permits", "exec", true, set_permits},
     {"--force", "unlock", false, set_force},
     {"--match", "list", true, set_match},
     {"--json", "status list", false, set_json},
@@ -457,7 +475,10 @@ std::string printable(const char *data, size_t len) {
 struct Session {
   rlock_client *client = nullptr;
   rlock_lock *lock = nullptr;
+  rlock_semaphore *semaphore = nullptr;  // exec --permits
+  rlock_permit_id permit{};              // the one it holds
   ~Session() {
+    rlock_semaphore_free(semaphore);
     rlock_lock_free(lock);
     rlock_client_free(client);
   }
@@ -1067,8 +1088,61 @@ int connect_for_exec(const Args &args, Session &session, SignalState *signals,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     *wait_left_ms = std::max<int64_t>(0, left.count());  // 0: one try, the wait is spent
   }
+  if (args.permits > 0) {
+    rlock_semaphore_options opts = RLOCK_SEMAPHORE_OPTIONS_INIT;
+    opts.kind = RLOCK_SEMAPHORE_EXPIRABLE;
+    int rc = rlock_semaphore_new(&session.semaphore, session.client, args.name.c_str(), &opts);
+    return rc == RLOCK_OK ? 0 : report(rc);
+  }
   int rc = rlock_lock_new(&session.lock, session.client, args.name.c_str(), nullptr);
   return rc == RLOCK_OK ? 0 : report(rc);
+}
+
+// Makes the semaphore with --permits permits unless it exists; warns when an existing one has
+// another number of permits in all (its creator's count stands). Returns 0 or the exit code.
+int set_up_semaphore(const Args &args, const Session &session) {
+  int set = 0;
+  int rc = rlock_semaphore_try_set_permits(&set, session.semaphore, args.permits, 0);
+  if (rc != RLOCK_OK) return report(rc);
+  if (set) return 0;
+  int64_t available = 0, held = 0;
+  int exists = 0;
+  rc = rlock_semaphore_available(&available, &held, &exists, session.semaphore);
+  if (rc != RLOCK_OK) return report(rc);
+  if (exists && available + held != args.permits) {
+    std::fprintf(stderr,
+                 "rlock: warning: semaphore '%s' exists with %lld permits in all, not --permits "
+                 "%lld; its own count applies\n",
+                 args.name.c_str(), static_cast<long long>(available + held),
+                 static_cast<long long>(args.permits));
+  }
+  return 0;
+}
+
+// Takes one permit of the semaphore for COMMAND, as acquire_for_exec takes the lock.
+int take_permit_for_exec(const Args &args, Session &session, SignalState *signals,
+                         int64_t wait_ms) {
+  if (int code = set_up_semaphore(args, session)) return finish(signals, code);
+  rlock_permit_options acquire = RLOCK_PERMIT_OPTIONS_INIT;
+  acquire.wait_ms = wait_ms;
+  acquire.lease_ms = args.lease_ms;
+  acquire.cancel = signals->token;
+  acquire.ids = &session.permit;
+  int rc = rlock_semaphore_acquire_ex(session.semaphore, &acquire);
+  if (rc == RLOCK_OK) return 0;
+  if (rc == RLOCK_ETIMEDOUT) {
+    if (args.wait_ms == 0) {
+      std::fprintf(stderr, "rlock: every permit of semaphore '%s' is taken (--wait 0)\n",
+                   args.name.c_str());
+    } else {
+      std::fprintf(stderr, "rlock: every permit of semaphore '%s' is still taken after --wait %s\n",
+                   args.name.c_str(), seconds_text(args.wait_ms).c_str());
+    }
+    return finish(signals, kExitTempFail);
+  }
+  if (rc != RLOCK_ECANCELED) return finish(signals, report(rc));
+  if (!stop_signal_handling(signals)) return report(rc);
+  return stopped_by_signal(args, signals);
 }
 
 // Takes the lock for COMMAND, waiting at most `wait_ms` (what is left of --wait). Returns 0, or
@@ -1150,6 +1224,20 @@ int wait_command(pid_t pid, SignalState *signals) {
   return exit_status_of(status);
 }
 
+// Gives the permit back after COMMAND; warns if it was lost or could not be given back.
+void release_permit_after_exec(const Args &args, const Session &session) {
+  int rc = rlock_permit_release(session.semaphore, session.permit.hex);
+  if (rc == RLOCK_ELOST || rc == RLOCK_ENOTHELD) {
+    std::fprintf(stderr,
+                 "rlock: warning: the permit of semaphore '%s' was lost before the command "
+                 "ended (its lease ran out, or the semaphore was deleted); the command was not "
+                 "fully protected by it\n",
+                 args.name.c_str());
+  } else if (rc != RLOCK_OK) {
+    report(rc, "warning: the permit was not given back, it will expire by its lease: ");
+  }
+}
+
 // Releases the lock after COMMAND; warns if it was lost or could not be released.
 void release_after_exec(const Args &args, const Session &session, const LostNotice &notice) {
   int rc = rlock_release(session.lock);
@@ -1177,12 +1265,20 @@ int run_exec(const Args &args) {
     Session session;
     int64_t wait_ms = args.wait_ms;
     if ((code = connect_for_exec(args, session, signals, &wait_ms))) return finish(signals, code);
-    rlock_lock_set_lost_callback(session.lock, on_lost, &notice);
-    if ((code = acquire_for_exec(args, session, signals, wait_ms))) return code;
+    if (args.permits > 0) {
+      if ((code = take_permit_for_exec(args, session, signals, wait_ms))) return code;
+    } else {
+      rlock_lock_set_lost_callback(session.lock, on_lost, &notice);
+      if ((code = acquire_for_exec(args, session, signals, wait_ms))) return code;
+    }
     pid_t pid = 0;
     code = start_command(args, signals, original_mask, &pid);
     if (code == 0) code = wait_command(pid, signals);
-    release_after_exec(args, session, notice);
+    if (args.permits > 0) {
+      release_permit_after_exec(args, session);
+    } else {
+      release_after_exec(args, session, notice);
+    }
   }  // frees the lock handle (waiting for a running lost callback) and the client
   stop_signal_handling(signals);
   rlock_cancel_token_free(signals->token);
