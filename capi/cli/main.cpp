@@ -1109,11 +1109,12 @@ int set_up_semaphore(const Args &args, const Session &session) {
   int exists = 0;
   rc = rlock_semaphore_available(&available, &held, &exists, session.semaphore);
   if (rc != RLOCK_OK) return report(rc);
-  if (exists && available + held != args.permits) {
+  const int64_t total = available + held;
+  if (exists && total != args.permits) {
     std::fprintf(stderr,
                  "rlock: warning: semaphore '%s' exists with %lld permits in all, not --permits "
                  "%lld; its own count applies\n",
-                 args.name.c_str(), static_cast<long long>(available + held),
+                 args.name.c_str(), static_cast<long long>(total),
                  static_cast<long long>(args.permits));
   }
   return 0;

@@ -23,9 +23,7 @@
 
 using rlock::capi::check_version;
 using rlock::capi::guarded;
-using rlock::capi::Handles;
 using rlock::capi::invalid;
-using rlock::capi::Kind;
 using rlock::capi::Pinned;
 using rlock::capi::publish;
 using rlock::capi::raw_enum;

@@ -220,11 +220,12 @@ int rlock_semaphore_acquire_async(rlock_semaphore* sem, const rlock_permit_optio
     if (int rc = read_permit_options(opts, &args, &keep, &ids)) return rc;
     if (int rc = check_ids_place(s, ids)) return rc;
     const int64_t permits = args.permits;
-    return s.acquire_async(args, std::move(keep),
-                           [done, user, ids, permits](int status, std::vector<std::string> taken) {
-                             if (status == RLOCK_OK && ids != nullptr) copy_ids(taken, ids);
-                             done(user, status, status == RLOCK_OK ? permits : 0);
-                           });
+    return s.acquire_async(
+        args, std::move(keep),
+        [done, user, ids, permits](int status, const std::vector<std::string>& taken) {
+          if (status == RLOCK_OK && ids != nullptr) copy_ids(taken, ids);
+          done(user, status, status == RLOCK_OK ? permits : 0);
+        });
   });
 }
 
@@ -379,7 +380,7 @@ int rlock_latch_await_async(rlock_latch* latch, int64_t wait_ms, rlock_cancel_to
     core::CancelSet* set = keep.get();
     return l.await_async(
         wait_ms, set, std::move(keep),
-        [done, user](int status, std::vector<std::string>) { done(user, status, 0); });
+        [done, user](int status, const std::vector<std::string>&) { done(user, status, 0); });
   });
 }
 

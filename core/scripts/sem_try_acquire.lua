@@ -3,7 +3,7 @@
 -- KEYS[1] count "N", KEYS[2] (optional) the request's latch "redisson_unlock_latch:{N}:<id>".
 -- ARGV[1] permits (1 to 2^31-1), ARGV[2] latch expiry ms (with the latch).
 -- Returns 1 when taken, 0 when fewer are available, -1 when the semaphore does not exist (it
--- was never set, or expired). With a latch the answer is stored there, and a retry of the same
+-- was never set, or expired). With a latch a grant is stored there, and a retry of the same
 -- request (its reply was lost) gets it back instead of taking permits twice.
 -- @include whole_arg.lua
 -- @include read_count.lua
@@ -34,7 +34,9 @@ elseif count >= permits then
 else
   result = 0
 end
-if KEYS[2] then
+-- Only a grant is remembered: a retry of a refusal may simply try again, and a waiter's many
+-- refused attempts then write nothing.
+if KEYS[2] and result == 1 then
   store_latch(KEYS[2], result, ARGV[2])
 end
 return result

@@ -33,6 +33,9 @@ class Hold:
         return int(self.owner.split(".")[0])
 
     def conflicts(self, other: "Hold") -> bool:
+        # Permits (S) are judged by over_permits: a semaphore lets several owners in.
+        if self.mode == "S" or other.mode == "S":
+            return False
         return self.owner != other.owner and not (self.mode == "R" and other.mode == "R")
 
 
@@ -138,6 +141,45 @@ def overlaps(history: History, limit: int = 20) -> List[str]:
                         return found
             active.append(hold)
     return found
+
+
+def over_permits(history: History, permits: int, limit: int = 20) -> List[str]:
+    """Checker 1 for semaphores: more owners inside sections holding a permit (mode S) of one
+    name at the same instant than the semaphore has permits. A section spans from its acquire's
+    return to its release call (or its owner's death), so the count is never too low."""
+    found: List[str] = []
+    events: Dict[str, List[Tuple[float, int, Hold]]] = {}
+    for hold in history.holds:
+        if hold.mode == "S":
+            events.setdefault(hold.name, []).extend([(hold.start, 1, hold), (hold.end, -1, hold)])
+    for name, evs in events.items():
+        # At one instant a leaving section goes first: it released before the other returned.
+        evs.sort(key=lambda e: (e[0], e[1]))
+        inside: List[Hold] = []
+        for at, step, hold in evs:
+            if step < 0:
+                inside.remove(hold)
+                continue
+            inside.append(hold)
+            if len(inside) > permits:
+                owners = ", ".join(f"{h.owner} from {_ms(h.start)}" for h in inside)
+                found.append(f"{name}: {len(inside)} inside at {_ms(at)} ({owners})")
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def most_inside(history: History, name: str) -> int:
+    """The most sections of `name` (mode S) that were inside at one instant."""
+    evs = sorted(
+        [(h.start, 1) for h in history.holds if h.name == name and h.mode == "S"]
+        + [(h.end, -1) for h in history.holds if h.name == name and h.mode == "S"]
+    )
+    inside = most = 0
+    for _, step in evs:
+        inside += step
+        most = max(most, inside)
+    return most
 
 
 def lost_updates(history: History, counter_dir: Path) -> List[str]:

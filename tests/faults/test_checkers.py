@@ -179,3 +179,27 @@ def test_deleting_keys_under_looping_workers_is_seen(case: Case):
     assert len(h.holds) > 50
     assert checkers.overlaps(h), "no overlap flagged although the lock kept vanishing"
     assert checkers.lost_updates(h, case.counters), "no lost update although sections overlapped"
+
+
+def test_permit_checker_flags_one_too_many_inside_and_passes_the_limit(tmp_path):
+    # A semaphore of 2 permits: 1.0 [10, 60], 2.0 [20, 40] and 3.0 [30, 50] ms are 3 inside at
+    # 30 ms; 4.0 enters at 60 ms just as 1.0 leaves (2 inside at most from then on).
+    ms = 1_000_000
+    h = _write(
+        tmp_path / "log",
+        f"""
+        acq 1.0 s S {5 * ms} {10 * ms} 0 0
+        acq 2.0 s S {15 * ms} {20 * ms} 0 0
+        acq 3.0 s S {25 * ms} {30 * ms} 0 0
+        rel 2.0 s S {40 * ms} {41 * ms} 0
+        rel 3.0 s S {50 * ms} {51 * ms} 0
+        acq 4.0 s S {55 * ms} {60 * ms} 0 0
+        rel 1.0 s S {60 * ms} {61 * ms} 0
+        rel 4.0 s S {70 * ms} {71 * ms} 0
+    """,
+    )
+    found = checkers.over_permits(h, 2)
+    assert len(found) == 1 and found[0].startswith("s: 3 inside at 30.000 ms"), found
+    assert checkers.over_permits(h, 3) == []
+    assert checkers.most_inside(h, "s") == 3
+    assert checkers.overlaps(h) == [], "permits are not exclusive sections"

@@ -13,7 +13,10 @@
 //   --read 1              hold mode with --kind rw: hold the read half (default the write half)
 //   --fair-wait-ms N      fair kind: how long a queued waiter keeps its place (fair_wait_ms)
 //   --names A,B,...       lock names (loop picks one at random per cycle); default "fault"
-//   --kind K              reentrant | fenced | fair | spin | rw
+//   --kind K              reentrant | fenced | fair | spin | rw | semaphore | permits
+//                         (semaphore: a plain semaphore, permits: a permit-expirable one; each
+//                         section holds one permit; the history's MODE is S)
+//   --permits N           semaphore, permits: the semaphore is set to N permits if missing
 //   --lease-ms L          -1 = watchdog (default), else the explicit lease
 //   --watchdog-lease-ms W client's watchdog lease (default the library's)
 //   --wait-ms W           acquire wait; -1 forever; default 5000
@@ -28,7 +31,8 @@
 //   --seed N
 //
 // History lines (one write(2) each, so lines of concurrent writers never interleave):
-//   acq OWNER NAME MODE T_CALL T_RET RC TOKEN    MODE X (exclusive), R or W; RC 0 = acquired
+//   acq OWNER NAME MODE T_CALL T_RET RC TOKEN    MODE X (exclusive), R, W or S (a permit);
+//                                                RC 0 = acquired
 //                                                (a multi-lock logs acq and rel per member)
 //   valid OWNER NAME T_RET VALIDITY_MS           a group's validity when it was acquired
 //   wrote OWNER NAME                             the counter was written (section done its work)
@@ -105,6 +109,8 @@ struct Options {
   bool defer_acquire = false;
   bool read = false;
   int64_t fair_wait_ms = 0;
+  int64_t permits = 1;
+  bool semaphore() const { return kind == "semaphore" || kind == "permits"; }
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -190,13 +196,16 @@ Options parse(int argc, char** argv) {
       o.read = number(key, v) != 0;
     else if (key == "--fair-wait-ms")
       o.fair_wait_ms = number(key, v);
+    else if (key == "--permits")
+      o.permits = number(key, v);
     else
       usage("unknown option " + key);
   }
   if (o.url.empty() && o.redlock.empty()) usage("--url or --redlock is required");
   if (o.names.empty()) usage("--names is empty");
   if (o.threads < 1) usage("--threads must be at least 1");
-  static const char* kinds[] = {"reentrant", "fenced", "fair", "spin", "rw"};
+  static const char* kinds[] = {"reentrant", "fenced",    "fair",   "spin",
+                                "rw",        "semaphore", "permits"};
   bool known = false;
   for (const char* k : kinds) known = known || o.kind == k;
   if (!known) usage("unknown --kind '" + o.kind + "'");
@@ -301,8 +310,12 @@ struct Target {
   std::vector<rlock_lock*> members;
   std::vector<std::string> member_names;  // a multi-lock's members, as logged
   rlock_multi* group = nullptr;
+  rlock_semaphore* semaphore = nullptr;  // --kind semaphore or permits
   int counter_fd = -1;
 };
+
+// The permit a thread of a permits worker holds between its acquire and release.
+thread_local rlock_permit_id t_permit;
 
 struct World {
   Options o;
@@ -353,6 +366,15 @@ void build(World& w, bool print_lost) {
       int rc = rlock_multi_lock_new(&t.group, t.members.data(), t.members.size());
       if (rc != RLOCK_OK)
         usage("rlock_multi_lock_new: " + std::string(rlock_last_error()->message));
+    } else if (o.semaphore()) {
+      rlock_semaphore_options so = RLOCK_SEMAPHORE_OPTIONS_INIT;
+      so.kind = o.kind == "permits" ? RLOCK_SEMAPHORE_EXPIRABLE : RLOCK_SEMAPHORE_PLAIN;
+      so.lease_ms = o.lease_ms;
+      int rc = rlock_semaphore_new_n(&t.semaphore, w.client, name.data(), name.size(), &so);
+      if (rc != RLOCK_OK)
+        usage("rlock_semaphore_new_n: " + std::string(rlock_last_error()->message));
+      rc = rlock_semaphore_try_set_permits(nullptr, t.semaphore, o.permits, 0);
+      if (rc != RLOCK_OK) usage("try_set_permits: " + std::string(rlock_last_error()->message));
     } else if (o.kind == "rw") {
       t.lock = new_lock(w, w.client, name, RLOCK_LOCK_READ);
       t.write = new_lock(w, w.client, name, RLOCK_LOCK_WRITE);
@@ -375,6 +397,7 @@ void build(World& w, bool print_lost) {
 void teardown(World& w) {
   for (Target& t : w.targets) {
     if (t.group != nullptr) rlock_multi_free(t.group);
+    rlock_semaphore_free(t.semaphore);
     for (rlock_lock* m : t.members) rlock_lock_free(m);
     if (t.lock != nullptr) rlock_lock_free(t.lock);
     if (t.write != nullptr) rlock_lock_free(t.write);
@@ -427,14 +450,19 @@ struct Held {
   int64_t token = 0;
 };
 
-// One acquire of `t` in `mode` ('X', 'R', 'W') for the calling thread, logged.
+// One acquire of `t` in `mode` ('X', 'R', 'W', 'S' a permit) for the calling thread, logged.
 Held acquire(World& w, Target& t, char mode, const std::string& owner) {
   const Options& o = w.o;
   Held h;
   int64_t token = 0;
   int64_t start = mono_ns();
   int64_t validity = 0;
-  if (t.group != nullptr) {
+  if (t.semaphore != nullptr) {
+    rlock_permit_options po = RLOCK_PERMIT_OPTIONS_INIT;
+    po.wait_ms = o.wait_ms;
+    if (o.kind == "permits") po.ids = &t_permit;
+    h.rc = rlock_semaphore_acquire_ex(t.semaphore, &po);
+  } else if (t.group != nullptr) {
     rlock_acquire_options ao = RLOCK_ACQUIRE_OPTIONS_INIT;
     ao.wait_ms = o.wait_ms;
     ao.lease_ms = o.lease_ms == RLOCK_LEASE_WATCHDOG ? 0 : o.lease_ms;
@@ -480,8 +508,11 @@ int release(World& w, Target& t, char mode, const std::string& owner) {
   for (const std::string& name : names) {
     w.history->line("leave %s %s %c %" PRId64, owner.c_str(), name.c_str(), mode, start);
   }
-  int rc = t.group != nullptr ? rlock_multi_release_for(t.group, RLOCK_THREAD_CURRENT)
-                              : rlock_release(mode == 'W' ? t.write : t.lock);
+  int rc = t.semaphore != nullptr
+               ? (w.o.kind == "permits" ? rlock_permit_release(t.semaphore, t_permit.hex)
+                                        : rlock_semaphore_release(t.semaphore, 1))
+           : t.group != nullptr ? rlock_multi_release_for(t.group, RLOCK_THREAD_CURRENT)
+                                : rlock_release(mode == 'W' ? t.write : t.lock);
   int64_t end = mono_ns();
   for (const std::string& name : names) {
     w.history->line("rel %s %s %c %" PRId64 " %" PRId64 " %d", owner.c_str(), name.c_str(), mode,
@@ -524,7 +555,7 @@ int run_loop(World& w) {
       std::uniform_real_distribution<double> share(0.0, 1.0);
       for (int64_t c = 0; c < o.cycles && mono_ns() < deadline && !g_stop_requested; ++c) {
         Target& t = w.targets[pick(rng)];
-        char mode = 'X';
+        char mode = o.semaphore() ? 'S' : 'X';
         if (o.kind == "rw") mode = share(rng) < o.write_share ? 'W' : 'R';
         ++cycles;
         Held h = acquire(w, t, mode, owner);
@@ -595,7 +626,7 @@ int run_hold(World& w) {
   build(w, true);
   Target& t = w.targets.front();
   const std::string owner = register_owner(w, 0);
-  const char mode = w.o.kind == "rw" ? (w.o.read ? 'R' : 'W') : 'X';
+  const char mode = w.o.kind == "rw" ? (w.o.read ? 'R' : 'W') : w.o.semaphore() ? 'S' : 'X';
   Held h;
   if (!w.o.defer_acquire) {
     h = acquire(w, t, mode, owner);

@@ -256,6 +256,14 @@ TEST(SemScripts, RetriedRequestsWithTheSameLatchAreAppliedOnce) {
     EXPECT_EQ(redis.ok({"GET", k.name}).str, "1") << "try " << i;
   }
   EXPECT_GT(redis.pttl(acquire_latch), 0) << "the latch must expire by itself";
+  // A refusal is not remembered: a waiter's refused attempts write nothing.
+  redis.ok({"SET", k.name, "0"});
+  const std::string refused_latch = core::unlock_latch(k.name, "acquire-2");
+  EXPECT_EQ(
+      run(*client, core::scripts::sem_try_acquire, {k.name, refused_latch}, {"1", "5000"}).integer,
+      0);
+  EXPECT_FALSE(redis.exists(refused_latch));
+  redis.ok({"SET", k.name, "1"});
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(
         run(*client, core::scripts::sem_release, {k.name, k.channel, release_latch}, {"1", "5000"})

@@ -781,17 +781,16 @@ RLOCK_API int rlock_semaphore_options_init(rlock_semaphore_options *opts, unsign
  * NULL opts = RLOCK_SEMAPHORE_OPTIONS_INIT. Owned: free with rlock_semaphore_free. */
 RLOCK_API int rlock_semaphore_new(rlock_semaphore **out, rlock_client *client, const char *name,
                                   const rlock_semaphore_options *opts);
-RLOCK_API int rlock_semaphore_new_n(rlock_semaphore **out, rlock_client *client,
-                                    const char *name, size_t name_len,
-                                    const rlock_semaphore_options *opts);
+RLOCK_API int rlock_semaphore_new_n(rlock_semaphore **out, rlock_client *client, const char *name,
+                                    size_t name_len, const rlock_semaphore_options *opts);
 /* Frees the handle without any network call: the watchdog stops renewing its permits (they
  * expire by their lease); waits in progress end with RLOCK_ECANCELED. */
 RLOCK_API void rlock_semaphore_free(rlock_semaphore *sem);
 
 /* Sets the permits (0 to 2147483647) of a semaphore that does not exist yet; *out_set is 1 when
  * set, 0 when it existed. ttl_ms > 0 also makes it expire (plain only), 0 = never. */
-RLOCK_API int rlock_semaphore_try_set_permits(int *out_set, rlock_semaphore *sem,
-                                              int64_t permits, int64_t ttl_ms);
+RLOCK_API int rlock_semaphore_try_set_permits(int *out_set, rlock_semaphore *sem, int64_t permits,
+                                              int64_t ttl_ms);
 /* Adds `delta` permits (a negative delta takes them away; the count may go below 0). A missing
  * semaphore counts as 0. *out_available (optional) gets the new count. */
 RLOCK_API int rlock_semaphore_add_permits(int64_t *out_available, rlock_semaphore *sem,
@@ -824,8 +823,8 @@ RLOCK_API int rlock_semaphore_acquire_ex(rlock_semaphore *sem, const rlock_permi
 RLOCK_API int rlock_semaphore_release(rlock_semaphore *sem, int64_t permits);
 /* Available permits now (expirable: after giving expired permits back). Optional outputs:
  * *out_held the expirable permits held (0 for plain), *out_exists whether the semaphore exists. */
-RLOCK_API int rlock_semaphore_available(int64_t *out_available, int64_t *out_held,
-                                        int *out_exists, rlock_semaphore *sem);
+RLOCK_API int rlock_semaphore_available(int64_t *out_available, int64_t *out_held, int *out_exists,
+                                        rlock_semaphore *sem);
 /* Takes every available permit of a plain semaphore (*out_drained: how many; may be < 0). */
 RLOCK_API int rlock_semaphore_drain(int64_t *out_drained, rlock_semaphore *sem);
 /* Deletes the semaphore (the permits' ids too); *out_deleted: whether it existed. */
@@ -852,8 +851,7 @@ RLOCK_API int rlock_permit_update_lease(rlock_semaphore *sem, const char *id, in
 /* rlock_semaphore_acquire_ex, asynchronously (see "Asynchronous calls"): `done`'s value is the
  * number of permits taken. opts->ids, for an expirable semaphore, must stay valid until `done`
  * runs and is written before it. */
-RLOCK_API int rlock_semaphore_acquire_async(rlock_semaphore *sem,
-                                            const rlock_permit_options *opts,
+RLOCK_API int rlock_semaphore_acquire_async(rlock_semaphore *sem, const rlock_permit_options *opts,
                                             rlock_completion_cb done, void *user);
 
 /* A count-down latch named by a NUL-terminated string (or `name_len` bytes). Does no I/O. On a

@@ -1,0 +1,139 @@
+"""Group H: semaphores under the fault harness. H1: worker processes take permits of one
+permit-expirable semaphore of 3 for 20,000 sections while holders are SIGKILLed and relaunched:
+never more than 3 inside at once (the permit checker), and no permit lost or created (the
+semaphore's total stays 3). H2: a SIGKILLed holder's permit reaches a waiter within its lease
+plus 200 ms."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any, Dict, List
+
+import checkers
+from harness import Case
+
+MS = 1_000_000
+PERMITS = 3
+LEASE_MS = 1000
+SECTIONS = 20_000
+WORKERS = 8
+EPSILON_MS = 200
+
+
+def _total_permits(conn, name: str) -> int:
+    """Available plus held: constant unless a permit was lost or created."""
+    available = int(conn.get(name) or b"0")
+    return available + conn.zcard("{" + name + "}:timeout")
+
+
+def test_H1_eight_processes_never_exceed_three_permits_under_kills(case: Case):
+    server = case.redis()
+    conn = server.conn()
+    rng = random.Random(case.seed)
+    name = "h1-sem"
+    common: Dict[str, Any] = dict(
+        names=name,
+        kind="permits",
+        permits=PERMITS,
+        counters=False,
+        threads=1,
+        hold_us=1000,
+        wait_ms=20000,
+        watchdog_lease_ms=LEASE_MS,
+    )
+    per_worker = SECTIONS // WORKERS
+    workers = [case.worker("loop", server.url, cycles=per_worker, **common) for _ in range(WORKERS)]
+    kills = 0
+    deadline = time.monotonic() + 240
+    while any(w.proc.poll() is None for w in workers) and time.monotonic() < deadline:
+        time.sleep(rng.uniform(0.3, 1.0))
+        alive = [i for i, w in enumerate(workers) if w.proc.poll() is None]
+        if not alive or kills >= 8:
+            continue
+        i = rng.choice(alive)
+        workers[i].kill()
+        kills += 1
+        # Its share is run again by a new process: the sections still add up.
+        workers[i] = case.worker("loop", server.url, cycles=per_worker, **common)
+    for w in workers:
+        assert w.wait(120) == 0, f"worker {w.pid}: {w.err[-3:]}"
+    h = checkers.read_history(case.log, case.ended())
+    granted = [hold for hold in h.holds if hold.name == name]
+    assert len(granted) >= SECTIONS, f"only {len(granted)} sections"
+    assert checkers.over_permits(h, PERMITS) == []
+    most = checkers.most_inside(h, name)
+    assert most == PERMITS, f"at most {most} inside at once: the permits were not all used"
+    failed = [f for f in h.failed_acquires if f[1] == name]
+    assert failed == [], failed[:5]
+    # Every release of a surviving worker succeeded.
+    assert [c for c in h.calls if c[0] == "rel" and c[4] != 0] == []
+    # The killed holders' permits are still in the set until reclaimed; the total is exact.
+    assert _total_permits(conn, name) == PERMITS
+    time.sleep(LEASE_MS / 1000 + 0.3)
+    probe = case.worker("loop", server.url, cycles=1, **common)
+    assert probe.wait(30) == 0
+    assert conn.zcard("{" + name + "}:timeout") == 0, "a dead holder's permit was not reclaimed"
+    assert int(conn.get(name) or b"-1") == PERMITS, "the count did not return to 3"
+    print(
+        f"H1: {len(granted)} sections by {len(case.workers)} processes, {kills} SIGKILLs, "
+        f"at most {most} inside at once, {PERMITS} permits at the end"
+    )
+
+
+def test_H2_a_killed_holders_permit_comes_back_within_its_lease(case: Case):
+    server = case.redis()
+    rounds: List[float] = []
+    for r in range(5):
+        name = f"h2-sem-{r}"
+        holders = [
+            case.worker(
+                "hold",
+                server.url,
+                names=name,
+                kind="permits",
+                permits=PERMITS,
+                counters=False,
+                lease_ms=LEASE_MS,
+            )
+            for _ in range(PERMITS)
+        ]
+        for holder in holders:
+            assert holder.expect("acquired")[1] == "0"
+        waiter = case.worker(
+            "hold",
+            server.url,
+            names=name,
+            kind="permits",
+            permits=PERMITS,
+            counters=False,
+            lease_ms=LEASE_MS,
+            wait_ms=10000,
+            poll_cap_ms=30000,  # no periodic retry: only the lease's end brings the permit back
+            defer_acquire=1,
+        )
+        stdin = waiter.proc.stdin
+        assert stdin is not None
+        stdin.write("acquire\n")
+        stdin.flush()
+        time.sleep(0.1)
+        victim = holders[r % PERMITS]
+        killed = victim.kill()
+        fields = waiter.expect("acquired", timeout=10)
+        assert fields[1] == "0", f"the waiter did not get the permit: {fields}"
+        h = checkers.read_history(case.log, case.ended())
+        mine = [hold for hold in h.holds if hold.name == name]
+        taken = max(hold.start for hold in mine if hold.pid == victim.pid)
+        came_back = max(hold.start for hold in mine if hold.pid == waiter.pid)
+        # The lease runs from when the holder's acquire was sent at the latest.
+        late_ms = (came_back - taken) / MS - LEASE_MS
+        assert (came_back - killed) / MS < LEASE_MS + EPSILON_MS, (
+            f"the permit came back {(came_back - killed) / MS:.0f} ms after the kill"
+        )
+        rounds.append(late_ms)
+        for holder in holders:
+            if holder is not victim:
+                assert holder.ask("release")[1] == "0"
+        assert waiter.ask("release")[1] == "0"
+    print(f"H2: permits came back {['%.0f' % x for x in rounds]} ms after their lease ran out")
+    assert max(rounds) < EPSILON_MS
