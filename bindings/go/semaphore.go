@@ -522,4 +522,6 @@ func checkPermitID(what, id string) error {
 func (p *Permit) Release() error { return p.sem.Release(p.ID) }
 
 // UpdateLease gives the permit a new lease (see ExpirableSemaphore.UpdateLease).
-func (p *Permit) UpdateLease(lease time.Duration) (bool, error) { return p.sem.UpdateLease(p.ID, lease) }
+func (p *Permit) UpdateLease(lease time.Duration) (bool, error) {
+	return p.sem.UpdateLease(p.ID, lease)
+}
