@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -222,4 +223,26 @@ func TestLatchWaitersHoldNoThread(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAll(t, errs, n, time.Minute, "a waiter")
+}
+
+// Wait until the 5 shards have loaded, each counting down once when done.
+func ExampleCountDownLatch_Await() {
+	client, err := NewClient("")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	loaded, err := client.CountDownLatch("loaded")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer loaded.Close()
+	loaded.TrySetCount(5) // only while the latch is open
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if err := loaded.Await(ctx); err != nil {
+		fmt.Println("not loaded in time:", err)
+	}
 }

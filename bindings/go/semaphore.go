@@ -218,13 +218,10 @@ func (s *semaphore) Delete() (bool, error) {
 	return deleted == 1, err
 }
 
-// Close frees the value without giving anything back. Goroutines waiting in an acquire
-// through it get ErrClosed. Idempotent.
-func (s *semaphore) Close() error {
+func (s *semaphore) closeHandle() {
 	s.close(
 		func(p unsafe.Pointer) { C.rlock_semaphore_cancel(semPtr(p)) },
 		func(p unsafe.Pointer) { C.rlock_semaphore_free(semPtr(p)) })
-	return nil
 }
 
 // acquire takes permits (ids: room for them on an expirable semaphore, else nil): forever
@@ -268,6 +265,15 @@ func (c *Client) Semaphore(name string) (*Semaphore, error) {
 	}
 	runtime.SetFinalizer(s, func(s *Semaphore) { s.Close() })
 	return s, nil
+}
+
+// Close frees the value without giving anything back: permits taken stay taken, and still
+// count as the client's (HeldPermits through another value; Release gives them back).
+// Goroutines waiting in Acquire through it get ErrClosed. Idempotent.
+func (s *Semaphore) Close() error {
+	s.closeHandle()
+	runtime.SetFinalizer(s, nil)
+	return nil
 }
 
 // TrySetPermits sets the permits (0 to 2147483647) of a semaphore that does not exist yet and
@@ -376,6 +382,15 @@ func (c *Client) ExpirableSemaphore(name string, opts ...SemaphoreOption) (*Expi
 	// Only frees: permits left expire by their lease (the watchdog stops renewing them).
 	runtime.SetFinalizer(s, func(s *ExpirableSemaphore) { s.Close() })
 	return s, nil
+}
+
+// Close frees the value without releasing its permits: the watchdog stops renewing those it
+// renewed, so every permit left expires by its lease. Goroutines waiting in an acquire through
+// it get ErrClosed. Idempotent.
+func (s *ExpirableSemaphore) Close() error {
+	s.closeHandle()
+	runtime.SetFinalizer(s, nil)
+	return nil
 }
 
 // TrySetPermits sets the permits (0 to 2147483647) of a semaphore that does not exist yet and

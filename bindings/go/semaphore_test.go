@@ -940,3 +940,56 @@ func TestSemaphoreGrantRacingCancelIsGivenBack(t *testing.T) {
 		}
 	})
 }
+
+// At most 3 jobs at once, across every process using the semaphore "jobs".
+func ExampleSemaphore() {
+	client, err := NewClient("")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	jobs, err := client.Semaphore("jobs")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer jobs.Close()
+	if _, err := jobs.TrySetPermits(3, 0); err != nil { // only the first caller sets it
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := jobs.Acquire(ctx, 1); err != nil {
+		fmt.Println(err) // errors.Is(err, context.DeadlineExceeded) after a minute
+		return
+	}
+	defer jobs.Release(1)
+	// ... the job ...
+}
+
+// A permit that frees itself if its holder dies: with the default WatchdogLease it is renewed
+// while the process lives.
+func ExampleExpirableSemaphore() {
+	client, err := NewClient("")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	slots, err := client.ExpirableSemaphore("slots")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer slots.Close()
+	slots.TrySetPermits(4)
+	permit, err := slots.Acquire(context.Background(), 0)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer permit.Release()
+	fmt.Println("holding permit", permit.ID)
+}
