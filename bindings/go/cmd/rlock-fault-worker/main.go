@@ -16,6 +16,13 @@
 //
 // OWNER is PID.GOROUTINE_INDEX. SIGTERM ends every loop after its cycle in hand. The last
 // stdout line is "done cycles=N acquired=N errors=N" and "RC=COUNT" pairs.
+//
+// --kind semaphore or expirable-semaphore takes one permit of the semaphore NAME instead of a
+// lock, one of --permits (default 3) that the first worker sets (TrySetPermits; a semaphore
+// that exists is left as it is). The lines are the same with mode S instead of X and token 0;
+// as up to --permits owners are inside at once, --counter-dir is not used. These kinds stamp
+// their lines with CLOCK_REALTIME unless --clock monotonic says otherwise. For
+// expirable-semaphore, --lease-ms -1 (the default) means the watchdog.
 package main
 
 import (
@@ -38,10 +45,13 @@ import (
 	rlock "github.com/rlock/rlock/bindings/go"
 )
 
+// stampClock is the clock of the history lines: CLOCK_MONOTONIC (1), the clock every worker of
+// the suite stamps lock lines with, or CLOCK_REALTIME (0) for the semaphore kinds.
+var stampClock uintptr = 1
+
 func monoNS() int64 {
 	var ts syscall.Timespec
-	// CLOCK_MONOTONIC, the clock every worker of the suite stamps its lines with.
-	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
+	if _, _, errno := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, stampClock, uintptr(unsafe.Pointer(&ts)), 0); errno != 0 {
 		panic(errno)
 	}
 	return ts.Nano()
@@ -86,7 +96,9 @@ func main() {
 	fs := flag.NewFlagSet("loop", flag.ExitOnError)
 	url := fs.String("url", "", "lock server")
 	names := fs.String("names", "fault", "lock names, comma-separated")
-	kind := fs.String("kind", "reentrant", "reentrant or fenced")
+	kind := fs.String("kind", "reentrant", "reentrant, fenced, semaphore or expirable-semaphore")
+	permits := fs.Int64("permits", 3, "semaphore kinds: the permits the semaphore is set to")
+	clock := fs.String("clock", "", "monotonic or realtime (default: realtime for the semaphore kinds)")
 	threads := fs.Int("threads", 1, "goroutines")
 	cycles := fs.Int64("cycles", 1<<62, "cycles per goroutine")
 	durationMS := fs.Int64("duration-ms", 0, "stop after this long (0: no limit)")
@@ -100,6 +112,17 @@ func main() {
 	counterDir := fs.String("counter-dir", "", "lost-update counters")
 	seed := fs.Int64("seed", 0, "seed")
 	fs.Parse(os.Args[2:])
+	semaphoreKind := *kind == "semaphore" || *kind == "expirable-semaphore"
+	switch {
+	case *kind != "reentrant" && *kind != "fenced" && !semaphoreKind:
+		fmt.Fprintf(os.Stderr, "unknown --kind %q\n", *kind)
+		os.Exit(2)
+	case *clock == "realtime" || (*clock == "" && semaphoreKind):
+		stampClock = 0
+	case *clock != "" && *clock != "monotonic":
+		fmt.Fprintf(os.Stderr, "unknown --clock %q\n", *clock)
+		os.Exit(2)
+	}
 
 	var hist history
 	if *logPath != "" {
@@ -118,6 +141,10 @@ func main() {
 		os.Exit(2)
 	}
 	nameList := strings.Split(*names, ",")
+	if semaphoreKind {
+		os.Exit(semaphoreLoop(client, nameList, *kind == "expirable-semaphore", *permits,
+			*threads, *cycles, *durationMS, *holdUS, *waitMS, *leaseMS, *seed, hist))
+	}
 	if *counterDir != "" {
 		for _, n := range nameList {
 			f, err := os.OpenFile(filepath.Join(*counterDir, n), os.O_CREATE|os.O_WRONLY, 0o644)
@@ -220,4 +247,133 @@ func main() {
 		summary += fmt.Sprintf(" %d=%d", rc, n)
 	}
 	fmt.Println(summary)
+}
+
+// semaphoreLoop is the loop of the semaphore kinds: each goroutine takes one permit of a
+// random name (waiting up to waitMS), stays inside up to holdUS, and gives it back. It
+// returns the exit status after printing the summary line.
+func semaphoreLoop(client *rlock.Client, names []string, expirable bool, permits int64,
+	threads int, cycles, durationMS int64, holdUS int, waitMS, leaseMS, seed int64, hist history) int {
+	type permitTaker struct {
+		acquire func(ctx context.Context) (release func() error, err error)
+		close   func() error
+	}
+	lease := rlock.WatchdogLease
+	if leaseMS > 0 {
+		lease = time.Duration(leaseMS) * time.Millisecond
+	}
+	open := func(name string) (permitTaker, error) {
+		if expirable {
+			s, err := client.ExpirableSemaphore(name)
+			if err != nil {
+				return permitTaker{}, err
+			}
+			if _, err := s.TrySetPermits(permits); err != nil {
+				return permitTaker{}, err
+			}
+			return permitTaker{
+				acquire: func(ctx context.Context) (func() error, error) {
+					p, err := s.Acquire(ctx, lease)
+					if err != nil {
+						return nil, err
+					}
+					return p.Release, nil
+				},
+				close: s.Close,
+			}, nil
+		}
+		s, err := client.Semaphore(name)
+		if err != nil {
+			return permitTaker{}, err
+		}
+		if _, err := s.TrySetPermits(permits, 0); err != nil {
+			return permitTaker{}, err
+		}
+		return permitTaker{
+			acquire: func(ctx context.Context) (func() error, error) {
+				if err := s.Acquire(ctx, 1); err != nil {
+					return nil, err
+				}
+				return func() error { return s.Release(1) }, nil
+			},
+			close: s.Close,
+		}, nil
+	}
+
+	var stop atomic.Bool
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	go func() { <-term; stop.Store(true) }()
+	var deadline int64 = 1<<63 - 1
+	if durationMS > 0 {
+		deadline = monoNS() + durationMS*1e6
+	}
+	var total, acquired, failed atomic.Int64
+	var mu sync.Mutex
+	codes := map[int]int64{}
+	count := func(rc int) {
+		mu.Lock()
+		codes[rc]++
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < threads; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			owner := fmt.Sprintf("%d.%d", os.Getpid(), g)
+			rng := rand.New(rand.NewSource(seed*7919 + int64(os.Getpid())*131 + int64(g)))
+			takers := map[string]permitTaker{}
+			for _, n := range names {
+				taker, err := open(n)
+				if err != nil {
+					fmt.Fprintln(os.Stderr, err)
+					os.Exit(2)
+				}
+				takers[n] = taker
+			}
+			for c := int64(0); c < cycles && !stop.Load() && monoNS() < deadline; c++ {
+				name := names[rng.Intn(len(names))]
+				total.Add(1)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(waitMS)*time.Millisecond)
+				start := monoNS()
+				release, err := takers[name].acquire(ctx)
+				end := monoNS()
+				cancel()
+				rc := code(err)
+				hist.line("acq %s %s S %d %d %d 0", owner, name, start, end, rc)
+				if rc != 0 {
+					count(rc)
+					if rc != int(rlock.CodeTimedOut) {
+						failed.Add(1)
+						time.Sleep(5 * time.Millisecond) // a failing server must not make a busy loop
+					}
+					continue
+				}
+				acquired.Add(1)
+				if holdUS > 0 {
+					time.Sleep(time.Duration(rng.Intn(holdUS+1)) * time.Microsecond)
+				}
+				start = monoNS()
+				hist.line("leave %s %s S %d", owner, name, start)
+				rc = code(release())
+				hist.line("rel %s %s S %d %d %d", owner, name, start, monoNS(), rc)
+				if rc != 0 {
+					count(rc)
+					failed.Add(1)
+				}
+			}
+			for _, taker := range takers {
+				taker.close()
+			}
+		}(g)
+	}
+	wg.Wait()
+	client.Close()
+	summary := fmt.Sprintf("done cycles=%d acquired=%d errors=%d", total.Load(), acquired.Load(), failed.Load())
+	for rc, n := range codes {
+		summary += fmt.Sprintf(" %d=%d", rc, n)
+	}
+	fmt.Println(summary)
+	return 0
 }
