@@ -8,13 +8,26 @@ Reads commands on stdin and answers each with one line on stdout (times are epoc
     unlock KIND NAME         -> "unlocked TIME"
     state KIND NAME          -> "LOCKED HOLD_COUNT TTL_MS" (server view, this owner's count)
     force KIND NAME          -> "true" / "false" (deleted a lock)
+    sem_set NAME N           -> "true" / "false" (set the permits of a new semaphore)
+    sem_add NAME DELTA       -> "NEW_COUNT"
+    sem_acquire NAME PERMITS WAIT_MS -> "ok WAITED_MS TIME" or "timeout WAITED_MS"
+    sem_release NAME PERMITS -> "released TIME"
+    sem_available NAME       -> "COUNT" (available permits; expired expirable ones given back)
+    psem_acquire NAME WAIT_MS LEASE_MS -> "ID WAITED_MS TIME" or "timeout WAITED_MS"
+    psem_release NAME ID     -> "released TIME"
+    latch_set NAME N         -> "true" / "false" (set the count of a new latch)
+    latch_count_down NAME    -> "counted LEFT TIME"
+    latch_await NAME WAIT_MS -> "ok WAITED_MS TIME" or "timeout WAITED_MS"
     quit
 A failure answers "error ExceptionClass: message". KIND: reentrant, fenced, fair, read, write.
-Every command runs on the main thread, so the peer is one owner."""
+WAIT_MS: -1 waits for ever, 0 tries once. LEASE_MS: > 0, -1 no lease (never expires, as
+Redisson's -1), 0 the watchdog (renewed while the peer lives). WAITED_MS is the time the call
+took; ID is the permit id (32 hex digits). Every command runs on the main thread, so the peer
+is one owner (and one client: a semaphore's permits are the client's)."""
 
 import sys
 import time
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import rlock
 
@@ -31,6 +44,72 @@ def main(argv: list) -> int:
         options["poll_cap"] = float(argv[3])
     client = rlock.Client(argv[1], **options)
     locks: Dict[Tuple[str, str], rlock.Lock] = {}
+    semaphores: Dict[str, rlock.Semaphore] = {}
+    expirables: Dict[str, rlock.ExpirableSemaphore] = {}
+    latches: Dict[str, rlock.CountDownLatch] = {}
+
+    def semaphore(name: str) -> "rlock.Semaphore":
+        if name not in semaphores:
+            semaphores[name] = client.semaphore(name)
+        return semaphores[name]
+
+    def expirable(name: str) -> "rlock.ExpirableSemaphore":
+        if name not in expirables:
+            expirables[name] = client.expirable_semaphore(name)
+        return expirables[name]
+
+    def latch(name: str) -> "rlock.CountDownLatch":
+        if name not in latches:
+            latches[name] = client.count_down_latch(name)
+        return latches[name]
+
+    def wait_of(ms: str) -> Optional[float]:
+        value = int(ms)
+        return None if value < 0 else value / 1000.0
+
+    def lease_of(ms: str) -> "rlock.PermitLease | float":
+        value = int(ms)
+        if value == 0:
+            return rlock.WATCHDOG
+        return rlock.NO_LEASE if value < 0 else value / 1000.0
+
+    def timed(outcome: object, started: float) -> str:
+        waited = int((time.monotonic() - started) * 1000)
+        if outcome is None or outcome is False:
+            return f"timeout {waited}"
+        word = outcome.id if isinstance(outcome, rlock.Permit) else "ok"
+        return f"{word} {waited} {now_ms()}"
+
+    def run_primitive(words: list) -> Optional[str]:
+        """The semaphore and latch commands; None for another command."""
+        command, name = words[0], words[1]
+        started = time.monotonic()
+        if command == "sem_set":
+            return str(semaphore(name).try_set_permits(int(words[2]))).lower()
+        if command == "sem_add":
+            return str(semaphore(name).add_permits(int(words[2])))
+        if command == "sem_acquire":
+            got = semaphore(name).acquire(int(words[2]), timeout=wait_of(words[3]))
+            return timed(got, started)
+        if command == "sem_release":
+            semaphore(name).release(int(words[2]))
+            return f"released {now_ms()}"
+        if command == "sem_available":
+            return str(expirable(name).available_permits())
+        if command == "psem_acquire":
+            permit = expirable(name).acquire(timeout=wait_of(words[2]), lease=lease_of(words[3]))
+            return timed(permit, started)
+        if command == "psem_release":
+            expirable(name).release(words[2])
+            return f"released {now_ms()}"
+        if command == "latch_set":
+            return str(latch(name).try_set_count(int(words[2]))).lower()
+        if command == "latch_count_down":
+            left = latch(name).count_down()
+            return f"counted {left} {now_ms()}"
+        if command == "latch_await":
+            return timed(latch(name).wait(timeout=wait_of(words[2])), started)
+        return None
 
     def lock_of(kind: str, name: str) -> "rlock.Lock":
         if (kind, name) not in locks:
@@ -47,6 +126,9 @@ def main(argv: list) -> int:
         return locks[kind, name]
 
     def run(words: list) -> str:
+        answer = run_primitive(words)
+        if answer is not None:
+            return answer
         command, kind, name = words[0], words[1], words[2]
         lock = lock_of(kind, name)
         if command == "lock":
