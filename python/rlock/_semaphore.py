@@ -415,7 +415,10 @@ class ExpirableSemaphore(_Handle):
         none: ``NotHeldError`` when one is not held (never taken, released, or reclaimed after
         its lease ran out), ``LockLostError`` when one's lease ran out (it goes back to the
         semaphore anyway), ``InvalidArgumentError`` for a malformed id; nothing changes then."""
-        self._checked().release_ids(_id_list(permits))
+        ids = _id_list(permits)
+        if not ids:
+            raise InvalidArgumentError("release needs at least one permit, got none")
+        self._checked().release_ids(ids)
 
     def update_lease(self, permit: PermitRef, lease: Lease = None) -> bool:
         """Gives a held permit a new lease from now (None: the semaphore's default;
@@ -517,6 +520,7 @@ class CountDownLatch(_Handle):
         return self._checked().wait(wait_ms, None, _in_main_thread())
 
     def delete(self) -> bool:
-        """Deletes the latch (it is then open, but waiters are not woken: as in Redisson, they
-        see it at their next message or timeout); True if it existed."""
+        """Deletes the latch, which opens it; True if it existed. As in Redisson, waiters are
+        not woken by it: they find it open at their next message, poll (``poll_cap``) or the
+        end of their timeout (then ``wait`` returns True)."""
         return self._checked().delete()

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -296,6 +300,53 @@ def test_wrong_key_type_is_a_redis_error_and_changes_nothing(client, r, name):
         assert "WRONGTYPE" in str(e.value) or "not " in str(e.value), str(e.value)
         assert snapshot(r, name) == before
     assert r.hgetall(name) == {b"field": b"value"}
+
+
+INTERRUPTED_CHILD = textwrap.dedent("""
+    import sys, rlock
+    client = rlock.Client(sys.argv[1])
+    kind, name = sys.argv[2], sys.argv[3]
+    if kind == "latch":
+        waiting = client.count_down_latch(name)
+        wait = waiting.wait
+    elif kind == "plain":
+        waiting = client.semaphore(name)
+        wait = waiting.acquire
+    else:
+        waiting = client.expirable_semaphore(name)
+        wait = waiting.acquire
+    print("waiting", flush=True)
+    try:
+        wait()
+        print("returned", flush=True)
+    except KeyboardInterrupt:
+        held = waiting.held_permits() if kind == "plain" else 0
+        print(f"interrupted held={held}", flush=True)
+""")
+
+
+@pytest.mark.parametrize("kind", ["plain", "expirable", "latch"])
+def test_ctrl_c_interrupts_a_wait_in_the_main_thread(redis_url, client, r, name, kind):
+    if kind == "latch":
+        client.count_down_latch(name).try_set_count(1)
+    else:
+        client.semaphore(name).try_set_permits(0)
+    with subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_CHILD, redis_url, kind, name],
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as child:
+        try:
+            assert child.stdout.readline().strip() == "waiting"
+            time.sleep(0.5)
+            child.send_signal(signal.SIGINT)
+            assert child.stdout.readline().strip() == "interrupted held=0"
+            assert child.wait(timeout=10) == 0
+        finally:
+            if child.poll() is None:
+                child.kill()
+    assert r.get(name) == (b"1" if kind == "latch" else b"0")
+    assert r.zcard(deadlines_key(name)) == 0
 
 
 # ---- permit-expirable semaphore -------------------------------------------------------------
