@@ -36,6 +36,84 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def wait_of(ms: str) -> Optional[float]:
+    """WAIT_MS in seconds: -1 waits for ever (None), 0 tries once."""
+    value = int(ms)
+    return None if value < 0 else value / 1000.0
+
+
+def lease_of(ms: str) -> "rlock.PermitLease | float":
+    """LEASE_MS: 0 the watchdog, -1 no lease (Redisson's -1), else milliseconds."""
+    value = int(ms)
+    if value == 0:
+        return rlock.WATCHDOG
+    return rlock.NO_LEASE if value < 0 else value / 1000.0
+
+
+def timed(outcome: object, started: float) -> str:
+    """ok/ID WAITED_MS TIME, or timeout WAITED_MS."""
+    waited = int((time.monotonic() - started) * 1000)
+    if outcome is None or outcome is False:
+        return f"timeout {waited}"
+    word = outcome.id if isinstance(outcome, rlock.Permit) else "ok"
+    return f"{word} {waited} {now_ms()}"
+
+
+class Primitives:
+    """The semaphore and latch commands, with one object per name and kind."""
+
+    def __init__(self, client: rlock.Client) -> None:
+        self.client = client
+        self.semaphores: Dict[str, rlock.Semaphore] = {}
+        self.expirables: Dict[str, rlock.ExpirableSemaphore] = {}
+        self.latches: Dict[str, rlock.CountDownLatch] = {}
+
+    def semaphore(self, name: str) -> rlock.Semaphore:
+        if name not in self.semaphores:
+            self.semaphores[name] = self.client.semaphore(name)
+        return self.semaphores[name]
+
+    def expirable(self, name: str) -> rlock.ExpirableSemaphore:
+        if name not in self.expirables:
+            self.expirables[name] = self.client.expirable_semaphore(name)
+        return self.expirables[name]
+
+    def latch(self, name: str) -> rlock.CountDownLatch:
+        if name not in self.latches:
+            self.latches[name] = self.client.count_down_latch(name)
+        return self.latches[name]
+
+    def run(self, words: list) -> Optional[str]:
+        """The answer to a semaphore or latch command; None for another command."""
+        command, name = words[0], words[1]
+        started = time.monotonic()
+        if command == "sem_set":
+            return str(self.semaphore(name).try_set_permits(int(words[2]))).lower()
+        if command == "sem_add":
+            return str(self.semaphore(name).add_permits(int(words[2])))
+        if command == "sem_acquire":
+            got = self.semaphore(name).acquire(int(words[2]), timeout=wait_of(words[3]))
+            return timed(got, started)
+        if command == "sem_release":
+            self.semaphore(name).release(int(words[2]))
+            return f"released {now_ms()}"
+        if command == "sem_available":
+            return str(self.expirable(name).available_permits())
+        if command == "psem_acquire":
+            lease = lease_of(words[3])
+            return timed(self.expirable(name).acquire(wait_of(words[2]), lease), started)
+        if command == "psem_release":
+            self.expirable(name).release(words[2])
+            return f"released {now_ms()}"
+        if command == "latch_set":
+            return str(self.latch(name).try_set_count(int(words[2]))).lower()
+        if command == "latch_count_down":
+            return f"counted {self.latch(name).count_down()} {now_ms()}"
+        if command == "latch_await":
+            return timed(self.latch(name).wait(timeout=wait_of(words[2])), started)
+        return None
+
+
 def main(argv: list) -> int:
     options = {}
     if len(argv) > 2:
@@ -44,72 +122,7 @@ def main(argv: list) -> int:
         options["poll_cap"] = float(argv[3])
     client = rlock.Client(argv[1], **options)
     locks: Dict[Tuple[str, str], rlock.Lock] = {}
-    semaphores: Dict[str, rlock.Semaphore] = {}
-    expirables: Dict[str, rlock.ExpirableSemaphore] = {}
-    latches: Dict[str, rlock.CountDownLatch] = {}
-
-    def semaphore(name: str) -> "rlock.Semaphore":
-        if name not in semaphores:
-            semaphores[name] = client.semaphore(name)
-        return semaphores[name]
-
-    def expirable(name: str) -> "rlock.ExpirableSemaphore":
-        if name not in expirables:
-            expirables[name] = client.expirable_semaphore(name)
-        return expirables[name]
-
-    def latch(name: str) -> "rlock.CountDownLatch":
-        if name not in latches:
-            latches[name] = client.count_down_latch(name)
-        return latches[name]
-
-    def wait_of(ms: str) -> Optional[float]:
-        value = int(ms)
-        return None if value < 0 else value / 1000.0
-
-    def lease_of(ms: str) -> "rlock.PermitLease | float":
-        value = int(ms)
-        if value == 0:
-            return rlock.WATCHDOG
-        return rlock.NO_LEASE if value < 0 else value / 1000.0
-
-    def timed(outcome: object, started: float) -> str:
-        waited = int((time.monotonic() - started) * 1000)
-        if outcome is None or outcome is False:
-            return f"timeout {waited}"
-        word = outcome.id if isinstance(outcome, rlock.Permit) else "ok"
-        return f"{word} {waited} {now_ms()}"
-
-    def run_primitive(words: list) -> Optional[str]:
-        """The semaphore and latch commands; None for another command."""
-        command, name = words[0], words[1]
-        started = time.monotonic()
-        if command == "sem_set":
-            return str(semaphore(name).try_set_permits(int(words[2]))).lower()
-        if command == "sem_add":
-            return str(semaphore(name).add_permits(int(words[2])))
-        if command == "sem_acquire":
-            got = semaphore(name).acquire(int(words[2]), timeout=wait_of(words[3]))
-            return timed(got, started)
-        if command == "sem_release":
-            semaphore(name).release(int(words[2]))
-            return f"released {now_ms()}"
-        if command == "sem_available":
-            return str(expirable(name).available_permits())
-        if command == "psem_acquire":
-            permit = expirable(name).acquire(timeout=wait_of(words[2]), lease=lease_of(words[3]))
-            return timed(permit, started)
-        if command == "psem_release":
-            expirable(name).release(words[2])
-            return f"released {now_ms()}"
-        if command == "latch_set":
-            return str(latch(name).try_set_count(int(words[2]))).lower()
-        if command == "latch_count_down":
-            left = latch(name).count_down()
-            return f"counted {left} {now_ms()}"
-        if command == "latch_await":
-            return timed(latch(name).wait(timeout=wait_of(words[2])), started)
-        return None
+    primitives = Primitives(client)
 
     def lock_of(kind: str, name: str) -> "rlock.Lock":
         if (kind, name) not in locks:
@@ -126,7 +139,7 @@ def main(argv: list) -> int:
         return locks[kind, name]
 
     def run(words: list) -> str:
-        answer = run_primitive(words)
+        answer = primitives.run(words)
         if answer is not None:
             return answer
         command, kind, name = words[0], words[1], words[2]
