@@ -32,6 +32,15 @@ from ._errors import (
     RedisError,
     TLSError,
 )
+from ._semaphore import (
+    NO_LEASE,
+    WATCHDOG,
+    CountDownLatch,
+    ExpirableSemaphore,
+    Permit,
+    PermitLease,
+    Semaphore,
+)
 from ._stats import Event, EventKind, Histogram, Stats
 
 __version__: str = _native.version()
@@ -43,6 +52,13 @@ __all__ = [
     "ReadWriteLock",
     "MultiLock",
     "RedLock",
+    "Semaphore",
+    "ExpirableSemaphore",
+    "Permit",
+    "PermitLease",
+    "NO_LEASE",
+    "WATCHDOG",
+    "CountDownLatch",
     "LostReason",
     "Stats",
     "Histogram",

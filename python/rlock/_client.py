@@ -13,11 +13,24 @@ import os
 import threading
 import weakref
 from ssl import TLSVersion, VerifyMode
-from typing import Any, Callable, Iterable, List, Optional, Sequence, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    TypeVar,
+    Union,
+)
 
 from . import _native, _tls
 from ._errors import ForkedError, InvalidArgumentError, LockTimeoutError
 from ._stats import Event, LostReason, Stats, event_dispatcher
+
+if TYPE_CHECKING:
+    from ._semaphore import CountDownLatch, ExpirableSemaphore, PermitLease, Semaphore
 
 __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReason"]
 
@@ -396,6 +409,30 @@ class Client:
         """A lock with a shared read half and an exclusive write half (Redisson
         ``RReadWriteLock``)."""
         return ReadWriteLock(self, name, lease, blocking_timeout)
+
+    # -- semaphores and latches
+
+    def semaphore(self, name: Name) -> "Semaphore":
+        """A counting semaphore (Redisson ``RSemaphore``): see ``rlock.Semaphore``."""
+        from ._semaphore import Semaphore
+
+        return Semaphore._make(self, name)
+
+    def expirable_semaphore(
+        self, name: Name, *, lease: "Union[float, PermitLease, None]" = None
+    ) -> "ExpirableSemaphore":
+        """A semaphore whose permits have ids and leases (Redisson
+        ``RPermitExpirableSemaphore``): see ``rlock.ExpirableSemaphore``. ``lease`` is the
+        default lease of its permits: None (the watchdog), seconds, or ``rlock.NO_LEASE``."""
+        from ._semaphore import ExpirableSemaphore
+
+        return ExpirableSemaphore._make(self, name, lease)
+
+    def count_down_latch(self, name: Name) -> "CountDownLatch":
+        """A count-down latch (Redisson ``RCountDownLatch``): see ``rlock.CountDownLatch``."""
+        from ._semaphore import CountDownLatch
+
+        return CountDownLatch._make(self, name)
 
     def fenced_write(self, key: Name, value: Union[str, bytes], token: int) -> bool:
         """Sets the string ``key`` to ``value`` only if ``token`` is at least the highest token

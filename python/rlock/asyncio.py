@@ -16,14 +16,24 @@ import concurrent.futures
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Iterable, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from . import _client, _errors, _native
+from . import _client, _errors, _native, _semaphore
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
 from ._errors import LockError, LockTimeoutError
 from ._stats import Event, Stats
 
-__all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock"]
+__all__ = [
+    "Client",
+    "Lock",
+    "ReadWriteLock",
+    "MultiLock",
+    "RedLock",
+    "Semaphore",
+    "ExpirableSemaphore",
+    "Permit",
+    "CountDownLatch",
+]
 
 _T = TypeVar("_T")
 
@@ -51,10 +61,11 @@ def _task_owner() -> int:
 _OK = _errors._CODES["RLOCK_OK"]
 _TIMED_OUT = _errors._CODES["RLOCK_ETIMEDOUT"]
 
-# What a native asynchronous call reports: status, value, message.
-_Outcome = Tuple[int, int, str]
+# What a native asynchronous call reports: status, value, message. The value is an int, or the
+# permit ids (list[str]) of an expirable semaphore's acquire.
+_Outcome = Tuple[int, Any, str]
 # done(status, value, message), run once on the loop the call was started with.
-_Done = Callable[[int, int, str], object]
+_Done = Callable[[int, Any, str], object]
 # Starts one native asynchronous call that reports to done on loop.
 _Start = Callable[[asyncio.AbstractEventLoop, _Done], None]
 
@@ -86,7 +97,7 @@ async def _call(start: _Start) -> int:
     status, value, message = await _start(start)
     if status != _OK:
         raise _error(status, message)
-    return value
+    return int(value)
 
 
 async def _settled(outcome: "asyncio.Future[_Outcome]") -> _Outcome:
@@ -129,7 +140,7 @@ async def _acquire(
         return None
     if status != _OK:
         raise _error(status, message)
-    return value
+    return int(value)
 
 
 # Calls the C ABI has no asynchronous form of (queries, force_unlock, fenced_write, closing a
@@ -252,6 +263,20 @@ class Client:
         return ReadWriteLock(
             self._sync.read_write_lock(name, lease=lease, blocking_timeout=blocking_timeout)
         )
+
+    def semaphore(self, name: Name) -> "Semaphore":
+        """See ``rlock.Client.semaphore``."""
+        return Semaphore(self._sync.semaphore(name))
+
+    def expirable_semaphore(
+        self, name: Name, *, lease: _semaphore.Lease = None
+    ) -> "ExpirableSemaphore":
+        """See ``rlock.Client.expirable_semaphore``."""
+        return ExpirableSemaphore(self._sync.expirable_semaphore(name, lease=lease))
+
+    def count_down_latch(self, name: Name) -> "CountDownLatch":
+        """See ``rlock.Client.count_down_latch``."""
+        return CountDownLatch(self._sync.count_down_latch(name))
 
     async def fenced_write(self, key: Name, value: Any, token: int) -> bool:
         """See ``rlock.Client.fenced_write``."""
@@ -477,3 +502,364 @@ class RedLock(MultiLock):
     """See ``rlock.RedLock``: members on independent Redis servers, held by a majority."""
 
     _redlock = True
+
+
+# ---- semaphores and latches -------------------------------------------------------------------
+
+
+async def _run_through_cancel(fn: Callable[..., Any], *args: Any) -> None:
+    """Runs fn(*args) on the I/O pool to the end, whatever cancellations of the calling task
+    come meanwhile (a bounded clean-up); its errors are dropped (a closed handle or client:
+    nothing left to give back through it)."""
+    future = asyncio.get_running_loop().run_in_executor(_pool(), fn, *args)
+    while True:
+        try:
+            await asyncio.shield(future)
+            return
+        except asyncio.CancelledError:
+            if future.cancelled():
+                return
+        except LockError:
+            return
+
+
+async def _take_permits(
+    native: _native.Semaphore,
+    permits: int,
+    wait_ms: int,
+    lease_ms: int,
+    give_back: Callable[[Any], None],
+) -> Optional[Any]:
+    """A native asynchronous acquire: its value (the permit ids of an expirable semaphore, the
+    count of a plain one), None when the wait ran out. A cancelled task cancels the wait, and
+    permits granted as it did are given back (give_back(value), on the I/O pool: the C ABI has
+    no asynchronous release) before the CancelledError goes on."""
+    cancel = _native.CancelToken()
+    outcome = _start(
+        lambda loop, done: native.acquire_async(permits, wait_ms, lease_ms, cancel, loop, done)
+    )
+    try:
+        status, value, message = await asyncio.shield(outcome)
+    except asyncio.CancelledError:
+        cancel.cancel()
+        status, value, _ = await _settled(outcome)
+        if status == _OK:
+            await _run_through_cancel(give_back, value)
+        raise
+    if status == _TIMED_OUT:
+        return None
+    if status != _OK:
+        raise _error(status, message)
+    return value
+
+
+class Semaphore:
+    """See ``rlock.Semaphore``: the same semaphore on Redis, for asyncio. Acquires are the C
+    library's asynchronous calls (a waiting task costs no thread; cancelling the task cancels
+    the wait and leaves nothing taken); calls that do not wait run on the I/O pool."""
+
+    __slots__ = ("_sem", "__weakref__")
+
+    def __init__(self, sem: _semaphore.Semaphore) -> None:
+        if not isinstance(sem, _semaphore.Semaphore):
+            raise TypeError("rlock.asyncio.Semaphore wraps an rlock.Semaphore")
+        self._sem = sem
+
+    @property
+    def name(self) -> Name:
+        return self._sem.name
+
+    def __repr__(self) -> str:
+        return "<rlock.asyncio." + repr(self._sem)[len("<rlock.") :]
+
+    async def try_set_permits(self, permits: int, ttl: Optional[float] = None) -> bool:
+        return await _off_loop(self._sem.try_set_permits, permits, ttl)
+
+    async def add_permits(self, delta: int) -> int:
+        return await _off_loop(self._sem.add_permits, delta)
+
+    async def acquire(self, permits: int = 1, timeout: Optional[float] = None) -> bool:
+        """Takes ``permits`` permits, waiting up to ``timeout`` seconds (None: for ever, 0: one
+        try): True when taken, False when the time ran out."""
+        count = _semaphore._whole(permits, "permits")
+        wait_ms = _semaphore._timeout_ms(timeout)
+        native = self._sem._checked()
+        taken = await _take_permits(native, count, wait_ms, 0, lambda _: native.release(count))
+        return taken is not None
+
+    async def try_acquire(self, permits: int = 1) -> bool:
+        return await self.acquire(permits, timeout=0)
+
+    async def release(self, permits: int = 1) -> None:
+        await _off_loop(self._sem.release, permits)
+
+    async def available_permits(self) -> int:
+        return await _off_loop(self._sem.available_permits)
+
+    async def exists(self) -> bool:
+        return await _off_loop(self._sem.exists)
+
+    async def drain_permits(self) -> int:
+        return await _off_loop(self._sem.drain_permits)
+
+    async def delete(self) -> bool:
+        return await _off_loop(self._sem.delete)
+
+    def held_permits(self) -> int:
+        """The permits this client holds (local view, no network call)."""
+        return self._sem.held_permits()
+
+    def permits(self, permits: int = 1, timeout: Optional[float] = None) -> "HeldPermits":
+        """``async with sem.permits(n, timeout=...):`` (``LockTimeoutError`` on timeout)."""
+        _semaphore._whole(permits, "permits")
+        _semaphore._timeout_ms(timeout)
+        return HeldPermits(self, permits, timeout)
+
+    async def __aenter__(self) -> "Semaphore":
+        await self.acquire()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.release()
+
+    def cancel(self) -> None:
+        """Wakes every acquire waiting on this object (``AcquireCancelledError``)."""
+        self._sem.cancel()
+
+    def close(self) -> None:
+        self._sem.close()
+
+
+class HeldPermits:
+    """``Semaphore.permits(n, timeout)`` for ``async with``."""
+
+    __slots__ = ("_semaphore", "_permits", "_timeout")
+
+    def __init__(self, semaphore: Semaphore, permits: int, timeout: Optional[float]) -> None:
+        self._semaphore = semaphore
+        self._permits = permits
+        self._timeout = timeout
+
+    async def __aenter__(self) -> Semaphore:
+        if not await self._semaphore.acquire(self._permits, self._timeout):
+            raise LockTimeoutError(
+                f"semaphore {self._semaphore.name!r}: {self._permits} permit(s) not acquired "
+                f"within {self._timeout} s"
+            )
+        return self._semaphore
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._semaphore.release(self._permits)
+
+
+class Permit:
+    """See ``rlock.Permit``; ``await permit.release()``, ``async with permit:``."""
+
+    __slots__ = ("_semaphore", "_id")
+
+    def __init__(self, semaphore: "ExpirableSemaphore", permit_id: str) -> None:
+        self._semaphore = semaphore
+        self._id = permit_id
+
+    @property
+    def id(self) -> str:
+        return self._id
+
+    @property
+    def semaphore(self) -> "ExpirableSemaphore":
+        return self._semaphore
+
+    async def release(self) -> None:
+        await self._semaphore.release(self._id)
+
+    async def update_lease(self, lease: _semaphore.Lease = None) -> bool:
+        return await self._semaphore.update_lease(self._id, lease)
+
+    async def __aenter__(self) -> "Permit":
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.release()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, (Permit, _semaphore.Permit)) and other.id == self._id
+
+    def __hash__(self) -> int:
+        return hash(self._id)
+
+    def __repr__(self) -> str:
+        return f"<rlock.asyncio.Permit {self._id} of {self._semaphore.name!r}>"
+
+
+_PermitRef = Union[str, Permit, _semaphore.Permit]
+
+
+def _ids_of(permits: Union[_PermitRef, Iterable[_PermitRef]]) -> List[str]:
+    if isinstance(permits, Permit):
+        return [permits.id]
+    if isinstance(permits, (str, _semaphore.Permit)):
+        return _semaphore._id_list(permits)
+    if isinstance(permits, (bytes, bytearray, memoryview)):
+        raise TypeError("a permit id is a str of 32 hex digits, not bytes")
+    return [p.id if isinstance(p, Permit) else _semaphore._id_text(p) for p in permits]
+
+
+class ExpirableSemaphore:
+    """See ``rlock.ExpirableSemaphore``, for asyncio."""
+
+    __slots__ = ("_sem", "__weakref__")
+
+    def __init__(self, sem: _semaphore.ExpirableSemaphore) -> None:
+        if not isinstance(sem, _semaphore.ExpirableSemaphore):
+            raise TypeError("rlock.asyncio.ExpirableSemaphore wraps an rlock.ExpirableSemaphore")
+        self._sem = sem
+
+    @property
+    def name(self) -> Name:
+        return self._sem.name
+
+    def __repr__(self) -> str:
+        return "<rlock.asyncio." + repr(self._sem)[len("<rlock.") :]
+
+    async def try_set_permits(self, permits: int) -> bool:
+        return await _off_loop(self._sem.try_set_permits, permits)
+
+    async def add_permits(self, delta: int) -> int:
+        return await _off_loop(self._sem.add_permits, delta)
+
+    async def acquire_many(
+        self, permits: int, timeout: Optional[float] = None, lease: _semaphore.Lease = None
+    ) -> Optional[List[Permit]]:
+        """Takes ``permits`` permits at once (see ``rlock.ExpirableSemaphore.acquire_many``);
+        None when the time ran out."""
+        count = _semaphore._whole(permits, "permits")
+        wait_ms = _semaphore._timeout_ms(timeout)
+        lease_ms = _semaphore._permit_lease_ms(lease, 0)
+        native = self._sem._checked()
+        ids = await _take_permits(native, count, wait_ms, lease_ms, native.release_ids)
+        return None if ids is None else [Permit(self, one) for one in ids]
+
+    async def acquire(
+        self, timeout: Optional[float] = None, lease: _semaphore.Lease = None
+    ) -> Optional[Permit]:
+        taken = await self.acquire_many(1, timeout, lease)
+        return None if taken is None else taken[0]
+
+    async def try_acquire(self, lease: _semaphore.Lease = None) -> Optional[Permit]:
+        return await self.acquire(0, lease)
+
+    def permit(
+        self, timeout: Optional[float] = None, lease: _semaphore.Lease = None
+    ) -> "HeldPermit":
+        """``async with sem.permit(timeout=...) as p:`` (``LockTimeoutError`` on timeout)."""
+        _semaphore._timeout_ms(timeout)
+        _semaphore._permit_lease_ms(lease, 0)
+        return HeldPermit(self, timeout, lease)
+
+    async def release(self, permits: Union[_PermitRef, Iterable[_PermitRef]]) -> None:
+        await _off_loop(self._sem.release, _ids_of(permits))
+
+    async def update_lease(self, permit: _PermitRef, lease: _semaphore.Lease = None) -> bool:
+        return await _off_loop(self._sem.update_lease, _ids_of(permit)[0], lease)
+
+    async def available_permits(self) -> int:
+        return await _off_loop(self._sem.available_permits)
+
+    async def acquired_permits(self) -> int:
+        return await _off_loop(self._sem.acquired_permits)
+
+    async def exists(self) -> bool:
+        return await _off_loop(self._sem.exists)
+
+    async def delete(self) -> bool:
+        return await _off_loop(self._sem.delete)
+
+    def cancel(self) -> None:
+        self._sem.cancel()
+
+    def close(self) -> None:
+        self._sem.close()
+
+
+class HeldPermit:
+    """``ExpirableSemaphore.permit(timeout, lease)`` for ``async with``."""
+
+    __slots__ = ("_semaphore", "_timeout", "_lease", "_permit")
+
+    def __init__(
+        self, semaphore: ExpirableSemaphore, timeout: Optional[float], lease: _semaphore.Lease
+    ) -> None:
+        self._semaphore = semaphore
+        self._timeout = timeout
+        self._lease = lease
+        self._permit: Optional[Permit] = None
+
+    async def __aenter__(self) -> Permit:
+        permit = await self._semaphore.acquire(self._timeout, self._lease)
+        if permit is None:
+            raise LockTimeoutError(
+                f"semaphore {self._semaphore.name!r}: no permit acquired within {self._timeout} s"
+            )
+        self._permit = permit
+        return permit
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        permit, self._permit = self._permit, None
+        if permit is not None:
+            await permit.release()
+
+
+class CountDownLatch:
+    """See ``rlock.CountDownLatch``, for asyncio: ``await latch.wait()`` is the C library's
+    asynchronous await (no thread per waiting task)."""
+
+    __slots__ = ("_latch", "__weakref__")
+
+    def __init__(self, latch: _semaphore.CountDownLatch) -> None:
+        if not isinstance(latch, _semaphore.CountDownLatch):
+            raise TypeError("rlock.asyncio.CountDownLatch wraps an rlock.CountDownLatch")
+        self._latch = latch
+
+    @property
+    def name(self) -> Name:
+        return self._latch.name
+
+    def __repr__(self) -> str:
+        return "<rlock.asyncio." + repr(self._latch)[len("<rlock.") :]
+
+    async def try_set_count(self, count: int) -> bool:
+        return await _off_loop(self._latch.try_set_count, count)
+
+    async def count_down(self) -> int:
+        return await _off_loop(self._latch.count_down)
+
+    async def count(self) -> int:
+        return await _off_loop(self._latch.count)
+
+    async def wait(self, timeout: Optional[float] = None) -> bool:
+        """True once the latch is open, False when ``timeout`` seconds (None: for ever) ran
+        out. Cancelling the task cancels the wait."""
+        wait_ms = _semaphore._timeout_ms(timeout)
+        native = self._latch._checked()
+        cancel = _native.CancelToken()
+        outcome = _start(lambda loop, done: native.wait_async(wait_ms, cancel, loop, done))
+        try:
+            status, _, message = await asyncio.shield(outcome)
+        except asyncio.CancelledError:
+            cancel.cancel()
+            await _settled(outcome)
+            raise
+        if status == _TIMED_OUT:
+            return False
+        if status != _OK:
+            raise _error(status, message)
+        return True
+
+    async def delete(self) -> bool:
+        return await _off_loop(self._latch.delete)
+
+    def cancel(self) -> None:
+        self._latch.cancel()
+
+    def close(self) -> None:
+        self._latch.close()

@@ -231,16 +231,47 @@ void record(const py::object& receipt, py::object value) {
 
 void ignore_completion(void*, int, int64_t) noexcept {}
 
-// Gives back a grant that no task will ever learn about, without waiting for the answer. The
-// handle may be freed by then: handles are checked values, and freeing it released the grant.
+// The ids an expirable acquire writes (rlock_permit_options.ids), shared by its completion and
+// its undo: they must stay valid until the call completed.
+using PermitIds = std::shared_ptr<std::vector<rlock_permit_id>>;
+
+// Gives back permits of a semaphore: the ids of an expirable one, else `permits`.
+void give_back_permits(rlock_semaphore* sem, int64_t permits, const PermitIds& ids) noexcept {
+  if (ids) {
+    rlock_permit_release_n(sem, ids->data(), ids->size());
+  } else {
+    rlock_semaphore_release(sem, permits);
+  }
+}
+
+// Gives back a grant that no task will ever learn about. A lock's release is only started, not
+// waited for. The handle may be freed by then: handles are checked values, and freeing it
+// released a lock's grant (a semaphore's permits go back by this call, or by their lease).
 struct Undo {
   rlock_lock* lock = nullptr;
   rlock_multi* group = nullptr;
   int64_t owner = 0;
+  rlock_semaphore* sem = nullptr;  // a semaphore's grant: `permits`, or `ids` (expirable)
+  int64_t permits = 0;
+  PermitIds ids;
 
-  void operator()() const noexcept {
+  // `may_block`: the caller is a library thread, which may make the (synchronous) semaphore
+  // release itself; otherwise, as the C ABI has no asynchronous one, a thread of its own does.
+  void operator()(bool may_block = true) const noexcept {
     if (lock != nullptr) rlock_release_async(lock, owner, ignore_completion, nullptr);
     if (group != nullptr) rlock_multi_release_async(group, owner, ignore_completion, nullptr);
+    if (sem == nullptr) return;
+    if (may_block) {
+      give_back_permits(sem, permits, ids);
+      return;
+    }
+    try {
+      std::thread([sem = sem, permits = permits, ids = ids] {
+        give_back_permits(sem, permits, ids);
+      }).detach();
+    } catch (...) {
+      // No thread to be had: the permits stay taken (expirable ones until their lease ends).
+    }
   }
 };
 
@@ -251,21 +282,22 @@ py::str text_of(const std::string& message) {
   return py::reinterpret_steal<py::str>(text);
 }
 
-// What the event loop runs for one completion: callback(status, value, message), once. One
-// dropped without having run (its loop was closed with it still queued) gives back the grant
-// it carried; that only starts a release, so the GIL may be held meanwhile.
+// What the event loop runs for one completion: callback(status, value, message), once (value:
+// an int, or the permit ids of an expirable acquire as a list of str). One dropped without
+// having run (its loop was closed with it still queued) gives back the grant it carried; that
+// only starts a release, so the GIL may be held meanwhile.
 class Delivery {
  public:
-  Delivery(py::object callback, int status, int64_t value, std::string message, Undo undo)
+  Delivery(py::object callback, int status, py::object value, std::string message, Undo undo)
       : callback_(std::move(callback)),
         status_(status),
-        value_(value),
+        value_(std::move(value)),
         message_(std::move(message)),
-        undo_(undo) {}
+        undo_(std::move(undo)) {}
   Delivery(const Delivery&) = delete;
   Delivery& operator=(const Delivery&) = delete;
   ~Delivery() {
-    if (callback_ && !forked_since(pid_)) undo_();  // never ran
+    if (callback_ && !forked_since(pid_)) undo_(false);  // never ran
   }
 
   void run() {
@@ -280,7 +312,7 @@ class Delivery {
  private:
   py::object callback_;  // empty once run
   int status_;
-  int64_t value_;
+  py::object value_;
   std::string message_;
   Undo undo_;  // empty unless this is a grant
   pid_t pid_ = getpid();
@@ -292,7 +324,14 @@ struct Completion {
   py::object callback;
   Undo undo;          // set by acquires: how to give the grant back
   int64_t token = 0;  // a fenced acquire's opts->token
+  PermitIds ids;      // an expirable acquire's ids, handed over as its value
 };
+
+py::list ids_list(const std::vector<rlock_permit_id>& ids) {
+  py::list out;
+  for (const rlock_permit_id& id : ids) out.append(py::str(id.hex));
+  return out;
+}
 
 // Hands the outcome to c's loop, with the GIL. Returns what is left to undo (without the GIL)
 // when the loop is closed: a grant nobody will receive.
@@ -302,9 +341,11 @@ Undo hand_to_loop(Completion* c, int status, int64_t value, std::string message)
   const Undo undo = status == RLOCK_OK ? owned->undo : Undo{};
   py::object delivery;
   try {
-    delivery =
-        py::cast(new Delivery(std::move(owned->callback), status, value, std::move(message), undo),
-                 py::return_value_policy::take_ownership);
+    py::object shown = status == RLOCK_OK && owned->ids ? py::object(ids_list(*owned->ids))
+                                                        : py::object(py::int_(value));
+    delivery = py::cast(new Delivery(std::move(owned->callback), status, std::move(shown),
+                                     std::move(message), undo),
+                        py::return_value_policy::take_ownership);
     owned->loop.attr("call_soon_threadsafe")(delivery);
     return Undo{};
   } catch (py::error_already_set& e) {
@@ -800,7 +841,8 @@ class NativeLock {
     std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
     check(call([&](rlock_lock* lock) {
       const int64_t owner = resolved_owner(thread_id);
-      c->undo = Undo{lock, nullptr, owner};
+      c->undo.lock = lock;
+      c->undo.owner = owner;
       const rlock_acquire_options opts =
           acquire_options(wait_ms, lease_ms, owner, token, want_token ? &c->token : nullptr);
       return start_async(
@@ -988,7 +1030,8 @@ class NativeMulti {
     std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
     check(call([&](rlock_multi* group) {
       const int64_t owner = resolved_owner(thread_id);
-      c->undo = Undo{nullptr, group, owner};
+      c->undo.group = group;
+      c->undo.owner = owner;
       const rlock_acquire_options opts = acquire_options(wait_ms, lease_ms, owner, token, nullptr);
       return start_async(c, [&](Completion* user) {
         return rlock_multi_acquire_async(group, &opts, complete, user);
@@ -1015,6 +1058,256 @@ class NativeMulti {
 
  private:
   Handle<rlock_multi, rlock_multi_cancel, rlock_multi_free> handle_;
+};
+
+// ---- Semaphores and latches ------------------------------------------------------------------
+
+rlock_semaphore* new_semaphore(NativeClient& client, const py::bytes& name, int kind,
+                               int64_t lease_ms) {
+  rlock_semaphore_options opts;
+  check(rlock_semaphore_options_init(&opts, RLOCK_SEMAPHORE_OPTIONS_VERSION));
+  opts.kind = static_cast<rlock_semaphore_kind>(kind);
+  opts.lease_ms = lease_ms;
+  std::string_view view = name;
+  rlock_semaphore* sem = nullptr;
+  check(client.with_client([&](rlock_client* c) {
+    return rlock_semaphore_new_n(&sem, c, view.data(), view.size(), &opts);
+  }));
+  return sem;
+}
+
+// rlock_permit_options of one acquire; `ids` (room for `permits` ids) for an expirable one.
+rlock_permit_options permit_options(int64_t permits, int64_t wait_ms, int64_t lease_ms,
+                                    rlock_cancel_token* cancel, rlock_permit_id* ids) {
+  rlock_permit_options opts = RLOCK_PERMIT_OPTIONS_INIT;
+  opts.permits = permits;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.cancel = cancel;
+  opts.ids = ids;
+  return opts;
+}
+
+// The room for the ids of an acquire of `permits` (the library checks the count; a count it
+// refuses gets no room to speak of).
+std::vector<rlock_permit_id> id_room(int64_t permits) {
+  const bool sane = permits >= 1 && permits <= RLOCK_MAX_PERMITS_PER_CALL;
+  return std::vector<rlock_permit_id>(sane ? static_cast<size_t>(permits) : 1);
+}
+
+// A plain (RSemaphore) or permit-expirable (RPermitExpirableSemaphore) semaphore handle.
+class NativeSemaphore {
+ public:
+  NativeSemaphore(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms)
+      : handle_(new_semaphore(client, name, kind, lease_ms), "the semaphore handle is closed"),
+        expirable_(kind == RLOCK_SEMAPHORE_EXPIRABLE) {}
+
+  void close() { handle_.close(); }
+
+  template <class F>
+  auto call(F&& fn) {
+    return handle_.call(std::forward<F>(fn));
+  }
+
+  bool try_set_permits(int64_t permits, int64_t ttl_ms) {
+    int set = 0;
+    check(call([&](rlock_semaphore* sem) {
+      return rlock_semaphore_try_set_permits(&set, sem, permits, ttl_ms);
+    }));
+    return set == 1;
+  }
+
+  int64_t add_permits(int64_t delta) {
+    int64_t available = 0;
+    check(call(
+        [&](rlock_semaphore* sem) { return rlock_semaphore_add_permits(&available, sem, delta); }));
+    return available;
+  }
+
+  // None when the wait ran out; else the permit ids taken (expirable), or an empty list
+  // (plain), also appended to `receipt` before returning (see NativeLock::acquire).
+  // `interruptible` (main thread only): signal handlers run while waiting (Ctrl-C), and
+  // permits granted just as one raises are given back.
+  py::object acquire(int64_t permits, int64_t wait_ms, int64_t lease_ms, const py::object& cancel,
+                     bool interruptible, const py::object& receipt) {
+    std::vector<rlock_permit_id> ids = id_room(permits);
+    rlock_permit_id* room = expirable_ ? ids.data() : nullptr;
+    auto attempt = [&](rlock_semaphore* sem, int64_t wait, int64_t, rlock_cancel_token* token) {
+      const rlock_permit_options opts = permit_options(permits, wait, lease_ms, token, room);
+      return rlock_semaphore_acquire_ex(sem, &opts);
+    };
+    auto undo = [&](rlock_semaphore* sem, int64_t) {
+      PermitIds taken;
+      if (expirable_) taken = std::make_shared<std::vector<rlock_permit_id>>(ids);
+      give_back_permits(sem, permits, taken);
+    };
+    if (!handle_.acquire(wait_ms, 0, token_of(cancel), interruptible, attempt, undo, nullptr)) {
+      return py::none();
+    }
+    py::list taken = expirable_ ? ids_list(ids) : py::list();
+    record(receipt, taken);
+    return std::move(taken);
+  }
+
+  // Starts an acquire; done(status, value, message) then runs once on `loop`, value being the
+  // number of permits (plain) or the list of ids (expirable). A grant that cannot reach the
+  // loop is given back.
+  void acquire_async(int64_t permits, int64_t wait_ms, int64_t lease_ms, const py::object& cancel,
+                     py::object loop, py::object done) {
+    rlock_cancel_token* token = token_of(cancel);
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    if (expirable_) c->ids = std::make_shared<std::vector<rlock_permit_id>>(id_room(permits));
+    check(call([&](rlock_semaphore* sem) {
+      c->undo.sem = sem;
+      c->undo.permits = permits;
+      c->undo.ids = c->ids;
+      const rlock_permit_options opts =
+          permit_options(permits, wait_ms, lease_ms, token, c->ids ? c->ids->data() : nullptr);
+      return start_async(c, [&](Completion* user) {
+        return rlock_semaphore_acquire_async(sem, &opts, complete, user);
+      });
+    }));
+  }
+
+  void release(int64_t permits) {
+    check(call([&](rlock_semaphore* sem) { return rlock_semaphore_release(sem, permits); }));
+  }
+
+  // All or none; ids as text (the library checks them: 32 hex digits each).
+  void release_ids(const std::vector<std::string>& ids) {
+    std::vector<rlock_permit_id> raw(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i].size() >= RLOCK_PERMIT_ID_SIZE || ids[i].find('\0') != std::string::npos) {
+        throw NativeError{RLOCK_EINVAL, "a permit id is 32 hex digits, got " +
+                                            std::to_string(ids[i].size()) + " characters"};
+      }
+      std::memset(raw[i].hex, 0, sizeof raw[i].hex);
+      std::memcpy(raw[i].hex, ids[i].data(), ids[i].size());
+    }
+    check(call([&](rlock_semaphore* sem) {
+      return rlock_permit_release_n(sem, raw.empty() ? nullptr : raw.data(), raw.size());
+    }));
+  }
+
+  // False when the permit is not held (released, or expired).
+  bool update_lease(const std::string& id, int64_t lease_ms) {
+    check_no_nul(id, "the permit id");
+    const int rc = call(
+        [&](rlock_semaphore* sem) { return rlock_permit_update_lease(sem, id.c_str(), lease_ms); });
+    if (rc == RLOCK_ENOTHELD) return false;
+    check(rc);
+    return true;
+  }
+
+  // (available, held by anyone (expirable), exists).
+  py::tuple available() {
+    int64_t available = 0, held = 0;
+    int exists = 0;
+    check(call([&](rlock_semaphore* sem) {
+      return rlock_semaphore_available(&available, &held, &exists, sem);
+    }));
+    return py::make_tuple(available, held, exists == 1);
+  }
+
+  int64_t drain() {
+    int64_t drained = 0;
+    check(call([&](rlock_semaphore* sem) { return rlock_semaphore_drain(&drained, sem); }));
+    return drained;
+  }
+
+  bool remove() {
+    int deleted = 0;
+    check(call([&](rlock_semaphore* sem) { return rlock_semaphore_delete(&deleted, sem); }));
+    return deleted == 1;
+  }
+
+  int64_t held() {
+    int64_t held = 0;
+    check(call([&](rlock_semaphore* sem) { return rlock_semaphore_held(&held, sem); }));
+    return held;
+  }
+
+  void cancel() {
+    check(call([&](rlock_semaphore* sem) { return rlock_semaphore_cancel(sem); }));
+  }
+
+ private:
+  Handle<rlock_semaphore, rlock_semaphore_cancel, rlock_semaphore_free> handle_;
+  const bool expirable_;
+};
+
+rlock_latch* new_latch(NativeClient& client, const py::bytes& name) {
+  std::string_view view = name;
+  rlock_latch* latch = nullptr;
+  check(client.with_client(
+      [&](rlock_client* c) { return rlock_latch_new_n(&latch, c, view.data(), view.size()); }));
+  return latch;
+}
+
+// A count-down latch handle (RCountDownLatch).
+class NativeLatch {
+ public:
+  NativeLatch(NativeClient& client, const py::bytes& name)
+      : handle_(new_latch(client, name), "the latch handle is closed") {}
+
+  void close() { handle_.close(); }
+
+  template <class F>
+  auto call(F&& fn) {
+    return handle_.call(std::forward<F>(fn));
+  }
+
+  bool try_set_count(int64_t count) {
+    int set = 0;
+    check(call([&](rlock_latch* latch) { return rlock_latch_try_set_count(&set, latch, count); }));
+    return set == 1;
+  }
+
+  int64_t count_down() {
+    int64_t left = 0;
+    check(call([&](rlock_latch* latch) { return rlock_latch_count_down(&left, latch); }));
+    return left;
+  }
+
+  int64_t count() {
+    int64_t value = 0;
+    check(call([&](rlock_latch* latch) { return rlock_latch_count(&value, latch); }));
+    return value;
+  }
+
+  // True when the latch is open, False when the wait ran out. `interruptible` as for
+  // NativeSemaphore::acquire (there is nothing to give back).
+  bool wait(int64_t wait_ms, const py::object& cancel, bool interruptible) {
+    auto attempt = [](rlock_latch* latch, int64_t wait, int64_t, rlock_cancel_token* token) {
+      return rlock_latch_await(latch, wait, token);
+    };
+    return handle_.acquire(
+        wait_ms, 0, token_of(cancel), interruptible, attempt, [](rlock_latch*, int64_t) {},
+        nullptr);
+  }
+
+  void wait_async(int64_t wait_ms, const py::object& cancel, py::object loop, py::object done) {
+    rlock_cancel_token* token = token_of(cancel);
+    std::unique_ptr<Completion> c = new_completion(std::move(loop), std::move(done));
+    check(call([&](rlock_latch* latch) {
+      return start_async(c, [&](Completion* user) {
+        return rlock_latch_await_async(latch, wait_ms, token, complete, user);
+      });
+    }));
+  }
+
+  bool remove() {
+    int deleted = 0;
+    check(call([&](rlock_latch* latch) { return rlock_latch_delete(&deleted, latch); }));
+    return deleted == 1;
+  }
+
+  void cancel() {
+    check(call([&](rlock_latch* latch) { return rlock_latch_cancel(latch); }));
+  }
+
+ private:
+  Handle<rlock_latch, rlock_latch_cancel, rlock_latch_free> handle_;
 };
 
 bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& value,
@@ -1131,6 +1424,45 @@ void def_multi(py::module_& m) {
       .def("close", &NativeMulti::close);
 }
 
+void def_semaphores(py::module_& m) {
+  m.attr("SEMAPHORE_PLAIN") = static_cast<int>(RLOCK_SEMAPHORE_PLAIN);
+  m.attr("SEMAPHORE_EXPIRABLE") = static_cast<int>(RLOCK_SEMAPHORE_EXPIRABLE);
+  m.attr("LEASE_NONE") = static_cast<int64_t>(RLOCK_LEASE_NONE);
+  m.attr("MAX_PERMITS_PER_CALL") = static_cast<int64_t>(RLOCK_MAX_PERMITS_PER_CALL);
+  py::class_<NativeSemaphore>(m, "Semaphore")
+      .def(py::init<NativeClient&, const py::bytes&, int, int64_t>(), py::arg("client"),
+           py::arg("name"), py::arg("kind"), py::arg("lease_ms"))
+      .def("try_set_permits", &NativeSemaphore::try_set_permits, py::arg("permits"),
+           py::arg("ttl_ms"))
+      .def("add_permits", &NativeSemaphore::add_permits, py::arg("delta"))
+      .def("acquire", &NativeSemaphore::acquire, py::arg("permits"), py::arg("wait_ms"),
+           py::arg("lease_ms"), py::arg("cancel"), py::arg("interruptible") = false,
+           py::arg("receipt") = py::none())
+      .def("acquire_async", &NativeSemaphore::acquire_async, py::arg("permits"), py::arg("wait_ms"),
+           py::arg("lease_ms"), py::arg("cancel"), py::arg("loop"), py::arg("done"))
+      .def("release", &NativeSemaphore::release, py::arg("permits"))
+      .def("release_ids", &NativeSemaphore::release_ids, py::arg("ids"))
+      .def("update_lease", &NativeSemaphore::update_lease, py::arg("id"), py::arg("lease_ms"))
+      .def("available", &NativeSemaphore::available)
+      .def("drain", &NativeSemaphore::drain)
+      .def("delete", &NativeSemaphore::remove)
+      .def("held", &NativeSemaphore::held)
+      .def("cancel", &NativeSemaphore::cancel)
+      .def("close", &NativeSemaphore::close);
+  py::class_<NativeLatch>(m, "Latch")
+      .def(py::init<NativeClient&, const py::bytes&>(), py::arg("client"), py::arg("name"))
+      .def("try_set_count", &NativeLatch::try_set_count, py::arg("count"))
+      .def("count_down", &NativeLatch::count_down)
+      .def("count", &NativeLatch::count)
+      .def("wait", &NativeLatch::wait, py::arg("wait_ms"), py::arg("cancel"),
+           py::arg("interruptible") = false)
+      .def("wait_async", &NativeLatch::wait_async, py::arg("wait_ms"), py::arg("cancel"),
+           py::arg("loop"), py::arg("done"))
+      .def("delete", &NativeLatch::remove)
+      .def("cancel", &NativeLatch::cancel)
+      .def("close", &NativeLatch::close);
+}
+
 // The Client constructor Python sees: the C options' fields by name.
 std::unique_ptr<NativeClient> new_client(
     const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms, int pool_size,
@@ -1240,4 +1572,5 @@ PYBIND11_MODULE(_native, m) {
 
   def_lock(m);
   def_multi(m);
+  def_semaphores(m);
 }

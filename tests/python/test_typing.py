@@ -45,6 +45,35 @@ USER_CODE = textwrap.dedent("""
         client.on_event(None)
         return stats.hold.sum + failed + cumulative[-1]
 
+    def permits(client: rlock.Client) -> Optional[str]:
+        sem: rlock.Semaphore = client.semaphore("jobs")
+        made: bool = sem.try_set_permits(3, ttl=None)
+        count: int = sem.add_permits(1) + sem.available_permits() + sem.held_permits()
+        if sem.acquire(2, timeout=1.5):
+            sem.release(2)
+        with sem.permits(2, timeout=5.0):
+            pass
+        psem = client.expirable_semaphore("slots", lease=rlock.NO_LEASE)
+        p: Optional[rlock.Permit] = psem.acquire(timeout=None, lease=2.0)
+        ps: Optional[list[rlock.Permit]] = psem.acquire_many(2, lease=rlock.WATCHDOG)
+        if ps:
+            psem.release(ps)
+        with psem.permit(timeout=1.0) as held:
+            renewed: bool = psem.update_lease(held.id, 3.0)
+        latch = client.count_down_latch("loaded")
+        left: int = latch.count_down()
+        opened: bool = latch.wait(timeout=2.0)
+        return None if p is None else p.id
+
+    async def apermits(client: rlock.asyncio.Client) -> bool:
+        async with client.semaphore("jobs").permits(2, timeout=1.0):
+            pass
+        psem = client.expirable_semaphore("slots")
+        permit: Optional[rlock.asyncio.Permit] = await psem.acquire(timeout=1.0)
+        async with psem.permit() as p:
+            await p.update_lease(rlock.NO_LEASE)
+        return await client.count_down_latch("loaded").wait(timeout=1.0)
+
     try:
         pass
     except rlock.LockTimeoutError as e:
