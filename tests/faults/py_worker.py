@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""The fault suite's worker on the Python binding: `loop` as in worker.cpp (reentrant and
-fenced kinds), writing the same history lines, so the checkers cover the binding too.
+"""The fault suite's worker on the Python binding: `loop` as in worker.cpp (reentrant, fenced,
+semaphore and permits kinds), writing the same history lines, so the checkers cover the
+binding too. The semaphore kinds hold one permit per section (mode S) of a semaphore set to
+--permits if it does not exist.
 
-usage: py_worker.py loop --url U [--names A,B] [--kind reentrant|fenced] [--threads N]
+usage: py_worker.py loop --url U [--names A,B] [--kind reentrant|fenced|semaphore|permits]
+       [--permits N] [--threads N]
        [--cycles N] [--duration-ms D] [--hold-us N] [--wait-ms W] [--lease-ms L]
        [--watchdog-lease-ms W] [--command-timeout-ms T] [--poll-cap-ms P] [--log F]
        [--counter-dir D] [--resource-url U] [--seed N]
@@ -19,7 +22,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import rlock
 
@@ -47,7 +50,10 @@ def main() -> int:
     p.add_argument("mode", choices=["loop"])
     p.add_argument("--url", required=True)
     p.add_argument("--names", default="fault")
-    p.add_argument("--kind", default="reentrant", choices=["reentrant", "fenced"])
+    p.add_argument(
+        "--kind", default="reentrant", choices=["reentrant", "fenced", "semaphore", "permits"]
+    )
+    p.add_argument("--permits", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--cycles", type=int, default=10**9)
     p.add_argument("--duration-ms", type=int, default=0)
@@ -73,6 +79,8 @@ def main() -> int:
     resource = rlock.Client(a.resource_url) if a.resource_url else None
     names = a.names.split(",")
     lease = None if a.lease_ms < 0 else a.lease_ms / 1000
+    if a.kind in ("semaphore", "permits"):
+        return semaphore_loop(a, client, names, history)
     make = client.fenced_lock if a.kind == "fenced" or resource else client.lock
     locks: Dict[str, rlock.Lock] = {n: make(n, lease=lease) for n in names}
     deadline = time.monotonic() + a.duration_ms / 1000 if a.duration_ms > 0 else float("inf")
@@ -139,6 +147,78 @@ def main() -> int:
     client.close()
     if resource is not None:
         resource.close()
+    print(
+        f"done cycles={totals['cycles']} acquired={totals['acquired']} errors={totals['errors']}",
+        flush=True,
+    )
+    return 0
+
+
+def semaphore_loop(
+    a: argparse.Namespace, client: rlock.Client, names: List[str], history: History
+) -> int:
+    """The semaphore kinds: each section holds one permit (mode S); no counters."""
+    expirable = a.kind == "permits"
+    sems: Dict[str, Any] = {}
+    for n in names:
+        sem = client.expirable_semaphore(n) if expirable else client.semaphore(n)
+        sem.try_set_permits(a.permits)
+        sems[n] = sem
+    deadline = time.monotonic() + a.duration_ms / 1000 if a.duration_ms > 0 else float("inf")
+    totals: Counter = Counter()
+    mutex = threading.Lock()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    timeout = a.wait_ms / 1000 if a.wait_ms >= 0 else None
+
+    def run(index: int) -> None:
+        owner = f"{os.getpid()}.{index}"
+        rng = random.Random(a.seed * 7919 + os.getpid() * 131 + index)
+        for _ in range(a.cycles):
+            if time.monotonic() >= deadline or stop.is_set():
+                break
+            name = rng.choice(names)
+            sem = sems[name]
+            start = time.monotonic_ns()
+            permit = None
+            try:
+                if expirable:
+                    permit = sem.acquire(timeout=timeout)
+                    rc = 0 if permit is not None else -2
+                else:
+                    rc = 0 if sem.acquire(1, timeout=timeout) else -2
+            except rlock.LockError as exc:
+                rc = exc.code
+            history.line(f"acq {owner} {name} S {start} {time.monotonic_ns()} {rc} 0")
+            with mutex:
+                totals["cycles"] += 1
+                totals["acquired" if rc == 0 else "errors" if rc != -2 else "timeouts"] += 1
+            if rc != 0:
+                if rc != -2:
+                    time.sleep(0.005)
+                continue
+            time.sleep(rng.uniform(0, a.hold_us) / 1e6)
+            start = time.monotonic_ns()
+            history.line(f"leave {owner} {name} S {start}")
+            try:
+                if permit is not None:
+                    permit.release()
+                else:
+                    sem.release(1)
+                rc = 0
+            except rlock.LockError as exc:
+                rc = exc.code
+            history.line(f"rel {owner} {name} S {start} {time.monotonic_ns()} {rc}")
+            if rc != 0:
+                with mutex:
+                    totals["errors"] += 1
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(a.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    client.close()
     print(
         f"done cycles={totals['cycles']} acquired={totals['acquired']} errors={totals['errors']}",
         flush=True,

@@ -17,12 +17,13 @@
 // OWNER is PID.GOROUTINE_INDEX. SIGTERM ends every loop after its cycle in hand. The last
 // stdout line is "done cycles=N acquired=N errors=N" and "RC=COUNT" pairs.
 //
-// --kind semaphore or expirable-semaphore takes one permit of the semaphore NAME instead of a
+// --kind semaphore or permits (a permit-expirable semaphore; also spelled expirable-semaphore)
+// takes one permit of the semaphore NAME instead of a
 // lock, one of --permits (default 3) that the first worker sets (TrySetPermits; a semaphore
 // that exists is left as it is). The lines are the same with mode S instead of X and token 0;
-// as up to --permits owners are inside at once, --counter-dir is not used. These kinds stamp
-// their lines with CLOCK_REALTIME unless --clock monotonic says otherwise. For
-// expirable-semaphore, --lease-ms -1 (the default) means the watchdog.
+// as up to --permits owners are inside at once, --counter-dir is not used. Lines are stamped
+// with CLOCK_MONOTONIC, as every fault worker's, unless --clock realtime says otherwise. For
+// permits, --lease-ms -1 (the default) means the watchdog.
 package main
 
 import (
@@ -96,9 +97,9 @@ func main() {
 	fs := flag.NewFlagSet("loop", flag.ExitOnError)
 	url := fs.String("url", "", "lock server")
 	names := fs.String("names", "fault", "lock names, comma-separated")
-	kind := fs.String("kind", "reentrant", "reentrant, fenced, semaphore or expirable-semaphore")
+	kind := fs.String("kind", "reentrant", "reentrant, fenced, semaphore or permits")
 	permits := fs.Int64("permits", 3, "semaphore kinds: the permits the semaphore is set to")
-	clock := fs.String("clock", "", "monotonic or realtime (default: realtime for the semaphore kinds)")
+	clock := fs.String("clock", "monotonic", "monotonic or realtime")
 	threads := fs.Int("threads", 1, "goroutines")
 	cycles := fs.Int64("cycles", 1<<62, "cycles per goroutine")
 	durationMS := fs.Int64("duration-ms", 0, "stop after this long (0: no limit)")
@@ -112,14 +113,17 @@ func main() {
 	counterDir := fs.String("counter-dir", "", "lost-update counters")
 	seed := fs.Int64("seed", 0, "seed")
 	fs.Parse(os.Args[2:])
+	if *kind == "permits" {
+		*kind = "expirable-semaphore"
+	}
 	semaphoreKind := *kind == "semaphore" || *kind == "expirable-semaphore"
 	switch {
 	case *kind != "reentrant" && *kind != "fenced" && !semaphoreKind:
 		fmt.Fprintf(os.Stderr, "unknown --kind %q\n", *kind)
 		os.Exit(2)
-	case *clock == "realtime" || (*clock == "" && semaphoreKind):
+	case *clock == "realtime":
 		stampClock = 0
-	case *clock != "" && *clock != "monotonic":
+	case *clock != "monotonic":
 		fmt.Fprintf(os.Stderr, "unknown --clock %q\n", *clock)
 		os.Exit(2)
 	}

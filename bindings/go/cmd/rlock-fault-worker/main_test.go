@@ -35,9 +35,9 @@ func TestMain(m *testing.M) {
 }
 
 // Processes of the semaphore modes: their history never shows more owners inside than there
-// are permits, every permit comes back, and the stamps are CLOCK_REALTIME.
+// are permits, every permit comes back, and --clock realtime stamps with CLOCK_REALTIME.
 func TestSemaphoreModesKeepTheBound(t *testing.T) {
-	for _, kind := range []string{"semaphore", "expirable-semaphore"} {
+	for _, kind := range []string{"semaphore", "permits"} {
 		t.Run(kind, func(t *testing.T) {
 			const processes, permits = 3, 2
 			name := fmt.Sprintf("go:fault-worker:%d:%s", os.Getpid(), kind)
@@ -48,7 +48,7 @@ func TestSemaphoreModesKeepTheBound(t *testing.T) {
 			for i := range cmds {
 				cmds[i] = exec.Command(os.Args[0], "loop", "--url", redis.URL, "--names", name,
 					"--kind", kind, "--permits", strconv.Itoa(permits), "--threads", "3",
-					"--cycles", "40", "--hold-us", "500", "--log", log)
+					"--cycles", "40", "--hold-us", "500", "--log", log, "--clock", "realtime")
 				cmds[i].Env = append(os.Environ(), "RLOCK_FAULT_WORKER=1")
 				outs[i] = &bytes.Buffer{}
 				cmds[i].Stdout, cmds[i].Stderr = outs[i], outs[i]
