@@ -241,6 +241,30 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
     assertInstanceOf(InterruptedException.class, interrupted.get(10, TimeUnit.SECONDS));
   }
 
+  /** A permit granted to a future that was completed first is given back by id. */
+  @Test
+  void aGrantThatLostTheRaceIsGivenBack() throws Exception {
+    sem.trySetPermits(1);
+    for (int i = 0; i < 20; i++) {
+      CompletableFuture<String> single = sem.tryAcquireAsync();
+      if (!single.complete(null) && single.join() != null) {
+        sem.release(single.join());
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      // The grant has been applied once its completion ran; the give-back follows it.
+      while (io.rlock.internal.CompletionCounts.outstanding() != 0
+          && System.nanoTime() < deadline) {
+        Thread.sleep(1);
+      }
+      while ((!"1".equals(stored()) || !Long.valueOf(0).equals(raw.command("ZCARD", deadlines)))
+          && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertEquals("1", stored(), "round " + i);
+      assertEquals(0L, raw.command("ZCARD", deadlines), "round " + i);
+    }
+  }
+
   @Test
   void deleteRemovesBothKeys() throws Exception {
     sem.trySetPermits(2);

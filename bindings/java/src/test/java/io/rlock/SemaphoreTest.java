@@ -248,6 +248,30 @@ class SemaphoreTest extends ClientTestBase {
     assertEquals(0, sem.heldPermits());
   }
 
+  /** A grant nobody received (the future was completed first) is given back. */
+  @Test
+  void aGrantThatLostTheRaceIsGivenBack() throws Exception {
+    sem.trySetPermits(1);
+    for (int i = 0; i < 20; i++) {
+      CompletableFuture<Boolean> single = sem.tryAcquireAsync();
+      if (!single.complete(false)) {
+        assertTrue(single.join(), "the grant came first: it is ours");
+        sem.release();
+      }
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      // The grant has been applied once its completion ran; the give-back follows it.
+      while (io.rlock.internal.CompletionCounts.outstanding() != 0
+          && System.nanoTime() < deadline) {
+        Thread.sleep(1);
+      }
+      while ((!"1".equals(stored()) || sem.heldPermits() != 0) && System.nanoTime() < deadline) {
+        Thread.sleep(5);
+      }
+      assertEquals("1", stored(), "round " + i);
+      assertEquals(0, sem.heldPermits(), "round " + i);
+    }
+  }
+
   @Test
   void anInterruptEndsAWaitAndTakesNothing() throws Exception {
     sem.trySetPermits(0);
