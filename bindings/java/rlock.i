@@ -561,6 +561,256 @@ static void rlockj_multi_release_quietly(rlock_multi *group, int64_t thread_id) 
   (void)rlock_multi_release_async(group, thread_id, rlockj_ignore, NULL);
 }
 
+/* ---- semaphores and count-down latches ---------------------------------------------------- */
+
+static rlock_semaphore *rlockj_semaphore_new(rlock_client *client, const char *name,
+                                             size_t name_len, int kind, int64_t lease_ms) {
+  rlock_semaphore_options opts;
+  rlock_semaphore *sem = NULL;
+  if (rlock_semaphore_options_init(&opts, RLOCK_SEMAPHORE_OPTIONS_VERSION) != RLOCK_OK) return NULL;
+  opts.kind = (rlock_semaphore_kind)kind;
+  opts.lease_ms = lease_ms;
+  if (rlock_semaphore_new_n(&sem, client, name, name_len, &opts) != RLOCK_OK) return NULL;
+  return sem;
+}
+
+static rlock_latch *rlockj_latch_new(rlock_client *client, const char *name, size_t name_len) {
+  rlock_latch *latch = NULL;
+  if (rlock_latch_new_n(&latch, client, name, name_len) != RLOCK_OK) return NULL;
+  return latch;
+}
+
+/* Counts may be negative (add_permits, drain): these return the value and throw on failure
+ * themselves, so no value is mistaken for a status. */
+static int64_t rlockj_semaphore_add_permits(JNIEnv *jenv, rlock_semaphore *sem, int64_t delta) {
+  int64_t available = 0;
+  int rc = rlock_semaphore_add_permits(&available, sem, delta);
+  if (rc != RLOCK_OK) rlockj_throw(jenv, rc);
+  return available;
+}
+
+static int64_t rlockj_semaphore_drain(JNIEnv *jenv, rlock_semaphore *sem) {
+  int64_t drained = 0;
+  int rc = rlock_semaphore_drain(&drained, sem);
+  if (rc != RLOCK_OK) rlockj_throw(jenv, rc);
+  return drained;
+}
+
+/* 1 when set, 0 when the semaphore existed. */
+static int64_t rlockj_semaphore_try_set_permits(rlock_semaphore *sem, int64_t permits,
+                                                int64_t ttl_ms) {
+  int set = 0;
+  int rc = rlock_semaphore_try_set_permits(&set, sem, permits, ttl_ms);
+  return rc == RLOCK_OK ? set : rc;
+}
+
+/* {available (may be < 0), expirable permits held, 1 when the semaphore exists}; NULL with the
+ * exception pending. */
+static jlongArray rlockj_semaphore_available(JNIEnv *jenv, rlock_semaphore *sem) {
+  int64_t available = 0, held = 0;
+  int exists = 0;
+  jlong values[3];
+  jlongArray out;
+  int rc = rlock_semaphore_available(&available, &held, &exists, sem);
+  if (rc != RLOCK_OK) {
+    rlockj_throw(jenv, rc);
+    return NULL;
+  }
+  values[0] = (jlong)available;
+  values[1] = (jlong)held;
+  values[2] = exists;
+  out = (*jenv)->NewLongArray(jenv, 3);
+  if (out != NULL) (*jenv)->SetLongArrayRegion(jenv, out, 0, 3, values);
+  return out;
+}
+
+static int64_t rlockj_semaphore_held(rlock_semaphore *sem) {
+  int64_t held = 0;
+  int rc = rlock_semaphore_held(&held, sem);
+  return rc == RLOCK_OK ? held : rc;
+}
+
+/* 1 when it existed, else 0. */
+static int64_t rlockj_semaphore_delete(rlock_semaphore *sem) {
+  int deleted = 0;
+  int rc = rlock_semaphore_delete(&deleted, sem);
+  return rc == RLOCK_OK ? deleted : rc;
+}
+
+/* One id of `bytes` (UTF-8 from the Java side) as a C string in `out`; throws EINVAL for one
+ * that cannot be a permit id at all (the C library checks the hex). 0, or -1 with an exception
+ * pending. */
+static int rlockj_permit_id_copy(JNIEnv *jenv, jbyteArray bytes, rlock_permit_id *out) {
+  jsize len;
+  char message[96];
+  if (bytes == NULL) {
+    rlockj_throw_text(jenv, RLOCK_EINVAL, "a permit id must not be null");
+    return -1;
+  }
+  len = (*jenv)->GetArrayLength(jenv, bytes);
+  if (len != RLOCK_PERMIT_ID_SIZE - 1) {
+    snprintf(message, sizeof message,
+             "a permit id is %d hex digits, got one of %d characters", RLOCK_PERMIT_ID_SIZE - 1,
+             (int)len);
+    rlockj_throw_text(jenv, RLOCK_EINVAL, message);
+    return -1;
+  }
+  (*jenv)->GetByteArrayRegion(jenv, bytes, 0, len, (jbyte *)out->hex);
+  out->hex[len] = '\0';
+  return (*jenv)->ExceptionCheck(jenv) ? -1 : 0;
+}
+
+/* Gives back permits by id (byte[] each), all or none. */
+static int rlockj_permit_release(JNIEnv *jenv, rlock_semaphore *sem, jobjectArray ids) {
+  jsize count, i;
+  rlock_permit_id *list;
+  int rc = RLOCK_OK;
+  if (ids == NULL) {
+    rlockj_throw_text(jenv, RLOCK_EINVAL, "the permit ids must not be null");
+    return RLOCK_OK;
+  }
+  count = (*jenv)->GetArrayLength(jenv, ids);
+  list = (rlock_permit_id *)calloc(count > 0 ? (size_t)count : 1, sizeof *list);
+  if (list == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the permit ids");
+    return RLOCK_OK;
+  }
+  for (i = 0; i < count; ++i) {
+    jbyteArray id = (jbyteArray)(*jenv)->GetObjectArrayElement(jenv, ids, i);
+    int bad = rlockj_permit_id_copy(jenv, id, &list[i]);
+    if (id != NULL) (*jenv)->DeleteLocalRef(jenv, id);
+    if (bad) {
+      free(list);
+      return RLOCK_OK; /* the exception is pending */
+    }
+  }
+  rc = rlock_permit_release_n(sem, list, (size_t)count);
+  free(list);
+  return rc;
+}
+
+static int rlockj_permit_update_lease(JNIEnv *jenv, rlock_semaphore *sem, jbyteArray id,
+                                      int64_t lease_ms) {
+  rlock_permit_id copy;
+  if (rlockj_permit_id_copy(jenv, id, &copy) != 0) return RLOCK_OK; /* exception pending */
+  return rlock_permit_update_lease(sem, copy.hex, lease_ms);
+}
+
+/* An asynchronous semaphore acquire: the completion's global reference and, for an expirable
+ * semaphore, the place the C library writes the ids to before calling rlockj_permit_complete. */
+typedef struct rlockj_permit_call {
+  jobject completion;
+  size_t count;
+  rlock_permit_id ids[1]; /* `count` of them (at least one) */
+} rlockj_permit_call;
+
+/* As rlockj_complete; a granted expirable acquire passes its ids, concatenated (32 hex digits
+ * each), where a failure passes its message. */
+static void rlockj_permit_complete(void *user, int status, int64_t value) {
+  rlockj_permit_call *call = (rlockj_permit_call *)user;
+  JNIEnv *env = rlockj_library_env("rlock-completion");
+  jbyteArray bytes = NULL;
+  size_t i, width = RLOCK_PERMIT_ID_SIZE - 1;
+  if (env == NULL) return; /* the JVM is going away: nobody is left to tell */
+  if ((*env)->PushLocalFrame(env, 4) == JNI_OK) {
+    if (status < 0) {
+      bytes = rlockj_message(env, status);
+    } else if (call->count > 0) {
+      bytes = (*env)->NewByteArray(env, (jsize)(call->count * width));
+      for (i = 0; bytes != NULL && i < call->count; ++i) {
+        (*env)->SetByteArrayRegion(env, bytes, (jsize)(i * width), (jsize)width,
+                                   (const jbyte *)call->ids[i].hex);
+      }
+    }
+    (*env)->ExceptionClear(env); /* no memory for the bytes: the Java side sees null */
+    (*env)->CallVoidMethod(env, call->completion, rlockj_completion_done, (jint)status,
+                           (jlong)value, bytes);
+    (*env)->PopLocalFrame(env, NULL);
+  } else {
+    (*env)->ExceptionClear(env);
+    (*env)->CallVoidMethod(env, call->completion, rlockj_completion_done, (jint)status,
+                           (jlong)value, NULL);
+  }
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionDescribe(env); /* NativeCompletion catches its own; a last resort */
+    (*env)->ExceptionClear(env);
+  }
+  (*env)->DeleteGlobalRef(env, call->completion);
+  free(call);
+}
+
+/* expirable: 1 for a permit-expirable semaphore, whose ids the completion gets. */
+static int rlockj_semaphore_acquire_async(JNIEnv *jenv, rlock_semaphore *sem, int64_t permits,
+                                          int64_t wait_ms, int64_t lease_ms, int expirable,
+                                          rlock_cancel_token *cancel, jobject completion) {
+  rlock_permit_options opts;
+  rlockj_permit_call *call;
+  size_t count = 0;
+  int rc = rlock_permit_options_init(&opts, RLOCK_PERMIT_OPTIONS_VERSION);
+  if (rc != RLOCK_OK) return rc;
+  if (expirable && permits >= 1 && permits <= RLOCK_MAX_PERMITS_PER_CALL) count = (size_t)permits;
+  call = (rlockj_permit_call *)calloc(
+      1, sizeof *call + (count > 1 ? count - 1 : 0) * sizeof(rlock_permit_id));
+  if (call == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the acquire");
+    return RLOCK_OK;
+  }
+  call->count = count;
+  call->completion = rlockj_completion_ref(jenv, completion);
+  if (call->completion == NULL) {
+    free(call);
+    return RLOCK_OK;
+  }
+  opts.permits = permits;
+  opts.wait_ms = wait_ms;
+  opts.lease_ms = lease_ms;
+  opts.cancel = cancel;
+  /* A bad count reaches the C library, which names it; ids then only need to be non-NULL. */
+  opts.ids = expirable ? call->ids : NULL;
+  rc = rlock_semaphore_acquire_async(sem, &opts, rlockj_permit_complete, call);
+  if (rc < 0) {
+    (*jenv)->DeleteGlobalRef(jenv, call->completion);
+    free(call);
+  }
+  return rc;
+}
+
+static int64_t rlockj_latch_try_set_count(rlock_latch *latch, int64_t count) {
+  int set = 0;
+  int rc = rlock_latch_try_set_count(&set, latch, count);
+  return rc == RLOCK_OK ? set : rc;
+}
+
+static int64_t rlockj_latch_count_down(rlock_latch *latch) {
+  int64_t left = 0;
+  int rc = rlock_latch_count_down(&left, latch);
+  return rc == RLOCK_OK ? left : rc;
+}
+
+static int64_t rlockj_latch_count(rlock_latch *latch) {
+  int64_t count = 0;
+  int rc = rlock_latch_count(&count, latch);
+  return rc == RLOCK_OK ? count : rc;
+}
+
+static int64_t rlockj_latch_delete(rlock_latch *latch) {
+  int deleted = 0;
+  int rc = rlock_latch_delete(&deleted, latch);
+  return rc == RLOCK_OK ? deleted : rc;
+}
+
+static int rlockj_latch_await_async(JNIEnv *jenv, rlock_latch *latch, int64_t wait_ms,
+                                    rlock_cancel_token *cancel, jobject completion) {
+  int rc;
+  jobject ref = rlockj_completion_ref(jenv, completion);
+  if (ref == NULL) return RLOCK_OK;
+  rc = rlock_latch_await_async(latch, wait_ms, cancel, rlockj_complete, ref);
+  if (rc < 0) (*jenv)->DeleteGlobalRef(jenv, ref);
+  return rc;
+}
+
 /* ---- statistics --------------------------------------------------------------------------- */
 
 /* rlock_stats flattened into longs, in the order io.rlock.internal.NativeStats reads them:
@@ -744,6 +994,8 @@ RLOCKJ_HANDLE(rlock_client)
 RLOCKJ_HANDLE(rlock_lock)
 RLOCKJ_HANDLE(rlock_multi)
 RLOCKJ_HANDLE(rlock_cancel_token)
+RLOCKJ_HANDLE(rlock_semaphore)
+RLOCKJ_HANDLE(rlock_latch)
 RLOCKJ_HANDLE(rlockj_lost_payload)
 RLOCKJ_HANDLE(rlockj_event_payload)
 
@@ -760,7 +1012,8 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %apply SWIGTYPE *RLOCKJ_NEW {
   rlock_client *rlockj_client_new, rlock_lock *rlockj_lock_new,
   rlock_cancel_token *rlockj_cancel_token_new, rlock_multi *rlockj_multi_new,
-  rlockj_lost_payload *rlockj_lost_payload_new, rlockj_event_payload *rlockj_event_payload_new
+  rlockj_lost_payload *rlockj_lost_payload_new, rlockj_event_payload *rlockj_event_payload_new,
+  rlock_semaphore *rlockj_semaphore_new, rlock_latch *rlockj_latch_new
 };
 
 /* Status: void in Java, a negative status throws. */
@@ -774,7 +1027,10 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   int rlock_release_for, int rlock_cancel, int rlock_multi_release_for,
   int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_lost_callback_set,
   int rlockj_acquire_async, int rlockj_multi_acquire_async, int rlockj_release_async,
-  int rlockj_extend_async, int rlockj_multi_release_async, int rlockj_event_callback_set
+  int rlockj_extend_async, int rlockj_multi_release_async, int rlockj_event_callback_set,
+  int rlock_semaphore_release, int rlock_semaphore_cancel, int rlock_latch_cancel,
+  int rlockj_permit_release, int rlockj_permit_update_lease, int rlockj_semaphore_acquire_async,
+  int rlockj_latch_await_async
 };
 
 /* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
@@ -798,7 +1054,10 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %typemap(jstype) jlongArray RLOCKJ_LONGS "long[]"
 %typemap(out) jlongArray RLOCKJ_LONGS %{ $result = $1; %}
 %typemap(javaout) jlongArray RLOCKJ_LONGS { return $jnicall; }
-%apply jlongArray RLOCKJ_LONGS { jlongArray rlockj_client_stats, jlongArray rlockj_histogram_bounds_us };
+%apply jlongArray RLOCKJ_LONGS {
+  jlongArray rlockj_client_stats, jlongArray rlockj_histogram_bounds_us,
+  jlongArray rlockj_semaphore_available
+};
 
 /* Values: >= 0 is returned, negative throws. */
 %typemap(out) int64_t RLOCKJ_VALUE %{
@@ -806,7 +1065,10 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   $result = (jlong)$1;
 %}
 %apply int64_t RLOCKJ_VALUE {
-  int64_t rlockj_lock_token, int64_t rlockj_force_unlock, int64_t rlockj_fenced_write
+  int64_t rlockj_lock_token, int64_t rlockj_force_unlock, int64_t rlockj_fenced_write,
+  int64_t rlockj_semaphore_try_set_permits, int64_t rlockj_semaphore_held,
+  int64_t rlockj_semaphore_delete, int64_t rlockj_latch_try_set_count,
+  int64_t rlockj_latch_count_down, int64_t rlockj_latch_count, int64_t rlockj_latch_delete
 };
 
 /* Local views: 1/0 as boolean. */
@@ -829,6 +1091,20 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   (const char *tls_key_file, size_t tls_key_file_len),
   (const char *tls_server_name, size_t tls_server_name_len)
 };
+
+/* Permit ids: byte arrays (UTF-8 made on the Java side), copied by the C layer. */
+%typemap(jni) jbyteArray RLOCKJ_ID "jbyteArray"
+%typemap(jtype) jbyteArray RLOCKJ_ID "byte[]"
+%typemap(jstype) jbyteArray RLOCKJ_ID "byte[]"
+%typemap(in) jbyteArray RLOCKJ_ID %{ $1 = $input; %}
+%typemap(javain) jbyteArray RLOCKJ_ID "$javainput"
+%apply jbyteArray RLOCKJ_ID { jbyteArray id };
+%typemap(jni) jobjectArray RLOCKJ_IDS "jobjectArray"
+%typemap(jtype) jobjectArray RLOCKJ_IDS "byte[][]"
+%typemap(jstype) jobjectArray RLOCKJ_IDS "byte[][]"
+%typemap(in) jobjectArray RLOCKJ_IDS %{ $1 = $input; %}
+%typemap(javain) jobjectArray RLOCKJ_IDS "$javainput"
+%apply jobjectArray RLOCKJ_IDS { jobjectArray ids };
 
 /* ---- the allowlist ------------------------------------------------------------------------- */
 
@@ -883,6 +1159,28 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %rename(eventPayloadNew) rlockj_event_payload_new;
 %rename(eventPayloadFree) rlockj_event_payload_free;
 %rename(eventCallbackSet) rlockj_event_callback_set;
+%rename(SemaphoreKind) rlock_semaphore_kind;
+%rename(semaphoreNew) rlockj_semaphore_new;
+%rename(semaphoreFree) rlock_semaphore_free;
+%rename(semaphoreTrySetPermits) rlockj_semaphore_try_set_permits;
+%rename(semaphoreAddPermits) rlockj_semaphore_add_permits;
+%rename(semaphoreAcquireAsync) rlockj_semaphore_acquire_async;
+%rename(semaphoreRelease) rlock_semaphore_release;
+%rename(semaphoreAvailable) rlockj_semaphore_available;
+%rename(semaphoreDrain) rlockj_semaphore_drain;
+%rename(semaphoreDelete) rlockj_semaphore_delete;
+%rename(semaphoreCancel) rlock_semaphore_cancel;
+%rename(semaphoreHeld) rlockj_semaphore_held;
+%rename(permitRelease) rlockj_permit_release;
+%rename(permitUpdateLease) rlockj_permit_update_lease;
+%rename(latchNew) rlockj_latch_new;
+%rename(latchFree) rlock_latch_free;
+%rename(latchTrySetCount) rlockj_latch_try_set_count;
+%rename(latchCountDown) rlockj_latch_count_down;
+%rename(latchCount) rlockj_latch_count;
+%rename(latchAwaitAsync) rlockj_latch_await_async;
+%rename(latchDelete) rlockj_latch_delete;
+%rename(latchCancel) rlock_latch_cancel;
 
 /* As the archive it links (rlock_static) is built: no visibility attributes. */
 #define RLOCK_STATIC
@@ -938,3 +1236,24 @@ rlockj_event_payload *rlockj_event_payload_new(JNIEnv *jenv, jobject handler);
 void rlockj_event_payload_free(JNIEnv *jenv, rlockj_event_payload *payload);
 int rlockj_event_callback_set(rlock_client *client, rlockj_event_payload *payload);
 void rlockj_client_free(JNIEnv *jenv, rlock_client *client, rlockj_event_payload *payload);
+rlock_semaphore *rlockj_semaphore_new(rlock_client *client, const char *name, size_t name_len,
+                                      int kind, int64_t lease_ms);
+int64_t rlockj_semaphore_try_set_permits(rlock_semaphore *sem, int64_t permits, int64_t ttl_ms);
+int64_t rlockj_semaphore_add_permits(JNIEnv *jenv, rlock_semaphore *sem, int64_t delta);
+int rlockj_semaphore_acquire_async(JNIEnv *jenv, rlock_semaphore *sem, int64_t permits,
+                                   int64_t wait_ms, int64_t lease_ms, int expirable,
+                                   rlock_cancel_token *cancel, jobject completion);
+jlongArray rlockj_semaphore_available(JNIEnv *jenv, rlock_semaphore *sem);
+int64_t rlockj_semaphore_drain(JNIEnv *jenv, rlock_semaphore *sem);
+int64_t rlockj_semaphore_delete(rlock_semaphore *sem);
+int64_t rlockj_semaphore_held(rlock_semaphore *sem);
+int rlockj_permit_release(JNIEnv *jenv, rlock_semaphore *sem, jobjectArray ids);
+int rlockj_permit_update_lease(JNIEnv *jenv, rlock_semaphore *sem, jbyteArray id,
+                               int64_t lease_ms);
+rlock_latch *rlockj_latch_new(rlock_client *client, const char *name, size_t name_len);
+int64_t rlockj_latch_try_set_count(rlock_latch *latch, int64_t count);
+int64_t rlockj_latch_count_down(rlock_latch *latch);
+int64_t rlockj_latch_count(rlock_latch *latch);
+int rlockj_latch_await_async(JNIEnv *jenv, rlock_latch *latch, int64_t wait_ms,
+                             rlock_cancel_token *cancel, jobject completion);
+int64_t rlockj_latch_delete(rlock_latch *latch);

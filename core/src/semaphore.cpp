@@ -125,7 +125,11 @@ class Semaphore::Renewal final : public Engine::Task {
     first_ = false;
     sleep_until(Clock::now() + std::chrono::milliseconds(period_ms_));
   }
-  void close() override { stopped_.store(true); }
+  // Woken, so that the engine's stop (the client freed) does not wait out the sleep.
+  void close() override {
+    stopped_.store(true);
+    wake();
+  }
   void stop() {
     stopped_.store(true);
     wake();

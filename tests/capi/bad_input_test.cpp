@@ -1597,3 +1597,43 @@ TEST_F(CapiBadInput, H24_MessagesAboutHugeHostsUsersAndNamesAreCapped) {
   EXPECT_LE(last_message().size(), kMaxMessage);
   EXPECT_EQ(rlock_release_for(lock, 424242), RLOCK_OK) << last_message();
 }
+
+// Freeing a client must not wait for the watchdog of an expirable semaphore that still holds a
+// permit: its renewal task sleeps a third of the watchdog lease (10 s by default) between
+// rounds, and the engine's stop waited for that sleep to end.
+TEST_F(CapiBadInput, FreeingTheClientDoesNotWaitForAPermitRenewal) {
+  rlock_client* client = nullptr;
+  ASSERT_EQ(rlock_client_new_url(&client, tcp_url_.c_str()), RLOCK_OK) << last_message();
+  const std::string name = unique_name("capi-free-renewal");
+  rlock_semaphore_options opts = RLOCK_SEMAPHORE_OPTIONS_INIT;
+  opts.kind = RLOCK_SEMAPHORE_EXPIRABLE;
+  rlock_semaphore* sem = nullptr;
+  ASSERT_EQ(rlock_semaphore_new_n(&sem, client, name.data(), name.size(), &opts), RLOCK_OK)
+      << last_message();
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem, 1, 0), RLOCK_OK) << last_message();
+  // Taken asynchronously, as the bindings do.
+  rlock_permit_id id;
+  rlock_permit_options acquire = RLOCK_PERMIT_OPTIONS_INIT;
+  acquire.wait_ms = 5000;
+  acquire.lease_ms = RLOCK_LEASE_WATCHDOG;
+  acquire.ids = &id;
+  std::atomic<int> status{1};
+  ASSERT_EQ(
+      rlock_semaphore_acquire_async(
+          sem, &acquire,
+          [](void* user, int rc, int64_t) { static_cast<std::atomic<int>*>(user)->store(rc); },
+          &status),
+      RLOCK_OK)
+      << last_message();
+  const Clock::time_point asked = Clock::now();
+  while (status.load() == 1 && ms_since(asked) < 5000) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(status.load(), RLOCK_OK);
+  const Clock::time_point start = Clock::now();
+  rlock_client_free(client);
+  EXPECT_LT(ms_since(start), 2000) << "rlock_client_free waited for the permit renewal";
+  rlock_semaphore_free(sem);
+  redis_->command({"DEL", name, "{" + name + "}:timeout"});
+}

@@ -2,6 +2,7 @@ package io.rlock;
 
 import io.rlock.internal.NativeClient;
 import io.rlock.internal.NativeLock;
+import io.rlock.internal.NativeSemaphore;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -33,8 +34,42 @@ final class Durations {
     return checkedMax(ceilMillis(time, unit), "leaseTime");
   }
 
+  /** A wait as a Duration: as {@link #waitMs(long, TimeUnit, String)}. */
+  static long waitMs(Duration wait, String what) {
+    Objects.requireNonNull(wait, what);
+    if (wait.isNegative()) {
+      throw new IllegalArgumentException(what + " must not be negative, got " + wait);
+    }
+    if (wait.isZero()) {
+      return 0;
+    }
+    long ms = positiveMs(wait, what, false);
+    return ms >= NativeClient.MAX_DURATION_MS ? NativeLock.WAIT_FOREVER : ms;
+  }
+
+  /**
+   * An expirable permit's lease: positive, or -1 for none (the permit never expires), as in
+   * Redisson's RPermitExpirableSemaphore.
+   */
+  static long permitLeaseMs(long time, TimeUnit unit) {
+    Objects.requireNonNull(unit, "unit");
+    if (time == -1) {
+      return NativeSemaphore.LEASE_NONE;
+    }
+    if (time <= 0) {
+      throw new IllegalArgumentException(
+          "leaseTime must be positive (or -1: never expires), got " + time + " " + unit);
+    }
+    return checkedMax(ceilMillis(time, unit), "leaseTime");
+  }
+
   /** A positive option duration (client settings). */
   static long positiveMs(Duration duration, String what) {
+    return positiveMs(duration, what, true);
+  }
+
+  /** checked: refuse beyond what C accepts (a wait means forever there instead). */
+  private static long positiveMs(Duration duration, String what, boolean checked) {
     Objects.requireNonNull(duration, what);
     if (duration.isNegative() || duration.isZero()) {
       throw new IllegalArgumentException(what + " must be positive, got " + duration);
@@ -48,7 +83,7 @@ final class Durations {
     } catch (ArithmeticException e) {
       ms = Long.MAX_VALUE;
     }
-    return checkedMax(ms, what);
+    return checked ? checkedMax(ms, what) : ms;
   }
 
   private static long checkedMax(long ms, String what) {

@@ -3,6 +3,7 @@ package io.rlock;
 import io.rlock.internal.NativeClient;
 import io.rlock.internal.NativeEventHandler;
 import io.rlock.internal.NativeLock;
+import io.rlock.internal.NativeSemaphore;
 import io.rlock.internal.TlsOptions;
 import io.rlock.internal.Utf8;
 import java.nio.file.Path;
@@ -497,6 +498,35 @@ public final class RedisLockClient implements AutoCloseable {
    */
   public RedisMultiLock getRedLock(RedisLock... locks) {
     return new RedisMultiLock(locks, true);
+  }
+
+  /**
+   * A counting semaphore (Redisson RSemaphore layout; shared with Redisson processes). No I/O.
+   * Close it, or let it go, once its permits are given back.
+   */
+  public RedisSemaphore getSemaphore(String name) {
+    return new RedisSemaphore(this, name, nativeClient.newSemaphore(name,
+        nameBytes(name, "semaphore name"), NativeSemaphore.KIND_PLAIN,
+        NativeSemaphore.LEASE_WATCHDOG));
+  }
+
+  /**
+   * A semaphore of permits with ids and leases (Redisson RPermitExpirableSemaphore layout).
+   * Permits taken without a lease are renewed by its watchdog while the object lives. No I/O.
+   */
+  public RedisPermitExpirableSemaphore getPermitExpirableSemaphore(String name) {
+    return new RedisPermitExpirableSemaphore(this, name, nativeClient.newSemaphore(name,
+        nameBytes(name, "semaphore name"), NativeSemaphore.KIND_EXPIRABLE,
+        NativeSemaphore.LEASE_WATCHDOG));
+  }
+
+  /**
+   * A count-down latch (Redisson RCountDownLatch layout). No I/O. On a Redis Cluster the name
+   * must not contain braces.
+   */
+  public RedisCountDownLatch getCountDownLatch(String name) {
+    return new RedisCountDownLatch(this, name,
+        nativeClient.newLatch(name, nameBytes(name, "latch name")));
   }
 
   /**

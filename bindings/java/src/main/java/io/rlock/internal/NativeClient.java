@@ -75,6 +75,33 @@ public final class NativeClient implements AutoCloseable {
     });
   }
 
+  /** A semaphore handle; kind is one of NativeSemaphore.KIND_*. No network call. */
+  public NativeSemaphore newSemaphore(String name, byte[] rawName, int kind, long leaseMs) {
+    return handle.call(this, client -> {
+      handle.retain();
+      try {
+        return new NativeSemaphore(RlockNative.semaphoreNew(client, rawName, kind, leaseMs), name,
+            kind, handle);
+      } catch (RuntimeException | Error e) {
+        handle.releaseChild();
+        throw e;
+      }
+    });
+  }
+
+  /** A count-down latch handle. No network call. */
+  public NativeLatch newLatch(String name, byte[] rawName) {
+    return handle.call(this, client -> {
+      handle.retain();
+      try {
+        return new NativeLatch(RlockNative.latchNew(client, rawName), name, handle);
+      } catch (RuntimeException | Error e) {
+        handle.releaseChild();
+        throw e;
+      }
+    });
+  }
+
   /**
    * rlock_client_stats, flattened by the JNI layer (rlock.i, rlockj_client_stats): read with
    * the STATS_* offsets.

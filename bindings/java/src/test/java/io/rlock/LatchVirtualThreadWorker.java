@@ -1,0 +1,113 @@
+package io.rlock;
+
+import io.rlock.internal.CompletionCounts;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Runs in a child JVM of Java 21 or newer (LatchVirtualThreadTest starts it): virtual threads
+ * awaiting one latch and contending for a semaphore must park, not hold their carriers. Prints
+ * "key value" lines, then "end".
+ *
+ * <p>Usage: LatchVirtualThreadWorker URL NAME-PREFIX WAITERS
+ */
+public final class LatchVirtualThreadWorker {
+  private static final long LIMIT_S = 60;
+
+  private LatchVirtualThreadWorker() {}
+
+  public static void main(String[] args) throws Throwable {
+    String url = args[0];
+    String prefix = args[1];
+    int waiters = Integer.parseInt(args[2]);
+    try (RedisLockClient client = RedisLockClient.create(url)) {
+      latch(client, prefix + ":latch", waiters);
+      semaphore(client, prefix + ":sem", 50);
+    }
+    System.out.println("end");
+  }
+
+  static void latch(RedisLockClient client, String name, int waiters) throws Exception {
+    RedisCountDownLatch latch = client.getCountDownLatch(name);
+    latch.trySetCount(1);
+    int threadsBefore = VirtualThreadWorker.osThreads();
+    CountDownLatch opened = new CountDownLatch(waiters);
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    AtomicInteger open = new AtomicInteger();
+    for (int i = 0; i < waiters; i++) {
+      VirtualThreadWorker.startVirtual(() -> {
+        try {
+          if (latch.await(LIMIT_S, TimeUnit.SECONDS)) {
+            open.incrementAndGet();
+          }
+        } catch (Throwable t) {
+          failure.compareAndSet(null, t);
+        } finally {
+          opened.countDown();
+        }
+      });
+    }
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(LIMIT_S);
+    while (CompletionCounts.outstanding() < waiters) {
+      if (System.nanoTime() > deadline) {
+        throw new AssertionError("the waiters never all waited: "
+            + CompletionCounts.outstanding());
+      }
+      Thread.sleep(5);
+    }
+    VirtualThreadWorker.report("latch_waiting", CompletionCounts.outstanding());
+    VirtualThreadWorker.report("latch_threads_added",
+        VirtualThreadWorker.osThreads() - threadsBefore);
+    CountDownLatch unrelated = new CountDownLatch(1);
+    VirtualThreadWorker.startVirtual(unrelated::countDown);
+    VirtualThreadWorker.report("latch_unrelated_ran", unrelated.await(LIMIT_S, TimeUnit.SECONDS));
+    long start = System.nanoTime();
+    // Counted down from a virtual thread too.
+    VirtualThreadWorker.startVirtual(latch::countDown);
+    VirtualThreadWorker.await(opened, "the latch waiters");
+    VirtualThreadWorker.report("latch_release_ms",
+        TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+    if (failure.get() != null) {
+      throw new AssertionError("a latch waiter failed", failure.get());
+    }
+    VirtualThreadWorker.report("latch_opened", open.get());
+    VirtualThreadWorker.settle();
+  }
+
+  /** Virtual threads take and give back 2 permits of a semaphore: never more than 2 inside. */
+  static void semaphore(RedisLockClient client, String name, int threads) throws Exception {
+    RedisSemaphore sem = client.getSemaphore(name);
+    sem.trySetPermits(2);
+    AtomicInteger inside = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    AtomicInteger done = new AtomicInteger();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    CountDownLatch finished = new CountDownLatch(threads);
+    for (int i = 0; i < threads; i++) {
+      VirtualThreadWorker.startVirtual(() -> {
+        try {
+          sem.acquire();
+          most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+          Thread.sleep(2);
+          inside.decrementAndGet();
+          sem.release();
+          done.incrementAndGet();
+        } catch (Throwable t) {
+          failure.compareAndSet(null, t);
+        } finally {
+          finished.countDown();
+        }
+      });
+    }
+    VirtualThreadWorker.await(finished, "the semaphore threads");
+    if (failure.get() != null) {
+      throw new AssertionError("a semaphore thread failed", failure.get());
+    }
+    VirtualThreadWorker.report("sem_done", done.get());
+    VirtualThreadWorker.report("sem_most_inside", most.get());
+    VirtualThreadWorker.report("sem_available_after", sem.availablePermits());
+    VirtualThreadWorker.settle();
+  }
+}
