@@ -62,6 +62,14 @@ def go_worker_binary() -> str:
     )
 
 
+def java_worker_command() -> List[str]:
+    """The Java binding's worker (tests/faults/java/FaultWorker.java, the semaphore kinds), run
+    as a single source file on the jar the build makes."""
+    jars = sorted((REPO / "build" / "bindings" / "java" / "maven").glob("rlock-*.jar"))
+    jar = os.environ.get("RLOCK_FAULT_JAVA_JAR") or (str(jars[0]) if jars else "no-rlock-jar-built")
+    return ["java", "-cp", jar, str(REPO / "tests" / "faults" / "java" / "FaultWorker.java")]
+
+
 def bounds_probe(lang: str) -> Tuple[List[str], str]:
     """The command that starts `lang`'s bounds probe (test_b_bounds.py; the lines are described
     in bounds_probe.c), or an empty command and what is missing. The C, Go and Java probes come
@@ -562,12 +570,13 @@ class Case:
         **options,
     ) -> Worker:
         """A worker of `mode` ("loop" or "hold") on the C library, or ("loop" only) on the
-        Python or Go binding (`lang`), in `netns`'s namespace `side` if given; options become
+        Python, Go or (semaphore kinds only) Java binding (`lang`), in `netns`'s namespace `side` if given; options become
         --key value (underscores to dashes; lists are joined with commas)."""
         argv = (netns.prefix(side) if netns is not None else []) + {
             "c": lambda: [worker_binary()],
             "python": lambda: [sys.executable, str(PY_WORKER)],
             "go": lambda: [go_worker_binary()],
+            "java": java_worker_command,
         }[lang]()
         argv += [mode, "--log", str(self.log), "--seed", str(self.seed)]
         if url is not None:

@@ -1,5 +1,6 @@
-"""Group H: semaphores under the fault harness. H1: worker processes take permits of one
-permit-expirable semaphore of 3 for 20,000 sections while holders are SIGKILLed and relaunched:
+"""Group H: semaphores under the fault harness. H1: 8 worker processes, two each on the C
+library and the Python, Go and Java bindings, take permits of one permit-expirable semaphore of 3
+for 20,000 sections while holders are SIGKILLed and relaunched:
 never more than 3 inside at once (the permit checker), and no permit lost or created (the
 semaphore's total stays 3). H2: a SIGKILLed holder's permit reaches a waiter within its lease
 plus 200 ms."""
@@ -17,7 +18,7 @@ MS = 1_000_000
 PERMITS = 3
 LEASE_MS = 1000
 SECTIONS = 20_000
-WORKERS = 8
+LANGS = ["c", "python", "go", "java"] * 2
 EPSILON_MS = 200
 
 
@@ -42,8 +43,12 @@ def test_H1_eight_processes_never_exceed_three_permits_under_kills(case: Case):
         wait_ms=20000,
         watchdog_lease_ms=LEASE_MS,
     )
-    per_worker = SECTIONS // WORKERS
-    workers = [case.worker("loop", server.url, cycles=per_worker, **common) for _ in range(WORKERS)]
+    per_worker = SECTIONS // len(LANGS)
+
+    def launch(lang: str):
+        return case.worker("loop", server.url, lang=lang, cycles=per_worker, **common)
+
+    workers = [launch(lang) for lang in LANGS]
     kills = 0
     deadline = time.monotonic() + 240
     while any(w.proc.poll() is None for w in workers) and time.monotonic() < deadline:
@@ -54,11 +59,17 @@ def test_H1_eight_processes_never_exceed_three_permits_under_kills(case: Case):
         i = rng.choice(alive)
         workers[i].kill()
         kills += 1
-        # Its share is run again by a new process: the sections still add up.
-        workers[i] = case.worker("loop", server.url, cycles=per_worker, **common)
+        # Its share is run again by a new process of its language: the sections still add up.
+        workers[i] = launch(LANGS[i])
     for w in workers:
         assert w.wait(120) == 0, f"worker {w.pid}: {w.err[-3:]}"
     h = checkers.read_history(case.log, case.ended())
+    by_lang = {lang: 0 for lang in LANGS}
+    pids = {w.pid: LANGS[i % len(LANGS)] for i, w in enumerate(workers)}
+    for hold in h.holds:
+        if hold.pid in pids:
+            by_lang[pids[hold.pid]] += 1
+    assert all(n > 0 for n in by_lang.values()), f"a language took no permit: {by_lang}"
     granted = [hold for hold in h.holds if hold.name == name]
     assert len(granted) >= SECTIONS, f"only {len(granted)} sections"
     assert checkers.over_permits(h, PERMITS) == []
@@ -76,8 +87,9 @@ def test_H1_eight_processes_never_exceed_three_permits_under_kills(case: Case):
     assert conn.zcard("{" + name + "}:timeout") == 0, "a dead holder's permit was not reclaimed"
     assert int(conn.get(name) or b"-1") == PERMITS, "the count did not return to 3"
     print(
-        f"H1: {len(granted)} sections by {len(case.workers)} processes, {kills} SIGKILLs, "
-        f"at most {most} inside at once, {PERMITS} permits at the end"
+        f"H1: {len(granted)} sections by {len(case.workers)} processes ({by_lang} by the last "
+        f"of each language), {kills} SIGKILLs, at most {most} inside at once, {PERMITS} "
+        f"permits at the end"
     )
 
 
