@@ -1002,8 +1002,8 @@ struct alignas(64) PairSamples {
 // Phases of a timed multi-thread loop: warming up, measured, stopping.
 enum Phase : uint32_t { kWarming = 0, kMeasured = 1, kStopping = 2 };
 
-void semaphore_thread(rlock_semaphore* sem, std::atomic<uint32_t>* phase,
-                      std::atomic<int>* inside, std::atomic<int>* most_inside, PairSamples* out) {
+void semaphore_thread(rlock_semaphore* sem, std::atomic<uint32_t>* phase, std::atomic<int>* inside,
+                      std::atomic<int>* most_inside, PairSamples* out) {
   out->pair_us.reserve(1 << 16);
   out->acquire_us.reserve(1 << 16);
   for (uint32_t p; (p = phase->load(std::memory_order_relaxed)) != kStopping;) {

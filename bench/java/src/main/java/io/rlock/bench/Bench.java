@@ -162,10 +162,6 @@ public final class Bench {
       throw new UsageError("--scenario must be one of " + String.join(", ", SCENARIOS)
           + ", got " + a.scenario);
     }
-    if (REDISSON_ONLY.contains(a.scenario) && !"redisson".equals(a.contender)) {
-      throw new UsageError("--scenario " + a.scenario + " is for redisson only, not "
-          + a.contender);
-    }
     if (a.processes < 1) {
       throw new UsageError("--processes must be at least 1, got " + a.processes);
     }
@@ -294,6 +290,10 @@ public final class Bench {
   }
 
   private static void primitives(Args a) throws Exception {
+    if (!"redisson".equals(a.contender)) {
+      throw new UsageError("--scenario " + a.scenario + " is for redisson only, not "
+          + a.contender);
+    }
     String pattern = "*bench:*:" + a.contender + ":*";
     List<String> lines;
     try (RedisAdmin admin = new RedisAdmin(a.url)) {

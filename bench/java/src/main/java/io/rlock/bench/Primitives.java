@@ -118,21 +118,7 @@ final class Primitives {
         acquires.add(acquireUs);
         done.add(pool.submit(() -> {
           try {
-            for (int p; (p = phase.get()) != STOPPING; ) {
-              long t0 = System.nanoTime();
-              sem.acquire();
-              long t1 = System.nanoTime();
-              int now = inside.incrementAndGet();
-              if (now > PERMITS) {
-                mostInside.set(now);
-              }
-              inside.decrementAndGet();
-              sem.release();
-              if (p == MEASURED) {
-                pairUs.add(System.nanoTime() - t0);
-                acquireUs.add(t1 - t0);
-              }
-            }
+            semaphoreLoop(sem, phase, inside, mostInside, pairUs, acquireUs);
           } catch (Throwable e) {
             phase.set(STOPPING);
             throw e;
@@ -170,28 +156,51 @@ final class Primitives {
       if (admin.exists(List.of(name)) != 0) {
         throw new IllegalStateException("the semaphore " + name + " is left after the run");
       }
-      double[] pairUs = sortedMicros(pairs);
-      double[] acquireUs = sortedMicros(acquires);
-      if (pairUs.length == 0) {
-        throw new IllegalStateException("no pair in the measured window");
-      }
-      double elapsed = (t1 - t0) / 1e9;
-      double n = pairUs.length;
-      Waiters.Traffic tr = new Waiters.Traffic(before, after);
-      String extra = String.format(Locale.ROOT, "{\"threads\": %d, \"permits\": %d, \"pairs\": %d,"
-          + " \"seconds\": %.4f, \"acquire_p50_us\": %.1f, \"acquire_p99_us\": %.1f,"
-          + " \"scripts_per_pair\": %.4f, \"requests_per_pair_by_command\": %s}", threads,
-          PERMITS, pairUs.length, elapsed, quantile(acquireUs, 0.50), quantile(acquireUs, 0.99),
-          tr.scripts / n, perPair(tr.byCommand, n));
-      String s = "semaphore";
-      return List.of(
-          line(s, contender, "pairs_per_s", n / elapsed, "pairs/s", extra),
-          line(s, contender, "pair_p50_us", quantile(pairUs, 0.50), "us", extra),
-          line(s, contender, "pair_p99_us", quantile(pairUs, 0.99), "us", extra),
-          line(s, contender, "requests_per_pair", tr.requests / n, "requests", extra));
+      return semaphoreLines(contender, threads, sortedMicros(pairs), sortedMicros(acquires),
+          (t1 - t0) / 1e9, new Waiters.Traffic(before, after));
     } finally {
       client.shutdown();
     }
+  }
+
+  /** One thread of the semaphore scenario, until the phase is STOPPING. */
+  private static void semaphoreLoop(RSemaphore sem, AtomicInteger phase, AtomicInteger inside,
+      AtomicInteger mostInside, Samples pairUs, Samples acquireUs) throws InterruptedException {
+    for (int p; (p = phase.get()) != STOPPING; ) {
+      long t0 = System.nanoTime();
+      sem.acquire();
+      long t1 = System.nanoTime();
+      // More holders at once than permits would make the figures meaningless: checked.
+      int now = inside.incrementAndGet();
+      if (now > PERMITS) {
+        mostInside.set(now);
+      }
+      inside.decrementAndGet();
+      sem.release();
+      if (p == MEASURED) {
+        pairUs.add(System.nanoTime() - t0);
+        acquireUs.add(t1 - t0);
+      }
+    }
+  }
+
+  private static List<String> semaphoreLines(String contender, int threads, double[] pairUs,
+      double[] acquireUs, double elapsed, Waiters.Traffic tr) {
+    if (pairUs.length == 0) {
+      throw new IllegalStateException("no pair in the measured window");
+    }
+    double n = pairUs.length;
+    String extra = String.format(Locale.ROOT, "{\"threads\": %d, \"permits\": %d, \"pairs\": %d,"
+        + " \"seconds\": %.4f, \"acquire_p50_us\": %.1f, \"acquire_p99_us\": %.1f,"
+        + " \"scripts_per_pair\": %.4f, \"requests_per_pair_by_command\": %s}", threads,
+        PERMITS, pairUs.length, elapsed, quantile(acquireUs, 0.50), quantile(acquireUs, 0.99),
+        tr.scripts / n, perPair(tr.byCommand, n));
+    String s = "semaphore";
+    return List.of(
+        line(s, contender, "pairs_per_s", n / elapsed, "pairs/s", extra),
+        line(s, contender, "pair_p50_us", quantile(pairUs, 0.50), "us", extra),
+        line(s, contender, "pair_p99_us", quantile(pairUs, 0.99), "us", extra),
+        line(s, contender, "requests_per_pair", tr.requests / n, "requests", extra));
   }
 
   /**
