@@ -360,7 +360,10 @@ def wide_cells(spec, mine):
             extra.update(r.get("extra") or {})
     for key, _ in spec["extras"]:
         v = extra.get(key)
-        cells.append(fmt(float(v), "") if isinstance(v, (int, float)) else "—")
+        if isinstance(v, int) and not isinstance(v, bool):
+            cells.append(f"{v:,}")  # a count (rounds, locks): no decimals
+        else:
+            cells.append(fmt(float(v), "") if isinstance(v, (int, float)) else "—")
     return cells, extra
 
 
