@@ -127,6 +127,27 @@ SCENARIOS = {
         "acquires, releases and ends. Lower is better. Each shape runs in a process of its "
         "own. A contender whose waiting still costs a thread shows it here.",
     ),
+    "semaphore": (
+        "Scenario 8: semaphore",
+        "{sem_threads} threads of one client share a semaphore of {permits} permits "
+        "`bench:s:<contender>:0` (rlock-c: `rlock_semaphore_*` of the C ABI; redisson: "
+        "`RSemaphore`); each loops acquiring one permit (waiting without a bound) and releasing "
+        "it. After a warm-up as in scenario 1: acquire+release pairs per second (higher is "
+        "better), the pair's time from acquire called to release returned, p50 and p99 (lower "
+        "is better), and the requests clients sent Redis per pair (counted as in the herd). "
+        "The run fails if more than {permits} threads hold a permit at once or the permits do "
+        "not all come back.",
+    ),
+    "latch": (
+        "Scenario 9: latch release",
+        "{rounds} rounds of: a count-down latch `bench:l:<contender>:0` set to 1, {waiters} "
+        "waiters awaiting it (rlock-c: `rlock_latch_await_async`, no thread per waiter; "
+        "redisson: `RCountDownLatch.await()` in {waiters} threads), one count-down once every "
+        "waiter waits. Release latency: a waiter's await completing minus the count-down's "
+        "call. Per round the last waiter's and the median waiter's; p50 and p99 over the "
+        "rounds, in microseconds. Lower is better. A waiter released before the count-down, or "
+        "not within 10 s of it, fails the run.",
+    ),
     "ping": (
         "Baseline: PING round trip",
         "One connection sending PING and waiting for each reply: the network and Redis "
@@ -185,6 +206,33 @@ WIDE = {
     },
 }
 WIDE["herd-fair"] = WIDE["herd"]
+WIDE["semaphore"] = {
+    "columns": [
+        ("pairs_per_s", "pairs/s"),
+        ("pair_p50_us", "pair p50 (µs)"),
+        ("pair_p99_us", "pair p99 (µs)"),
+        ("requests_per_pair", "requests / pair"),
+    ],
+    "extras": [
+        ("acquire_p50_us", "acquire p50 (µs)"),
+        ("acquire_p99_us", "acquire p99 (µs)"),
+        ("scripts_per_pair", "scripts / pair"),
+    ],
+    "chart": ["pairs_per_s"],
+}
+WIDE["latch"] = {
+    "columns": [
+        ("last_p50_us", "last waiter p50 (µs)"),
+        ("last_p99_us", "last waiter p99 (µs)"),
+        ("median_p50_us", "median waiter p50 (µs)"),
+        ("median_p99_us", "median waiter p99 (µs)"),
+    ],
+    "extras": [
+        ("count_down_call_p50_us", "count-down call p50 (µs)"),
+        ("rounds", "rounds"),
+    ],
+    "chart": ["last_p50_us", "median_p50_us"],
+}
 
 
 def load(path):
@@ -312,16 +360,30 @@ def wide_cells(spec, mine):
             extra.update(r.get("extra") or {})
     for key, _ in spec["extras"]:
         v = extra.get(key)
-        cells.append(fmt(float(v), "") if isinstance(v, (int, float)) else "—")
+        if isinstance(v, int) and not isinstance(v, bool):
+            cells.append(f"{v:,}")  # a count (rounds, locks): no decimals
+        else:
+            cells.append(fmt(float(v), "") if isinstance(v, (int, float)) else "—")
     return cells, extra
 
 
+# The by-command breakdowns a wide scenario's extra may carry, and how the note names them.
+BY_COMMAND = [
+    ("requests_per_handoff_by_command", "requests per handoff"),
+    ("requests_per_pair_by_command", "requests per pair"),
+    ("commands_per_round_by_command", "commands Redis ran per round (inside scripts too)"),
+]
+
+
 def by_command_note(name, extra):
-    by_command = extra.get("requests_per_handoff_by_command")
-    if not isinstance(by_command, dict) or not by_command:
-        return None
-    parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(by_command.items(), key=lambda kv: -kv[1]))
-    return f"- {name}: requests per handoff by command: {parts}"
+    for key, what in BY_COMMAND:
+        by_command = extra.get(key)
+        if isinstance(by_command, dict) and by_command:
+            parts = ", ".join(
+                f"{k} {v:.2f}" for k, v in sorted(by_command.items(), key=lambda kv: -kv[1])
+            )
+            return f"- {name}: {what} by command: {parts}"
+    return None
 
 
 def wide_table(records, scenario):
@@ -685,6 +747,9 @@ def scenario_shape(records, scenario):
         "waiters": get("waiters"),
         "stack": get("waiter_stack_kib"),
         "bare_thread": get("bare_thread_kib"),
+        "sem_threads": get("threads"),
+        "permits": get("permits"),
+        "rounds": get("rounds"),
     }
 
 

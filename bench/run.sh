@@ -36,10 +36,12 @@ is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
 # The scenarios each contender supports, in run order; a contender is not run for the others.
 scenarios_of() {
   case "$1" in
-    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters ;;
+    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters \
+      semaphore latch ;;
     rlock-c-tls) echo uncontended throughput handoff ;;
     rlock-c-nostats) echo uncontended throughput ;;
-    rlock-java | redisson) echo uncontended throughput handoff herd herd-fair many-waiters ;;
+    rlock-java) echo uncontended throughput handoff herd herd-fair many-waiters ;;
+    redisson) echo uncontended throughput handoff herd herd-fair many-waiters semaphore latch ;;
     rlock-py | redis-py | rlock-go | redsync) echo uncontended throughput many-waiters ;;
     *) echo uncontended throughput ;;
   esac

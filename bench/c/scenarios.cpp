@@ -1,6 +1,7 @@
-// Scenarios 3-7 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
+// Scenarios 3-9 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
 // (processes x threads on one lock), watchdog (renewing many held locks), memory (RSS of
-// lock handles and of blocked waiters) and many-waiters (asynchronous waiters on held locks).
+// lock handles and of blocked waiters), many-waiters (asynchronous waiters on held locks),
+// semaphore (threads taking and giving back permits) and latch (waiters released at once).
 // See bench/README.md.
 //
 // The multi-process scenarios fork their processes before any rlock object exists; each child
@@ -980,11 +981,292 @@ std::vector<Result> many_waiters(const Options& o, redisContext* admin) {
   return many_waiters_results(o, f);
 }
 
+// ---- scenario 8: semaphore ----
+
+// A semaphore of kSemaphorePermits permits shared by o.threads threads of one client; each loops
+// acquiring one permit (waiting as long as it takes) and releasing it. Its name has no tag of
+// the lock scenarios, so the leftovers check of a lock run never sees it.
+constexpr int64_t kSemaphorePermits = 4;
+
+struct SemaphoreFree {
+  void operator()(rlock_semaphore* s) const { rlock_semaphore_free(s); }
+};
+using Semaphore = std::unique_ptr<rlock_semaphore, SemaphoreFree>;
+
+// One thread's measured pairs: the pair's time (acquire called to release returned) and the
+// acquire's alone, in microseconds.
+struct alignas(64) PairSamples {
+  std::vector<float> pair_us, acquire_us;
+};
+
+// Phases of a timed multi-thread loop: warming up, measured, stopping.
+enum Phase : uint32_t { kWarming = 0, kMeasured = 1, kStopping = 2 };
+
+void semaphore_thread(rlock_semaphore* sem, std::atomic<uint32_t>* phase, std::atomic<int>* inside,
+                      std::atomic<int>* most_inside, PairSamples* out) {
+  out->pair_us.reserve(1 << 16);
+  out->acquire_us.reserve(1 << 16);
+  for (uint32_t p; (p = phase->load(std::memory_order_relaxed)) != kStopping;) {
+    const int64_t t0 = now_ns();
+    check(rlock_semaphore_acquire(sem, 1, RLOCK_WAIT_FOREVER), "rlock_semaphore_acquire");
+    const int64_t t1 = now_ns();
+    // More holders at once than permits would make the figures meaningless: checked, cheaply.
+    const int now_inside = inside->fetch_add(1, std::memory_order_relaxed) + 1;
+    if (now_inside > kSemaphorePermits) most_inside->store(now_inside);
+    inside->fetch_sub(1, std::memory_order_relaxed);
+    check(rlock_semaphore_release(sem, 1), "rlock_semaphore_release");
+    if (p == kMeasured) {
+      const int64_t t2 = now_ns();
+      out->pair_us.push_back(static_cast<float>((t2 - t0) / 1e3));
+      out->acquire_us.push_back(static_cast<float>((t1 - t0) / 1e3));
+    }
+  }
+}
+
+std::vector<double> merged_sorted(const std::vector<PairSamples>& all,
+                                  std::vector<float> PairSamples::*field) {
+  std::vector<double> v;
+  for (const PairSamples& s : all) v.insert(v.end(), (s.*field).begin(), (s.*field).end());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// The semaphore after the run: every permit back, none held by the client.
+void check_semaphore_whole(rlock_semaphore* sem) {
+  int64_t available = 0, held = 0;
+  int exists = 0;
+  check(rlock_semaphore_available(&available, nullptr, &exists, sem), "rlock_semaphore_available");
+  check(rlock_semaphore_held(&held, sem), "rlock_semaphore_held");
+  if (!exists || available != kSemaphorePermits || held != 0) {
+    throw Failure("after the run the semaphore has " + std::to_string(available) +
+                  " permits available (exists: " + std::to_string(exists) + ") and " +
+                  std::to_string(held) + " held, expected " + std::to_string(kSemaphorePermits) +
+                  " and 0");
+  }
+}
+
+std::vector<Result> semaphore(const Options& o, redisContext* admin) {
+  const std::string name = lock_name(o, "s", 0);
+  Client client = new_client(o.url);
+  rlock_semaphore* raw = nullptr;
+  check(rlock_semaphore_new(&raw, client.get(), name.c_str(), nullptr), "rlock_semaphore_new");
+  Semaphore sem(raw);
+  int set = 0;
+  check(rlock_semaphore_try_set_permits(&set, sem.get(), kSemaphorePermits, 0),
+        "rlock_semaphore_try_set_permits");
+  if (!set) throw Failure("the semaphore " + name + " already existed");
+
+  std::atomic<uint32_t> phase{kWarming};
+  std::atomic<int> inside{0}, most_inside{0};
+  std::vector<PairSamples> samples(static_cast<size_t>(o.threads));
+  std::mutex error_mutex;
+  std::string error;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        semaphore_thread(sem.get(), &phase, &inside, &most_inside, &samples[t]);
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> g(error_mutex);
+        if (error.empty()) error = e.what();
+        phase = kStopping;
+      }
+    });
+  }
+  sleep_ns(static_cast<int64_t>(warm_up_s(o.seconds) * 1e9));
+  std::map<std::string, int64_t> before = command_calls(admin);
+  uint32_t expected = kWarming;
+  phase.compare_exchange_strong(expected, kMeasured);
+  const int64_t t0 = now_ns();
+  sleep_ns(static_cast<int64_t>(o.seconds * 1e9));
+  expected = kMeasured;
+  phase.compare_exchange_strong(expected, kStopping);
+  const int64_t t1 = now_ns();
+  std::map<std::string, int64_t> after = command_calls(admin);
+  phase = kStopping;
+  for (std::thread& t : threads) t.join();
+  if (!error.empty()) throw Failure(error);
+  if (most_inside.load() > kSemaphorePermits) {
+    throw Failure(std::to_string(most_inside.load()) + " holders at once on a semaphore of " +
+                  std::to_string(kSemaphorePermits));
+  }
+  check_semaphore_whole(sem.get());
+  int deleted = 0;
+  check(rlock_semaphore_delete(&deleted, sem.get()), "rlock_semaphore_delete");
+  check_clean(admin, {name});
+
+  const std::vector<double> pairs = merged_sorted(samples, &PairSamples::pair_us);
+  const std::vector<double> acquires = merged_sorted(samples, &PairSamples::acquire_us);
+  if (pairs.empty()) throw Failure("no pair in the measured window");
+  const double seconds = (t1 - t0) / 1e9;
+  const double n = static_cast<double>(pairs.size());
+  const Traffic tr = traffic(before, after);
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"threads", number(int64_t{o.threads})},
+      {"permits", number(kSemaphorePermits)},
+      {"pairs", number(static_cast<int64_t>(pairs.size()))},
+      {"seconds", number(seconds)},
+      {"pair_mean_us", number(mean(pairs))},
+      {"acquire_p50_us", number(quantile(acquires, 0.50))},
+      {"acquire_p99_us", number(quantile(acquires, 0.99))},
+      {"scripts_per_pair", number(tr.scripts / n)},
+      {"inner_commands_per_pair", number(tr.inner / n)},
+      {"requests_per_pair_by_command", per_handoff(tr.by_command, n)}};
+  return {{"pairs_per_s", n / seconds, "pairs/s", extra},
+          {"pair_p50_us", quantile(pairs, 0.50), "us", extra},
+          {"pair_p99_us", quantile(pairs, 0.99), "us", extra},
+          {"requests_per_pair", tr.requests / n, "requests", extra}};
+}
+
+// ---- scenario 9: latch ----
+
+// Rounds of: a latch of count 1, kLatchWaiters asynchronous awaits on it (no thread of ours
+// each), then one count-down; each waiter's release latency is its completion minus the
+// count-down's call.
+constexpr int kLatchWaiters = 100;
+
+struct LatchFree {
+  void operator()(rlock_latch* l) const { rlock_latch_free(l); }
+};
+using Latch = std::unique_ptr<rlock_latch, LatchFree>;
+
+struct LatchRound {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<int64_t> released_at;  // completion times, in completion order
+  std::string error;
+};
+
+void latch_released(void* user, int status, int64_t) {
+  auto* r = static_cast<LatchRound*>(user);
+  const int64_t t = now_ns();
+  std::string message = status == RLOCK_OK ? "" : rlock_failure("rlock_latch_await_async");
+  std::lock_guard<std::mutex> g(r->mu);
+  if (status != RLOCK_OK && r->error.empty()) r->error = message;
+  r->released_at.push_back(t);
+  r->cv.notify_one();  // under the mutex: the round may end (and be reused) once all are in
+}
+
+int64_t subscribers(redisContext* admin, const std::string& channel) {
+  Reply r = command(admin, {"PUBSUB", "NUMSUB", channel});
+  if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[1]->type != REDIS_REPLY_INTEGER) {
+    throw Failure("unexpected PUBSUB NUMSUB reply");
+  }
+  return r->element[1]->integer;
+}
+
+// Until the waiters' client is subscribed to the latch's channel, then 100 ms for every await
+// to have made its first check; none may have been released by then.
+void settle_latch_waiters(redisContext* admin, const std::string& channel, LatchRound* round) {
+  const int64_t give_up = now_ns() + int64_t{10} * 1000000000;
+  while (subscribers(admin, channel) < 1) {
+    if (now_ns() > give_up) throw Failure("the latch waiters did not subscribe within 10 s");
+    sleep_ns(1000000);
+  }
+  sleep_ns(100000000);
+  std::lock_guard<std::mutex> g(round->mu);
+  if (!round->released_at.empty()) {
+    throw Failure("a latch waiter was released before the count-down: " + round->error);
+  }
+}
+
+struct LatchFigures {
+  std::vector<double> last_us, median_us, count_down_us;
+};
+
+void latch_round(rlock_latch* latch, redisContext* admin, const std::string& channel,
+                 LatchRound* round, LatchFigures* f) {
+  int set = 0;
+  check(rlock_latch_try_set_count(&set, latch, 1), "rlock_latch_try_set_count");
+  if (!set) throw Failure("the latch was still closed at the start of a round");
+  round->released_at.clear();
+  for (int i = 0; i < kLatchWaiters; ++i) {
+    check(rlock_latch_await_async(latch, RLOCK_WAIT_FOREVER, nullptr, latch_released, round),
+          "rlock_latch_await_async");
+  }
+  settle_latch_waiters(admin, channel, round);
+  const int64_t t0 = now_ns();
+  int64_t left = -1;
+  check(rlock_latch_count_down(&left, latch), "rlock_latch_count_down");
+  f->count_down_us.push_back((now_ns() - t0) / 1e3);
+  if (left != 0) throw Failure("the count-down left " + std::to_string(left) + ", not 0");
+  std::unique_lock<std::mutex> g(round->mu);
+  if (!round->cv.wait_for(g, std::chrono::seconds(10), [&] {
+        return round->released_at.size() == static_cast<size_t>(kLatchWaiters);
+      })) {
+    throw Failure(std::to_string(round->released_at.size()) + " of " +
+                  std::to_string(kLatchWaiters) + " latch waiters released within 10 s");
+  }
+  if (!round->error.empty()) throw Failure(round->error);
+  std::vector<double> us;
+  for (int64_t t : round->released_at) us.push_back((t - t0) / 1e3);
+  std::sort(us.begin(), us.end());
+  f->last_us.push_back(us.back());
+  f->median_us.push_back(quantile(us, 0.50));
+}
+
+// Every command Redis ran between two commandstats (scripts and the commands inside them alike),
+// but the harness's own INFO, CONFIG and PUBSUB.
+std::map<std::string, int64_t> commands_ran(const std::map<std::string, int64_t>& before,
+                                            const std::map<std::string, int64_t>& after) {
+  std::map<std::string, int64_t> ran;
+  for (const auto& [name, calls] : after) {
+    auto it = before.find(name);
+    const int64_t delta = calls - (it == before.end() ? 0 : it->second);
+    const std::string base = name.substr(0, name.find('|'));
+    if (delta != 0 && base != "info" && base != "config" && base != "pubsub") ran[name] = delta;
+  }
+  return ran;
+}
+
+// Rounds: at least 20, five a second of --seconds beyond that (each takes about 0.1 s).
+int latch_rounds(const Options& o) { return std::max(20, static_cast<int>(o.seconds * 5)); }
+
+std::vector<Result> latch(const Options& o, redisContext* admin) {
+  const std::string name = lock_name(o, "l", 0);
+  const std::string channel = "redisson_countdownlatch__channel__{" + name + "}";
+  Client client = new_client(o.url);
+  rlock_latch* raw = nullptr;
+  check(rlock_latch_new(&raw, client.get(), name.c_str()), "rlock_latch_new");
+  Latch handle(raw);
+  // Completions may still run after a failure: the round's state is then left allocated.
+  auto round = std::make_unique<LatchRound>();
+  LatchFigures f;
+  const int rounds = latch_rounds(o);
+  const std::map<std::string, int64_t> before = command_calls(admin);
+  try {
+    for (int r = 0; r < rounds; ++r) latch_round(handle.get(), admin, channel, round.get(), &f);
+  } catch (const Failure&) {
+    handle.reset();  // cancels the awaits still pending
+    round.release();
+    throw;
+  }
+  const std::map<std::string, int64_t> ran = commands_ran(before, command_calls(admin));
+  handle.reset();
+  check_clean(admin, {name});
+  std::vector<double> last = f.last_us, median = f.median_us, count_down = f.count_down_us;
+  std::sort(last.begin(), last.end());
+  std::sort(median.begin(), median.end());
+  std::sort(count_down.begin(), count_down.end());
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"waiters", number(int64_t{kLatchWaiters})},
+      {"rounds", number(int64_t{rounds})},
+      {"last_max_us", number(last.back())},
+      {"count_down_call_p50_us", number(quantile(count_down, 0.50))},
+      {"commands_per_round_by_command", per_handoff(ran, rounds)},
+      {"async", "true"}};
+  return {{"last_p50_us", quantile(last, 0.50), "us", extra},
+          {"last_p99_us", quantile(last, 0.99), "us", extra},
+          {"median_p50_us", quantile(median, 0.50), "us", extra},
+          {"median_p99_us", quantile(median, 0.99), "us", extra}};
+}
+
 }  // namespace
 
 bool is_rlock_only_scenario(const std::string& s) {
   return s == "handoff" || s == "herd" || s == "herd-fair" || s == "watchdog" || s == "memory" ||
-         s == "many-waiters";
+         s == "many-waiters" || s == "semaphore" || s == "latch";
 }
 
 std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
@@ -993,6 +1275,8 @@ std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
   if (o.scenario == "herd-fair") return herd(o, admin, true);
   if (o.scenario == "watchdog") return watchdog(o, admin);
   if (o.scenario == "many-waiters") return many_waiters(o, admin);
+  if (o.scenario == "semaphore") return semaphore(o, admin);
+  if (o.scenario == "latch") return latch(o, admin);
   return memory(o, admin);
 }
 

@@ -96,7 +96,10 @@ public final class Bench {
   }
 
   private static final List<String> SCENARIOS =
-      List.of("uncontended", "throughput", "handoff", "herd", "herd-fair", "many-waiters");
+      List.of("uncontended", "throughput", "handoff", "herd", "herd-fair", "many-waiters",
+          "semaphore", "latch");
+  /** Scenarios of Redisson only (the Java binding's semaphores are not measured yet). */
+  private static final List<String> REDISSON_ONLY = List.of("semaphore", "latch");
 
   private static final class UsageError extends Exception {
     private static final long serialVersionUID = 1L;
@@ -115,6 +118,7 @@ public final class Bench {
       System.err.println("rlock-bench: " + e.getMessage());
       System.err.println("usage: --contender rlock-java|redisson --url redis://HOST:PORT"
           + " --scenario uncontended|throughput|handoff|herd|herd-fair|many-waiters"
+          + "|semaphore|latch (these two: redisson only)"
           + " [--seconds S] [--threads T] [--names N] [--processes P] [--waiters N]"
           + " [--locks N]");
       code = 2;
@@ -201,6 +205,10 @@ public final class Bench {
       manyWaiters(a);
       return;
     }
+    if (REDISSON_ONLY.contains(a.scenario)) {
+      primitives(a);
+      return;
+    }
     if (!a.scenario.equals("uncontended") && !a.scenario.equals("throughput")) {
       Multi.Setup setup = new Multi.Setup(a.contender, a.url, a.scenario, a.seconds, a.processes,
           a.threads, url -> contender(a.contender, url));
@@ -274,6 +282,26 @@ public final class Bench {
           admin.deleteMatching(pattern);
           throw new IllegalStateException(left + " lock(s) still locked after the run");
         }
+      } finally {
+        admin.deleteMatching(pattern);
+      }
+    }
+    lines.forEach(System.out::println);
+  }
+
+  private static void primitives(Args a) throws Exception {
+    if (!"redisson".equals(a.contender)) {
+      throw new UsageError("--scenario " + a.scenario + " is for redisson only, not "
+          + a.contender);
+    }
+    String pattern = "*bench:*:" + a.contender + ":*";
+    List<String> lines;
+    try (RedisAdmin admin = new RedisAdmin(a.url)) {
+      admin.deleteMatching(pattern); // a semaphore or latch left by a run that died
+      try {
+        lines = a.scenario.equals("semaphore")
+            ? Primitives.semaphore(a.contender, a.url, a.seconds, a.threads, admin)
+            : Primitives.latch(a.contender, a.url, a.seconds, admin);
       } finally {
         admin.deleteMatching(pattern);
       }

@@ -56,6 +56,11 @@ final class RedisAdmin implements AutoCloseable {
     return (Long) call(args.toArray(String[]::new));
   }
 
+  /** Subscribers of a pub/sub channel (PUBSUB NUMSUB). */
+  long subscribers(String channel) throws IOException {
+    return (Long) ((List<?>) call("PUBSUB", "NUMSUB", channel)).get(1);
+  }
+
   /** INFO commandstats as command name -> calls. */
   java.util.Map<String, Long> commandCalls() throws IOException {
     return Multi.parseCommandStats((String) call("INFO", "commandstats"));
