@@ -328,14 +328,17 @@ void Client::close() {
   // One last round of what calls left unknown (undos, releases), within the command timeout.
   if (holds_.cleanups_pending() > 0) holds_.run_cleanups(transport_->deadline_from_now());
   // Best effort: free what we still hold so others need not wait for the leases.
+  bool reachable = true;
   for (const Holds::Active& hold : holds_.active()) {
     try {
       release_at_close(hold);
       holds_.forget(hold.name, hold.owner);
     } catch (const Error&) {
+      reachable = false;
       break;  // unreachable: the rest expire by lease
     }
   }
+  if (reachable) release_permits_at_close();
   transport_->close();
   if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
   events().stop();  // after the releases above, whose events are delivered first
@@ -359,6 +362,27 @@ LockKind kind_of(HoldLayout layout) {
 }
 
 }  // namespace
+
+// Plain semaphores' permits this client still holds go back too: nothing on Redis records who
+// holds them, so nobody else could ever give them back. (Expirable permits expire by lease.)
+void Client::release_permits_at_close() {
+  std::map<std::string, int64_t> held;
+  {
+    std::lock_guard<std::mutex> lock(permits_mutex_);
+    held.swap(permits_);
+  }
+  const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(config_));
+  for (const auto& [name, permits] : held) {
+    const std::string count = std::to_string(permits);
+    try {
+      eval_script(*transport_, scripts::sem_release,
+                  {name, semaphore_channel(name), unlock_latch(name, random_hex(8))},
+                  {count, latch_ttl}, Retry::Once);
+    } catch (const Error&) {
+      break;  // unreachable: those permits stay taken
+    }
+  }
+}
 
 void Client::release_at_close(const Holds::Active& hold) {
   // The kind's own release: a fair one wakes the queue's head, read-write ones fit their layout.

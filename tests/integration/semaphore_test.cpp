@@ -420,6 +420,21 @@ TEST(Semaphore, BadInputIsRefusedWithNothingChanged) {
   EXPECT_EQ(s, nullptr);
 }
 
+TEST(Semaphore, FreeingTheClientGivesBackItsPermits) {
+  Keys keys(unique_name("sem-close"));
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client();
+  Semaphore sem = make_semaphore(client.get(), keys.name);
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 5, 0), RLOCK_OK);
+  ASSERT_EQ(rlock_semaphore_acquire(sem.get(), 3, 0), RLOCK_OK);
+  ASSERT_EQ(rlock_semaphore_release(sem.get(), 1), RLOCK_OK);
+  EXPECT_EQ(get(redis, keys.name), "3");
+  sem.reset();
+  client.reset();  // anonymous permits: nobody else could give them back
+  EXPECT_EQ(get(redis, keys.name), "5") << "the 2 permits still held were not given back";
+}
+
 TEST(Semaphore, FreedHandleIsRefused) {
   it::Client client = it::make_client();
   rlock_semaphore* s = nullptr;

@@ -66,6 +66,7 @@ class Client {
 
   // Stops renewals, ends every waiting acquire with kClosed (asynchronous ones have had their
   // completion when it returns, unless called from one), releases what this client still holds
+  // (locks, and permits of plain semaphores)
   // (best effort, bounded by one command timeout per call and giving up at the first
   // unreachable answer; a read-write lock takes one call per hold), and closes connections.
   // Idempotent.
@@ -82,6 +83,8 @@ class Client {
   static void finish_start(const std::shared_ptr<Client>& client);
   // Releases every hold of one owner with its kind's script; throws Error when unreachable.
   void release_at_close(const Holds::Active& hold);
+  // Gives back the permits of plain semaphores still held (permits_), best effort.
+  void release_permits_at_close();
 
   const ClientConfig config_;
   const std::string id_;
