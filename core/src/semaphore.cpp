@@ -125,7 +125,8 @@ class Semaphore::Renewal final : public Engine::Task {
     first_ = false;
     sleep_until(Clock::now() + std::chrono::milliseconds(period_ms_));
   }
-  void close() override { stopped_.store(true); }
+  // The client closes: end now, not at the next round (the close waits for every task).
+  void close() override { stop(); }
   void stop() {
     stopped_.store(true);
     wake();
