@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -110,7 +111,7 @@ class SemaphoreInteropTest extends InteropTest {
         assertOk(peer.ask("sem_acquire " + name + " 1 0"));
         Future<Long> acquired = pool.submit(() -> {
           RSemaphore semaphore = redisson.getSemaphore(name);
-          assertTrue(semaphore.tryAcquire(1, 20, TimeUnit.SECONDS),
+          assertTrue(semaphore.tryAcquire(1, Duration.ofSeconds(20)),
               "the Redisson waiter timed out");
           long at = System.currentTimeMillis();
           semaphore.release(1);
