@@ -98,7 +98,7 @@ class SemaphoreInteropTest extends InteropTest {
         semaphore.delete();
       }
     }
-    WakeUps.report("semaphore: Redisson release -> rlock waiter acquires", latencies);
+    report("semaphore: Redisson release -> rlock waiter acquires", latencies);
   }
 
   @Test
@@ -124,7 +124,7 @@ class SemaphoreInteropTest extends InteropTest {
         redisson.getSemaphore(name).delete();
       }
     }
-    WakeUps.report("semaphore: rlock release -> Redisson waiter acquires", latencies);
+    report("semaphore: rlock release -> Redisson waiter acquires", latencies);
   }
 
   // ---- RPermitExpirableSemaphore -------------------------------------------------------------
@@ -246,7 +246,7 @@ class SemaphoreInteropTest extends InteropTest {
         semaphore.delete();
       }
     }
-    WakeUps.report("expirable: Redisson release -> rlock waiter acquires", latencies);
+    report("expirable: Redisson release -> rlock waiter acquires", latencies);
   }
 
   @Test
@@ -272,7 +272,7 @@ class SemaphoreInteropTest extends InteropTest {
         semaphore.delete();
       }
     }
-    WakeUps.report("expirable: rlock release -> Redisson waiter acquires", latencies);
+    report("expirable: rlock release -> Redisson waiter acquires", latencies);
   }
 
   // ---- RCountDownLatch -----------------------------------------------------------------------
@@ -341,7 +341,7 @@ class SemaphoreInteropTest extends InteropTest {
         peer.close();
       }
     }
-    WakeUps.report("latch: Redisson count-down to 0 -> " + WAITERS + " rlock waiters return",
+    report("latch: Redisson count-down to 0 -> " + WAITERS + " rlock waiters return",
         latencies);
   }
 
@@ -377,11 +377,17 @@ class SemaphoreInteropTest extends InteropTest {
         }
       }
     }
-    WakeUps.report("latch: rlock count-down to 0 -> " + WAITERS + " Redisson waiters return",
+    report("latch: rlock count-down to 0 -> " + WAITERS + " Redisson waiters return",
         latencies);
   }
 
   // ---- helpers -------------------------------------------------------------------------------
+
+  /** Prints every figure, then the median and maximum; each must be under 2 s. */
+  private static void report(String what, List<Long> latencies) {
+    System.out.println(what + ", each (ms): " + latencies);
+    WakeUps.report(what, latencies);
+  }
 
   /** The channel both kinds of semaphore publish releases on (names here have no braces). */
   private static String semaphoreChannel(String name) {
