@@ -125,11 +125,8 @@ class Semaphore::Renewal final : public Engine::Task {
     first_ = false;
     sleep_until(Clock::now() + std::chrono::milliseconds(period_ms_));
   }
-  // Woken, so that the engine's stop (the client freed) does not wait out the sleep.
-  void close() override {
-    stopped_.store(true);
-    wake();
-  }
+  // The client closes: end now, not at the next round (the close waits for every task).
+  void close() override { stop(); }
   void stop() {
     stopped_.store(true);
     wake();

@@ -539,6 +539,27 @@ TEST(ExpirableSemaphore, WatchdogRenewsUntilTheHandleIsFreed) {
   EXPECT_EQ(available, 1) << "the permit of a freed handle did not expire";
 }
 
+// Freeing the client must not wait for the permits' watchdog to wake for its next round (a
+// third of the watchdog lease, 10 s here): found by the Redisson interop peer, whose exit took
+// 10 s after a watchdog permit was given back.
+TEST(ExpirableSemaphore, ClientFreeDoesNotWaitForTheWatchdogRound) {
+  Keys keys(unique_name("psem-watchdog-free"));
+  it::ClientSettings slow;
+  slow.watchdog_lease_ms = 30000;
+  it::Client client = it::make_client(slow);
+  Semaphore sem = make_semaphore(client.get(), keys.name, RLOCK_SEMAPHORE_EXPIRABLE);
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 1, 0), RLOCK_OK);
+  rlock_permit_id id;
+  ASSERT_EQ(rlock_permit_acquire(&id, sem.get(), 0, 0), RLOCK_OK) << "default lease: watchdog";
+  ASSERT_EQ(rlock_permit_release(sem.get(), id.hex), RLOCK_OK);
+  const Clock::time_point started = Clock::now();
+  client.reset();  // the semaphore handle outlives its client
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started).count();
+  EXPECT_LT(took, 2000) << "rlock_client_free waited for the watchdog's next round";
+}
+
 TEST(ExpirableSemaphore, UpdateLeaseMovesTheDeadline) {
   Keys keys(unique_name("psem-update"));
   it::Client client = it::make_client();

@@ -18,6 +18,8 @@ Reads commands on stdin and answers each with one line on stdout (times are epoc
     latch_set NAME N         -> "true" / "false" (set the count of a new latch)
     latch_count_down NAME    -> "counted LEFT TIME"
     latch_await NAME WAIT_MS -> "ok WAITED_MS TIME" or "timeout WAITED_MS"
+    latch_count NAME         -> "COUNT" (0: open)
+    latch_delete NAME        -> "true" / "false" (deleted a latch)
     quit
 A failure answers "error ExceptionClass: message". KIND: reentrant, fenced, fair, read, write.
 WAIT_MS: -1 waits for ever, 0 tries once. LEASE_MS: > 0, -1 no lease (never expires, as
@@ -111,6 +113,10 @@ class Primitives:
             return f"counted {self.latch(name).count_down()} {now_ms()}"
         if command == "latch_await":
             return timed(self.latch(name).wait(timeout=wait_of(words[2])), started)
+        if command == "latch_count":
+            return str(self.latch(name).count())
+        if command == "latch_delete":
+            return str(self.latch(name).delete()).lower()
         return None
 
 
