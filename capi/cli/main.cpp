@@ -62,11 +62,15 @@ const char kHelp[] =
     "           ends, and exit with COMMAND's exit status. With --permits N, take one of\n"
     "           the N permits of the semaphore NAME instead (a distributed sem(1))\n"
     "  status   show whether NAME is locked, its owner (<client-id>:<thread-id>), hold count\n"
-    "           and remaining TTL, its kind, fair queue, waiters and fencing token\n"
+    "           and remaining TTL, its kind, fair queue, waiters and fencing token; for a\n"
+    "           semaphore its free and held permits and the next lease to end (a plain\n"
+    "           semaphore or a latch is shown as a counter: its keys cannot tell)\n"
     "  list     find the locks on the server (every master of a cluster) and show one line\n"
     "           each: NAME, KIND, OWNER(S), HOLDS, TTL, WAITERS, TOKEN. Reads in bounded\n"
     "           steps (SCAN with COUNT), safe on a production server; finds held locks of\n"
-    "           rlock and Redisson alike, not free ones\n"
+    "           rlock and Redisson alike, not free ones, and permit-expirable semaphores\n"
+    "           with permits held (OWNER(S) then gives the permits held and free, HOLDS\n"
+    "           the permits held, TTL the next lease to end)\n"
     "  watch    show the status of NAME again every --interval until Ctrl-C (or SIGTERM):\n"
     "           redrawn in place on a terminal, else one line per change (owner, holds,\n"
     "           waiters, queue, token; not TTL alone)\n"
@@ -99,7 +103,8 @@ const char kHelp[] =
     "                   object per line (JSON Lines), with the fields name, kind, locked,\n"
     "                   mode, ttl_ms, owner_count, owners [{owner, holds, mode}],\n"
     "                   queue_length, queue [{owner, deadline_ms}], subscribers, waiters,\n"
-    "                   token. Bytes of a name or owner that are not UTF-8 appear as\n"
+    "                   token, permits_available, permits_held, earliest_deadline_ms.\n"
+    "                   Bytes of a name or owner that are not UTF-8 appear as\n"
     "                   \\udc80..\\udcff (one per byte, Python's surrogateescape)\n"
     "  --interval SECONDS  watch: time between reads (default: 1)\n"
     "  -h, --help       show this help\n"
@@ -527,6 +532,10 @@ const char *kind_name(rlock_found_kind kind) {
       return "read-write";
     case RLOCK_FOUND_NOT_A_LOCK:
       return "not-a-lock";
+    case RLOCK_FOUND_SEMAPHORE:
+      return "semaphore";
+    case RLOCK_FOUND_COUNTER:
+      return "counter";
     default:
       return "none";
   }
@@ -632,7 +641,10 @@ std::string lock_json(const rlock_lock_info &info) {
   }
   out += "],\"subscribers\":" + std::to_string(info.subscribers);
   out += ",\"waiters\":" + std::to_string(waiters_of(info));
-  out += ",\"token\":" + std::to_string(info.token) + "}";
+  out += ",\"token\":" + std::to_string(info.token);
+  out += ",\"permits_available\":" + std::to_string(info.permits_available);
+  out += ",\"permits_held\":" + std::to_string(info.permits_held);
+  out += ",\"earliest_deadline_ms\":" + std::to_string(info.earliest_deadline_ms) + "}";
   return out;
 }
 
@@ -646,6 +658,34 @@ std::string ttl_text(int64_t ttl_ms) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f s", static_cast<double>(ttl_ms) / 1000.0);
   return buf;
+}
+
+bool is_semaphore(const rlock_lock_info &info) {
+  return info.kind == RLOCK_FOUND_SEMAPHORE || info.kind == RLOCK_FOUND_COUNTER;
+}
+
+// When a semaphore's next lease ends, from now: "none" when no permit has a lease.
+std::string lease_left_text(const rlock_lock_info &info) {
+  if (info.earliest_deadline_ms < 0) return "none";
+  const int64_t left = info.earliest_deadline_ms - now_epoch_ms();
+  return left >= 0 ? ttl_text(left) : "lapsed";
+}
+
+// The semaphore lines of `rlock status`.
+std::string semaphore_text(const rlock_lock_info &info) {
+  if (info.kind == RLOCK_FOUND_COUNTER) {
+    return "value: " + std::to_string(info.permits_available) +
+           " (a plain semaphore's free permits, a latch's count, or another counter)\n";
+  }
+  std::string out = "permits free: " + std::to_string(info.permits_available) + "\n";
+  out += "permits held: " + std::to_string(info.permits_held) + "\n";
+  const std::string left = lease_left_text(info);
+  out += "next lease ends: " +
+         (left == "none"     ? "none (no permit has a lease)"
+          : left == "lapsed" ? "lapsed (given back at the next acquire or release)"
+                             : "in " + left) +
+         "\n";
+  return out;
 }
 
 // The text of `rlock status`: today's lines first (name, locked, owner, hold count, owners,
@@ -673,6 +713,11 @@ std::string status_text(const rlock_lock_info &info) {
            std::to_string(info.owner_count - static_cast<int64_t>(info.owners_len)) + "\n";
   }
   if (info.kind == RLOCK_FOUND_NOT_A_LOCK) return out;
+  if (is_semaphore(info)) {
+    out += semaphore_text(info);
+    out += "waiters: " + std::to_string(waiters_of(info)) + "\n";
+    return out + "subscribers: " + std::to_string(info.subscribers) + "\n";
+  }
   if (info.kind == RLOCK_FOUND_FAIR) {
     out += "queue: " + std::to_string(info.queue_length) + "\n";
     const int64_t now = now_epoch_ms();
@@ -745,6 +790,12 @@ Row row_of(const rlock_lock_info &info) {
   row.ttl = !info.locked ? "-" : info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : "none";
   row.waiters = std::to_string(waiters_of(info));
   row.token = info.token ? std::to_string(info.token) : "-";
+  if (is_semaphore(info)) {
+    row.owners = "permits: " + std::to_string(info.permits_held) + " held, " +
+                 std::to_string(info.permits_available) + " free";
+    row.holds = std::to_string(info.permits_held);
+    row.ttl = info.kind == RLOCK_FOUND_SEMAPHORE ? lease_left_text(info) : "-";
+  }
   return row;
 }
 
@@ -808,11 +859,16 @@ int run_list(const Args &args) {
   return std::fflush(stdout) == 0 ? 0 : kExitSoftware;
 }
 
-// What a change is for `watch` without a terminal: everything but the TTL, which always moves.
+// What a change is for `watch` without a terminal: everything but the TTL and a semaphore's next
+// deadline, which always move.
 std::string watch_key(const rlock_lock_info &info) {
   std::string json = lock_json(info);
   const std::string ttl = ",\"ttl_ms\":" + std::to_string(info.ttl_ms);
   json.erase(json.find(ttl), ttl.size());
+  // A semaphore's next deadline moves with every renewal, as a lock's TTL does.
+  const std::string deadline =
+      ",\"earliest_deadline_ms\":" + std::to_string(info.earliest_deadline_ms);
+  json.erase(json.find(deadline), deadline.size());
   return json;
 }
 
@@ -848,6 +904,12 @@ std::string watch_line(const rlock_lock_info &info) {
   out += ", waiters " + std::to_string(waiters_of(info));
   if (info.kind == RLOCK_FOUND_FAIR) out += ", queue " + std::to_string(info.queue_length);
   if (info.token) out += ", token " + std::to_string(info.token);
+  if (info.kind == RLOCK_FOUND_SEMAPHORE) {
+    out += ", permits held " + std::to_string(info.permits_held) + ", free " +
+           std::to_string(info.permits_available);
+  } else if (info.kind == RLOCK_FOUND_COUNTER) {
+    out += ", value " + std::to_string(info.permits_available);
+  }
   return out + "\n";
 }
 

@@ -985,6 +985,9 @@ std::unique_ptr<InfoBox> box_of(core::LockInfo data) {
   info.queue_len = box->queue.size();
   info.subscribers = d.subscribers;
   info.token = d.token;
+  info.permits_available = d.permits_available;
+  info.permits_held = d.permits_held;
+  info.earliest_deadline_ms = d.earliest_deadline_ms;
   return box;
 }
 
@@ -995,7 +998,9 @@ static_assert(int{RLOCK_FOUND_NOTHING} == static_cast<int>(core::FoundKind::Noth
                   int{RLOCK_FOUND_FENCED} == static_cast<int>(core::FoundKind::Fenced) &&
                   int{RLOCK_FOUND_FAIR} == static_cast<int>(core::FoundKind::Fair) &&
                   int{RLOCK_FOUND_READ_WRITE} == static_cast<int>(core::FoundKind::ReadWrite) &&
-                  int{RLOCK_FOUND_NOT_A_LOCK} == static_cast<int>(core::FoundKind::NotALock),
+                  int{RLOCK_FOUND_NOT_A_LOCK} == static_cast<int>(core::FoundKind::NotALock) &&
+                  int{RLOCK_FOUND_SEMAPHORE} == static_cast<int>(core::FoundKind::Semaphore) &&
+                  int{RLOCK_FOUND_COUNTER} == static_cast<int>(core::FoundKind::Counter),
               "found kinds must agree");
 static_assert(RLOCK_INSPECT_MAX_LISTED == core::kMaxListed, "listing limits must agree");
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <deque>
 #include <map>
+#include <utility>
 
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
@@ -32,8 +33,14 @@ enum Read {
   kQueue,
   kDeadlineCount,
   kDeadlines,
+  kValue,
+  kPermitCount,
+  kFirstPermit,
   kReadCount
 };
+
+// The deadline Redisson gives a permit taken without a lease (Long.MAX_VALUE / 10000).
+constexpr int64_t kNoLeaseScore = 922337203685477;
 
 // Commands hold string_views: this keeps the strings they point at alive and in place.
 class Commands {
@@ -52,6 +59,7 @@ void add_reads(Commands& commands, const std::string& name) {
   const std::string& token = commands.keep(token_counter(name));
   const std::string& queue = commands.keep(fair_queue(name));
   const std::string& deadlines = commands.keep(fair_deadlines(name));
+  const std::string& permits = commands.keep(permit_deadlines(name));
   commands.add({"TYPE", n});
   commands.add({"PTTL", n});
   commands.add({"HLEN", n});
@@ -62,6 +70,9 @@ void add_reads(Commands& commands, const std::string& name) {
   commands.add({"LRANGE", queue, "0", kListedRange});
   commands.add({"ZCARD", deadlines});
   commands.add({"ZRANGE", deadlines, "0", kListedRange, "WITHSCORES"});
+  commands.add({"GET", n});
+  commands.add({"ZCARD", permits});
+  commands.add({"ZRANGE", permits, "0", "0", "WITHSCORES"});
 }
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
@@ -126,6 +137,43 @@ bool parse_owners(const Reply& scan, bool has_mode, LockInfo* info) {
   return true;
 }
 
+// Whether `id` has the shape of a permit id: 16 bytes (Redisson 4 and rlock), or their 32 hex
+// digits (older Redisson).
+bool is_permit_id(const std::string& id) {
+  if (id.size() == 16) return true;
+  if (id.size() != 32) return false;
+  for (char c : id) {
+    if (!is_hex(c)) return false;
+  }
+  return true;
+}
+
+// A number in a string reply, or false when the reply is no integer.
+bool integer_text(const Reply& reply, int64_t* out) {
+  return reply.type == Reply::Type::String &&
+         parse_int(reply.str, INT64_MIN, INT64_MAX, out) == ParseStatus::kOk;
+}
+
+// The semaphore reading of a name that holds no hash: Semaphore when its permit set holds
+// permit ids, Counter when N is an integer and nothing else; false when neither.
+bool parse_semaphore(const Reply* r, const std::string& type, LockInfo* info) {
+  int64_t value = 0;
+  const bool counter = type == "string" && integer_text(r[kValue], &value);
+  if (!counter && type != "none") return false;
+  const Reply& first = r[kFirstPermit];
+  const bool held = integer_of(r[kPermitCount]) > 0 && first.type == Reply::Type::Array &&
+                    first.elements.size() == 2 && is_permit_id(first.elements[0].str);
+  if (!held && !counter) return false;
+  info->kind = held ? FoundKind::Semaphore : FoundKind::Counter;
+  info->permits_available = value;
+  if (held) {
+    info->permits_held = integer_of(r[kPermitCount]);
+    const auto score = static_cast<int64_t>(std::strtod(first.elements[1].str.c_str(), nullptr));
+    info->earliest_deadline_ms = score >= kNoLeaseScore ? -1 : score;
+  }
+  return true;
+}
+
 // Fills `info` from the replies of add_reads (starting at `r`); false when one of them is a
 // redirect (the slot moved while a listing ran: the key is found on its new master, or missed).
 bool parse_reads(const Reply* r, const std::string& name, LockInfo* info) {
@@ -140,8 +188,9 @@ bool parse_reads(const Reply* r, const std::string& name, LockInfo* info) {
   info->queue_length = integer_of(r[kQueueLength]);
   parse_queue(r[kQueue], r[kDeadlines], info);
   const bool fair = info->queue_length > 0 || integer_of(r[kDeadlineCount]) > 0;
-  if (type != "hash") {  // a free lock, or no lock
+  if (type != "hash") {  // a free lock, a semaphore, or no lock
     info->ttl_ms = -2;
+    if (parse_semaphore(r, type, info)) return true;
     info->kind = type != "none" ? FoundKind::NotALock
                  : fair         ? FoundKind::Fair
                  : has_token    ? FoundKind::Fenced
@@ -174,6 +223,16 @@ std::vector<std::string> wake_up_channels(const LockInfo& info) {
       return {lock_channel(info.name)};
     case FoundKind::ReadWrite:
       return {rw_channel(info.name)};
+    case FoundKind::Semaphore:
+      return {semaphore_channel(info.name)};
+    case FoundKind::Counter: {
+      // A latch's channel leaves N's slot when N has a "{tag}": then it cannot be counted in
+      // the same (sharded) request, and a cluster refuses such a latch anyway.
+      std::vector<std::string> channels{semaphore_channel(info.name)};
+      std::string latch = latch_channel(info.name);
+      if (key_slot(latch) == key_slot(channels[0])) channels.push_back(std::move(latch));
+      return channels;
+    }
     case FoundKind::Fair: {
       std::vector<std::string> channels;
       for (const LockWaiter& waiter : info.queue) {
@@ -263,25 +322,34 @@ bool parse_cursor_number(const std::string& text, uint64_t* out) {
   return errno == 0;
 }
 
-// Where one step of a walk scans: the master's index (cluster) and its SCAN cursor.
+// Where one step of a walk scans: the master's index (cluster), the pass (the hashes of locks,
+// then the sorted sets of semaphores) and its SCAN cursor.
 struct WalkPlace {
   size_t node_index = 0;
+  bool semaphores = false;
   uint64_t node_cursor = 0;
 };
 
-// Reads a cursor scan_locks made: "<cursor>" on one server, "0" or "<index>,<cursor>" on a
-// cluster. Throws Error(kInvalid) for anything else.
+// Reads the part of a cursor after the master's index: "<cursor>" or "s<cursor>".
+bool parse_pass_cursor(const std::string& text, WalkPlace* place) {
+  place->semaphores = !text.empty() && text[0] == 's';
+  return parse_cursor_number(place->semaphores ? text.substr(1) : text, &place->node_cursor);
+}
+
+// Reads a cursor scan_locks made: "[s]<cursor>" on one server, "0" or "<index>,[s]<cursor>" on
+// a cluster. Throws Error(kInvalid) for anything else.
 WalkPlace parse_walk_cursor(const std::string& cursor, bool cluster) {
   WalkPlace place;
   const size_t comma = cursor.find(',');
   bool valid;
   if (cluster && comma != std::string::npos) {
     valid = comma < 6 && all_digits(cursor, 0, comma) &&
-            parse_cursor_number(cursor.substr(comma + 1), &place.node_cursor);
+            parse_pass_cursor(cursor.substr(comma + 1), &place);
     if (valid) place.node_index = std::strtoul(cursor.substr(0, comma).c_str(), nullptr, 10);
+  } else if (cluster) {
+    valid = cursor == "0";  // a cluster walk starts at "0"; every later cursor names its master
   } else {
-    // A cluster walk starts at "0"; every later cluster cursor names its master.
-    valid = parse_cursor_number(cursor, &place.node_cursor) && (!cluster || place.node_cursor == 0);
+    valid = parse_pass_cursor(cursor, &place);
   }
   if (!valid) {
     throw Error(kInvalid, "cursor " + printable(cursor) +
@@ -290,12 +358,114 @@ WalkPlace parse_walk_cursor(const std::string& cursor, bool cluster) {
   return place;
 }
 
-// The cursor after a step that answered `next` at `place` (of `masters` masters; 0 = one server).
+// The cursor after a step that answered `next` at `place` (of `masters` masters; 0 = one
+// server): the same pass goes on, or the semaphore pass of the same master starts, or the next
+// master's first pass.
 std::string next_walk_cursor(const WalkPlace& place, const std::string& next, size_t masters) {
-  if (masters == 0) return next;
-  if (next != "0") return std::to_string(place.node_index) + "," + next;
-  if (place.node_index + 1 < masters) return std::to_string(place.node_index + 1) + ",0";
-  return "0";
+  std::string pass;
+  size_t index = place.node_index;
+  if (next != "0") {
+    pass = (place.semaphores ? "s" : "") + next;
+  } else if (!place.semaphores) {
+    pass = "s0";
+  } else if (masters > 0 && index + 1 < masters) {
+    pass = "0";
+    ++index;
+  } else {
+    return "0";
+  }
+  return masters == 0 ? pass : std::to_string(index) + "," + pass;
+}
+
+// Whether `c` is in the class "[...]" that starts after `*p`'s '['; moves `*p` past its ']'.
+bool class_has(const char** p, const char* p_end, char c) {
+  const char* at = *p;
+  const bool negate = at < p_end && *at == '^';
+  if (negate) ++at;
+  bool found = false;
+  while (at < p_end && *at != ']') {
+    if (*at == '\\' && at + 1 < p_end) {
+      found = found || at[1] == c;
+      at += 2;
+    } else if (at + 2 < p_end && at[1] == '-') {
+      auto lo = static_cast<unsigned char>(at[0]), hi = static_cast<unsigned char>(at[2]);
+      if (lo > hi) std::swap(lo, hi);
+      const auto u = static_cast<unsigned char>(c);
+      found = found || (u >= lo && u <= hi);
+      at += 3;
+    } else {
+      found = found || *at == c;
+      ++at;
+    }
+  }
+  *p = at < p_end ? at + 1 : at;  // past the ']'
+  return found != negate;
+}
+
+// Whether the pattern element at `*p` (not '*') matches `c`; moves `*p` past it.
+bool element_matches(const char** p, const char* p_end, char c) {
+  const char* at = *p;
+  if (*at == '?') {
+    *p = at + 1;
+    return true;
+  }
+  if (*at == '[') {
+    *p = at + 1;
+    return class_has(p, p_end, c);
+  }
+  if (*at == '\\' && at + 1 < p_end) ++at;
+  *p = at + 1;
+  return *at == c;
+}
+
+// Whether `text` matches the glob `pattern` as SCAN MATCH judges it: '*', '?', "[...]" with
+// '^' and ranges, and a backslash quoting the next character. Every element but '*' matches
+// one character, so on a mismatch only the last '*' needs to take one more: O(pattern * text).
+bool glob_match(const char* p, const char* p_end, const char* s, const char* s_end) {
+  const char* star = nullptr;  // the pattern just after the last '*' seen
+  const char* star_text = s;   // where the text stood when that '*' matched nothing
+  while (s < s_end) {
+    if (p < p_end && *p == '*') {
+      star = ++p;
+      star_text = s;
+      continue;
+    }
+    const char* next = p;
+    if (p < p_end && element_matches(&next, p_end, *s)) {
+      p = next;
+      ++s;
+    } else if (star != nullptr) {
+      p = star;
+      s = ++star_text;
+    } else {
+      return false;
+    }
+  }
+  while (p < p_end && *p == '*') ++p;
+  return p == p_end;
+}
+
+bool glob_match(const std::string& pattern, const std::string& text) {
+  return glob_match(pattern.data(), pattern.data() + pattern.size(), text.data(),
+                    text.data() + text.size());
+}
+
+// The semaphore whose permit set is `key`, or false when `key` is no name's "{N}:timeout".
+bool semaphore_of_key(const std::string& key, std::string* name) {
+  static const std::string kSuffix = ":timeout";
+  if (key.size() <= kSuffix.size() ||
+      key.compare(key.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return false;
+  }
+  std::string base = key.substr(0, key.size() - kSuffix.size());
+  // "{N}" for a name without braces; the name itself when it has a '{'.
+  if (base.size() >= 2 && base.front() == '{' && base.back() == '}' &&
+      base.find('{', 1) == std::string::npos) {
+    base = base.substr(1, base.size() - 2);
+  }
+  if (permit_deadlines(base) != key) return false;
+  *name = std::move(base);
+  return true;
 }
 
 // A SCAN reply the walk can use, or the failure it is (Error).
@@ -370,22 +540,37 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
   const std::string cursor_text = std::to_string(place.node_cursor);
   const std::string count_text = std::to_string(count > 0 ? count : 1000);
   Args scan{"SCAN", cursor_text};
-  if (!pattern.empty()) scan.insert(scan.end(), {"MATCH", pattern});
-  scan.insert(scan.end(), {"COUNT", count_text, "TYPE", "hash"});
+  if (place.semaphores) {
+    scan.insert(scan.end(), {"MATCH", "*:timeout", "COUNT", count_text, "TYPE", "zset"});
+  } else {
+    if (!pattern.empty()) scan.insert(scan.end(), {"MATCH", pattern});
+    scan.insert(scan.end(), {"COUNT", count_text, "TYPE", "hash"});
+  }
   const Reply step = run({scan}).front();
   check_scan_reply(step, node);
 
+  // The names to read: the hashes found, or the semaphores whose permit sets were found.
+  std::vector<std::string> names;
+  for (const Reply& key : step.elements[1].elements) {
+    std::string name = key.str;
+    if (place.semaphores &&
+        (!semaphore_of_key(key.str, &name) || (!pattern.empty() && !glob_match(pattern, name)))) {
+      continue;
+    }
+    names.push_back(std::move(name));
+  }
   Commands commands;
-  const auto& keys = step.elements[1].elements;
-  for (const Reply& key : keys) add_reads(commands, key.str);
+  for (const std::string& name : names) add_reads(commands, name);
   LockPage page;
-  if (!keys.empty()) {
+  if (!names.empty()) {
     const std::vector<Reply> replies = run(commands.list());
-    for (size_t i = 0; i < keys.size(); ++i) {
+    for (size_t i = 0; i < names.size(); ++i) {
       LockInfo info;
-      if (!parse_reads(&replies[i * kReadCount], keys[i].str, &info)) continue;
-      if (info.kind == FoundKind::NotALock || info.kind == FoundKind::Nothing) continue;
-      page.locks.push_back(std::move(info));
+      if (!parse_reads(&replies[i * kReadCount], names[i], &info)) continue;
+      const bool lock = info.kind == FoundKind::Reentrant || info.kind == FoundKind::Fenced ||
+                        info.kind == FoundKind::Fair || info.kind == FoundKind::ReadWrite;
+      const bool wanted = place.semaphores ? info.kind == FoundKind::Semaphore : lock;
+      if (wanted) page.locks.push_back(std::move(info));
     }
     count_subscribers(client, page.locks, node, deadline);
   }

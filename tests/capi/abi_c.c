@@ -499,6 +499,9 @@ static void test_inspection_without_redis(void) {
   CHECK_EQ_INT(RLOCK_FOUND_FAIR, 3);
   CHECK_EQ_INT(RLOCK_FOUND_READ_WRITE, 4);
   CHECK_EQ_INT(RLOCK_FOUND_NOT_A_LOCK, 5);
+  CHECK_EQ_INT(RLOCK_FOUND_SEMAPHORE, 6);
+  CHECK_EQ_INT(RLOCK_FOUND_COUNTER, 7);
+  CHECK_EQ_INT(RLOCK_LOCK_INFO_VERSION, 2);
   CHECK_EQ_INT(RLOCK_INSPECT_MAX_LISTED, 100);
   CHECK_EQ_INT(so.version, RLOCK_SCAN_OPTIONS_VERSION);
   CHECK(so.match == NULL && so.match_len == 0 && so.cursor == NULL && so.count == 0);
@@ -629,7 +632,10 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_lock_info, queue_len), 88);
   CHECK_EQ_INT(offsetof(rlock_lock_info, subscribers), 96);
   CHECK_EQ_INT(offsetof(rlock_lock_info, token), 104);
-  CHECK_EQ_INT(sizeof(rlock_lock_info), 112);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, permits_available), 112); /* version 2 */
+  CHECK_EQ_INT(offsetof(rlock_lock_info, permits_held), 120);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, earliest_deadline_ms), 128);
+  CHECK_EQ_INT(sizeof(rlock_lock_info), 136);
 
   CHECK_EQ_INT(offsetof(rlock_scan_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_scan_options, match), 8);

@@ -2,7 +2,9 @@
 """rlock list and status --json on the cluster fixture (3 masters): locks whose names spread
 over every master are all listed exactly once, a lock held by `rlock exec` shows its owner,
 and a waiting `rlock exec` counts as a subscriber of the wake-up channel whichever master its
-subscription went to.
+subscription went to. Permit-expirable semaphores with permits held, spread over every
+master, are found by the walk's second pass on each master, and a waiting `rlock exec --permits`
+counts as a subscriber of the semaphore's channel.
 Usage: list_cluster_test.py path/to/rlock"""
 
 import json
@@ -113,6 +115,63 @@ def main():
     in_list = [lock for lock in listed() if lock["name"] == held]
     if len(in_list) != 1 or in_list[0]["owners"] != status["owners"]:
         fail("the held lock in list", json.dumps(in_list))
+
+    step("semaphores with permits held on every master: each listed once, as a semaphore")
+    sems = [PREFIX + "sem" + str(i) for i in range(30)]
+    deadline = int(time.time() * 1000) + 120000
+    for i, name in enumerate(sems):
+        redis(PORTS[0], "SET", name, 1)
+        redis(PORTS[0], "ZADD", "{%s}:timeout" % name, deadline + i, "%032x" % (i + 1))
+    per_master = [
+        len(redis(p, "--scan", "--pattern", "{" + PREFIX + "sem*", cluster=False).split())
+        for p in PORTS
+    ]
+    if sorted(per_master)[0] == 0:
+        fail("the semaphores did not reach every master: %r" % per_master)
+    found = {lock["name"]: lock for lock in listed() if lock["kind"] == "semaphore"}
+    if sorted(found) != sorted(sems):
+        fail("listed semaphores %r, want the 30 written" % sorted(found))
+    for i, name in enumerate(sems):
+        got = found[name]
+        if (got["permits_available"], got["permits_held"], got["earliest_deadline_ms"]) != (
+            1,
+            1,
+            deadline + i,
+        ):
+            fail("semaphore fields", json.dumps(got))
+
+    step("a permit held by rlock exec --permits 1, and a waiter for it")
+    sem = PREFIX + "sem-held"
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--url", URL, "--permits", "1", sem, "--", "sleep", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    end = time.time() + 10
+    while json.loads(rlock("status", "--url", URL, "--json", sem))["permits_held"] != 1:
+        if time.time() > end:
+            fail("rlock exec --permits did not take the permit")
+        time.sleep(0.05)
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--url", URL, "--permits", "1", "--wait", "30", sem, "--", "true"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    end = time.time() + 10
+    while True:
+        status = json.loads(rlock("status", "--url", URL, "--json", sem))
+        if status["subscribers"] == 1:
+            break
+        if time.time() > end:
+            fail("the permit's waiter never showed as a subscriber", json.dumps(status))
+        time.sleep(0.05)
+    in_list = [lock for lock in listed() if lock["name"] == sem]
+    if len(in_list) != 1 or (in_list[0]["kind"], in_list[0]["waiters"]) != ("semaphore", 1):
+        fail("the held semaphore in list", json.dumps(in_list))
     print("PASS list_cluster_test")
 
 
@@ -122,8 +181,9 @@ def cleanup():
             child.terminate()
             child.wait()
     for port in PORTS:
-        for key in redis(port, "--scan", "--pattern", PREFIX + "*", cluster=False).split():
-            redis(port, "DEL", key, cluster=False)
+        for pattern in (PREFIX + "*", "{" + PREFIX + "*"):
+            for key in redis(port, "--scan", "--pattern", pattern, cluster=False).split():
+                redis(port, "DEL", key, cluster=False)
 
 
 try:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """rlock list, rlock status --json and rlock watch against the fixture server: every lock
-layout written as docs/protocol.md describes it (and one lock held by a real `rlock exec`), the
+layout written as docs/protocol.md describes it (and one lock held by a real `rlock exec`, and
+a semaphore permit held by `rlock exec --permits`; a plain semaphore shown as a counter), the
 table and the JSON checked field by field, a binary name recovered from its JSON escape, keys
 that are no locks left out, and watch following an owner change (lines without a terminal,
 redrawn in place with one; Ctrl-C exits 0).
@@ -92,6 +93,7 @@ def cleanup():
         tagged(b"redisson_lock_token", name(b"fenced")),
         tagged(b"redisson_lock_queue", name(b"fair")),
         tagged(b"redisson_lock_timeout", name(b"fair")),
+        b"{" + name(b"sem") + b"}:timeout",
     ]
     for key in keys:
         redis("DEL", key)
@@ -123,7 +125,17 @@ def main():
             stderr=subprocess.DEVNULL,
         )
     )
+    sem = name(b"sem")
+    children.append(
+        subprocess.Popen(
+            [RLOCK, "exec", "--permits", "3", sem, "--", "sleep", "30"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    redis("SET", name(b"plainsem"), 4)
     wait_until(lambda: b"locked: yes" in rlock("status", held).stdout, "rlock exec to hold")
+    wait_until(lambda: b"permits held: 1" in rlock("status", sem).stdout, "exec --permits to hold")
     holder = [
         line.split(b": ", 1)[1]
         for line in rlock("status", held).stdout.splitlines()
@@ -132,7 +144,7 @@ def main():
 
     step("list --json: one object per line, exact fields")
     locks = json_lines(rlock("list", "--match", PREFIX + b"*", "--json").stdout)
-    expected_names = {name(s) for s in (b"plain", b"fenced", b"fair", b"rw", b"w", b"held")}
+    expected_names = {name(s) for s in (b"plain", b"fenced", b"fair", b"rw", b"w", b"held", b"sem")}
     expected_names.add(binary)
     if set(locks) != expected_names:
         fail("listed %r, want %r" % (sorted(locks), sorted(expected_names)))
@@ -151,6 +163,9 @@ def main():
         "subscribers": 0,
         "waiters": 0,
         "token": 0,
+        "permits_available": 0,
+        "permits_held": 0,
+        "earliest_deadline_ms": -1,
     }
     if plain != want:
         fail("plain: %r\nwant %r" % (plain, want))
@@ -194,6 +209,17 @@ def main():
         1,
     ) or not 0 < real["ttl_ms"] <= 30000:
         fail("held", json.dumps(real))
+    # The semaphore: one permit of 3 held by rlock exec, its lease renewed by the watchdog.
+    permits = locks[sem]
+    left = permits["earliest_deadline_ms"] - int(time.time() * 1000)
+    if (
+        permits["kind"],
+        permits["permits_held"],
+        permits["permits_available"],
+        permits["locked"],
+        permits["owners"],
+    ) != ("semaphore", 1, 2, False, []) or not 0 < left <= 30000:
+        fail("sem", json.dumps(permits))
     # The binary name comes back byte for byte; the raw JSON escapes the bad byte as \udcff.
     raw = rlock("list", "--match", name(b"bin*"), "--json").stdout
     if b':bin\\udcff\\u0001\\"\\\\q\xc3\xa9"' not in raw:
@@ -216,6 +242,11 @@ def main():
         fail("fair row", out)
     if name(b'bin\\xff\\x01"\\x5cq\\xc3\\xa9').decode() not in rows:
         fail("binary name in the table", out)
+    sem_row = rows[sem.decode()]
+    if sem_row[1:8] != ["semaphore", "permits:", "1", "held,", "2", "free", "1"] or not (
+        0 < float(sem_row[8]) <= 30
+    ):
+        fail("sem row", out)
 
     step("list --match with nothing found: empty output, exit 0")
     proc = rlock("list", "--match", PREFIX + b"no-such-*")
@@ -249,6 +280,19 @@ def main():
         != "name: %s\nlocked: no\n" % name(b"free").decode()
     ):
         fail("free status text changed")
+
+    step("status of semaphores: permits of an expirable one, a plain one as a counter")
+    text = rlock("status", sem).stdout.decode()
+    for line in ("kind: semaphore", "permits free: 2", "permits held: 1", "waiters: 0"):
+        if line not in text.splitlines():
+            fail("semaphore status text lacks %r" % line, text)
+    if not any(line.startswith("next lease ends: in ") for line in text.splitlines()):
+        fail("semaphore status text lacks the next lease", text)
+    counter = json.loads(rlock("status", "--json", name(b"plainsem")).stdout)
+    if (counter["kind"], counter["permits_available"]) != ("counter", 4):
+        fail("plain semaphore status", json.dumps(counter))
+    if "value: 4 (" not in rlock("status", name(b"plainsem")).stdout.decode():
+        fail("plain semaphore status text", rlock("status", name(b"plainsem")).stdout)
 
     step("watch without a terminal: a line per owner change, SIGINT exits 0")
     swap = name(b"swap")

@@ -1,8 +1,11 @@
 // rlock_inspect and rlock_scan_locks against the fixture server: each kind of lock held, with
 // its owners, hold counts, TTL, fair queue, subscribers and fencing token checked exactly; keys
-// that are no locks; a walk with a pattern; paging over more keys than one SCAN COUNT.
+// that are no locks; a walk with a pattern; paging over more keys than one SCAN COUNT;
+// semaphores and latches (free and held permits, the next lease, waiters) and the walk's
+// semaphore pass.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -401,6 +404,302 @@ TEST(InspectScan, PagesOverMoreKeysThanOneCount) {
   for (int i = 0; i < kLocks; ++i) redis.del(prefix + std::to_string(i));
   redis.del(prefix + "not-a-lock");
   redis.del(prefix + "a-string");
+}
+
+// ---- Semaphores and latches ----------------------------------------------------------------
+
+struct SemaphoreFree {
+  void operator()(rlock_semaphore* s) const { rlock_semaphore_free(s); }
+};
+using Semaphore = std::unique_ptr<rlock_semaphore, SemaphoreFree>;
+struct LatchFree {
+  void operator()(rlock_latch* l) const { rlock_latch_free(l); }
+};
+using Latch = std::unique_ptr<rlock_latch, LatchFree>;
+
+Semaphore make_semaphore(rlock_client* client, const std::string& name, rlock_semaphore_kind kind) {
+  rlock_semaphore_options opts = RLOCK_SEMAPHORE_OPTIONS_INIT;
+  opts.kind = kind;
+  rlock_semaphore* s = nullptr;
+  if (rlock_semaphore_new_n(&s, client, name.data(), name.size(), &opts) != RLOCK_OK) {
+    throw std::runtime_error("rlock_semaphore_new_n failed: " + it::last_error());
+  }
+  return Semaphore(s);
+}
+
+// An expirable semaphore of `permits` with one permit held per lease in `leases`.
+Semaphore held_semaphore(rlock_client* client, const std::string& name, int64_t permits,
+                         const std::vector<int64_t>& leases, std::vector<rlock_permit_id>* ids) {
+  Semaphore sem = make_semaphore(client, name, RLOCK_SEMAPHORE_EXPIRABLE);
+  int set = 0;
+  if (rlock_semaphore_try_set_permits(&set, sem.get(), permits, 0) != RLOCK_OK || !set) {
+    throw std::runtime_error("try_set_permits failed: " + it::last_error());
+  }
+  for (int64_t lease : leases) {
+    rlock_permit_id id{};
+    if (rlock_permit_acquire(&id, sem.get(), 0, lease) != RLOCK_OK) {
+      throw std::runtime_error("rlock_permit_acquire failed: " + it::last_error());
+    }
+    if (ids) ids->push_back(id);
+  }
+  return sem;
+}
+
+// Deletes a semaphore's or latch's keys when the scope ends.
+struct SemaphoreKeys {
+  explicit SemaphoreKeys(std::string n) : name(std::move(n)) {}
+  ~SemaphoreKeys() {
+    try {
+      RedisConn redis(rlock_test::test_redis_url());
+      const std::string tagged = name.find('{') == std::string::npos ? "{" + name + "}" : name;
+      redis.command({"DEL", name, tagged + ":timeout"});
+    } catch (...) {
+    }
+  }
+  std::string name;
+};
+
+// An asynchronous call's end, waited for by the test.
+struct Done {
+  std::atomic<bool> ended{false};
+  std::atomic<int> status{0};
+  static void call(void* user, int status, int64_t) {
+    auto* done = static_cast<Done*>(user);
+    done->status = status;
+    done->ended = true;
+  }
+};
+
+TEST(InspectSemaphore, PermitsHeldTheirLeasesAndAWaiter) {
+  auto c = it::make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  const std::string name = rlock_test::unique_name("inspect-sem");
+  SemaphoreKeys keys(name);
+  std::vector<rlock_permit_id> ids;
+  const int64_t before = now_epoch_ms();
+  Semaphore sem = held_semaphore(c.get(), name, 2, {60000, RLOCK_LEASE_NONE}, &ids);
+  const int64_t after = now_epoch_ms();
+
+  // A waiter for a third permit, on the client's engine.
+  Done done;
+  rlock_permit_id waiting_id{};
+  rlock_permit_options opts = RLOCK_PERMIT_OPTIONS_INIT;
+  opts.lease_ms = 60000;
+  opts.ids = &waiting_id;
+  ASSERT_EQ(rlock_semaphore_acquire_async(sem.get(), &opts, Done::call, &done), RLOCK_OK)
+      << it::last_error();
+  ASSERT_TRUE(redis.wait_numsub("redisson_sc:{" + name + "}", 1, 5000));
+
+  Info info = inspect(c.get(), name);
+  EXPECT_EQ(info->version, 2u);
+  EXPECT_EQ(info->kind, RLOCK_FOUND_SEMAPHORE);
+  EXPECT_EQ(info->locked, 0);
+  EXPECT_EQ(info->owner_count, 0);
+  EXPECT_EQ(info->permits_available, 0);
+  EXPECT_EQ(info->permits_held, 2);
+  EXPECT_GE(info->earliest_deadline_ms, before + 60000);
+  EXPECT_LE(info->earliest_deadline_ms, after + 60000);
+  EXPECT_EQ(info->subscribers, 1);
+
+  ASSERT_EQ(rlock_semaphore_cancel(sem.get()), RLOCK_OK);
+  ASSERT_TRUE(wait_for([&] { return done.ended.load(); }));
+  EXPECT_EQ(done.status, RLOCK_ECANCELED);
+
+  // Only the permit without a lease left: no deadline.
+  ASSERT_EQ(rlock_permit_release(sem.get(), ids[0].hex), RLOCK_OK) << it::last_error();
+  info = inspect(c.get(), name);
+  EXPECT_EQ(info->kind, RLOCK_FOUND_SEMAPHORE);
+  EXPECT_EQ(info->permits_available, 1);
+  EXPECT_EQ(info->permits_held, 1);
+  EXPECT_EQ(info->earliest_deadline_ms, -1);
+
+  // A lapsed permit not reclaimed yet: its deadline is in the past.
+  const std::string lapsed_at = std::to_string(now_epoch_ms() - 5000);
+  redis.ok({"ZADD", "{" + name + "}:timeout", lapsed_at, std::string(16, '\x07')});
+  info = inspect(c.get(), name);
+  EXPECT_EQ(info->permits_held, 2);
+  EXPECT_EQ(info->earliest_deadline_ms, std::stoll(lapsed_at));
+
+  // No permit held: the count alone, which the keys cannot tell from a plain semaphore's.
+  redis.ok({"ZREM", "{" + name + "}:timeout", std::string(16, '\x07')});
+  ASSERT_EQ(rlock_permit_release(sem.get(), ids[1].hex), RLOCK_OK) << it::last_error();
+  info = inspect(c.get(), name);
+  EXPECT_EQ(info->kind, RLOCK_FOUND_COUNTER);
+  EXPECT_EQ(info->permits_available, 2);
+  EXPECT_EQ(info->permits_held, 0);
+  EXPECT_EQ(info->earliest_deadline_ms, -1);
+}
+
+TEST(InspectSemaphore, PlainSemaphoresAndLatchesAreCounters) {
+  auto c = it::make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  const std::string name = rlock_test::unique_name("inspect-plain");
+  SemaphoreKeys keys(name);
+  Semaphore sem = make_semaphore(c.get(), name, RLOCK_SEMAPHORE_PLAIN);
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 3, 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_semaphore_acquire(sem.get(), 1, 0), RLOCK_OK) << it::last_error();
+  Info info = inspect(c.get(), name);
+  EXPECT_EQ(info->kind, RLOCK_FOUND_COUNTER);
+  EXPECT_EQ(info->permits_available, 2);
+  EXPECT_EQ(info->permits_held, 0);
+  EXPECT_EQ(info->subscribers, 0);
+  ASSERT_EQ(rlock_semaphore_release(sem.get(), 1), RLOCK_OK) << it::last_error();
+
+  const std::string latch_name = rlock_test::unique_name("inspect-latch");
+  SemaphoreKeys latch_keys(latch_name);
+  rlock_latch* raw = nullptr;
+  ASSERT_EQ(rlock_latch_new_n(&raw, c.get(), latch_name.data(), latch_name.size()), RLOCK_OK);
+  Latch latch(raw);
+  ASSERT_EQ(rlock_latch_try_set_count(&set, latch.get(), 5), RLOCK_OK) << it::last_error();
+  Done done;
+  ASSERT_EQ(rlock_latch_await_async(latch.get(), RLOCK_WAIT_FOREVER, nullptr, Done::call, &done),
+            RLOCK_OK)
+      << it::last_error();
+  ASSERT_TRUE(redis.wait_numsub("redisson_countdownlatch__channel__{" + latch_name + "}", 1, 5000));
+  info = inspect(c.get(), latch_name);
+  EXPECT_EQ(info->kind, RLOCK_FOUND_COUNTER);
+  EXPECT_EQ(info->permits_available, 5);
+  EXPECT_EQ(info->subscribers, 1) << "a latch's waiters count";
+  ASSERT_EQ(rlock_latch_cancel(latch.get()), RLOCK_OK);
+  ASSERT_TRUE(wait_for([&] { return done.ended.load(); }));
+
+  // A sorted set of the semaphore's name that holds no permit ids is no semaphore.
+  const std::string fake = rlock_test::unique_name("inspect-fake");
+  SemaphoreKeys fake_keys(fake);
+  redis.ok({"ZADD", "{" + fake + "}:timeout", "1", "not-a-permit-id"});
+  EXPECT_EQ(inspect(c.get(), fake)->kind, RLOCK_FOUND_NOTHING);
+  redis.ok({"SET", fake, "seven"});
+  EXPECT_EQ(inspect(c.get(), fake)->kind, RLOCK_FOUND_NOT_A_LOCK);
+}
+
+std::map<std::string, int> walk_kinds(rlock_client* client, const std::string& pattern,
+                                      int64_t count, int* pages) {
+  std::vector<int> kinds;
+  std::vector<std::string> names = walk(client, pattern, count, pages, &kinds);
+  std::map<std::string, int> found;
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(found.count(names[i]), 0u) << names[i] << " listed twice";
+    found[names[i]] = kinds[i];
+  }
+  return found;
+}
+
+TEST(InspectScan, SemaphorePassFindsHeldPermitsOnly) {
+  auto c = it::make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  const std::string prefix = rlock_test::unique_name("scan-sem") + ":";
+  const std::string a = prefix + "sem-a", b = prefix + "sem-b{t}", idle = prefix + "sem-idle",
+                    plain = prefix + "sem-plain", lock_name = prefix + "sem-lock",
+                    fake = prefix + "sem-fake";
+  SemaphoreKeys ka(a), kb(b), ki(idle), kp(plain), kf(fake);
+  rlock_test::LockKeys kl(lock_name);
+  Semaphore sa = held_semaphore(c.get(), a, 3, {60000}, nullptr);
+  Semaphore sb = held_semaphore(c.get(), b, 2, {RLOCK_LEASE_NONE, 60000}, nullptr);
+  Semaphore si = held_semaphore(c.get(), idle, 2, {}, nullptr);
+  Semaphore sp = make_semaphore(c.get(), plain, RLOCK_SEMAPHORE_PLAIN);
+  ASSERT_EQ(rlock_semaphore_add_permits(nullptr, sp.get(), 4), RLOCK_OK) << it::last_error();
+  auto lock = make_kind_lock(c.get(), lock_name, RLOCK_LOCK_REENTRANT);
+  ASSERT_EQ(it::acquire(lock.get(), 0, 0, 1), RLOCK_OK) << it::last_error();
+  redis.ok({"ZADD", "{" + fake + "}:timeout", "1", "abc"});  // no permit ids
+  redis.ok({"ZADD", prefix + "sem-nobraces:timeout", "1", std::string(16, 'x')});
+
+  int pages = 0;
+  std::map<std::string, int> found = walk_kinds(c.get(), prefix + "sem-*", 50, &pages);
+  EXPECT_EQ(found, (std::map<std::string, int>{{a, RLOCK_FOUND_SEMAPHORE},
+                                               {b, RLOCK_FOUND_SEMAPHORE},
+                                               {lock_name, RLOCK_FOUND_REENTRANT}}));
+  EXPECT_GT(pages, 1) << "the semaphore pass is a step of its own";
+
+  // The pattern is matched against semaphore names as SCAN MATCH would.
+  EXPECT_EQ(walk_kinds(c.get(), prefix + "sem-[a]", 1000, &pages),
+            (std::map<std::string, int>{{a, RLOCK_FOUND_SEMAPHORE}}));
+  EXPECT_EQ(walk_kinds(c.get(), prefix + "sem-?{t}", 1000, &pages),
+            (std::map<std::string, int>{{b, RLOCK_FOUND_SEMAPHORE}}));
+  EXPECT_EQ(walk_kinds(c.get(), prefix + "sem-[^a-b]*", 1000, &pages),
+            (std::map<std::string, int>{{lock_name, RLOCK_FOUND_REENTRANT}}));
+  EXPECT_EQ(walk_kinds(c.get(), prefix + "sem-b\\{*", 1000, &pages),
+            (std::map<std::string, int>{{b, RLOCK_FOUND_SEMAPHORE}}));
+
+  // A listed semaphore carries what rlock_inspect reads.
+  rlock_scan_options opts = RLOCK_SCAN_OPTIONS_INIT;
+  const std::string pattern = b;
+  opts.match = pattern.data();
+  opts.match_len = pattern.size();
+  std::vector<Page> kept;  // `listed` points into them
+  std::vector<const rlock_lock_info*> listed;
+  std::string cursor = "s0";  // the semaphore pass alone
+  do {
+    opts.cursor = cursor.c_str();
+    rlock_lock_page* raw = nullptr;
+    ASSERT_EQ(rlock_scan_locks(&raw, c.get(), &opts), RLOCK_OK) << it::last_error();
+    kept.emplace_back(raw);
+    listed.insert(listed.end(), raw->locks, raw->locks + raw->count);
+    cursor = raw->next_cursor;
+    EXPECT_TRUE(cursor == "0" || cursor[0] == 's') << cursor;
+  } while (cursor != "0");
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0]->version, 2u);
+  EXPECT_EQ(listed[0]->permits_available, 0);
+  EXPECT_EQ(listed[0]->permits_held, 2);
+  EXPECT_GT(listed[0]->earliest_deadline_ms, now_epoch_ms() + 50000);
+
+  rlock_release_for(lock.get(), 1);
+  redis.del(prefix + "sem-nobraces:timeout");
+}
+
+// The semaphore pass matches names itself: it must agree with SCAN MATCH, which the lock pass
+// uses, on the same names and patterns.
+TEST(InspectScan, SemaphoreNamesMatchAsScanMatchWould) {
+  auto c = it::make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  const std::string prefix = rlock_test::unique_name("scan-glob");
+  const std::vector<std::string> names = {"a",    "ab",  "abc",   "b{x}",   "a*b", "a?c", "[x]",
+                                          "a\\b", "a]b", "xyz-1", "xyz-22", "A-c", "^q"};
+  const std::string owner = std::string(rlock_client_id(c.get())) + ":1";
+  std::vector<std::unique_ptr<SemaphoreKeys>> cleanup;
+  for (const std::string& n : names) {
+    const std::string lock = prefix + ":L:" + n, sem = prefix + ":S:" + n;
+    cleanup.push_back(std::make_unique<SemaphoreKeys>(lock));
+    cleanup.push_back(std::make_unique<SemaphoreKeys>(sem));
+    redis.ok({"HSET", lock, owner, "1"});
+    redis.ok({"PEXPIRE", lock, "60000"});
+    redis.ok({"SET", sem, "1", "PX", "60000"});
+    const std::string permits =
+        sem.find('{') == std::string::npos ? "{" + sem + "}:timeout" : sem + ":timeout";
+    redis.ok({"ZADD", permits, std::to_string(now_epoch_ms() + 60000), std::string(16, 'p')});
+    redis.ok({"PEXPIRE", permits, "60000"});
+  }
+  for (const std::string pattern :
+       {"*",       "a*",      "*b",   "a?c",   "a[bc]*", "[^a]*",  "*\\**",
+        "\\[x\\]", "[a-b]*",  "*{x}", "xyz-?", "xyz-*2", "a\\\\b", "a]*",
+        "[]]*",    "[A-Z]-?", "\\^*", "[^]*",  "a[",     "*c*"}) {
+    int pages = 0;
+    std::set<std::string> locks, semaphores;
+    for (const auto& [name, kind] : walk_kinds(c.get(), prefix + ":L:" + pattern, 1000, &pages)) {
+      EXPECT_EQ(kind, RLOCK_FOUND_REENTRANT);
+      locks.insert(name.substr(prefix.size() + 3));
+    }
+    for (const auto& [name, kind] : walk_kinds(c.get(), prefix + ":S:" + pattern, 1000, &pages)) {
+      EXPECT_EQ(kind, RLOCK_FOUND_SEMAPHORE);
+      semaphores.insert(name.substr(prefix.size() + 3));
+    }
+    EXPECT_EQ(semaphores, locks) << "pattern " << pattern;
+    if (pattern == "*") {
+      EXPECT_EQ(locks.size(), names.size());
+    }
+  }
+}
+
+TEST(InspectScan, CursorsOfTheSemaphorePass) {
+  auto c = it::make_client();
+  rlock_lock_page* page = nullptr;
+  rlock_scan_options opts = RLOCK_SCAN_OPTIONS_INIT;
+  for (const char* bad : {"s", "sx", "s-1", "ss0", "0,s0"}) {
+    opts.cursor = bad;
+    EXPECT_EQ(rlock_scan_locks(&page, c.get(), &opts), RLOCK_EINVAL) << bad;
+    EXPECT_EQ(page, nullptr);
+  }
 }
 
 }  // namespace

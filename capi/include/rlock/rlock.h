@@ -639,14 +639,21 @@ RLOCK_API int rlock_client_set_event_callback(rlock_client *client, rlock_event_
  * older); every string and array in them is borrowed from the result, valid until it is freed. */
 
 /* What a name's keys look like. A spin lock has the reentrant layout, and a fair lock with an
- * empty queue looks like a reentrant one: the keys cannot tell them apart. */
+ * empty queue looks like a reentrant one: the keys cannot tell them apart. Kinds are only ever
+ * appended: treat a value you do not know as RLOCK_FOUND_NOT_A_LOCK. */
 typedef enum rlock_found_kind {
   RLOCK_FOUND_NOTHING = 0,    /* no key of any lock layout */
   RLOCK_FOUND_REENTRANT = 1,  /* the lock hash alone (reentrant or spin) */
   RLOCK_FOUND_FENCED = 2,     /* a token counter (with or without the hash) */
   RLOCK_FOUND_FAIR = 3,       /* a fair queue or deadline set (with or without the hash) */
   RLOCK_FOUND_READ_WRITE = 4, /* the hash has a `mode` field */
-  RLOCK_FOUND_NOT_A_LOCK = 5  /* the key exists but is no lock (another type, other fields) */
+  RLOCK_FOUND_NOT_A_LOCK = 5, /* the key exists but is no lock (another type, other fields) */
+  /* version 2: */
+  RLOCK_FOUND_SEMAPHORE = 6, /* a permit-expirable semaphore with permits held: the sorted set
+                                "{N}:timeout" of permit ids (N, the free permits, may be absent) */
+  RLOCK_FOUND_COUNTER = 7    /* N is a string holding an integer and no permit is held: a plain
+                                semaphore's free permits, a latch's count, an expirable semaphore
+                                with none held, or any other counter (the keys cannot tell) */
 } rlock_found_kind;
 
 /* One owner field of a lock hash. */
@@ -686,9 +693,17 @@ typedef struct rlock_lock_info {
   int64_t subscribers; /* clients subscribed to the wake-up channel (PUBSUB NUMSUB);
                           fair locks: to the channels of the listed queued owners */
   int64_t token;       /* the last fencing token handed out; 0 when there is no counter */
+  /* version 2: semaphores (kinds SEMAPHORE and COUNTER; 0, 0 and -1 for the other kinds). For
+     them `subscribers` counts the clients subscribed to the semaphore channel (and, for a
+     COUNTER, the latch channel too): the waiting acquires and awaits. */
+  int64_t permits_available;    /* N's value: free permits (a COUNTER: its value) */
+  int64_t permits_held;         /* SEMAPHORE: permit ids in the sorted set, lapsed ones too */
+  int64_t earliest_deadline_ms; /* SEMAPHORE: the first lease to end, epoch ms (in the past when
+                                   it lapsed and is not reclaimed yet); -1 when every permit
+                                   held has no lease */
 } rlock_lock_info;
 
-#define RLOCK_LOCK_INFO_VERSION 1
+#define RLOCK_LOCK_INFO_VERSION 2
 
 /* Reads every key of the name's layouts (two round trips; on a cluster with classic pub/sub
  * the subscriber count asks every master). A name with no keys gives kind RLOCK_FOUND_NOTHING,
@@ -726,10 +741,15 @@ typedef struct rlock_lock_page {
 /* One bounded step of a walk over the deployment: SCAN with opts->count and TYPE hash on one
  * master (Redis >= 6), then the layouts of the hashes found, as rlock_inspect reads them, in
  * three round trips. Hashes that are not locks are left out (judged by a bounded sample of
- * their fields), and so are free locks. A page may be empty while done is 0: call again with
- * next_cursor until done. On a cluster the cursor names the master too, so the walk visits
- * every master in turn; a topology change during a walk may skip or repeat keys, as SCAN may.
- * NULL opts = RLOCK_SCAN_OPTIONS_INIT. Owned: free with rlock_lock_page_free. */
+ * their fields), and so are free locks. When a master's hashes are done, a second pass on it
+ * scans TYPE zset MATCH "*:timeout" for permit-expirable semaphores with permits held (kind
+ * RLOCK_FOUND_SEMAPHORE; opts->match is matched against their names). Plain semaphores and
+ * latches are plain integers under the name: a walk cannot tell them from other strings, so it
+ * leaves them out (rlock_inspect of the name shows them as RLOCK_FOUND_COUNTER). A page may be
+ * empty while done is 0: call again with next_cursor until done. On a cluster the cursor names
+ * the master too, so the walk visits every master in turn; a topology change during a walk may
+ * skip or repeat keys, as SCAN may. NULL opts = RLOCK_SCAN_OPTIONS_INIT. Owned: free with
+ * rlock_lock_page_free. */
 RLOCK_API int rlock_scan_locks(rlock_lock_page **out, rlock_client *client,
                                const rlock_scan_options *opts);
 /* NULL is a no-op; a pointer rlock did not make, or freed already, records RLOCK_EINVAL. */

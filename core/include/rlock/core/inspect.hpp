@@ -20,6 +20,8 @@ enum class FoundKind {
   Fair = 3,       // a fair queue or deadline set (with or without the hash)
   ReadWrite = 4,  // the hash has a `mode` field
   NotALock = 5,   // the key exists but is no lock: another type, or fields no lock has
+  Semaphore = 6,  // a permit-expirable semaphore with permits held ("{N}:timeout")
+  Counter = 7,    // N holds an integer and nothing else: a plain semaphore, a latch, a counter
 };
 
 struct LockOwner {
@@ -46,6 +48,10 @@ struct LockInfo {
   int64_t subscribers = 0;        // subscribers of the wake-up channel(s); for a fair lock, of the
                                   // listed queued owners' channels
   int64_t token = 0;              // last fencing token handed out; 0 when there is no counter
+  // Semaphore and Counter only:
+  int64_t permits_available = 0;      // N's value
+  int64_t permits_held = 0;           // permit ids in "{N}:timeout", lapsed ones too
+  int64_t earliest_deadline_ms = -1;  // the lowest lease deadline; -1 when none has a lease
 };
 
 // Owners and queue entries listed per lock at most; the counts are always complete.
@@ -67,8 +73,11 @@ LockInfo inspect_lock(Client& client, const std::string& name);
 
 // One bounded step of the walk: SCAN `cursor` MATCH `pattern` COUNT `count` TYPE hash on one
 // master, then the layouts of the hashes found, all in two round trips. Hashes that are not
-// locks are left out. Start with cursor "0"; on a cluster the cursor also names the master
-// ("<index>,<cursor>", masters ordered by address), so a walk visits every master once.
+// locks are left out. Once the hashes of a master are done, a second pass scans its sorted sets
+// named "*:timeout" for permit-expirable semaphores with permits held (their names are matched
+// against `pattern` here, as SCAN would). Start with cursor "0"; the cursor names the pass
+// ("s<cursor>" for the second) and on a cluster the master too ("<index>,<cursor>", masters
+// ordered by address), so a walk visits every master once.
 // Throws Error(kInvalid) for a cursor this function did not make.
 LockPage scan_locks(Client& client, const std::string& cursor, const std::string& pattern,
                     int64_t count);
