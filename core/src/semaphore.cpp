@@ -10,6 +10,7 @@
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
 #include "rlock/core/names.hpp"
+#include "rlock/core/parse.hpp"
 #include "rlock/core/scripts.hpp"
 #include "waiting.hpp"
 
@@ -39,15 +40,7 @@ int parse_count(const Reply& r, int64_t* out, bool* exists) {
   *out = 0;
   if (r.is_nil()) return kOk;
   if (r.type != Reply::Type::String) return kRedis;
-  const std::string& t = r.str;
-  size_t i = t.size() > 0 && t[0] == '-' ? 1 : 0;
-  if (t.size() <= i || t.size() > 18) return kRedis;
-  int64_t v = 0;
-  for (; i < t.size(); ++i) {
-    if (t[i] < '0' || t[i] > '9') return kRedis;
-    v = v * 10 + (t[i] - '0');
-  }
-  *out = t[0] == '-' ? -v : v;
+  if (parse_int(r.str, INT64_MIN, INT64_MAX, out) != ParseStatus::kOk) return kRedis;
   *exists = true;
   return kOk;
 }
