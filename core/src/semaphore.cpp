@@ -22,6 +22,10 @@ using Clock = std::chrono::steady_clock;
 // Redisson's score of a permit without a lease (Long.MAX_VALUE / 10000).
 constexpr int64_t kNever = 922337203685477;
 
+// What the name's key holds, for the message of a wrong-type error.
+constexpr const char* kSemaphoreCount = "a semaphore count";
+constexpr const char* kLatchCount = "a latch count";
+
 int64_t epoch_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -68,6 +72,23 @@ int redis_error(const std::string& what, const Reply& reply, const char* key_kin
   }
   return fail(reply.error.code, what + ": Redis replied: " + reply.str + hint,
               reply.error.transient);
+}
+
+// Runs a script whose reply is one integer: kOk with *out set, or a code with a message that
+// starts with `doing`. `key_kind` names what the key must hold (for a wrong-type error);
+// `unsure` is added when no reply came back, for a call that may have been applied unseen.
+int run_int_script(Client& client, const Script& script, const Args& keys, const Args& argv,
+                   Retry retry, const std::string& doing, const char* key_kind, const char* unsure,
+                   int64_t* out) {
+  try {
+    Reply r = eval_script(client.transport(), script, keys, argv, retry);
+    if (r.is_error()) return redis_error(doing, r, key_kind);
+    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
+    *out = r.integer;
+    return kOk;
+  } catch (const Error& e) {
+    return fail(e.code(), doing + ": " + e.message() + unsure, e.transient());
+  }
 }
 
 }  // namespace
@@ -208,7 +229,7 @@ int Semaphore::resolve_lease(int64_t lease_ms, int64_t* out) const {
 }
 
 int Semaphore::redis_failure(const std::string& doing, const Reply& reply) const {
-  return redis_error(doing, reply, "a semaphore count");
+  return redis_error(doing, reply, kSemaphoreCount);
 }
 
 int Semaphore::unexpected(const std::string& doing) const {
@@ -234,16 +255,13 @@ int Semaphore::try_set_permits(int64_t permits, int64_t ttl_ms, bool* set) {
   const std::string count = std::to_string(permits), ttl = std::to_string(ttl_ms);
   Args argv{count};
   if (ttl_ms > 0) argv.push_back(ttl);
-  try {
-    Reply r =
-        eval_script(client_->transport(), scripts::sem_try_set, {name_, channel_}, argv, Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return unexpected(doing);
-    if (set != nullptr) *set = r.integer == 1;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::sem_try_set, {name_, channel_}, argv, Retry::No,
+                             doing, kSemaphoreCount, "", &reply)) {
+    return c;
   }
+  if (set != nullptr) *set = reply == 1;
+  return kOk;
 }
 
 int Semaphore::add_permits(int64_t delta, int64_t* available) {
@@ -255,18 +273,15 @@ int Semaphore::add_permits(int64_t delta, int64_t* available) {
                               std::to_string(delta));
   }
   const std::string change = std::to_string(delta);
-  try {
-    // Not resent: a lost reply may hide an applied change, and applying it twice is wrong.
-    Reply r =
-        eval_script(client_->transport(), scripts::sem_add, {name_, channel_}, {change}, Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return unexpected(doing);
-    if (available != nullptr) *available = r.integer;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message() + " (the change may or may not be applied)",
-                e.transient());
+  // Not resent: a lost reply may hide an applied change, and applying it twice is wrong.
+  int64_t now_available = 0;
+  if (int c = run_int_script(*client_, scripts::sem_add, {name_, channel_}, {change}, Retry::No,
+                             doing, kSemaphoreCount, " (the change may or may not be applied)",
+                             &now_available)) {
+    return c;
   }
+  if (available != nullptr) *available = now_available;
+  return kOk;
 }
 
 Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
@@ -573,16 +588,13 @@ int Semaphore::drain(int64_t* drained) {
   const std::string doing = what("draining");
   if (int c = check_open()) return c;
   if (int c = check_kind(SemaphoreKind::Plain, "draining")) return c;
-  try {
-    Reply r = eval_script(client_->transport(), scripts::sem_drain, {name_}, {}, Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return unexpected(doing);
-    if (drained != nullptr) *drained = r.integer;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message() + " (it may or may not be applied)",
-                e.transient());
+  int64_t taken = 0;
+  if (int c = run_int_script(*client_, scripts::sem_drain, {name_}, {}, Retry::No, doing,
+                             kSemaphoreCount, " (it may or may not be applied)", &taken)) {
+    return c;
   }
+  if (drained != nullptr) *drained = taken;
+  return kOk;
 }
 
 int Semaphore::remove(bool* deleted) {
@@ -679,7 +691,7 @@ int Latch::check_open() const {
 }
 
 int Latch::redis_failure(const std::string& doing, const Reply& reply) const {
-  return redis_error(doing, reply, "a latch count");
+  return redis_error(doing, reply, kLatchCount);
 }
 
 int Latch::try_set_count(int64_t count, bool* set) {
@@ -690,34 +702,27 @@ int Latch::try_set_count(int64_t count, bool* set) {
                               ", got " + std::to_string(count));
   }
   const std::string text = std::to_string(count);
-  try {
-    Reply r = eval_script(client_->transport(), scripts::latch_try_set, {name_, channel_}, {text},
-                          Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
-    if (set != nullptr) *set = r.integer == 1;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::latch_try_set, {name_, channel_}, {text}, Retry::No,
+                             doing, kLatchCount, "", &reply)) {
+    return c;
   }
+  if (set != nullptr) *set = reply == 1;
+  return kOk;
 }
 
 int Latch::count_down(int64_t* left) {
   const std::string doing = what("counting down");
   if (int c = check_open()) return c;
-  try {
-    // Never resent (as in Redisson): a lost reply may hide an applied count-down.
-    Reply r = eval_script(client_->transport(), scripts::latch_count_down, {name_, channel_}, {},
-                          Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
-    if (left != nullptr) *left = std::max<int64_t>(0, r.integer);
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(),
-                doing + ": " + e.message() + " (the count-down may or may not be applied)",
-                e.transient());
+  // Never resent (as in Redisson): a lost reply may hide an applied count-down.
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::latch_count_down, {name_, channel_}, {}, Retry::No,
+                             doing, kLatchCount, " (the count-down may or may not be applied)",
+                             &reply)) {
+    return c;
   }
+  if (left != nullptr) *left = std::max<int64_t>(0, reply);
+  return kOk;
 }
 
 int Latch::count(int64_t* out) {
@@ -784,16 +789,13 @@ int Latch::await_async(int64_t wait_ms, CancelSet* cancel, std::shared_ptr<Cance
 int Latch::remove(bool* deleted) {
   const std::string doing = what("deleting");
   if (int c = check_open()) return c;
-  try {
-    Reply r = eval_script(client_->transport(), scripts::latch_delete, {name_, channel_}, {},
-                          Retry::Once);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
-    if (deleted != nullptr) *deleted = r.integer == 1;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::latch_delete, {name_, channel_}, {}, Retry::Once,
+                             doing, kLatchCount, "", &reply)) {
+    return c;
   }
+  if (deleted != nullptr) *deleted = reply == 1;
+  return kOk;
 }
 
 }  // namespace rlock::core
