@@ -333,26 +333,43 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
   }
 }
 
-int Semaphore::acquire(const PermitArgs& args, std::vector<std::string>* ids) {
+// What an acquire, blocking or not, runs with once its arguments are checked.
+struct Semaphore::AcquirePlan {
+  int64_t lease = 0;      // expirable: the new permits' lease (resolve_lease)
+  bool watchdog = false;  // expirable: the watchdog renews them
+  // Expirable: the call's raw permit ids, made once so a resend of an applied acquire is
+  // recognised.
   std::vector<std::string> raw;
-  int64_t lease = 0;
+};
+
+int Semaphore::plan_acquire(const PermitArgs& args, AcquirePlan* plan) const {
   const char* doing = "acquiring permits of";
   if (int c = check_open()) return c;
   if (int c = check_permits(args.permits, doing)) return c;
   if (int c = check_wait(args.wait_ms)) return c;
-  if (options_.kind == SemaphoreKind::Expirable) {
-    if (ids == nullptr) return fail(kInvalid, what(doing) + ": no place for the permit ids");
-    if (int c = resolve_lease(args.lease_ms == 0 ? options_.lease_ms : args.lease_ms, &lease)) {
-      return c;
+  if (options_.kind == SemaphoreKind::Plain) {
+    if (args.lease_ms != 0) {
+      return fail(kInvalid, what(doing) + ": a plain semaphore's permits have no lease");
     }
-    for (int64_t i = 0; i < args.permits; ++i) {
-      std::string id;
-      permit_id_raw(random_hex(16), &id);
-      raw.push_back(std::move(id));
-    }
-  } else if (args.lease_ms != 0) {
-    return fail(kInvalid, what(doing) + ": a plain semaphore's permits have no lease");
+    return kOk;
   }
+  const int64_t asked = args.lease_ms == 0 ? options_.lease_ms : args.lease_ms;
+  if (int c = resolve_lease(asked, &plan->lease)) return c;
+  plan->watchdog = asked == kLeaseWatchdog;
+  for (int64_t i = 0; i < args.permits; ++i) {
+    std::string id;
+    permit_id_raw(random_hex(16), &id);
+    plan->raw.push_back(std::move(id));
+  }
+  return kOk;
+}
+
+int Semaphore::acquire(const PermitArgs& args, std::vector<std::string>* ids) {
+  if (options_.kind == SemaphoreKind::Expirable && ids == nullptr) {
+    return fail(kInvalid, what("acquiring permits of") + ": no place for the permit ids");
+  }
+  AcquirePlan plan;
+  if (int c = plan_acquire(args, &plan)) return c;
   PermitWait::Setup s;
   s.client = client_;
   s.channel = channel_;
@@ -361,42 +378,25 @@ int Semaphore::acquire(const PermitArgs& args, std::vector<std::string>* ids) {
   s.wait_ms = args.wait_ms;
   s.handle_waits = &waits_;
   s.token = args.cancel;
-  s.attempt = [this, args, lease, &raw] { return try_once(args, lease, &raw); };
+  s.attempt = [this, args, &plan] { return try_once(args, plan.lease, &plan.raw); };
   const int code = PermitWait::run_blocking(std::move(s));
   if (code != kOk) return code;
   if (options_.kind == SemaphoreKind::Expirable) {
-    if (args.lease_ms == kLeaseWatchdog ||
-        (args.lease_ms == 0 && options_.lease_ms == kLeaseWatchdog)) {
-      watch(raw);
-    }
+    if (plan.watchdog) watch(plan.raw);
     ids->clear();
-    for (const std::string& id : raw) ids->push_back(permit_id_hex(id));
+    for (const std::string& id : plan.raw) ids->push_back(permit_id_hex(id));
   }
   return kOk;
 }
 
 int Semaphore::acquire_async(const PermitArgs& args, std::shared_ptr<CancelSet> keep,
                              PermitCompletion done) {
-  const char* doing = "acquiring permits of";
-  if (!done) return fail(kInvalid, what(doing) + ": no completion");
-  if (int c = check_open()) return c;
-  if (int c = check_permits(args.permits, doing)) return c;
-  if (int c = check_wait(args.wait_ms)) return c;
-  int64_t lease = 0;
-  auto raw = std::make_shared<std::vector<std::string>>();
-  bool watchdog = false;
-  if (options_.kind == SemaphoreKind::Expirable) {
-    const int64_t asked = args.lease_ms == 0 ? options_.lease_ms : args.lease_ms;
-    if (int c = resolve_lease(asked, &lease)) return c;
-    watchdog = asked == kLeaseWatchdog;
-    for (int64_t i = 0; i < args.permits; ++i) {
-      std::string id;
-      permit_id_raw(random_hex(16), &id);
-      raw->push_back(std::move(id));
-    }
-  } else if (args.lease_ms != 0) {
-    return fail(kInvalid, what(doing) + ": a plain semaphore's permits have no lease");
-  }
+  if (!done) return fail(kInvalid, what("acquiring permits of") + ": no completion");
+  AcquirePlan plan;
+  if (int c = plan_acquire(args, &plan)) return c;
+  const int64_t lease = plan.lease;
+  const bool watchdog = plan.watchdog;
+  auto raw = std::make_shared<std::vector<std::string>>(std::move(plan.raw));
   auto self = shared_from_this();
   PermitWait::Setup s;
   s.client = client_;
