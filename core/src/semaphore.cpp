@@ -6,6 +6,7 @@
 #include <chrono>
 #include <new>
 
+#include "client_open.hpp"
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
@@ -191,11 +192,7 @@ std::string Semaphore::what(const char* doing) const {
   return std::string(doing) + " semaphore " + printable(name_);
 }
 
-int Semaphore::check_open() const {
-  if (client_->closed())
-    return fail(kClosed, "semaphore " + printable(name_) + ": the client was closed");
-  return kOk;
-}
+int Semaphore::check_open() const { return check_client_open(*client_, "semaphore", name_); }
 
 int Semaphore::check_kind(SemaphoreKind wanted, const char* doing) const {
   if (options_.kind == wanted) return kOk;
@@ -684,11 +681,7 @@ std::string Latch::what(const char* doing) const {
   return std::string(doing) + " latch " + printable(name_);
 }
 
-int Latch::check_open() const {
-  if (client_->closed())
-    return fail(kClosed, "latch " + printable(name_) + ": the client was closed");
-  return kOk;
-}
+int Latch::check_open() const { return check_client_open(*client_, "latch", name_); }
 
 int Latch::redis_failure(const std::string& doing, const Reply& reply) const {
   return redis_error(doing, reply, kLatchCount);
