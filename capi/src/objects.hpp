@@ -57,6 +57,21 @@ inline int check_version(unsigned int version, unsigned int known, const char* w
   return RLOCK_OK;
 }
 
+// The name of a new object (`what`: "lock", "semaphore", ...): not NULL, and within the client's
+// max_name_len, checked before the name is copied.
+inline int check_name(const core::ClientConfig& config, const char* name, size_t name_len,
+                      const char* what) {
+  if (name == nullptr) return invalid("name must not be NULL");
+  const size_t limit = config.max_name_len;
+  if (name_len > limit) {
+    return invalid((std::string(what) + " name is " + std::to_string(name_len) +
+                    " bytes, longer than the limit of " + std::to_string(limit) +
+                    " (client option max_name_len)")
+                       .c_str());
+  }
+  return RLOCK_OK;
+}
+
 template <class T>
 struct Traits;
 template <>

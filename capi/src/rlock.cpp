@@ -21,6 +21,7 @@
 #include "rlock/core/lock.hpp"
 #include "rlock/core/lock_group.hpp"
 
+using rlock::capi::check_name;
 using rlock::capi::check_version;
 using rlock::capi::guarded;
 using rlock::capi::invalid;
@@ -502,12 +503,7 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
         }
       }
     }
-    if (name_len > c->core->config().max_name_len) {
-      return invalid(
-          ("lock name is " + std::to_string(name_len) + " bytes, longer than the limit of " +
-           std::to_string(c->core->config().max_name_len) + " (client option max_name_len)")
-              .c_str());
-    }
+    if (int rc = check_name(c->core->config(), name, name_len, "lock")) return rc;
     auto lock = std::make_unique<LockObj>();
     lock->core = std::make_shared<core::Lock>(c->core, std::string(name, name_len), options);
     *out = publish(std::move(lock));

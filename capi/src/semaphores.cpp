@@ -10,6 +10,7 @@
 #include "rlock/core/semaphore.hpp"
 #include "rlock/rlock.h"
 
+using rlock::capi::check_name;
 using rlock::capi::check_version;
 using rlock::capi::guarded;
 using rlock::capi::invalid;
@@ -26,18 +27,6 @@ static_assert(int{RLOCK_SEMAPHORE_PLAIN} == static_cast<int>(core::SemaphoreKind
               "semaphore kinds must agree");
 
 namespace {
-
-// The name of a new object: checked against the client's limit before it is copied.
-int check_name(const ClientObj& c, const char* name, size_t name_len, const char* what) {
-  if (name == nullptr) return invalid("name must not be NULL");
-  if (name_len > c.core->config().max_name_len) {
-    return invalid((std::string(what) + " name is " + std::to_string(name_len) +
-                    " bytes, longer than the limit of " +
-                    std::to_string(c.core->config().max_name_len) + " (client option max_name_len)")
-                       .c_str());
-  }
-  return RLOCK_OK;
-}
 
 // Reads permit options; `keep` holds the cancel token's set for an asynchronous call.
 int read_permit_options(const rlock_permit_options* opts, core::PermitArgs* args,
@@ -125,7 +114,7 @@ int rlock_semaphore_new_n(rlock_semaphore** out, rlock_client* client, const cha
     if (client == nullptr) return invalid("client must not be NULL");
     Pinned<ClientObj> c(client);
     if (!c) return c.bad("client");
-    if (int rc = check_name(*c.operator->(), name, name_len, "semaphore")) return rc;
+    if (int rc = check_name(c->core->config(), name, name_len, "semaphore")) return rc;
     core::SemaphoreOptions options;
     if (opts != nullptr) {
       if (int rc = check_version(opts->version, RLOCK_SEMAPHORE_OPTIONS_VERSION,
@@ -320,7 +309,7 @@ int rlock_latch_new_n(rlock_latch** out, rlock_client* client, const char* name,
     if (client == nullptr) return invalid("client must not be NULL");
     Pinned<ClientObj> c(client);
     if (!c) return c.bad("client");
-    if (int rc = check_name(*c.operator->(), name, name_len, "latch")) return rc;
+    if (int rc = check_name(c->core->config(), name, name_len, "latch")) return rc;
     auto latch = std::make_unique<LatchObj>();
     latch->core = std::make_shared<core::Latch>(c->core, std::string(name, name_len));
     *out = publish(std::move(latch));

@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "client_open.hpp"
 #include "kinds/kind.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
@@ -107,11 +108,7 @@ Lock::~Lock() {
   listener_->set(nullptr);
 }
 
-int Lock::check_open() const {
-  if (client_->closed())
-    return fail(kClosed, "lock " + printable(name_) + ": the client was closed");
-  return kOk;
-}
+int Lock::check_open() const { return check_client_open(*client_, "lock", name_); }
 
 int64_t Lock::resolve_thread(int64_t thread_id) const {
   return thread_id == 0 ? current_thread_id() : thread_id;

@@ -6,10 +6,12 @@
 #include <chrono>
 #include <new>
 
+#include "client_open.hpp"
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
 #include "rlock/core/names.hpp"
+#include "rlock/core/parse.hpp"
 #include "rlock/core/scripts.hpp"
 #include "waiting.hpp"
 
@@ -20,6 +22,10 @@ using Clock = std::chrono::steady_clock;
 
 // Redisson's score of a permit without a lease (Long.MAX_VALUE / 10000).
 constexpr int64_t kNever = 922337203685477;
+
+// What the name's key holds, for the message of a wrong-type error.
+constexpr const char* kSemaphoreCount = "a semaphore count";
+constexpr const char* kLatchCount = "a latch count";
 
 int64_t epoch_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -39,15 +45,7 @@ int parse_count(const Reply& r, int64_t* out, bool* exists) {
   *out = 0;
   if (r.is_nil()) return kOk;
   if (r.type != Reply::Type::String) return kRedis;
-  const std::string& t = r.str;
-  size_t i = t.size() > 0 && t[0] == '-' ? 1 : 0;
-  if (t.size() <= i || t.size() > 18) return kRedis;
-  int64_t v = 0;
-  for (; i < t.size(); ++i) {
-    if (t[i] < '0' || t[i] > '9') return kRedis;
-    v = v * 10 + (t[i] - '0');
-  }
-  *out = t[0] == '-' ? -v : v;
+  if (parse_int(r.str, INT64_MIN, INT64_MAX, out) != ParseStatus::kOk) return kRedis;
   *exists = true;
   return kOk;
 }
@@ -75,6 +73,23 @@ int redis_error(const std::string& what, const Reply& reply, const char* key_kin
   }
   return fail(reply.error.code, what + ": Redis replied: " + reply.str + hint,
               reply.error.transient);
+}
+
+// Runs a script whose reply is one integer: kOk with *out set, or a code with a message that
+// starts with `doing`. `key_kind` names what the key must hold (for a wrong-type error);
+// `unsure` is added when no reply came back, for a call that may have been applied unseen.
+int run_int_script(Client& client, const Script& script, const Args& keys, const Args& argv,
+                   Retry retry, const std::string& doing, const char* key_kind, const char* unsure,
+                   int64_t* out) {
+  try {
+    Reply r = eval_script(client.transport(), script, keys, argv, retry);
+    if (r.is_error()) return redis_error(doing, r, key_kind);
+    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
+    *out = r.integer;
+    return kOk;
+  } catch (const Error& e) {
+    return fail(e.code(), doing + ": " + e.message() + unsure, e.transient());
+  }
 }
 
 }  // namespace
@@ -177,11 +192,7 @@ std::string Semaphore::what(const char* doing) const {
   return std::string(doing) + " semaphore " + printable(name_);
 }
 
-int Semaphore::check_open() const {
-  if (client_->closed())
-    return fail(kClosed, "semaphore " + printable(name_) + ": the client was closed");
-  return kOk;
-}
+int Semaphore::check_open() const { return check_client_open(*client_, "semaphore", name_); }
 
 int Semaphore::check_kind(SemaphoreKind wanted, const char* doing) const {
   if (options_.kind == wanted) return kOk;
@@ -215,7 +226,7 @@ int Semaphore::resolve_lease(int64_t lease_ms, int64_t* out) const {
 }
 
 int Semaphore::redis_failure(const std::string& doing, const Reply& reply) const {
-  return redis_error(doing, reply, "a semaphore count");
+  return redis_error(doing, reply, kSemaphoreCount);
 }
 
 int Semaphore::unexpected(const std::string& doing) const {
@@ -241,16 +252,13 @@ int Semaphore::try_set_permits(int64_t permits, int64_t ttl_ms, bool* set) {
   const std::string count = std::to_string(permits), ttl = std::to_string(ttl_ms);
   Args argv{count};
   if (ttl_ms > 0) argv.push_back(ttl);
-  try {
-    Reply r =
-        eval_script(client_->transport(), scripts::sem_try_set, {name_, channel_}, argv, Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return unexpected(doing);
-    if (set != nullptr) *set = r.integer == 1;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::sem_try_set, {name_, channel_}, argv, Retry::No,
+                             doing, kSemaphoreCount, "", &reply)) {
+    return c;
   }
+  if (set != nullptr) *set = reply == 1;
+  return kOk;
 }
 
 int Semaphore::add_permits(int64_t delta, int64_t* available) {
@@ -262,18 +270,15 @@ int Semaphore::add_permits(int64_t delta, int64_t* available) {
                               std::to_string(delta));
   }
   const std::string change = std::to_string(delta);
-  try {
-    // Not resent: a lost reply may hide an applied change, and applying it twice is wrong.
-    Reply r =
-        eval_script(client_->transport(), scripts::sem_add, {name_, channel_}, {change}, Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return unexpected(doing);
-    if (available != nullptr) *available = r.integer;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message() + " (the change may or may not be applied)",
-                e.transient());
+  // Not resent: a lost reply may hide an applied change, and applying it twice is wrong.
+  int64_t now_available = 0;
+  if (int c = run_int_script(*client_, scripts::sem_add, {name_, channel_}, {change}, Retry::No,
+                             doing, kSemaphoreCount, " (the change may or may not be applied)",
+                             &now_available)) {
+    return c;
   }
+  if (available != nullptr) *available = now_available;
+  return kOk;
 }
 
 Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
@@ -325,26 +330,43 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
   }
 }
 
-int Semaphore::acquire(const PermitArgs& args, std::vector<std::string>* ids) {
+// What an acquire, blocking or not, runs with once its arguments are checked.
+struct Semaphore::AcquirePlan {
+  int64_t lease = 0;      // expirable: the new permits' lease (resolve_lease)
+  bool watchdog = false;  // expirable: the watchdog renews them
+  // Expirable: the call's raw permit ids, made once so a resend of an applied acquire is
+  // recognised.
   std::vector<std::string> raw;
-  int64_t lease = 0;
+};
+
+int Semaphore::plan_acquire(const PermitArgs& args, AcquirePlan* plan) const {
   const char* doing = "acquiring permits of";
   if (int c = check_open()) return c;
   if (int c = check_permits(args.permits, doing)) return c;
   if (int c = check_wait(args.wait_ms)) return c;
-  if (options_.kind == SemaphoreKind::Expirable) {
-    if (ids == nullptr) return fail(kInvalid, what(doing) + ": no place for the permit ids");
-    if (int c = resolve_lease(args.lease_ms == 0 ? options_.lease_ms : args.lease_ms, &lease)) {
-      return c;
+  if (options_.kind == SemaphoreKind::Plain) {
+    if (args.lease_ms != 0) {
+      return fail(kInvalid, what(doing) + ": a plain semaphore's permits have no lease");
     }
-    for (int64_t i = 0; i < args.permits; ++i) {
-      std::string id;
-      permit_id_raw(random_hex(16), &id);
-      raw.push_back(std::move(id));
-    }
-  } else if (args.lease_ms != 0) {
-    return fail(kInvalid, what(doing) + ": a plain semaphore's permits have no lease");
+    return kOk;
   }
+  const int64_t asked = args.lease_ms == 0 ? options_.lease_ms : args.lease_ms;
+  if (int c = resolve_lease(asked, &plan->lease)) return c;
+  plan->watchdog = asked == kLeaseWatchdog;
+  for (int64_t i = 0; i < args.permits; ++i) {
+    std::string id;
+    permit_id_raw(random_hex(16), &id);
+    plan->raw.push_back(std::move(id));
+  }
+  return kOk;
+}
+
+int Semaphore::acquire(const PermitArgs& args, std::vector<std::string>* ids) {
+  if (options_.kind == SemaphoreKind::Expirable && ids == nullptr) {
+    return fail(kInvalid, what("acquiring permits of") + ": no place for the permit ids");
+  }
+  AcquirePlan plan;
+  if (int c = plan_acquire(args, &plan)) return c;
   PermitWait::Setup s;
   s.client = client_;
   s.channel = channel_;
@@ -353,42 +375,25 @@ int Semaphore::acquire(const PermitArgs& args, std::vector<std::string>* ids) {
   s.wait_ms = args.wait_ms;
   s.handle_waits = &waits_;
   s.token = args.cancel;
-  s.attempt = [this, args, lease, &raw] { return try_once(args, lease, &raw); };
+  s.attempt = [this, args, &plan] { return try_once(args, plan.lease, &plan.raw); };
   const int code = PermitWait::run_blocking(std::move(s));
   if (code != kOk) return code;
   if (options_.kind == SemaphoreKind::Expirable) {
-    if (args.lease_ms == kLeaseWatchdog ||
-        (args.lease_ms == 0 && options_.lease_ms == kLeaseWatchdog)) {
-      watch(raw);
-    }
+    if (plan.watchdog) watch(plan.raw);
     ids->clear();
-    for (const std::string& id : raw) ids->push_back(permit_id_hex(id));
+    for (const std::string& id : plan.raw) ids->push_back(permit_id_hex(id));
   }
   return kOk;
 }
 
 int Semaphore::acquire_async(const PermitArgs& args, std::shared_ptr<CancelSet> keep,
                              PermitCompletion done) {
-  const char* doing = "acquiring permits of";
-  if (!done) return fail(kInvalid, what(doing) + ": no completion");
-  if (int c = check_open()) return c;
-  if (int c = check_permits(args.permits, doing)) return c;
-  if (int c = check_wait(args.wait_ms)) return c;
-  int64_t lease = 0;
-  auto raw = std::make_shared<std::vector<std::string>>();
-  bool watchdog = false;
-  if (options_.kind == SemaphoreKind::Expirable) {
-    const int64_t asked = args.lease_ms == 0 ? options_.lease_ms : args.lease_ms;
-    if (int c = resolve_lease(asked, &lease)) return c;
-    watchdog = asked == kLeaseWatchdog;
-    for (int64_t i = 0; i < args.permits; ++i) {
-      std::string id;
-      permit_id_raw(random_hex(16), &id);
-      raw->push_back(std::move(id));
-    }
-  } else if (args.lease_ms != 0) {
-    return fail(kInvalid, what(doing) + ": a plain semaphore's permits have no lease");
-  }
+  if (!done) return fail(kInvalid, what("acquiring permits of") + ": no completion");
+  AcquirePlan plan;
+  if (int c = plan_acquire(args, &plan)) return c;
+  const int64_t lease = plan.lease;
+  const bool watchdog = plan.watchdog;
+  auto raw = std::make_shared<std::vector<std::string>>(std::move(plan.raw));
   auto self = shared_from_this();
   PermitWait::Setup s;
   s.client = client_;
@@ -580,16 +585,13 @@ int Semaphore::drain(int64_t* drained) {
   const std::string doing = what("draining");
   if (int c = check_open()) return c;
   if (int c = check_kind(SemaphoreKind::Plain, "draining")) return c;
-  try {
-    Reply r = eval_script(client_->transport(), scripts::sem_drain, {name_}, {}, Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return unexpected(doing);
-    if (drained != nullptr) *drained = r.integer;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message() + " (it may or may not be applied)",
-                e.transient());
+  int64_t taken = 0;
+  if (int c = run_int_script(*client_, scripts::sem_drain, {name_}, {}, Retry::No, doing,
+                             kSemaphoreCount, " (it may or may not be applied)", &taken)) {
+    return c;
   }
+  if (drained != nullptr) *drained = taken;
+  return kOk;
 }
 
 int Semaphore::remove(bool* deleted) {
@@ -679,14 +681,10 @@ std::string Latch::what(const char* doing) const {
   return std::string(doing) + " latch " + printable(name_);
 }
 
-int Latch::check_open() const {
-  if (client_->closed())
-    return fail(kClosed, "latch " + printable(name_) + ": the client was closed");
-  return kOk;
-}
+int Latch::check_open() const { return check_client_open(*client_, "latch", name_); }
 
 int Latch::redis_failure(const std::string& doing, const Reply& reply) const {
-  return redis_error(doing, reply, "a latch count");
+  return redis_error(doing, reply, kLatchCount);
 }
 
 int Latch::try_set_count(int64_t count, bool* set) {
@@ -697,34 +695,27 @@ int Latch::try_set_count(int64_t count, bool* set) {
                               ", got " + std::to_string(count));
   }
   const std::string text = std::to_string(count);
-  try {
-    Reply r = eval_script(client_->transport(), scripts::latch_try_set, {name_, channel_}, {text},
-                          Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
-    if (set != nullptr) *set = r.integer == 1;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::latch_try_set, {name_, channel_}, {text}, Retry::No,
+                             doing, kLatchCount, "", &reply)) {
+    return c;
   }
+  if (set != nullptr) *set = reply == 1;
+  return kOk;
 }
 
 int Latch::count_down(int64_t* left) {
   const std::string doing = what("counting down");
   if (int c = check_open()) return c;
-  try {
-    // Never resent (as in Redisson): a lost reply may hide an applied count-down.
-    Reply r = eval_script(client_->transport(), scripts::latch_count_down, {name_, channel_}, {},
-                          Retry::No);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
-    if (left != nullptr) *left = std::max<int64_t>(0, r.integer);
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(),
-                doing + ": " + e.message() + " (the count-down may or may not be applied)",
-                e.transient());
+  // Never resent (as in Redisson): a lost reply may hide an applied count-down.
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::latch_count_down, {name_, channel_}, {}, Retry::No,
+                             doing, kLatchCount, " (the count-down may or may not be applied)",
+                             &reply)) {
+    return c;
   }
+  if (left != nullptr) *left = std::max<int64_t>(0, reply);
+  return kOk;
 }
 
 int Latch::count(int64_t* out) {
@@ -791,16 +782,13 @@ int Latch::await_async(int64_t wait_ms, CancelSet* cancel, std::shared_ptr<Cance
 int Latch::remove(bool* deleted) {
   const std::string doing = what("deleting");
   if (int c = check_open()) return c;
-  try {
-    Reply r = eval_script(client_->transport(), scripts::latch_delete, {name_, channel_}, {},
-                          Retry::Once);
-    if (r.is_error()) return redis_failure(doing, r);
-    if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
-    if (deleted != nullptr) *deleted = r.integer == 1;
-    return kOk;
-  } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  int64_t reply = 0;
+  if (int c = run_int_script(*client_, scripts::latch_delete, {name_, channel_}, {}, Retry::Once,
+                             doing, kLatchCount, "", &reply)) {
+    return c;
   }
+  if (deleted != nullptr) *deleted = reply == 1;
+  return kOk;
 }
 
 }  // namespace rlock::core

@@ -107,6 +107,8 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
 
  private:
   class Renewal;
+  struct AcquirePlan;
+  int plan_acquire(const PermitArgs& args, AcquirePlan* plan) const;
   int check_kind(SemaphoreKind wanted, const char* doing) const;
   int check_open() const;
   int check_permits(int64_t permits, const char* doing) const;
