@@ -115,7 +115,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int resolve_lease(int64_t lease_ms, int64_t* out) const;
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int unexpected(const std::string& doing) const;
-  int acquired(int64_t lease_ms, const std::vector<std::string>& ids, int64_t permits);
   void watch(const std::vector<std::string>& ids);
   bool renew_watched(Renewal* by);
   void unwatch(const std::vector<std::string>& ids);
