@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -12,6 +13,7 @@
 #include "rlock/core/names.hpp"
 #include "rlock/core/parse.hpp"
 #include "rlock/core/scripts.hpp"
+#include "rlock/core/semaphore.hpp"
 #include "rlock/core/tls.hpp"
 
 namespace rlock::core {
@@ -338,7 +340,7 @@ void Client::close() {
       break;  // unreachable: the rest expire by lease
     }
   }
-  if (reachable) release_permits_at_close();
+  if (reachable) reachable = release_permits_at_close();
   transport_->close();
   if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
   events().stop();  // after the releases above, whose events are delivered first
@@ -364,12 +366,21 @@ LockKind kind_of(HoldLayout layout) {
 }  // namespace
 
 // Plain semaphores' permits this client still holds go back too: nothing on Redis records who
-// holds them, so nobody else could ever give them back. (Expirable permits expire by lease.)
-void Client::release_permits_at_close() {
+// holds them, so nobody else could ever give them back. So do the expirable permits the
+// watchdog renews, which would otherwise stay taken for a watchdog lease, as a lock would.
+// (Expirable permits with a lease of their own keep it: the caller chose how long.)
+bool Client::release_permits_at_close() {
   std::map<std::string, int64_t> held;
+  std::vector<std::weak_ptr<Semaphore>> renewing;
   {
     std::lock_guard<std::mutex> lock(permits_mutex_);
     held.swap(permits_);
+    renewing.swap(renewing_);
+  }
+  for (const std::weak_ptr<Semaphore>& weak : renewing) {
+    if (std::shared_ptr<Semaphore> semaphore = weak.lock()) {
+      if (!semaphore->release_renewed_at_close()) return false;
+    }
   }
   const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(config_));
   for (const auto& [name, permits] : held) {
@@ -379,9 +390,10 @@ void Client::release_permits_at_close() {
                   {name, semaphore_channel(name), unlock_latch(name, random_hex(8))},
                   {count, latch_ttl}, Retry::Once);
     } catch (const Error&) {
-      break;  // unreachable: those permits stay taken
+      return false;  // unreachable: those permits stay taken
     }
   }
+  return true;
 }
 
 void Client::release_at_close(const Holds::Active& hold) {
@@ -446,6 +458,19 @@ bool Client::permits_given_back(const std::string& name, int64_t permits) {
   if (it == permits_.end() || it->second < permits) return false;
   if ((it->second -= permits) == 0) permits_.erase(it);
   return true;
+}
+
+void Client::renewing_permits(const std::weak_ptr<Semaphore>& semaphore) {
+  std::lock_guard<std::mutex> lock(permits_mutex_);
+  // Handles that went away leave expired entries: dropped here, so the list stays as long as
+  // the live handles that renew.
+  renewing_.erase(std::remove_if(renewing_.begin(), renewing_.end(),
+                                 [&](const std::weak_ptr<Semaphore>& s) {
+                                   return s.expired() || (!s.owner_before(semaphore) &&
+                                                          !semaphore.owner_before(s));
+                                 }),
+                  renewing_.end());
+  renewing_.push_back(semaphore);
 }
 
 }  // namespace rlock::core

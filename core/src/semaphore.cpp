@@ -621,7 +621,28 @@ void Semaphore::watch(const std::vector<std::string>& ids) {
     const int64_t period = std::max<int64_t>(1, client_->config().watchdog_lease_ms / 3);
     renewal_ = std::make_shared<Renewal>(client_->engine_ptr(), weak_from_this(), period);
     if (!client_->engine().start(renewal_)) renewal_.reset();
+    client_->renewing_permits(weak_from_this());
   }
+}
+
+bool Semaphore::release_renewed_at_close() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(watched_mutex_);
+    ids.swap(watched_);
+    if (renewal_) renewal_->stop();
+    renewal_.reset();
+  }
+  for (const std::string& id : ids) {
+    try {
+      // One id per call: a permit lost meanwhile must not keep the others (all or none).
+      eval_script(client_->transport(), scripts::psem_release, {name_, deadlines_, channel_},
+                  {std::to_string(epoch_ms()), id}, Retry::Once);
+    } catch (const Error&) {
+      return false;
+    }
+  }
+  return true;
 }
 
 void Semaphore::unwatch(const std::vector<std::string>& ids) {

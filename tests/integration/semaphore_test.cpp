@@ -560,6 +560,29 @@ TEST(ExpirableSemaphore, ClientFreeDoesNotWaitForTheWatchdogRound) {
   EXPECT_LT(took, 2000) << "rlock_client_free waited for the watchdog's next round";
 }
 
+// The watchdog's permits go back when the client is freed, as its locks do (else they would
+// stay taken for a watchdog lease); permits with a lease of their own keep it.
+TEST(ExpirableSemaphore, ClientFreeGivesBackTheWatchdogPermitsOnly) {
+  Keys keys(unique_name("psem-close"));
+  RedisConn redis(test_redis_url());
+  it::ClientSettings slow;
+  slow.watchdog_lease_ms = 30000;
+  it::Client client = it::make_client(slow);
+  Semaphore sem = make_semaphore(client.get(), keys.name, RLOCK_SEMAPHORE_EXPIRABLE);
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 4, 0), RLOCK_OK);
+  rlock_permit_id watched, leased, forever;
+  ASSERT_EQ(rlock_permit_acquire(&watched, sem.get(), 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+  ASSERT_EQ(rlock_permit_acquire(&leased, sem.get(), 0, 60000), RLOCK_OK);
+  ASSERT_EQ(rlock_permit_acquire(&forever, sem.get(), 0, RLOCK_LEASE_NONE), RLOCK_OK);
+  EXPECT_EQ(get(redis, keys.name), "1");
+  client.reset();  // the semaphore handle outlives its client
+  EXPECT_EQ(get(redis, keys.name), "2") << "the watchdog's permit was not given back";
+  EXPECT_TRUE(redis.ok({"ZSCORE", deadlines(keys.name), raw_id(watched.hex)}).is_nil());
+  EXPECT_FALSE(redis.ok({"ZSCORE", deadlines(keys.name), raw_id(leased.hex)}).is_nil());
+  EXPECT_FALSE(redis.ok({"ZSCORE", deadlines(keys.name), raw_id(forever.hex)}).is_nil());
+}
+
 TEST(ExpirableSemaphore, UpdateLeaseMovesTheDeadline) {
   Keys keys(unique_name("psem-update"));
   it::Client client = it::make_client();

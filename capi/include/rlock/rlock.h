@@ -250,8 +250,9 @@ RLOCK_API int rlock_client_new(rlock_client **out, const rlock_client_options *o
 RLOCK_API int rlock_client_new_url(rlock_client **out, const char *url);
 
 /* Stops the watchdog, wakes waiters of its locks with RLOCK_ECLOSED, releases what the client
- * still holds (best effort: it stops at the first failed round trip, and the rest expire by
- * lease) and closes connections. Lock handles may outlive the client; their calls then return
+ * still holds (locks, plain semaphores' permits, the expirable permits its watchdog renews;
+ * best effort: it stops at the first failed round trip, and the rest expire by lease) and
+ * closes connections. Lock handles may outlive the client; their calls then return
  * RLOCK_ECLOSED. In a child of fork(), for a client made before the fork: does none of this
  * (the parent's locks stay held) and records RLOCK_EFORKED. */
 RLOCK_API void rlock_client_free(rlock_client *client);

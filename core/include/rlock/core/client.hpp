@@ -8,6 +8,7 @@
 #include <memory>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/config.hpp"
@@ -19,6 +20,8 @@
 #include "rlock/core/transport.hpp"
 
 namespace rlock::core {
+
+class Semaphore;
 
 class Client {
  public:
@@ -63,10 +66,12 @@ class Client {
   void permits_taken(const std::string& name, int64_t permits);
   // Takes `permits` off the count when that many are held; false (nothing changes) otherwise.
   bool permits_given_back(const std::string& name, int64_t permits);
+  // A semaphore handle whose watchdog renews permits: close() gives back those it still has.
+  void renewing_permits(const std::weak_ptr<Semaphore>& semaphore);
 
   // Stops renewals, ends every waiting acquire with kClosed (asynchronous ones have had their
   // completion when it returns, unless called from one), releases what this client still holds
-  // (locks, and permits of plain semaphores)
+  // (locks, permits of plain semaphores, and expirable permits its watchdog renews)
   // (best effort, bounded by one command timeout per call and giving up at the first
   // unreachable answer; a read-write lock takes one call per hold), and closes connections.
   // Idempotent.
@@ -83,8 +88,9 @@ class Client {
   static void finish_start(const std::shared_ptr<Client>& client);
   // Releases every hold of one owner with its kind's script; throws Error when unreachable.
   void release_at_close(const Holds::Active& hold);
-  // Gives back the permits of plain semaphores still held (permits_), best effort.
-  void release_permits_at_close();
+  // Gives back the permits of plain semaphores still held (permits_) and the watchdog's
+  // expirable permits, best effort; false when Redis did not answer.
+  bool release_permits_at_close();
 
   const ClientConfig config_;
   const std::string id_;
@@ -107,6 +113,7 @@ class Client {
   std::atomic<uint64_t> marks_{0};  // shared by the node subscribers
   std::mutex permits_mutex_;
   std::map<std::string, int64_t> permits_;
+  std::vector<std::weak_ptr<Semaphore>> renewing_;  // handles that have renewed permits
   std::mutex replicas_mutex_;
   int replicas_ = -1;                 // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on

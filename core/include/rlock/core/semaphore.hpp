@@ -90,6 +90,9 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   void cancel_waits() { waits_.cancel_all(false); }
   // The handle is gone: wakes the waits in progress and refuses later ones.
   void close_waits();
+  // The client closes: gives back the expirable permits the watchdog renews, one call each;
+  // false when Redis did not answer (the rest expire by their lease).
+  bool release_renewed_at_close();
 
   const std::string& name() const { return name_; }
   SemaphoreKind kind() const { return options_.kind; }
