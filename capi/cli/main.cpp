@@ -24,6 +24,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "rlock/core/parse.hpp"
@@ -833,6 +834,8 @@ int run_list(const Args &args) {
   Table table;
   std::string cursor = "0";
   size_t found = 0;
+  // SCAN may return a key twice while Redis resizes its table: each name is shown once.
+  std::unordered_set<std::string> shown;
   for (;;) {
     rlock_scan_options opts = RLOCK_SCAN_OPTIONS_INIT;
     opts.match = args.match.empty() ? nullptr : args.match.data();
@@ -844,13 +847,15 @@ int run_list(const Args &args) {
     std::unique_ptr<rlock_lock_page, PageFree> page(raw);
     std::vector<Row> rows;
     for (size_t i = 0; i < page->count; ++i) {
+      const rlock_lock_info &info = *page->locks[i];
+      if (!shown.emplace(info.name, info.name_len).second) continue;
+      ++found;
       if (args.json) {
-        std::printf("%s\n", lock_json(*page->locks[i]).c_str());
+        std::printf("%s\n", lock_json(info).c_str());
       } else {
-        rows.push_back(row_of(*page->locks[i]));
+        rows.push_back(row_of(info));
       }
     }
-    found += page->count;
     print_rows(table, rows);
     if (page->done) break;
     cursor = page->next_cursor;

@@ -577,11 +577,9 @@ std::map<std::string, int> walk_kinds(rlock_client* client, const std::string& p
                                       int64_t count, int* pages) {
   std::vector<int> kinds;
   std::vector<std::string> names = walk(client, pattern, count, pages, &kinds);
+  // (SCAN may return a key twice while Redis resizes its table: a walk may repeat a name.)
   std::map<std::string, int> found;
-  for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_EQ(found.count(names[i]), 0u) << names[i] << " listed twice";
-    found[names[i]] = kinds[i];
-  }
+  for (size_t i = 0; i < names.size(); ++i) found[names[i]] = kinds[i];
   return found;
 }
 

@@ -749,7 +749,8 @@ typedef struct rlock_lock_page {
  * leaves them out (rlock_inspect of the name shows them as RLOCK_FOUND_COUNTER). A page may be
  * empty while done is 0: call again with next_cursor until done. On a cluster the cursor names
  * the master too, so the walk visits every master in turn; a topology change during a walk may
- * skip or repeat keys, as SCAN may. NULL opts = RLOCK_SCAN_OPTIONS_INIT. Owned: free with
+ * skip or repeat keys, as SCAN may; SCAN also returns a key twice at times while Redis resizes
+ * its table, so a walk may list a name twice. NULL opts = RLOCK_SCAN_OPTIONS_INIT. Owned: free with
  * rlock_lock_page_free. */
 RLOCK_API int rlock_scan_locks(rlock_lock_page **out, rlock_client *client,
                                const rlock_scan_options *opts);
