@@ -1,5 +1,6 @@
 #include "rlock/core/inspect.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -20,6 +21,9 @@ namespace {
 // lock is; a big hash is judged by its first HSCAN step, so one key never costs more.
 constexpr const char* kFieldSample = "128";
 constexpr const char* kListedRange = "99";  // kMaxListed - 1, for LRANGE and ZRANGE
+// Names whose keys one round trip of a walk reads (13 commands each): a page of SCAN COUNT 1000
+// takes several, each well within a command timeout even on a slow link.
+constexpr size_t kNamesPerBatch = 200;
 
 // The reads of one name, in the order parse_reads expects them.
 enum Read {
@@ -531,8 +535,9 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
     }
   }
   const std::string node = cluster != nullptr ? masters[place.node_index] : "";
-  const Deadline deadline = client.transport().deadline_from_now();
+  // Each round trip gets a command timeout of its own: a page's reads are several.
   auto run = [&](const std::vector<Args>& list) {
+    const Deadline deadline = client.transport().deadline_from_now();
     return cluster != nullptr ? cluster->run_batch_at(node, list, deadline)
                               : client.transport().run_batch(list, deadline);
   };
@@ -559,20 +564,23 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
     }
     names.push_back(std::move(name));
   }
-  Commands commands;
-  for (const std::string& name : names) add_reads(commands, name);
   LockPage page;
-  if (!names.empty()) {
+  for (size_t from = 0; from < names.size(); from += kNamesPerBatch) {
+    const size_t to = std::min(names.size(), from + kNamesPerBatch);
+    Commands commands;
+    for (size_t i = from; i < to; ++i) add_reads(commands, names[i]);
     const std::vector<Reply> replies = run(commands.list());
-    for (size_t i = 0; i < names.size(); ++i) {
+    for (size_t i = from; i < to; ++i) {
       LockInfo info;
-      if (!parse_reads(&replies[i * kReadCount], names[i], &info)) continue;
+      if (!parse_reads(&replies[(i - from) * kReadCount], names[i], &info)) continue;
       const bool lock = info.kind == FoundKind::Reentrant || info.kind == FoundKind::Fenced ||
                         info.kind == FoundKind::Fair || info.kind == FoundKind::ReadWrite;
       const bool wanted = place.semaphores ? info.kind == FoundKind::Semaphore : lock;
       if (wanted) page.locks.push_back(std::move(info));
     }
-    count_subscribers(client, page.locks, node, deadline);
+  }
+  if (!page.locks.empty()) {
+    count_subscribers(client, page.locks, node, client.transport().deadline_from_now());
   }
   page.next_cursor = next_walk_cursor(place, step.elements[0].str, masters.size());
   return page;

@@ -741,7 +741,8 @@ typedef struct rlock_lock_page {
 
 /* One bounded step of a walk over the deployment: SCAN with opts->count and TYPE hash on one
  * master (Redis >= 6), then the layouts of the hashes found, as rlock_inspect reads them, in
- * three round trips. Hashes that are not locks are left out (judged by a bounded sample of
+ * three round trips (one more per 200 names found beyond the first 200, each with a command
+ * timeout of its own). Hashes that are not locks are left out (judged by a bounded sample of
  * their fields), and so are free locks. When a master's hashes are done, a second pass on it
  * scans TYPE zset MATCH "*:timeout" for permit-expirable semaphores with permits held (kind
  * RLOCK_FOUND_SEMAPHORE; opts->match is matched against their names). Plain semaphores and

@@ -72,7 +72,7 @@ bool is_owner_field(const std::string& field);
 LockInfo inspect_lock(Client& client, const std::string& name);
 
 // One bounded step of the walk: SCAN `cursor` MATCH `pattern` COUNT `count` TYPE hash on one
-// master, then the layouts of the hashes found, all in two round trips. Hashes that are not
+// master, then the layouts of the hashes found (a round trip per 200). Hashes that are not
 // locks are left out. Once the hashes of a master are done, a second pass scans its sorted sets
 // named "*:timeout" for permit-expirable semaphores with permits held (their names are matched
 // against `pattern` here, as SCAN would). Start with cursor "0"; the cursor names the pass
