@@ -30,6 +30,38 @@ case "${1:-}" in
 esac
 start=$SECONDS
 
+# Each stage's wall time, printed as a table when the run ends, passed or not.
+stage_names=()
+stage_secs=()
+current_stage=""
+stage_start=$SECONDS
+stage() {  # NAME DESCRIPTION: ends the stage before it and starts this one
+  end_stage
+  current_stage=$1
+  stage_start=$SECONDS
+  echo "== $2"
+}
+end_stage() {
+  [ -n "$current_stage" ] || return 0
+  stage_names+=("$current_stage")
+  stage_secs+=($((SECONDS - stage_start)))
+  current_stage=""
+}
+print_stage_table() {
+  local rc=$? i failed=$current_stage total=$((SECONDS - start))
+  end_stage
+  echo
+  echo "== stage times of scripts/test.sh${*:+ $*} (exit status $rc)"
+  for i in "${!stage_names[@]}"; do
+    printf '%6d s %4d:%02d  %s%s\n' "${stage_secs[$i]}" $((stage_secs[i] / 60)) \
+      $((stage_secs[i] % 60)) "${stage_names[$i]}" \
+      "$([ "$rc" != 0 ] && [ "${stage_names[$i]}" = "$failed" ] && echo "  <- failed here")"
+  done
+  printf '%6d s %4d:%02d  total\n' "$total" $((total / 60)) $((total % 60))
+}
+trap 'print_stage_table "$@"' EXIT
+
+stage install "installing the Debian packages that are missing (scripts/install-deps.sh)"
 "$root/scripts/install-deps.sh" swig default-jdk-headless maven
 if ! command -v go >/dev/null; then
   echo "Go 1.22 or newer is needed for the Go binding (https://go.dev/dl); 'go' is not on PATH" >&2
@@ -43,14 +75,14 @@ run_suite() {  # preset (CMakePresets.json), then extra ctest args
   ctest --preset "$preset" -j "$jobs" "$@"
 }
 
-echo "== static checks (scripts/lint.sh)"
+stage lint "static checks (scripts/lint.sh)"
 cmake --preset dev >/dev/null
 "$root/scripts/lint.sh" "$root/build"
 
-echo "== build (RelWithDebInfo, warnings as errors) and test, with the Go and Java bindings"
+stage build+ctest "build (RelWithDebInfo, warnings as errors) and test, with the Go and Java bindings"
 run_suite dev
 
-echo "== Python: build the wheel, install it in a venv, run pytest against the installation"
+stage python "Python: build the wheel, install it in a venv, run pytest against the installation"
 # The Go and Java workers of the cross-language test were built by the CTest pass above.
 export RLOCK_GO_WORKER=$root/build/bindings/go/rlock-contend
 java_out=$root/build/bindings/java/maven
@@ -63,38 +95,39 @@ if [ "$quick" = 1 ]; then
   exit 0
 fi
 
-echo "== fault-injection catalog (tests/faults): workers under injected faults, four checkers"
+stage faults "fault-injection catalog (tests/faults): workers under injected faults, four checkers"
 RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-180} "$root/scripts/test-faults.sh" -q
 
-echo "== valgrind memcheck over the fault worker (connections killed meanwhile): no errors, no definite leaks"
+stage valgrind "valgrind memcheck over the fault worker (connections killed meanwhile): no errors, no definite leaks"
 "$root/scripts/test-valgrind.sh" "$root/build"
 
-echo "== Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
+stage redisson "Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
 "$root/scripts/test-redisson.sh"
 
-echo "== benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
+stage bench-smoke "benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
 bash "$root/bench/run.sh" --smoke
 
-echo "== fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=30} s each)"
+stage fuzz "fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=30} s each)"
 RLOCK_FUZZ_SECONDS=$RLOCK_FUZZ_SECONDS "$root/scripts/test-fuzz.sh"
 
-echo "== build without TLS (RLOCK_TLS=OFF): rediss:// is refused as unsupported"
+stage notls "build without TLS (RLOCK_TLS=OFF): rediss:// is refused as unsupported"
 "$root/scripts/test-notls.sh"
 
-echo "== release artifacts: built in a Debian 11 root (scripts/build-release.sh), then checked"
+stage release "release artifacts: built in a Debian 11 root (scripts/build-release.sh), then checked"
 "$root/scripts/build-release.sh" --verify
 
 if [ "${RLOCK_SKIP_SANITIZERS:-0}" != "1" ]; then
-  echo "== build and test with ASan + UBSan, then the fault cases marked 'sanitized' on that build"
+  stage asan "build and test with ASan + UBSan, then the fault cases marked 'sanitized' on that build"
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   run_suite asan
   RLOCK_FAULT_WORKER=$root/build-asan/tests/faults/rlock-fault-worker RLOCK_FAULT_SANITIZED=1 \
     "$root/scripts/test-faults.sh" -q -m sanitized
-  echo "== build and test the threaded parts with TSan, then the fault cases marked 'threads'"
+  stage tsan "build and test the threaded parts with TSan, then the fault cases marked 'threads'"
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite tsan
   RLOCK_FAULT_WORKER=$root/build-tsan/tests/faults/rlock-fault-worker RLOCK_FAULT_SANITIZED=1 \
     "$root/scripts/test-faults.sh" -q -m threads
 fi
+end_stage
 echo "== all tests passed in $((SECONDS - start)) s"

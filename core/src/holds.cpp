@@ -531,7 +531,16 @@ bool cleanup_over(const Reply& r) { return !(r.is_error() && r.error.transient);
 
 void Holds::add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup) {
   std::lock_guard<std::mutex> lock(mutex_);
-  cleanups_[Key{name, owner}].push_back(std::move(cleanup));
+  const Key key{name, owner};
+  auto& queue = cleanups_[key];
+  // Not while a caller or a round runs the queue: they count what they ran from its front.
+  if (cleanup.releases_all && settling_.count(key) == 0) {
+    while (!queue.empty() && queue.back().releases_all && queue.back().script == cleanup.script) {
+      queue.pop_back();
+      cleanup_count_.fetch_sub(1);
+    }
+  }
+  queue.push_back(std::move(cleanup));
   cleanup_count_.fetch_add(1);
   // A round at once on the renewer thread, which comes back to what it could not finish. (Not
   // on the engine's threads: a process whose waits all block would start them just for this.)

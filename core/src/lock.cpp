@@ -251,8 +251,8 @@ void Lock::undo_acquire(const std::string& owner, int64_t expected_count, int64_
   clean_up_later(owner, *undo);
 }
 
-void Lock::clean_up_later(const std::string& owner, const kinds::Call& call) {
-  client_->holds().add_cleanup(name_, owner, {call.script, call.keys, call.argv});
+void Lock::clean_up_later(const std::string& owner, const kinds::Call& call, bool releases_all) {
+  client_->holds().add_cleanup(name_, owner, {call.script, call.keys, call.argv, releases_all});
 }
 
 int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {
@@ -414,7 +414,7 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
     // It may have run, or may still arrive: sent again with the same latch before this owner's
     // next acquire, it runs exactly once, and never after that acquire.
-    if (e.code() == kConn) clean_up_later(owner, call);
+    if (e.code() == kConn) clean_up_later(owner, call, last);
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
                               " (renewal stopped; the lock expires by its lease)");
   }

@@ -7,18 +7,45 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
 
 import pytest
-from harness import Case, NetnsPair, make_tls_certs, worker_binary
+from harness import PACE, Case, NetnsPair, make_tls_certs, worker_binary
+
+# Processes the tests start get Ctrl-C (SIGINT) as they would from a terminal. A run started in
+# the background by a non-interactive shell (nohup, `cmd &`, some CI runners) ignores SIGINT,
+# and children inherit that: a child Python would not even install its KeyboardInterrupt
+# handler, and a test that interrupts it would wait for ever. A handler here is reset to the
+# default in each child at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return str(PACE.fresh())
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    """The last pace measured (what the liveness bounds were widened by), also under -q."""
+    if PACE.at:
+        terminalreporter.write_line(str(PACE))
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sanitized: also run with the ASan/UBSan-built worker")
     config.addinivalue_line("markers", "threads: also run with the TSan-built worker")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pace() -> Iterator[None]:
+    """Measures the machine before the first case (Pace), and stops its redis-server after."""
+    PACE.fresh()
+    yield
+    PACE.close()
 
 
 @pytest.fixture
@@ -31,7 +58,9 @@ def seed() -> int:
 @pytest.fixture(scope="session")
 def tls_certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The test CA and certificates of tests/fixtures/tls-certs.sh, made once per session."""
-    return make_tls_certs(tmp_path_factory.mktemp("tls-certs"))
+    certs = make_tls_certs(tmp_path_factory.mktemp("tls-certs"))
+    PACE.with_tls(certs)  # the handshake's cost, for the slack of bounds over TLS
+    return certs
 
 
 @pytest.fixture(params=["plain", "tls"])
@@ -87,3 +116,20 @@ def netns() -> Iterator[NetnsPair]:
         yield pair.up()
     finally:
         pair.close()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type: ignore[no-untyped-def]
+    """A failed case reports every worker that ended with a non-zero status on its own: how it
+    ended and the tail of its stderr, so a failure says why without a rerun."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    c = getattr(item, "funcargs", {}).get("case")
+    if not isinstance(c, Case):
+        return
+    failed = [w.diagnosis() for w in c.workers if w.failed()]
+    if failed:
+        report.sections.append(("workers that failed", "\n".join(failed)))
+    report.sections.append(("machine", str(PACE)))

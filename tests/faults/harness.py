@@ -4,6 +4,7 @@ that read the histories are in checkers.py."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
@@ -47,6 +48,140 @@ SANITIZED = os.environ.get("RLOCK_FAULT_SANITIZED") == "1"
 
 def min_cycles(normal: int) -> int:
     return normal // 5 if SANITIZED else normal
+
+
+# A case that needs a number of cycles for statistical power runs its loops until they made
+# them, up to this cap, instead of for a fixed time: a slow or loaded machine takes longer, it
+# does not fail. The cap only ends a run that crawls (then the case fails, saying so).
+CYCLE_CAP_S = 120
+
+
+def cycle_share(needed: int, threads: int) -> int:
+    """Each of `threads` loop threads' share of `needed` cycles, plus a tenth: the loop's
+    --cycles (per thread), so the threads together make at least `needed`."""
+    return -(-needed * 11 // (10 * threads))
+
+
+class Pace:
+    """How loaded this machine is, measured by the harness itself: the wake-up lateness of short
+    sleeps (the scheduler's delay), the round trip of a PING to a redis-server of its own, and
+    (when asked) a TLS handshake with it. Liveness bounds (a loss reported within its renewal
+    period, a call within its timeout, a waiter woken soon after a release) add slack_ms() to
+    their fixed slack, so a loaded machine widens them by what it was measured to cost, and an
+    idle one by almost nothing. Safety checks never use it. Measured when first needed and
+    again once a minute (a build may start or end meanwhile); docs/faults.md says more."""
+
+    SAMPLES = 200
+    REFRESH_S = 60.0
+    # A path from a fault to what a test sees crosses a few threads, processes and round trips
+    # (library thread, Redis, worker, its stdout, the harness's reader): this many of each.
+    HOPS = 20
+
+    def __init__(self) -> None:
+        self.at = 0.0
+        self.sched_ms = 0.0
+        self.rtt_ms = 0.0
+        self.handshake_ms: Optional[float] = None
+        self._server: Optional["RedisServer"] = None
+        self._root: Optional[Path] = None
+        self._tls: Optional[Path] = None
+
+    def _measure(self) -> None:
+        late = []
+        for _ in range(self.SAMPLES):
+            t = time.monotonic()
+            time.sleep(0.001)
+            late.append((time.monotonic() - t) * 1000 - 1)
+        late.sort()
+        self.sched_ms = max(0.0, late[int(len(late) * 0.99)])
+        conn = self._redis().conn(timeout=5)
+        rtts = []
+        for _ in range(self.SAMPLES):
+            t = time.monotonic()
+            conn.ping()
+            rtts.append((time.monotonic() - t) * 1000)
+        conn.close()
+        rtts.sort()
+        self.rtt_ms = rtts[int(len(rtts) * 0.99)]
+        if self._tls is not None:
+            self.handshake_ms = self._handshake()
+        self.at = time.monotonic()
+
+    def _redis(self) -> "RedisServer":
+        if (
+            self._server is None
+            or self._server.proc is None
+            or self._server.proc.poll() is not None
+        ):
+            self._root = Path(tempfile.mkdtemp(prefix="rlock-pace-"))
+            self._server = RedisServer(self._root, tls=self._tls).start()
+            atexit.register(self.close)
+        return self._server
+
+    def _handshake(self) -> float:
+        import ssl
+
+        server = self._redis()
+        assert self._tls is not None and server.tls_port
+        context = ssl.create_default_context(cafile=str(self._tls / "ca.crt"))
+        took = []
+        for _ in range(10):
+            t = time.monotonic()
+            with socket.create_connection(("127.0.0.1", server.tls_port), timeout=5) as raw:
+                with context.wrap_socket(raw, server_hostname="localhost"):
+                    pass
+            took.append((time.monotonic() - t) * 1000)
+        took.sort()
+        return took[len(took) // 2]
+
+    def with_tls(self, certs: Path) -> "Pace":
+        """Also measures a TLS handshake (with a server on certificates of `certs`)."""
+        if self._tls is None:
+            self.close()
+            self._tls = certs
+            self.at = 0.0
+        return self.fresh()
+
+    def fresh(self) -> "Pace":
+        if time.monotonic() - self.at > self.REFRESH_S:
+            self._measure()
+        return self
+
+    def slack_ms(self, handshakes: int = 0) -> float:
+        """What this machine's load adds to a liveness bound: HOPS scheduler delays and round
+        trips, and the cost of `handshakes` TLS handshakes on the way."""
+        self.fresh()
+        return self._extra(handshakes)
+
+    def _extra(self, handshakes: int = 0) -> float:
+        extra = self.HOPS * (self.sched_ms + self.rtt_ms)
+        if handshakes and self.handshake_ms is not None:
+            extra += handshakes * self.handshake_ms
+        return extra
+
+    def __str__(self) -> str:
+        tls = f", TLS handshake {self.handshake_ms:.1f} ms" if self.handshake_ms is not None else ""
+        return (
+            f"machine pace: sleep lateness p99 {self.sched_ms:.2f} ms, PING p99 "
+            f"{self.rtt_ms:.2f} ms{tls}; liveness bounds get {self._extra():.0f} ms more"
+        )
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+
+PACE = Pace()
+
+
+def slack(fixed_ms: float, handshakes: int = 0) -> float:
+    """A liveness bound's slack: `fixed_ms` (what an idle machine needs) plus what this machine
+    was measured to add (Pace)."""
+    return fixed_ms + PACE.slack_ms(handshakes)
 
 
 def worker_binary() -> str:
@@ -515,6 +650,47 @@ class Worker:
                 f"(a hang); stderr {self.err[-5:]}"
             ) from e
 
+    def finish(self, timeout: float) -> None:
+        """Waits for the worker to end and fails, saying why, unless it exited 0."""
+        rc = self.wait(timeout)
+        assert rc == 0, self.diagnosis()
+
+    def exit_reason(self) -> str:
+        rc = self.proc.poll()
+        if rc is None:
+            return "still running"
+        if rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = f"signal {-rc}"
+            return f"killed by {name}" + (" (by the test)" if self.ended_ns is not None else "")
+        return f"exit status {rc}"
+
+    def diagnosis(self, lines: int = 20) -> str:
+        """Who the worker was, how it ended, and the tail of its stderr and stdout."""
+        with self._cv:
+            err, out = self.err[-lines:], self.lines[-5:]
+        return (
+            f"worker {self.pid} ({' '.join(self.argv[:2])}): {self.exit_reason()} after "
+            f"{time.monotonic() - self.started:.1f} s\n"
+            + (
+                f"  stderr, last {len(err)} lines:\n" + "".join(f"    {x}\n" for x in err)
+                if err
+                else "  stderr: empty\n"
+            )
+            + (
+                f"  stdout, last {len(out)} lines:\n" + "".join(f"    {x}\n" for x in out)
+                if out
+                else ""
+            )
+        )
+
+    def failed(self) -> bool:
+        """Ended on its own with a non-zero status (a kill by the test is not a failure)."""
+        rc = self.proc.poll()
+        return rc is not None and rc != 0 and self.ended_ns is None
+
     def summary(self) -> Dict[str, int]:
         """The 'done ...' line of a loop worker as a dict."""
         for line in reversed(self.lines):
@@ -639,7 +815,7 @@ def run_every_kind(case: Case, url: str, prefix: str, names: int, cycles: int) -
             cycles=cycles,
             **extra,
         )
-        assert w.wait(60) == 0, w.err[-5:]
+        w.finish(60)
         summary = w.summary()
         assert summary["acquired"] == summary["cycles"] == 2 * cycles, (kind, summary)
 

@@ -14,7 +14,7 @@ from typing import Dict, List, Tuple, cast
 
 import checkers
 import pytest
-from harness import Case, now_ns
+from harness import Case, now_ns, slack
 
 EPSILON_MS = 200
 LEASE_MS = 1000
@@ -72,9 +72,10 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
                 latest = max(latest, killed_at[n] + LEASE_MS * MS)
             expiry[n] = (earliest, latest)
         for w in waiters:
-            assert w.wait(20) == 0
+            w.finish(20)
             assert w.summary()["acquired"] == 3, w.lines
     history = _assert_exclusive(case)
+    epsilon_ms = slack(EPSILON_MS)
     first: Dict[str, int] = {}
     for hold in history.holds:
         if hold.pid not in case.ended() and (
@@ -83,7 +84,7 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
             first[hold.name] = hold.start
     early = [n for n, t in first.items() if t < expiry[n][0]]
     late = {
-        n: (t - expiry[n][1]) / MS for n, t in first.items() if t > expiry[n][1] + EPSILON_MS * MS
+        n: (t - expiry[n][1]) / MS for n, t in first.items() if t > expiry[n][1] + epsilon_ms * MS
     }
     free_ms = [(first[n] - killed_at[n]) / MS for n in first]
     print(
@@ -92,7 +93,7 @@ def test_A1_killed_holder_frees_the_lock_at_its_ttl_and_not_before(case: Case, m
     )
     assert len(first) == rounds * width
     assert not early, f"acquired before the server TTL ran out: {early}"
-    assert not late, f"free later than TTL + {EPSILON_MS} ms (ms past the TTL): {late}"
+    assert not late, f"free later than TTL + {epsilon_ms:.0f} ms (ms past the TTL): {late}"
 
 
 def _pause_round(case: Case, server, resource, names):
@@ -172,7 +173,7 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
             assert w.ask("release")[1] == "0"
         for w in holders + waiters:
             w.send("quit")
-            assert w.wait(10) == 0
+            w.finish(10)
     h = checkers.read_history(case.log)
     overlapped = {v.split(":")[0] for v in checkers.overlaps(h, limit=10**6)}
     assert len(overlapped) == rounds * width, "the checker missed expected overlaps"
@@ -183,7 +184,9 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
         f"A2: lost callback after SIGCONT p50 {statistics.median(callback_ms):.0f} ms, "
         f"max {max(callback_ms):.0f} ms"
     )
-    assert max(callback_ms) <= RENEW_MS + 250, f"lost callbacks after SIGCONT (ms): {callback_ms}"
+    assert max(callback_ms) <= RENEW_MS + slack(250), (
+        f"lost callbacks after SIGCONT (ms): {callback_ms}"
+    )
 
 
 def test_A3_short_pause_keeps_the_lock(case: Case):
@@ -207,7 +210,7 @@ def test_A3_short_pause_keeps_the_lock(case: Case):
             assert h.ask("release")[1] == "0"
             h.send("quit")
         for w in holders + waiters:
-            assert w.wait(20) == 0
+            w.finish(20)
     h = _assert_exclusive(case)
     assert not h.lost, f"lost callbacks: {h.lost}"
     assert len(h.holds) == 2 * rounds * width
@@ -239,7 +242,7 @@ def test_A4_cpu_starvation_does_not_stop_renewal(case: Case):
             p.kill()
             p.wait()
     assert holder.ask("held")[1] == "1"
-    assert rival.wait(30) == 0
+    rival.finish(30)
     assert rival.summary()["acquired"] == 0, "another owner got the lock during starvation"
     assert rival.summary()["cycles"] > 10
     assert holder.ask("release")[1] == "0"

@@ -14,7 +14,16 @@ import checkers
 import pytest
 import redis
 import rlock
-from harness import Case, Chaos, min_cycles, now_ns, wait_until
+from harness import (
+    CYCLE_CAP_S,
+    Case,
+    Chaos,
+    cycle_share,
+    min_cycles,
+    now_ns,
+    slack,
+    wait_until,
+)
 
 LEASE_MS = 1000
 RENEW_MS = LEASE_MS / 3
@@ -62,7 +71,7 @@ def test_B1_restart_without_persistence_is_reported_and_fenced(case: Case):
     lost = holder.expect("lost", 5)
     lost_ms = (int(lost[2]) - up) / MS
     assert lost[1] == "1", f"lost reason {lost[1]}, expected 1 (gone)"
-    assert waiters[0].wait(20) == 0
+    waiters[0].finish(20)
     h = checkers.read_history(case.log)
     firsts = sorted(x.start for x in h.holds if x.owner.split(".")[0] != str(holder.pid))
     assert len(firsts) == 6
@@ -77,8 +86,8 @@ def test_B1_restart_without_persistence_is_reported_and_fenced(case: Case):
         f"B1: lost callback {lost_ms:.0f} ms after the server was up, first waiter in "
         f"{first_ms:.0f} ms"
     )
-    assert lost_ms <= RENEW_MS + 250
-    assert first_ms <= 1000
+    assert lost_ms <= RENEW_MS + slack(250)
+    assert first_ms <= slack(1000)
     # The restart lost the holder's lock, so a waiter got in while the old holder was still
     # inside (expected: only fencing can stop it); among the waiters nothing overlaps.
     h = checkers.read_history(case.log)
@@ -120,7 +129,7 @@ def test_B2_restart_with_appendfsync_always_keeps_locks_and_tokens(case: Case, h
         downtimes.append((server.restart(how) - before) / MS)
         time.sleep(0.4)  # renewals get a chance between restarts
     for w in workers:
-        assert w.wait(40) == 0
+        w.finish(40)
     assert holder.ask("held")[1] == "1", (
         "the holder lost its lock to restarts shorter than its lease"
     )
@@ -140,20 +149,24 @@ def test_B2_restart_with_appendfsync_always_keeps_locks_and_tokens(case: Case, h
 @pytest.mark.threads
 def test_B3_killed_command_connections_never_admit_two_owners(case: Case, tls: Optional[Path]):
     # [tls]: the workers connect over TLS (the kills and watches use the plaintext port), so
-    # connections also die mid-handshake and mid-record. Every kill costs each worker a new
-    # handshake, so the loop makes about half the cycles per second: it runs until each thread
-    # made its share of the 10,000 (and a tenth more), for up to 20 s.
+    # connections also die mid-handshake and mid-record. Every kill costs each worker new
+    # handshakes, so a loop makes fewer cycles per second, how many fewer depends on the machine:
+    # each thread loops until it made its share of the cycles the case needs (and a tenth
+    # more) and for at least 8 s, up to CYCLE_CAP_S; a slow machine takes longer, it does not
+    # fail.
     server = case.redis(tls=tls)
     watch = checkers.TtlWatch(server.port)
-    tls_cycles = -(-min_cycles(11_000) // 16)  # per thread
+    needed = min_cycles(10_000)
+    threads = 16
     workers = [
         case.worker(
             "loop",
             server.url,
             names=["b3a", "b3b"],
-            threads=4,
-            duration_ms=8000 if tls is None else 20000,
-            cycles=10**9 if tls is None else tls_cycles,  # the worker's default: no limit
+            threads=threads // 4,
+            duration_ms=CYCLE_CAP_S * 1000,
+            min_duration_ms=8000,
+            cycles=cycle_share(needed, threads),
             wait_ms=3000,
             hold_us=300,
             lease_ms=LEASE_MS,
@@ -168,22 +181,30 @@ def test_B3_killed_command_connections_never_admit_two_owners(case: Case, tls: O
         0.020,
         case.seed,
     )
+    started = time.monotonic()
     try:
         for w in workers:
-            assert w.wait(60) == 0
+            w.finish(CYCLE_CAP_S + 30)
     finally:
         kills = chaos.stop()
+    took = time.monotonic() - started
     no_ttl = watch.stop()
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     total = _errors(workers)
-    print(f"B3{' over TLS' if tls else ''}: {kills} CLIENT KILLs, {total}")
-    assert total["cycles"] >= min_cycles(10_000), total
+    print(
+        f"B3{' over TLS' if tls else ''}: {kills} CLIENT KILLs in {took:.1f} s, "
+        f"{total['cycles'] / took:.0f} cycles/s, {total}"
+    )
+    assert total["cycles"] >= needed, (
+        f"{total['cycles']} cycles when the case needs {needed}: the loops hit the {CYCLE_CAP_S} s "
+        f"cap ({total})"
+    )
     # A connection killed mid-handshake or mid-record is a connection error (transient: waits
     # retry it), never a TLS failure (RLOCK_ETLS, -25: a bad certificate, not retried).
     assert "-25" not in total, total
     # Every call returns within its bound: wait + command timeout (+ a retry) + slack.
-    assert checkers.slow_calls(h, 3000 + 2 * 1000 + 250) == []
+    assert checkers.slow_calls(h, 3000 + 2 * 1000 + slack(250, handshakes=2 if tls else 0)) == []
     assert no_ttl == [], f"keys without expiry: {no_ttl[:5]}"
     conn = server.conn()
 
@@ -192,11 +213,11 @@ def test_B3_killed_command_connections_never_admit_two_owners(case: Case, tls: O
             k for k in checkers.library_keys(conn) if not k.startswith(b"redisson_unlock_latch:")
         ]
 
-    assert wait_until(lambda: not lock_keys(), (LEASE_MS + 200) / 1000), (
+    assert wait_until(lambda: not lock_keys(), (LEASE_MS + slack(200)) / 1000), (
         f"orphan keys after the lease: {lock_keys()[:10]}"
     )
     # Release results (for retries) expire after twice the command timeout.
-    assert wait_until(lambda: not checkers.library_keys(conn), (2 * 1000 + 200) / 1000), (
+    assert wait_until(lambda: not checkers.library_keys(conn), (2 * 1000 + slack(200)) / 1000), (
         f"unlock latches outlived their expiry: {checkers.library_keys(conn)[:10]}"
     )
 
@@ -226,7 +247,7 @@ def test_B4_waiters_come_back_after_their_subscriptions_are_killed(case: Case):
     time.sleep(0.05)
     assert holder.ask("release")[1] == "0"
     for w in waiters:
-        assert w.wait(20) == 0
+        w.finish(20)
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     holds = sorted(h.holds, key=lambda x: x.start)
@@ -236,7 +257,7 @@ def test_B4_waiters_come_back_after_their_subscriptions_are_killed(case: Case):
         f"max {max(gaps):.1f} ms over {len(gaps)}"
     )
     assert len(holds) == 11
-    assert max(gaps) <= 1000, f"hand-offs (ms): {gaps}"
+    assert max(gaps) <= slack(1000), f"hand-offs (ms): {gaps}"
 
 
 @pytest.mark.parametrize("what", ["WRITE", "ALL"])
@@ -269,11 +290,11 @@ def test_B6_client_pause_lets_the_lease_run_out_and_the_holder_knows(case: Case,
     conn.execute_command("CLIENT", "PAUSE", 2000, what)
     # Readers see the lease run out on time (only WRITE keeps reads going).
     if what == "WRITE":
-        assert wait_until(lambda: conn.exists("b6") == 0, (LEASE_MS + 200) / 1000)
+        assert wait_until(lambda: conn.exists("b6") == 0, (LEASE_MS + slack(200)) / 1000)
     time.sleep(max(0.0, (paused + (LEASE_MS + 50) * MS - now_ns()) / 1e9))
     assert holder.ask("held")[1] == "0", "the holder still claims the lock past its validity"
     lost = holder.expect("lost", 1)
-    assert (int(lost[2]) - paused) / MS <= LEASE_MS + 50
+    assert (int(lost[2]) - paused) / MS <= LEASE_MS + slack(50)
     fields = waiter.expect("acquired", 10)
     assert fields[1] == "0"
     assert waiter.ask("write")[1] == "1"
@@ -317,7 +338,7 @@ def test_B8_busy_script_is_never_an_acquire_and_recovery_is_quick(case: Case):
     killed = now_ns()
     t.join(10)
     for w in workers:
-        assert w.wait(30) == 0
+        w.finish(30)
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     # Nothing can be granted while the script runs: an acquire that returned ok after the
@@ -329,7 +350,7 @@ def test_B8_busy_script_is_never_an_acquire_and_recovery_is_quick(case: Case):
     recovery_ms = (min(after) - killed) / MS
     codes = _errors(workers)
     print(f"B8: first acquire {recovery_ms:.0f} ms after SCRIPT KILL; {codes}")
-    assert recovery_ms <= 1000
+    assert recovery_ms <= slack(1000)
 
 
 def _script_kill(conn) -> bool:
@@ -360,7 +381,7 @@ def test_B9_full_memory_is_a_typed_error_and_unlock_still_works(case: Case):
         took = time.monotonic() - start
         assert err.value.code == -17, err.value  # RLOCK_EOOM
         assert "maxmemory" in str(err.value) or "OOM" in str(err.value)
-        assert took < 0.5, f"the OOM error took {took:.2f} s (retried?)"
+        assert took < slack(500) / 1000, f"the OOM error took {took:.2f} s (retried?)"
         held.release()
         assert conn.exists("b9-held") == 0
         assert conn.exists("b9-other") == 0
@@ -394,7 +415,7 @@ def test_B10_evicted_lock_is_reported_and_a_lost_counter_starts_a_new_epoch(case
     assert not conn.exists("b10"), "the lock key was not evicted"
     lost = holder.expect("lost", 3)
     assert lost[1] == "1"
-    assert (int(lost[2]) - evicted) / MS <= RENEW_MS + 250
+    assert (int(lost[2]) - evicted) / MS <= RENEW_MS + slack(250)
     conn.delete("redisson_lock_token:{b10}")  # an allkeys-* policy would evict it too
     conn.flushdb()  # room for the next holder
     waiter = case.worker(
@@ -416,30 +437,39 @@ def test_B10_evicted_lock_is_reported_and_a_lost_counter_starts_a_new_epoch(case
 @pytest.mark.sanitized
 @pytest.mark.threads
 def test_B11_script_flushes_are_invisible(case: Case):
+    # The loops run until they made the cycles the case needs, and for at least 6 s so that a
+    # dozen flushes land among them; up to CYCLE_CAP_S.
     server = case.redis()
+    needed = min_cycles(10_000)
     workers = [
         case.worker(
             "loop",
             server.url,
             names=["b11a", "b11b"],
             threads=4,
-            duration_ms=6000,
+            duration_ms=CYCLE_CAP_S * 1000,
+            min_duration_ms=6000,
+            cycles=cycle_share(needed, 12),
             wait_ms=5000,
             hold_us=200,
         )
         for _ in range(3)
     ]
     chaos = Chaos(server.port, lambda c, _: c.script_flush(), 0.5, 0.5, case.seed)
+    started = time.monotonic()
     try:
         for w in workers:
-            assert w.wait(30) == 0
+            w.finish(CYCLE_CAP_S + 30)
     finally:
         flushes = chaos.stop()
     total = _errors(workers)
-    print(f"B11: {flushes} SCRIPT FLUSHes, {total}")
+    print(f"B11: {flushes} SCRIPT FLUSHes in {time.monotonic() - started:.1f} s, {total}")
     assert flushes >= 8
     assert total["errors"] == 0, total
-    assert total["cycles"] >= min_cycles(10_000), total
+    assert total["cycles"] >= needed, (
+        f"{total['cycles']} cycles when the case needs {needed}: the loops hit the {CYCLE_CAP_S} s "
+        f"cap ({total})"
+    )
     checkers.assert_clean_run(checkers.read_history(case.log), case.counters)
 
 
@@ -465,4 +495,4 @@ def test_B14_eval_renamed_away_fails_fast_as_unsupported(case: Case):
         rlock.Client(server.url)
     took = time.monotonic() - start
     assert err.value.code == -15, err.value  # RLOCK_EUNSUPPORTED
-    assert took < 2.0
+    assert took < slack(2000) / 1000

@@ -10,7 +10,7 @@ from typing import TypedDict
 
 import checkers
 import pytest
-from harness import Case, ClusterDeployment, now_ns, run_every_kind, wait_until
+from harness import Case, ClusterDeployment, now_ns, run_every_kind, slack, wait_until
 
 MS = 1_000_000
 
@@ -125,7 +125,7 @@ def test_cluster_locks_in_many_slots_survive_migration_and_failover(case: Case):
     for w in loops:
         w.signal(signal.SIGTERM)
     for w in loops:
-        assert w.wait(60) == 0, w.err[-5:]
+        w.finish(60)
     h = checkers.read_history(case.log, case.ended())
     checkers.assert_clean_run(h, case.counters)
     summaries = [w.summary() for w in loops]
@@ -192,7 +192,9 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
     assert wait_until(lambda: _shardnumsub(owner, channel) == 1, 5), "no SSUBSCRIBE on the owner"
     assert all(_numsub(s, channel) == 0 for s in dep.masters())
     took = _handoff(holder, waiter)
-    assert took < 0.5, f"the waiter got the lock {took:.2f} s after the release (its poll is 10 s)"
+    assert took < slack(500) / 1000, (
+        f"the waiter got the lock {took:.2f} s after the release (its poll is 10 s)"
+    )
 
     # The waiter holds it now; the first holder waits for it while the slot moves: it follows.
     holder.send("acquire")
@@ -203,7 +205,9 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
         "the waiter did not listen on the slot's new owner"
     )
     took = _handoff(waiter, holder)
-    assert took < 0.5, f"after the move the waiter got the lock {took:.2f} s after the release"
+    assert took < slack(500) / 1000, (
+        f"after the move the waiter got the lock {took:.2f} s after the release"
+    )
     holder.send("release")
     assert holder.expect("release")[1] == "0"
 
@@ -217,7 +221,9 @@ def test_cluster_wakeups_use_sharded_pubsub_and_follow_a_moved_slot(case: Case):
     assert wait_until(lambda: sum(_numsub(s, cchannel) for s in dep.masters()) >= 1, 5)
     assert all(_shardnumsub(s, cchannel) == 0 for s in dep.masters())
     took = _handoff(holder3, waiter3)
-    assert took < 0.5, f"classic: the waiter got the lock {took:.2f} s after the release"
+    assert took < slack(500) / 1000, (
+        f"classic: the waiter got the lock {took:.2f} s after the release"
+    )
 
 
 def test_cluster_watchdog_renews_holds_in_many_slots(case: Case):

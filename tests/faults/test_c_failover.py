@@ -19,6 +19,7 @@ from harness import (
     SentinelServer,
     now_ns,
     run_every_kind,
+    slack,
     wait_until,
 )
 
@@ -126,7 +127,7 @@ def test_C2_sentinel_failover_resumes_within_5s_and_waiters_resubscribe(case: Ca
         f"by {(resubscribed - killed) / MS:.0f} ms, first acquire ok at "
         f"{(first - killed) / MS:.0f} ms"
     )
-    assert first - killed <= 5000 * MS, (
+    assert first - killed <= slack(5000) * MS, (
         f"operations resumed {(first - killed) / MS:.0f} ms after the kill"
     )
     if fault == "stop":
@@ -151,7 +152,7 @@ def test_C2_sentinel_failover_resumes_within_5s_and_waiters_resubscribe(case: Ca
     for w in loops + waiters:
         w.signal(signal.SIGTERM)
     for w in loops + waiters:
-        assert w.wait(30) == 0, w.err[-5:]
+        w.finish(30)
     h = checkers.read_history(case.log, case.ended())
     # Replica sync is on by default with Sentinel: every grant reached the replica before it was
     # reported, so the failover lost none and no two owners overlapped.
@@ -177,7 +178,7 @@ def test_C1_with_wait_an_acquire_the_replica_missed_is_refused_and_not_held(case
     started = time.monotonic()
     assert first.ask("acquire")[1] == "-23", "an unconfirmed grant was reported"
     took = time.monotonic() - started
-    assert took < 2.0, f"two tries of a 200 ms WAIT took {took:.2f} s"
+    assert took < slack(2000) / 1000, f"two tries of a 200 ms WAIT took {took:.2f} s"
     assert master.conn().exists("c1w") == 0, "the unconfirmed grant was left on the master"
     assert first.ask("held")[1] == "0"
 
@@ -251,7 +252,7 @@ def test_sentinel_credentials_master_and_sentinels_of_their_own(case: Case):
         cycles=50,
         counters=False,
     )
-    assert w.wait(60) == 0, w.err[-5:]
+    w.finish(60)
     assert w.summary()["acquired"] == 100
     # The worker prints the URL it was given, then the library's code and message.
     for url, words in [
@@ -444,7 +445,7 @@ def test_C3_partitioned_master_and_its_clients_stop_and_fencing_refuses_them(
     for w in (minority, majority):
         w.signal(signal.SIGTERM)
     for w in (minority, majority):
-        assert w.wait(30) == 0, w.err[-5:]
+        w.finish(30)
 
     h = checkers.read_history(case.log)
     late = _acquires(h, minority.pid, partitioned)

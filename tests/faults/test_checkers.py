@@ -141,7 +141,7 @@ def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case:
         assert second.ask("release")[1] == "0"
         for w in (first, second):
             w.send("quit")
-            assert w.wait(10) == 0
+            w.finish(10)
     h = checkers.read_history(case.log)
     flagged = {v.split(":")[0] for v in checkers.overlaps(h)}
     assert flagged == {f"loss{run}" for run in range(5)}, (

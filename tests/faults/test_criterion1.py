@@ -218,7 +218,7 @@ def test_criterion1_mutual_exclusion_under_each_fault_class(case: Case, fault: s
             # handler yet (a Python worker still importing): it dies of the signal instead,
             # without a summary.
             young = stopped - w.started < 3
-            assert rc == 0 or (young and rc == -signal.SIGTERM), (rc, w.err[-5:])
+            assert rc == 0 or (young and rc == -signal.SIGTERM), w.diagnosis()
             if rc == 0:
                 summarised.append(w)
     took = time.monotonic() - started

@@ -11,7 +11,7 @@ from typing import Any, Dict, Optional
 
 import checkers
 import pytest
-from harness import Case, now_ns, wait_until
+from harness import Case, now_ns, slack, wait_until
 
 LEASE_MS = 1000
 MS = 1_000_000
@@ -131,7 +131,7 @@ def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
             if pttl > 0:
                 oldest_ms = max(oldest_ms, 30000 - pttl)
         time.sleep(0.01)
-    assert worker.wait(30) == 0
+    worker.finish(30)
     proxy.pass_all()
     h = checkers.read_history(case.log)
     lost_replies = sum(1 for op, _, _, _, rc in h.calls if op == "acq" and rc == -5)
@@ -139,7 +139,7 @@ def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):
     assert lost_replies >= 1000
     # The undo is the caller's no longer (its time is up): the renewer sends it with the next
     # round of clean-ups, which may wait for the round in flight: two timeouts at most.
-    assert oldest_ms <= 2 * 200 + 250, "an acquire whose reply was lost left its key behind"
+    assert oldest_ms <= 2 * 200 + slack(250), "an acquire whose reply was lost left its key behind"
     assert wait_until(lambda: not checkers.library_keys(conn), 1), checkers.library_keys(conn)[:5]
 
 
@@ -222,7 +222,7 @@ def test_D2_each_kind_takes_back_an_acquire_whose_reply_was_lost(case: Case, kin
         )
         print(f"D2 fair: the queue head got the lock {(granted - gone) / MS:.0f} ms after that")
         # It polls only every 5 s (a quarter of its wait): it was woken, not polling.
-        assert granted - gone < 1000 * MS, "the queue head was not woken by the undo"
+        assert granted - gone < slack(1000) * MS, "the queue head was not woken by the undo"
     else:
         # The token counter never expires, the warm-up release's latch by itself.
         kept = (b"redisson_lock_token:", b"redisson_unlock_latch:")
@@ -256,11 +256,11 @@ def test_D3_latency_and_jitter_keep_exclusion_and_bounds(case: Case, tls: Option
     time.sleep(3)
     proxy.set("all", {"name": "delay", "ms": 200, "jitter": 100})
     for w in workers:
-        assert w.wait(60) == 0
+        w.finish(60)
     h = checkers.read_history(case.log)
     checkers.assert_clean_run(h, case.counters)
     # A call's bound: its wait, plus round trips of up to 600 ms, plus a command timeout.
-    assert checkers.slow_calls(h, 3000 + 1500 + 1200 + 50) == []
+    assert checkers.slow_calls(h, 3000 + 1500 + 1200 + slack(50, handshakes=2 if tls else 0)) == []
     total = sum(w.summary()["acquired"] for w in workers)
     print(f"D3{' over TLS' if tls else ''}: {total} sections at 50 ms and 200 +- 100 ms each way")
     assert total > 100
@@ -292,7 +292,7 @@ def test_D4_dead_subscriber_connection_costs_at_most_a_poll(case: Case):
         time.sleep(0.2)
         assert holder.ask("release")[1] == "0"
         released = now_ns()
-        assert waiter.wait(10) == 0
+        waiter.finish(10)
         acquired = [
             x.start
             for x in checkers.read_history(case.log).holds
@@ -302,9 +302,9 @@ def test_D4_dead_subscriber_connection_costs_at_most_a_poll(case: Case):
         gaps.append((acquired[0] - released) / MS)
         proxy.pass_all()
         holder.send("quit")
-        assert holder.wait(10) == 0
+        holder.finish(10)
     print(f"D4: acquired {statistics.median(gaps):.0f} ms (max {max(gaps):.0f}) after the release")
-    assert max(gaps) <= 1000 + 100, gaps
+    assert max(gaps) <= 1000 + slack(100), gaps
 
 
 def _kind_lock(client, kind: str, name: str):
@@ -395,7 +395,7 @@ def test_D1_a_stuck_renewal_waits_no_longer_than_its_validity(case: Case):
         assert wait_until(lambda: "d1-a" in told, 5), "A's loss was never told"
         late = told["d1-a"] - (start + validity)
         print(f"D1 bound: A's loss was told {late * 1000:.0f} ms after its validity deadline")
-        assert late < 0.3, "A's loss was told after its validity deadline"
+        assert late < slack(300) / 1000, "A's loss was told after its validity deadline"
         assert not a.held()
         time.sleep(max(0.0, b_sent + 2 * validity - time.monotonic()))  # past B's first deadline
         assert "d1-b" not in told, (

@@ -11,7 +11,7 @@ from typing import Iterator
 import pytest
 import redis
 import rlock
-from harness import Case, FaultProxy, RedisServer
+from harness import Case, FaultProxy, RedisServer, slack
 
 
 @pytest.fixture
@@ -166,4 +166,6 @@ def test_B5_unlock_during_a_delayed_subscribe_still_wakes_the_waiter(proxy, priv
         f" p99 {wakes[int(len(wakes) * 0.99)] * 1000:.0f} ms, max {wakes[-1] * 1000:.0f} ms"
     )
     assert len(wakes) == B5_ROUNDS * B5_PER_ROUND
-    assert wakes[-1] <= 0.150, f"a waiter woke {wakes[-1] * 1000:.0f} ms after the release"
+    assert wakes[-1] <= slack(150) / 1000, (
+        f"a waiter woke {wakes[-1] * 1000:.0f} ms after the release"
+    )

@@ -191,7 +191,7 @@ def test_tls_cluster_locks_wakeups_and_a_slot_migration_with_moved_and_ask(case:
     for w in loops:
         w.signal(signal.SIGTERM)
     for w in loops:
-        assert w.wait(60) == 0, w.err[-5:]
+        w.finish(60)
         assert w.summary()["errors"] == 0, w.lines[-2:]
     checkers.assert_clean_run(checkers.read_history(case.log, case.ended()), case.counters)
     _tls_only(dep.servers)
@@ -223,7 +223,7 @@ def test_tls_cluster_certificate_naming_another_host_needs_ca_mode_or_its_name(c
             cycles=60,
             counters=False,
         )
-        assert w.wait(60) == 0, (option, w.err[-5:])
+        w.finish(60)
         assert w.summary()["acquired"] == 120, (option, w.summary())
     names_seen = {x.name for x in checkers.read_history(case.log).holds}
     assert names_seen == set(names)
@@ -286,7 +286,7 @@ def test_tls_sentinel_locks_wakeups_and_a_failover(case: Case):
     assert promoted.conn().exists("tls-s-wake") == 0
 
     w = case.worker("loop", dep.url, names=["tls-s-a", "tls-s-b"], threads=2, cycles=50)
-    assert w.wait(60) == 0, w.err[-5:]
+    w.finish(60)
     assert w.summary()["acquired"] == 100
     checkers.assert_clean_run(checkers.read_history(case.log, case.ended()), case.counters)
     _tls_only(dep.servers)
@@ -301,7 +301,7 @@ def test_tls_master_behind_plaintext_sentinels_with_sentinel_tls_no(case: Case):
     _tls_only(dep.servers)
     assert "sentinel_tls=no" in dep.url
     w = case.worker("loop", dep.url, names=["tls-p-a", "tls-p-b"], threads=2, cycles=50)
-    assert w.wait(60) == 0, w.err[-5:]
+    w.finish(60)
     assert w.summary()["acquired"] == 100
     checkers.assert_clean_run(checkers.read_history(case.log, case.ended()), case.counters)
 

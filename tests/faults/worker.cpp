@@ -23,6 +23,7 @@
 //   --command-timeout-ms T, --connect-timeout-ms T, --poll-cap-ms P, --pool-size N
 //   --threads N, --cycles N (per thread), --duration-ms D: loop ends at whichever comes first,
 //                         or at SIGTERM (each thread finishes its cycle, then the summary)
+//   --min-duration-ms M   and not before M ms, even when the cycles are done
 //   --hold-us N           the section lasts U(0, N) us (default 2000)
 //   --write-share F       rw kind: share of sections under the write lock (default 0.25)
 //   --log FILE            history log (appended)
@@ -99,6 +100,7 @@ struct Options {
   int threads = 1;
   int64_t cycles = 1000000000;
   int64_t duration_ms = 0;
+  int64_t min_duration_ms = 0;
   int hold_us = 2000;
   double write_share = 0.25;
   std::string log;
@@ -176,6 +178,8 @@ Options parse(int argc, char** argv) {
       o.cycles = number(key, v);
     else if (key == "--duration-ms")
       o.duration_ms = number(key, v);
+    else if (key == "--min-duration-ms")
+      o.min_duration_ms = number(key, v);
     else if (key == "--hold-us")
       o.hold_us = static_cast<int>(number(key, v));
     else if (key == "--write-share")
@@ -253,14 +257,18 @@ rlock_client* connect(const Options& o, const std::string& url) {
   opts.pool_size = o.pool_size;
   rlock_client* client = nullptr;
   int rc = rlock_client_new(&client, &opts);
-  // A fault (a killed connection, a restart) may hit the first connect: try a few more times.
-  for (int attempt = 1; rc == RLOCK_ECONN && attempt < 20; ++attempt) {
+  // A fault (a killed connection, a restart) may hit the first connects: under kills every few
+  // milliseconds and a loaded machine, many in a row. Keep trying for a while; any other error
+  // is no fault's doing and ends the worker at once.
+  const int64_t give_up = mono_ns() + 30 * 1000000000LL;
+  int attempts = 1;
+  for (; rc == RLOCK_ECONN && mono_ns() < give_up; ++attempts) {
     usleep(50000);
     rc = rlock_client_new(&client, &opts);
   }
   if (rc != RLOCK_OK) {
-    std::fprintf(stderr, "rlock-fault-worker: cannot connect to %s: %d %s\n", url.c_str(), rc,
-                 rlock_last_error()->message);
+    std::fprintf(stderr, "rlock-fault-worker: cannot connect to %s (%d attempts): %d %s\n",
+                 url.c_str(), attempts, rc, rlock_last_error()->message);
     std::exit(2);
   }
   return client;
@@ -542,6 +550,7 @@ int run_loop(World& w) {
   on_term.sa_handler = request_stop;
   sigaction(SIGTERM, &on_term, nullptr);
   const int64_t deadline = o.duration_ms > 0 ? mono_ns() + o.duration_ms * 1000000 : INT64_MAX;
+  const int64_t not_before = mono_ns() + o.min_duration_ms * 1000000;
   std::atomic<int64_t> cycles{0}, acquired{0}, errors{0};
   std::mutex rc_mutex;
   std::map<int, int64_t> rc_counts;
@@ -553,7 +562,9 @@ int run_loop(World& w) {
                        static_cast<unsigned>(i));
       std::uniform_int_distribution<size_t> pick(0, w.targets.size() - 1);
       std::uniform_real_distribution<double> share(0.0, 1.0);
-      for (int64_t c = 0; c < o.cycles && mono_ns() < deadline && !g_stop_requested; ++c) {
+      for (int64_t c = 0;
+           (c < o.cycles || mono_ns() < not_before) && mono_ns() < deadline && !g_stop_requested;
+           ++c) {
         Target& t = w.targets[pick(rng)];
         char mode = o.semaphore() ? 'S' : 'X';
         if (o.kind == "rw") mode = share(rng) < o.write_share ? 'W' : 'R';
@@ -592,9 +603,11 @@ int run_loop(World& w) {
     const int64_t start = mono_ns();
     const double total_cycles = static_cast<double>(o.cycles) * o.threads;
     while (!finished.load()) {
-      double progress = o.duration_ms > 0
-                            ? static_cast<double>(mono_ns() - start) / (o.duration_ms * 1e6)
-                            : static_cast<double>(cycles.load()) / total_cycles;
+      // The loop ends at the cap, or once both the cycles and the minimum time are done.
+      const double elapsed = static_cast<double>(mono_ns() - start);
+      double done = static_cast<double>(cycles.load()) / total_cycles;
+      if (o.min_duration_ms > 0) done = std::min(done, elapsed / (o.min_duration_ms * 1e6));
+      double progress = o.duration_ms > 0 ? std::max(done, elapsed / (o.duration_ms * 1e6)) : done;
       if (progress >= 0.2) {
         rss_warm = rss_kb();
         heap_warm = heap_kb();

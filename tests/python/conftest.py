@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -16,6 +17,14 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 import redis
 import rlock
+
+# Processes the tests start get Ctrl-C (SIGINT) as they would from a terminal. A run started in
+# the background by a non-interactive shell (nohup, `cmd &`, some CI runners) ignores SIGINT,
+# and children inherit that: a child Python would not even install its KeyboardInterrupt
+# handler, and a test that interrupts it would wait for ever. A handler here is reset to the
+# default in each child at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class TlsFiles:

@@ -124,7 +124,13 @@ class Holds {
     const Script* script;
     std::vector<std::string> keys;
     std::vector<std::string> argv;
+    // A release of every hold the owner has: it does all that such releases queued before it
+    // would (no acquire of the owner is sent while its cleanups wait), so it replaces them.
+    bool releases_all = false;
   };
+  // Queues a cleanup. A release of every hold replaces the like releases at the end of the
+  // owner's queue: without that, every release to a server that stays down (a RedLock member)
+  // would add one, and the queue, and each round of it, would grow without bound.
   void add_cleanup(const std::string& name, const std::string& owner, Cleanup cleanup);
   // Runs the owner's pending cleanups of `name` on this thread, in order, waiting until
   // `deadline` at most (also for a round that is running them). Throws Error(kConn) when they

@@ -169,7 +169,7 @@ class Lock : public std::enable_shared_from_this<Lock> {
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
   // A script whose outcome is unknown (its reply was lost) runs again before this owner's next
   // acquire, and at once in the background (Holds::add_cleanup).
-  void clean_up_later(const std::string& owner, const kinds::Call& call);
+  void clean_up_later(const std::string& owner, const kinds::Call& call, bool releases_all = false);
   int check_open() const;
   // The outcome of a release/extend the server refused because `owner` holds no field.
   int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
