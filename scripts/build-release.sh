@@ -5,21 +5,24 @@
 #   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
 # Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap
 # and cached in $RLOCK_RELEASE_CACHE (default /var/cache/rlock-release); needs root.
-# Usage: scripts/build-release.sh [--verify] [--arch x86_64|aarch64|all] [--only STAGES]
+# Usage: scripts/build-release.sh [--verify | --verify-only] [--arch x86_64|aarch64|all] [--only STAGES]
 #   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
+#   --verify-only  checks the artifacts already in dist/, builds nothing
 #   --arch         the architectures to build (default all)
 #   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb (default all)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 verify=0
+build=1
 arches=(x86_64 aarch64)
 only=native,sdist,wheels,jar,deb
 while [ $# -gt 0 ]; do
   case $1 in
     --verify) verify=1 ;;
+    --verify-only) verify=1; build=0 ;;
     --arch) shift; case ${1:-} in all) ;; x86_64|aarch64) arches=("$1") ;; *) echo "--arch: x86_64, aarch64 or all" >&2; exit 2 ;; esac ;;
     --only) shift; only=${1:?--only needs a list of stages} ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -37,7 +40,7 @@ version=$(sed -n 's/^#define RLOCK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/
   "$repo/capi/include/rlock/version.h" | paste -sd.)
 
 root=$(ensure_release_root)
-if wants native; then
+if [ "$build" = 1 ] && wants native; then
   for arch in "${arches[@]}"; do ensure_openssl "$root" "$arch"; done
   stage_python_headers
   stage_source
@@ -52,7 +55,7 @@ for stage in sdist wheels jar deb; do
   fi
 done
 for stage in "${stages[@]}"; do
-  if wants "$stage"; then "build_$stage"; fi
+  if [ "$build" = 1 ] && wants "$stage"; then "build_$stage"; fi
 done
 log "artifacts in $dist ($((SECONDS - start)) s):"
 ls -1 "$dist"

@@ -644,10 +644,10 @@ class Worker:
                 self._cv.wait_for(lambda: self._eof == 2, 5)
             return rc
         except subprocess.TimeoutExpired as e:
+            diagnosis = self.diagnosis()  # before the kill: it is still running
             self.kill()
             raise AssertionError(
-                f"worker {self.pid} did not finish within {timeout} s "
-                f"(a hang); stderr {self.err[-5:]}"
+                f"worker did not finish within {timeout} s (a hang): {diagnosis}"
             ) from e
 
     def finish(self, timeout: float) -> None:

@@ -171,6 +171,8 @@ def test_B3_killed_command_connections_never_admit_two_owners(case: Case, tls: O
             hold_us=300,
             lease_ms=LEASE_MS,
             command_timeout_ms=1000,
+            # Kills every few ms may cut many first connects in a row (over TLS, handshakes).
+            connect_retry_ms=30000,
         )
         for _ in range(4)
     ]

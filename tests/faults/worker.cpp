@@ -21,6 +21,8 @@
 //   --watchdog-lease-ms W client's watchdog lease (default the library's)
 //   --wait-ms W           acquire wait; -1 forever; default 5000
 //   --command-timeout-ms T, --connect-timeout-ms T, --poll-cap-ms P, --pool-size N
+//   --connect-retry-ms R  keep trying to make the client while it fails with RLOCK_ECONN, R ms
+//                         (default 1000: a fault may cut the first connects)
 //   --threads N, --cycles N (per thread), --duration-ms D: loop ends at whichever comes first,
 //                         or at SIGTERM (each thread finishes its cycle, then the summary)
 //   --min-duration-ms M   and not before M ms, even when the cycles are done
@@ -95,6 +97,7 @@ struct Options {
   int64_t wait_ms = 5000;
   int64_t command_timeout_ms = 0;
   int64_t connect_timeout_ms = 0;
+  int64_t connect_retry_ms = 1000;
   int64_t poll_cap_ms = 0;
   int pool_size = 0;
   int threads = 1;
@@ -168,6 +171,8 @@ Options parse(int argc, char** argv) {
       o.command_timeout_ms = number(key, v);
     else if (key == "--connect-timeout-ms")
       o.connect_timeout_ms = number(key, v);
+    else if (key == "--connect-retry-ms")
+      o.connect_retry_ms = number(key, v);
     else if (key == "--poll-cap-ms")
       o.poll_cap_ms = number(key, v);
     else if (key == "--pool-size")
@@ -258,9 +263,9 @@ rlock_client* connect(const Options& o, const std::string& url) {
   rlock_client* client = nullptr;
   int rc = rlock_client_new(&client, &opts);
   // A fault (a killed connection, a restart) may hit the first connects: under kills every few
-  // milliseconds and a loaded machine, many in a row. Keep trying for a while; any other error
-  // is no fault's doing and ends the worker at once.
-  const int64_t give_up = mono_ns() + 30 * 1000000000LL;
+  // milliseconds and a loaded machine, many in a row. Keep trying for --connect-retry-ms; any
+  // other error is no fault's doing and ends the worker at once.
+  const int64_t give_up = mono_ns() + o.connect_retry_ms * 1000000;
   int attempts = 1;
   for (; rc == RLOCK_ECONN && mono_ns() < give_up; ++attempts) {
     usleep(50000);
