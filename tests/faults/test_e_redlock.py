@@ -273,6 +273,13 @@ def test_E5_restarted_master_without_persistence(case: Case):
 
 
 def test_E6_simultaneous_contenders_one_winner_per_round(case: Case):
+    """FAULTS.md E6. Single tries: 16 clients try a RedLock over five masters at the same
+    instant, 30 rounds: never more than one winner, and the losers leave no partial lock. How
+    often nobody wins (a split vote) is printed, not asserted: with every try at the same
+    instant and no retry, it measures how simultaneous this machine made them (one run: 10 of
+    30 rounds), not the library. Waiting tries: 16 owners in four processes keep taking the
+    same RedLock with a wait, 25 times each; the library's retries, each after a random delay, get every one
+    of them in, one at a time."""
     servers = _masters(case)
     contenders = [
         case.worker(
@@ -302,9 +309,38 @@ def test_E6_simultaneous_contenders_one_winner_per_round(case: Case):
         if winners:
             rounds_to_win.append(tries)
             tries = 0
-    rounds_to_win.sort()
-    print(f"E6: {len(rounds_to_win)} winning rounds; rounds to a winner {rounds_to_win}")
-    assert rounds_to_win and rounds_to_win[int(len(rounds_to_win) * 0.99)] <= 3
+    print(
+        f"E6 single tries: {len(rounds_to_win)} of 30 rounds had a winner; rounds to a winner "
+        f"{sorted(rounds_to_win)}"
+    )
+    for c in contenders:
+        c.send("quit")
+    waiting = [
+        case.worker(
+            "loop",
+            redlock=[s.url for s in servers],
+            names="e6-wait",
+            threads=4,
+            cycles=25,
+            wait_ms=30000,
+            hold_us=200,
+            lease_ms=5000,
+            command_timeout_ms=50,
+        )
+        for _ in range(4)
+    ]
+    started = time.monotonic()
+    for w in waiting:
+        w.finish(60)
+    h = checkers.read_history(case.log)
+    checkers.assert_clean_run(h, case.counters)
+    summaries = [w.summary() for w in waiting]
+    print(
+        f"E6 waiting tries: {sum(s['acquired'] for s in summaries)} acquires by 16 owners in "
+        f"{time.monotonic() - started:.1f} s"
+    )
+    assert all(s["acquired"] == s["cycles"] == 4 * 25 for s in summaries), summaries
+    assert wait_until(lambda: not any(_keys(servers, "e6*").values()), 1), _keys(servers, "e6*")
 
 
 def test_E7_multi_locks_in_opposite_orders_never_deadlock_or_half_hold(case: Case):
