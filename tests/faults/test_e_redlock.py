@@ -277,9 +277,9 @@ def test_E6_simultaneous_contenders_one_winner_per_round(case: Case):
     instant, 30 rounds: never more than one winner, and the losers leave no partial lock. How
     often nobody wins (a split vote) is printed, not asserted: with every try at the same
     instant and no retry, it measures how simultaneous this machine made them (one run: 10 of
-    30 rounds), not the library. Waiting tries: 16 owners in four processes keep taking the
-    same RedLock with a wait, 25 times each; the library's retries, each after a random delay, get every one
-    of them in, one at a time."""
+    30 rounds), not the library. Waiting tries: 16 owners in four processes take the same
+    RedLock with a wait, 25 times each; the library's retries, each after a random delay, get
+    every one of them in, one at a time."""
     servers = _masters(case)
     contenders = [
         case.worker(
