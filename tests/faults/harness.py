@@ -46,6 +46,12 @@ PY_WORKER = HERE / "py_worker.py"
 SANITIZED = os.environ.get("RLOCK_FAULT_SANITIZED") == "1"
 
 
+def percentile(values: List[float], q: float) -> float:
+    """The value below which the fraction `q` of `values` lies (nearest rank; sorts a copy)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
 def min_cycles(normal: int) -> int:
     return normal // 5 if SANITIZED else normal
 
@@ -85,6 +91,7 @@ class Pace:
         self._server: Optional["RedisServer"] = None
         self._root: Optional[Path] = None
         self._tls: Optional[Path] = None
+        self._closes_at_exit = False
 
     def _measure(self) -> None:
         late = []
@@ -92,8 +99,7 @@ class Pace:
             t = time.monotonic()
             time.sleep(0.001)
             late.append((time.monotonic() - t) * 1000 - 1)
-        late.sort()
-        self.sched_ms = max(0.0, late[int(len(late) * 0.99)])
+        self.sched_ms = max(0.0, percentile(late, 0.99))
         conn = self._redis().conn(timeout=5)
         rtts = []
         for _ in range(self.SAMPLES):
@@ -101,8 +107,7 @@ class Pace:
             conn.ping()
             rtts.append((time.monotonic() - t) * 1000)
         conn.close()
-        rtts.sort()
-        self.rtt_ms = rtts[int(len(rtts) * 0.99)]
+        self.rtt_ms = percentile(rtts, 0.99)
         if self._tls is not None:
             self.handshake_ms = self._handshake()
         self.at = time.monotonic()
@@ -113,9 +118,12 @@ class Pace:
             or self._server.proc is None
             or self._server.proc.poll() is not None
         ):
+            if not self._closes_at_exit:
+                atexit.register(self.close)  # once: close() stops whichever server is current
+                self._closes_at_exit = True
+            self.close()  # a server that died leaves its directory
             self._root = Path(tempfile.mkdtemp(prefix="rlock-pace-"))
             self._server = RedisServer(self._root, tls=self._tls).start()
-            atexit.register(self.close)
         return self._server
 
     def _handshake(self) -> float:
@@ -200,8 +208,14 @@ def go_worker_binary() -> str:
 def java_worker_command() -> List[str]:
     """The Java binding's worker (tests/faults/java/FaultWorker.java, the semaphore kinds), run
     as a single source file on the jar the build makes."""
-    jars = sorted((REPO / "build" / "bindings" / "java" / "maven").glob("rlock-*.jar"))
-    jar = os.environ.get("RLOCK_FAULT_JAVA_JAR") or (str(jars[0]) if jars else "no-rlock-jar-built")
+    maven = REPO / "build" / "bindings" / "java" / "maven"
+    jars = sorted(maven.glob("rlock-*.jar"))
+    jar = os.environ.get("RLOCK_FAULT_JAVA_JAR") or (str(jars[0]) if jars else "")
+    if not jar:
+        raise FileNotFoundError(
+            f"the Java fault worker needs the rlock jar in {maven}, which the java_junit CTest "
+            "test builds (or set RLOCK_FAULT_JAVA_JAR)"
+        )
     return ["java", "-cp", jar, str(REPO / "tests" / "faults" / "java" / "FaultWorker.java")]
 
 
