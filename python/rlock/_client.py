@@ -25,8 +25,9 @@ from typing import (
     Union,
 )
 
-from . import _native, _tls
+from . import _green, _native, _owners, _tls
 from ._errors import ForkedError, InvalidArgumentError, LockTimeoutError
+from ._owners import Owners
 from ._stats import Event, LostReason, Stats, event_dispatcher
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ _T = TypeVar("_T")
 _DEFAULT_URL = "redis://127.0.0.1:6379"
 _DEFAULT_TLS_URL = "rediss://" + _DEFAULT_URL.partition("://")[2]  # with ssl=True
 _MAX_SECONDS = _native.MAX_DURATION_MS / 1000.0
-_CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT
 # The C library's option defaults, in milliseconds: the keyword defaults below derive from them.
 _CLIENT_DEFAULTS = _native.client_option_defaults()
 _LOCK_DEFAULTS = _native.lock_option_defaults()
@@ -344,22 +344,42 @@ class Client:
     # -- locks
 
     def lock(
-        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        thread_local: bool = True,
     ) -> "Lock":
         """A reentrant lock (Redisson ``RLock`` layout), woken by pub/sub.
 
         ``lease`` (seconds) is the default lease of its acquires; None means the watchdog:
         the lock is held until released, renewed while this process lives. ``blocking_timeout``
         bounds how long ``with lock:`` waits before raising ``LockTimeoutError`` (None: no
-        bound). Makes no network call."""
-        return Lock._make(self, name, _native.KIND_REENTRANT, lease, blocking_timeout)
+        bound). ``owner`` says who holds what this object acquires: "object" (each Lock object
+        is its own owner in each thread or greenlet that uses it, or, with
+        ``thread_local=False``, in all of them at once) or "thread" (the calling thread is one
+        owner across every Lock object, as in Redisson). Makes no network call."""
+        return Lock._make(
+            self, name, _native.KIND_REENTRANT, lease, blocking_timeout, owner, thread_local
+        )
 
     def fenced_lock(
-        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        thread_local: bool = True,
     ) -> "Lock":
         """A reentrant lock whose every acquire gets a fencing token (``lock.token``), strictly
-        increasing across holders (Redisson ``RFencedLock``)."""
-        return Lock._make(self, name, _native.KIND_FENCED, lease, blocking_timeout)
+        increasing across holders (Redisson ``RFencedLock``). ``owner``, ``thread_local``: as
+        for ``lock()``."""
+        return Lock._make(
+            self, name, _native.KIND_FENCED, lease, blocking_timeout, owner, thread_local
+        )
 
     def spin_lock(
         self,
@@ -369,16 +389,20 @@ class Client:
         blocking_timeout: Optional[float] = None,
         initial_backoff: float = _LOCK_DEFAULTS["spin_initial_ms"] / 1000.0,
         max_backoff: float = _LOCK_DEFAULTS["spin_max_ms"] / 1000.0,
+        owner: str = "object",
+        thread_local: bool = True,
     ) -> "Lock":
         """A reentrant lock that waits by retrying with jittered exponential backoff from
         ``initial_backoff`` to ``max_backoff`` seconds instead of subscribing (Redisson
-        ``RSpinLock``)."""
+        ``RSpinLock``). ``owner``, ``thread_local``: as for ``lock()``."""
         return Lock._make(
             self,
             name,
             _native.KIND_SPIN,
             lease,
             blocking_timeout,
+            owner,
+            thread_local,
             spin_initial_ms=_duration_ms(initial_backoff, "initial_backoff"),
             spin_max_ms=_duration_ms(max_backoff, "max_backoff"),
         )
@@ -390,25 +414,37 @@ class Client:
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
         waiter_timeout: float = _LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
+        owner: str = "object",
+        thread_local: bool = True,
     ) -> "Lock":
         """A reentrant lock served first come, first served across processes (Redisson
         ``RFairLock``). A waiter that stops coming back (its process died) keeps its place in
-        the queue for at most ``waiter_timeout`` seconds."""
+        the queue for at most ``waiter_timeout`` seconds. ``owner``, ``thread_local``: as for
+        ``lock()``."""
         return Lock._make(
             self,
             name,
             _native.KIND_FAIR,
             lease,
             blocking_timeout,
+            owner,
+            thread_local,
             fair_wait_ms=_duration_ms(waiter_timeout, "waiter_timeout"),
         )
 
     def read_write_lock(
-        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        thread_local: bool = True,
     ) -> "ReadWriteLock":
         """A lock with a shared read half and an exclusive write half (Redisson
-        ``RReadWriteLock``)."""
-        return ReadWriteLock(self, name, lease, blocking_timeout)
+        ``RReadWriteLock``). ``owner``, ``thread_local``: as for ``lock()``, the two halves
+        of one ReadWriteLock object being one owner (so a writer can also read)."""
+        return ReadWriteLock(self, name, lease, blocking_timeout, owner, thread_local)
 
     # -- semaphores and latches
 
@@ -456,10 +492,12 @@ class Lock:
     """A named lock on Redis, made by ``Client.lock()`` and its siblings.
 
     Used like ``threading.RLock``: ``with lock: ...``, or ``acquire()`` / ``release()``.
-    Ownership is per thread: the thread that acquired must release, and may acquire again
-    (each acquire needs one release). A Lock object may be shared by threads; each contends as
-    its own owner. Dropping the object without releasing stops its lease renewal, so the lock
-    frees itself within the lease.
+    By default (``owner="object"``) ownership is per Lock object and per thread, or greenlet
+    under gevent and eventlet: the thread that acquired must release, and may acquire again
+    through the same object (each acquire needs one release); other threads sharing the
+    object, and other Lock objects even in the same thread, contend. See ``Client.lock`` for
+    the other owners. Dropping the object without releasing stops its lease renewal, so the
+    lock frees itself within the lease.
     """
 
     __slots__ = (
@@ -469,6 +507,7 @@ class Lock:
         "_kind",
         "_lease",
         "_blocking_timeout",
+        "_owners",
         "__weakref__",
     )
     _client: Client
@@ -477,6 +516,7 @@ class Lock:
     _kind: int
     _lease: Optional[float]
     _blocking_timeout: Optional[float]
+    _owners: Owners
 
     _KIND_NAMES = {
         _native.KIND_REENTRANT: "Lock",
@@ -500,6 +540,8 @@ class Lock:
         kind: int,
         lease: Optional[float],
         blocking_timeout: Optional[float],
+        owner: Union[str, Owners] = "object",
+        thread_local: bool = True,
         *,
         spin_initial_ms: int = 0,
         spin_max_ms: int = 0,
@@ -511,7 +553,12 @@ class Lock:
         lease_ms = _native.LEASE_WATCHDOG if lease is None else _duration_ms(lease, "lease")
         if blocking_timeout is not None:
             _wait_ms(True, blocking_timeout)  # checks it now rather than at the first `with`
+        if isinstance(owner, (_owners.PerContext, _owners.Fixed)):
+            owners: Owners = owner  # shared by the halves of a read-write lock
+        else:
+            owners = _owners.for_mode(owner, thread_local)
         self = object.__new__(cls)
+        self._owners = owners
         self._client = client  # keeps the client open while its locks live
         self._name = name
         self._kind = kind
@@ -554,26 +601,35 @@ class Lock:
         lease_ms = _lease_ms(lease)
         native = self._checked()
         want_token = self._kind == _native.KIND_FENCED
+        owner = self._owners.current()
 
         def attempt(interruptible: bool, receipt: List[Any]) -> bool:
             return native.acquire(
-                wait_ms, lease_ms, _CALLING_THREAD, None, want_token, interruptible, receipt
+                wait_ms, lease_ms, owner, None, want_token, interruptible, receipt
             )
 
-        return _acquire(attempt, lambda: native.release(_CALLING_THREAD))
+        if wait_ms != 0 and _green.active():
+            if native.acquire(0, lease_ms, owner, None, want_token, False, []):
+                return True
+
+            def start(cancel: _native.CancelToken, loop: Any, done: _green.Done) -> None:
+                native.acquire_async(wait_ms, lease_ms, owner, cancel, want_token, loop, done)
+
+            return _green.acquire(start, lambda _grant: native.release(owner)) is not None
+        return _acquire(attempt, lambda: native.release(owner))
 
     def release(self) -> None:
         """Releases one hold of the calling thread; at the last one the lock is free and the
         next waiter is woken. Raises ``NotHeldError`` if this thread does not hold it (the lock
         is then untouched) and ``LockLostError`` if it held it but the lock expired or was
         taken in the meantime."""
-        self._checked().release(_CALLING_THREAD)
+        self._checked().release(self._owners.current())
 
     def extend(self, lease: float) -> None:
         """Sets the remaining lease of the calling thread's hold to ``lease`` seconds. Same
         errors as ``release()``."""
         lease_ms = _duration_ms(lease, "lease")
-        self._checked().extend(lease_ms, _CALLING_THREAD)
+        self._checked().extend(lease_ms, self._owners.current())
 
     def __enter__(self) -> "Lock":
         if self._blocking_timeout is None:
@@ -611,31 +667,41 @@ class Lock:
     def held(self) -> bool:
         """True if the calling thread holds the lock (local view, no network call; becomes
         False once the watchdog finds the lock lost)."""
-        return self._checked().is_held(_CALLING_THREAD)
+        return self._checked().is_held(self._owners.current())
 
     def lost(self) -> bool:
         """True if the calling thread held the lock and it was found lost, until it releases
         or acquires again (local view)."""
-        return self._checked().is_lost(_CALLING_THREAD)
+        return self._checked().is_lost(self._owners.current())
 
     def locked(self) -> bool:
         """True if anyone holds the lock (asks Redis)."""
-        return self._checked().query(_CALLING_THREAD).locked
+        return self._checked().query(self._owners.current()).locked
 
     def hold_count(self) -> int:
         """How many times the calling thread holds the lock (asks Redis; 0 if not held)."""
-        return self._checked().query(_CALLING_THREAD).hold_count
+        return self._checked().query(self._owners.current()).hold_count
 
     def remaining_ttl(self) -> Optional[float]:
         """Seconds until the lock expires (asks Redis): None if it is not locked,
         ``math.inf`` if it is locked without expiry."""
-        return _ttl_seconds(self._checked().query(_CALLING_THREAD).ttl_ms)
+        return _ttl_seconds(self._checked().query(self._owners.current()).ttl_ms)
+
+    @property
+    def owner(self) -> str:
+        """The owner this Lock object acquires as when called from here, as its field in the
+        lock's hash on Redis: ``"<client id>:<number>"`` (``":write"`` added for a write
+        lock). The number is the OS thread id under ``owner="thread"`` (in a real thread), else
+        one rlock made for this object (and thread, under ``thread_local``). No network call."""
+        number = self._owners.current() or _native.current_thread_id()
+        suffix = ":write" if self._kind == _native.KIND_WRITE else ""
+        return f"{self._client.id}:{number}{suffix}"
 
     @property
     def token(self) -> Optional[int]:
         """The fencing token of the calling thread's hold of a fenced lock (local view), or None
         when it holds none. Pass it to the resource you protect (``Client.fenced_write``)."""
-        return self._checked().token(_CALLING_THREAD)
+        return self._checked().token(self._owners.current())
 
     def on_lost(self, callback: Optional[Callable[["Lock", LostReason], Any]]) -> None:
         """Calls ``callback(lock, reason)`` when a hold acquired through this Lock object is
@@ -679,10 +745,13 @@ class ReadWriteLock:
         name: Name,
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        thread_local: bool = True,
     ) -> None:
         self._name = name
-        self._read = Lock._make(client, name, _native.KIND_READ, lease, blocking_timeout)
-        self._write = Lock._make(client, name, _native.KIND_WRITE, lease, blocking_timeout)
+        owners = _owners.for_mode(owner, thread_local)  # one for both halves
+        self._read = Lock._make(client, name, _native.KIND_READ, lease, blocking_timeout, owners)
+        self._write = Lock._make(client, name, _native.KIND_WRITE, lease, blocking_timeout, owners)
 
     @property
     def name(self) -> Name:
@@ -706,7 +775,12 @@ class MultiLock:
 
     _redlock = False
 
-    def __init__(self, locks: Iterable[Lock]) -> None:
+    def __init__(
+        self, locks: Iterable[Lock], *, owner: str = "object", thread_local: bool = True
+    ) -> None:
+        """``owner``, ``thread_local``: who holds what this object acquires, as for
+        ``Client.lock`` (the members' own owner settings apply to their own calls only)."""
+        self._owners = _owners.for_mode(owner, thread_local)
         members = list(locks)
         if not members:
             raise InvalidArgumentError(f"{type(self).__name__} needs at least one lock")
@@ -732,11 +806,19 @@ class MultiLock:
         native = self._native
         for member in self._locks:
             member._client._checked()
+        owner = self._owners.current()
 
         def attempt(interruptible: bool, receipt: List[Any]) -> Optional[int]:
-            return native.acquire(wait_ms, lease_ms, _CALLING_THREAD, None, interruptible, receipt)
+            return native.acquire(wait_ms, lease_ms, owner, None, interruptible, receipt)
 
-        validity_ms = _acquire(attempt, lambda: native.release(_CALLING_THREAD))
+        if wait_ms != 0 and _green.active():
+
+            def start(cancel: _native.CancelToken, loop: Any, done: _green.Done) -> None:
+                native.acquire_async(wait_ms, lease_ms, owner, cancel, loop, done)
+
+            validity_ms = _green.acquire(start, lambda _grant: native.release(owner))
+        else:
+            validity_ms = _acquire(attempt, lambda: native.release(owner))
         if validity_ms is None:
             return False
         self.validity = validity_ms / 1000.0
@@ -744,11 +826,11 @@ class MultiLock:
 
     def release(self) -> None:
         """Releases every member held by the calling thread."""
-        self._native.release(_CALLING_THREAD)
+        self._native.release(self._owners.current())
 
     def held(self) -> bool:
         """True if the calling thread holds the group (local view)."""
-        return self._native.is_held(_CALLING_THREAD)
+        return self._native.is_held(self._owners.current())
 
     def cancel(self) -> None:
         """Wakes every acquire waiting on this group (``AcquireCancelledError``)."""

@@ -13,7 +13,7 @@ import enum
 import math
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Union
 
-from . import _native
+from . import _green, _native
 from ._client import _MAX_SECONDS, _duration_ms, _in_main_thread, _name_bytes, _number
 from ._errors import InvalidArgumentError, LockTimeoutError
 
@@ -116,6 +116,22 @@ def _take(
     """One native acquire: the ids taken ([] for a plain semaphore), None when the time ran
     out. In the main thread the wait runs signal handlers (Ctrl-C); permits granted just as one
     raises are given back, here or in the native layer, before the exception goes on."""
+    if wait_ms != 0 and _green.active():
+        taken = native.acquire(permits, 0, lease_ms, None, False, [])
+        if taken is not None:
+            return taken
+
+        def start(cancel: _native.CancelToken, loop: Any, done: _green.Done) -> None:
+            native.acquire_async(permits, wait_ms, lease_ms, cancel, loop, done)
+
+        def give_back(grant: Any) -> None:
+            if expirable:
+                native.release_ids(grant)
+            else:
+                native.release(permits)
+
+        grant = _green.acquire(start, give_back)
+        return None if grant is None else (list(grant) if expirable else [])
     receipt: List[Any] = []
     try:
         return native.acquire(permits, wait_ms, lease_ms, None, _in_main_thread(), receipt)
@@ -517,7 +533,16 @@ class CountDownLatch(_Handle):
         """Waits until the latch is open: True then, False when ``timeout`` seconds (None:
         for ever) ran out. Ctrl-C interrupts the wait."""
         wait_ms = _timeout_ms(timeout)
-        return self._checked().wait(wait_ms, None, _in_main_thread())
+        native = self._checked()
+        if wait_ms != 0 and _green.active():
+            if native.count() == 0:
+                return True
+
+            def start(cancel: _native.CancelToken, loop: Any, done: _green.Done) -> None:
+                native.wait_async(wait_ms, cancel, loop, done)
+
+            return _green.acquire(start, lambda _grant: None) is not None
+        return native.wait(wait_ms, None, _in_main_thread())
 
     def delete(self) -> bool:
         """Deletes the latch, which opens it; True if it existed. As in Redisson, waiters are

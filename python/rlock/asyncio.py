@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import itertools
 import threading
 import weakref
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from . import _client, _errors, _native, _semaphore
+from . import _client, _errors, _native, _owners, _semaphore
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
-from ._errors import LockError, LockTimeoutError
+from ._errors import InvalidArgumentError, LockError, LockTimeoutError
 from ._stats import Event, Stats
 
 __all__ = [
@@ -37,23 +36,52 @@ __all__ = [
 
 _T = TypeVar("_T")
 
-# Owner ids of tasks. OS thread ids stay below 2**22 on Linux, so ids from 2**40 up never
-# collide with a thread's owner id on the same client.
-_task_ids = itertools.count(1 << 40)
-_task_owners: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
+
+class _PerTask:
+    """An owner number per task, made at its first use (numbers from rlock._owners, never
+    reused: a new task never inherits what a finished one held)."""
+
+    __slots__ = ("_numbers",)
+
+    def __init__(self) -> None:
+        self._numbers: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def current(self) -> int:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("rlock.asyncio locks are used from inside an asyncio task")
+        with _task_owners_mu:
+            number = self._numbers.get(task)
+            if number is None:
+                number = _owners.new_number()
+                self._numbers[task] = number
+            return number
+
+
 _task_owners_mu = threading.Lock()
+# owner="task": one scope for every lock of the process.
+_TASKS = _PerTask()
+
+_AsyncOwners = Union[_PerTask, _owners.Fixed]
 
 
-def _task_owner() -> int:
-    task = asyncio.current_task()
-    if task is None:
-        raise RuntimeError("rlock.asyncio locks are used from inside an asyncio task")
-    with _task_owners_mu:
-        owner = _task_owners.get(task)
-        if owner is None:
-            owner = next(_task_ids)
-            _task_owners[task] = owner
-        return owner
+def _owners_for(owner: str, task_local: bool) -> _AsyncOwners:
+    """The owners of a new lock object for Client.lock(owner=, task_local=)."""
+    if not isinstance(owner, str):
+        raise TypeError(f"owner must be 'object' or 'task', not {type(owner).__name__}")
+    if not isinstance(task_local, bool):
+        raise TypeError(f"task_local must be a bool, not {type(task_local).__name__}")
+    if owner == "object":
+        return _PerTask() if task_local else _owners.Fixed(_owners.new_number())
+    if owner == "task":
+        if not task_local:
+            raise InvalidArgumentError(
+                "owner='task' is per task by definition: task_local=False needs owner='object'"
+            )
+        return _TASKS
+    raise InvalidArgumentError(f"owner must be 'object' or 'task', not {owner!r}")
 
 
 # ---- native asynchronous calls ----------------------------------------------------------------
@@ -210,16 +238,38 @@ class Client:
         return f"<rlock.asyncio.Client id={self.id} {'closed' if self.closed else 'open'}>"
 
     def lock(
-        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        task_local: bool = True,
     ) -> "Lock":
-        """See ``rlock.Client.lock``."""
-        return Lock(self._sync.lock(name, lease=lease, blocking_timeout=blocking_timeout))
+        """See ``rlock.Client.lock``; ``owner`` is "object" (the default: each Lock object is
+        its own owner in each task, or in all of them with ``task_local=False``) or "task"
+        (the task is one owner across every Lock object)."""
+        return Lock(
+            self._sync.lock(name, lease=lease, blocking_timeout=blocking_timeout),
+            owner=owner,
+            task_local=task_local,
+        )
 
     def fenced_lock(
-        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        task_local: bool = True,
     ) -> "Lock":
-        """See ``rlock.Client.fenced_lock``."""
-        return Lock(self._sync.fenced_lock(name, lease=lease, blocking_timeout=blocking_timeout))
+        """See ``rlock.Client.fenced_lock``; ``owner``, ``task_local`` as for ``lock()``."""
+        return Lock(
+            self._sync.fenced_lock(name, lease=lease, blocking_timeout=blocking_timeout),
+            owner=owner,
+            task_local=task_local,
+        )
 
     def spin_lock(
         self,
@@ -229,8 +279,10 @@ class Client:
         blocking_timeout: Optional[float] = None,
         initial_backoff: float = _client._LOCK_DEFAULTS["spin_initial_ms"] / 1000.0,
         max_backoff: float = _client._LOCK_DEFAULTS["spin_max_ms"] / 1000.0,
+        owner: str = "object",
+        task_local: bool = True,
     ) -> "Lock":
-        """See ``rlock.Client.spin_lock``."""
+        """See ``rlock.Client.spin_lock``; ``owner``, ``task_local`` as for ``lock()``."""
         return Lock(
             self._sync.spin_lock(
                 name,
@@ -238,7 +290,9 @@ class Client:
                 blocking_timeout=blocking_timeout,
                 initial_backoff=initial_backoff,
                 max_backoff=max_backoff,
-            )
+            ),
+            owner=owner,
+            task_local=task_local,
         )
 
     def fair_lock(
@@ -248,20 +302,33 @@ class Client:
         lease: Optional[float] = None,
         blocking_timeout: Optional[float] = None,
         waiter_timeout: float = _client._LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
+        owner: str = "object",
+        task_local: bool = True,
     ) -> "Lock":
-        """See ``rlock.Client.fair_lock``."""
+        """See ``rlock.Client.fair_lock``; ``owner``, ``task_local`` as for ``lock()``."""
         return Lock(
             self._sync.fair_lock(
                 name, lease=lease, blocking_timeout=blocking_timeout, waiter_timeout=waiter_timeout
-            )
+            ),
+            owner=owner,
+            task_local=task_local,
         )
 
     def read_write_lock(
-        self, name: Name, *, lease: Optional[float] = None, blocking_timeout: Optional[float] = None
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        task_local: bool = True,
     ) -> "ReadWriteLock":
-        """See ``rlock.Client.read_write_lock``."""
+        """See ``rlock.Client.read_write_lock``; ``owner``, ``task_local`` as for ``lock()``,
+        the two halves being one owner."""
         return ReadWriteLock(
-            self._sync.read_write_lock(name, lease=lease, blocking_timeout=blocking_timeout)
+            self._sync.read_write_lock(name, lease=lease, blocking_timeout=blocking_timeout),
+            owner=owner,
+            task_local=task_local,
         )
 
     def semaphore(self, name: Name) -> "Semaphore":
@@ -287,12 +354,25 @@ class Lock:
     """An ``rlock`` lock for asyncio tasks: the same lock on Redis as the blocking
     ``rlock.Lock`` of the same name, owned per task instead of per thread."""
 
-    __slots__ = ("_lock", "__weakref__")
+    __slots__ = ("_lock", "_owners", "__weakref__")
 
-    def __init__(self, lock: _client.Lock) -> None:
+    def __init__(
+        self,
+        lock: _client.Lock,
+        *,
+        owner: Union[str, _AsyncOwners] = "object",
+        task_local: bool = True,
+    ) -> None:
+        """``owner``: "object" (each Lock object is its own owner in each task that uses it,
+        or, with ``task_local=False``, in all of them at once) or "task" (the task is one
+        owner across every Lock object)."""
         if not isinstance(lock, _client.Lock):
             raise TypeError("rlock.asyncio.Lock wraps an rlock.Lock; use client.lock(name)")
         self._lock = lock
+        if isinstance(owner, (_PerTask, _owners.Fixed)):
+            self._owners: _AsyncOwners = owner  # shared by the halves of a read-write lock
+        else:
+            self._owners = _owners_for(owner, task_local)
 
     @property
     def name(self) -> Name:
@@ -310,7 +390,7 @@ class Lock:
         the task."""
         wait_ms = _wait_ms(blocking, timeout)
         lease_ms = _lease_ms(lease)
-        owner = _task_owner()
+        owner = self._owners.current()
         native = self._lock._checked()
         want_token = self._lock._kind == _native.KIND_FENCED
 
@@ -327,14 +407,14 @@ class Lock:
     async def release(self) -> None:
         """Releases one hold of the current task (``NotHeldError``, ``LockLostError`` as for
         ``rlock.Lock.release``)."""
-        owner = _task_owner()
+        owner = self._owners.current()
         native = self._lock._checked()
         await _call(lambda loop, done: native.release_async(owner, loop, done))
 
     async def extend(self, lease: float) -> None:
         """Sets the remaining lease of the current task's hold to ``lease`` seconds."""
         lease_ms = _duration_ms(lease, "lease")
-        owner = _task_owner()
+        owner = self._owners.current()
         native = self._lock._checked()
         await _call(lambda loop, done: native.extend_async(lease_ms, owner, loop, done))
 
@@ -351,25 +431,25 @@ class Lock:
 
     def held(self) -> bool:
         """True if the current task holds the lock (local view, no network call)."""
-        return self._lock._checked().is_held(_task_owner())
+        return self._lock._checked().is_held(self._owners.current())
 
     def lost(self) -> bool:
         """True if the current task's hold was found lost (local view)."""
-        return self._lock._checked().is_lost(_task_owner())
+        return self._lock._checked().is_lost(self._owners.current())
 
     async def locked(self) -> bool:
         """True if anyone holds the lock (asks Redis)."""
-        state = await _off_loop(self._lock._checked().query, _task_owner())
+        state = await _off_loop(self._lock._checked().query, self._owners.current())
         return state.locked
 
     async def hold_count(self) -> int:
         """How many times the current task holds the lock (asks Redis)."""
-        state = await _off_loop(self._lock._checked().query, _task_owner())
+        state = await _off_loop(self._lock._checked().query, self._owners.current())
         return state.hold_count
 
     async def remaining_ttl(self) -> Optional[float]:
         """Seconds until the lock expires: None if not locked, ``math.inf`` without expiry."""
-        state = await _off_loop(self._lock._checked().query, _task_owner())
+        state = await _off_loop(self._lock._checked().query, self._owners.current())
         return _ttl_seconds(state.ttl_ms)
 
     async def force_unlock(self) -> bool:
@@ -377,9 +457,16 @@ class Lock:
         return await _off_loop(self._lock._checked().force_unlock)
 
     @property
+    def owner(self) -> str:
+        """The owner field this object acquires as from the current task (see
+        ``rlock.Lock.owner``)."""
+        suffix = ":write" if self._lock._kind == _native.KIND_WRITE else ""
+        return f"{self._lock.client.id}:{self._owners.current()}{suffix}"
+
+    @property
     def token(self) -> Optional[int]:
         """The fencing token of the current task's hold of a fenced lock, or None."""
-        return self._lock._checked().token(_task_owner())
+        return self._lock._checked().token(self._owners.current())
 
     def cancel(self) -> None:
         """Wakes every acquire waiting on this lock (``AcquireCancelledError``)."""
@@ -412,10 +499,13 @@ class ReadWriteLock:
 
     __slots__ = ("_rw", "_read", "_write")
 
-    def __init__(self, rw: _client.ReadWriteLock) -> None:
+    def __init__(
+        self, rw: _client.ReadWriteLock, *, owner: str = "object", task_local: bool = True
+    ) -> None:
         self._rw = rw
-        self._read = Lock(rw.read_lock())
-        self._write = Lock(rw.write_lock())
+        owners = _owners_for(owner, task_local)  # one for both halves: a writer may read
+        self._read = Lock(rw.read_lock(), owner=owners)
+        self._write = Lock(rw.write_lock(), owner=owners)
 
     @property
     def name(self) -> Name:
@@ -433,7 +523,12 @@ class MultiLock:
 
     _redlock = False
 
-    def __init__(self, locks: Iterable[Lock]) -> None:
+    def __init__(
+        self, locks: Iterable[Lock], *, owner: str = "object", task_local: bool = True
+    ) -> None:
+        """``owner``, ``task_local``: who holds what this object acquires, as for
+        ``rlock.asyncio.Lock``."""
+        self._owners = _owners_for(owner, task_local)
         members = list(locks)
         for member in members:
             if not isinstance(member, Lock):
@@ -454,7 +549,7 @@ class MultiLock:
         """Like ``Lock.acquire``; sets ``validity`` when it returns True."""
         wait_ms = _wait_ms(blocking, timeout)
         lease_ms = _lease_ms(lease)
-        owner = _task_owner()
+        owner = self._owners.current()
         for member in self._locks:
             member._lock._checked()
         native = self._group._native
@@ -475,13 +570,13 @@ class MultiLock:
 
     async def release(self) -> None:
         """Releases every member held by the current task."""
-        owner = _task_owner()
+        owner = self._owners.current()
         native = self._group._native
         await _call(lambda loop, done: native.release_async(owner, loop, done))
 
     def held(self) -> bool:
         """True if the current task holds the group (local view)."""
-        return self._group._native.is_held(_task_owner())
+        return self._group._native.is_held(self._owners.current())
 
     def cancel(self) -> None:
         """Wakes every acquire waiting on this group (``AcquireCancelledError``)."""

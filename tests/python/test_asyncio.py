@@ -251,3 +251,57 @@ def test_async_lock_and_thread_share_the_lock(aclient, client, name):
     run(main())
     assert sync_lock.acquire(blocking=False)
     sync_lock.release()
+
+
+# ---- owner modes ------------------------------------------------------------------------------
+
+
+def test_two_lock_objects_in_one_task_contend_by_default(aclient, name, r):
+    async def main():
+        first, second = aclient.lock(name), aclient.lock(name)
+        assert await first.acquire(blocking=False)
+        assert await second.acquire(blocking=False) is False  # another object, another owner
+        assert await first.acquire(blocking=False)  # the same object re-enters
+        assert r.hgetall(name) == {first.owner.encode(): b"2"}
+        await first.release()
+        await first.release()
+        assert await second.acquire(blocking=False)
+        await second.release()
+
+    run(main())
+    assert r.exists(name) == 0
+
+
+def test_the_task_owner_re_enters_through_any_lock_object(aclient, name, r):
+    async def main():
+        first = aclient.lock(name, owner="task")
+        second = aclient.lock(name, owner="task")
+        assert await first.acquire(blocking=False) and await second.acquire(blocking=False)
+        assert first.owner == second.owner
+        other = aclient.lock(name, owner="task")
+        assert await asyncio.create_task(other.acquire(blocking=False)) is False  # another task
+        await second.release()
+        await first.release()
+
+    run(main())
+    assert r.exists(name) == 0
+
+
+def test_an_object_not_task_local_is_released_by_another_task(aclient, name, r):
+    async def main():
+        lock = aclient.lock(name, task_local=False)
+        assert await asyncio.create_task(lock.acquire(blocking=False))
+        assert r.exists(name) == 1 and lock.held()
+        await asyncio.create_task(lock.release())
+
+    run(main())
+    assert r.exists(name) == 0
+
+
+def test_asyncio_owner_arguments_are_checked(aclient, name):
+    with pytest.raises(rlock.InvalidArgumentError, match="'object' or 'task'"):
+        aclient.lock(name, owner="thread")
+    with pytest.raises(rlock.InvalidArgumentError, match="per task"):
+        aclient.lock(name, owner="task", task_local=False)
+    with pytest.raises(TypeError, match="task_local must be a bool"):
+        aclient.lock(name, task_local=1)

@@ -8,13 +8,14 @@ import time
 
 import pytest
 import rlock
-from helpers import owner_field, wait_until
+from helpers import wait_until
 
 
 def test_acquire_release_writes_redisson_layout(client, name, r):
     lock = client.lock(name)
     assert lock.acquire() is True
-    field = owner_field(client, threading.get_native_id())
+    field = lock.owner.encode()
+    assert field.startswith(client.id.encode() + b":")
     assert r.hgetall(name) == {field: b"1"}
     assert 29_000 < r.pttl(name) <= 30_000  # the watchdog lease
     assert lock.held() and lock.locked() and lock.hold_count() == 1
@@ -28,7 +29,7 @@ def test_reentrant_per_thread(client, name, r):
     with lock:
         with lock:
             assert lock.hold_count() == 2
-            assert r.hget(name, owner_field(client, threading.get_native_id())) == b"2"
+            assert r.hget(name, lock.owner) == b"2"
         assert lock.hold_count() == 1
     assert r.exists(name) == 0
 
@@ -311,7 +312,9 @@ def test_multi_lock_all_or_nothing(client, make_client, name, r):
     a, b = client.lock(f"{name}:a"), client.lock(f"{name}:b")
     group = rlock.MultiLock([a, b])
     with group:
-        assert group.held() and a.held() and b.held()
+        # The group is the owner of what it acquires, not the members' own objects.
+        assert group.held() and not a.held() and not b.held()
+        assert r.exists(f"{name}:a", f"{name}:b") == 2
         assert group.validity is not None and group.validity > 0
     assert r.exists(f"{name}:a", f"{name}:b") == 0
     make_client().lock(f"{name}:b").acquire()  # another owner holds one member

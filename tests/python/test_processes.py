@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union, cast
 import pytest
 import redis
 import rlock
-from helpers import owner_field, rlock_cli, wait_until
+from helpers import rlock_cli, wait_until
 
 _OWNER_RE = re.compile(rb"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[0-9]+$")
 
@@ -46,12 +46,10 @@ _WORKER_SRC = textwrap.dedent('''
         """iters read-modify-writes of name:counter, each inside `with lock:`.
 
         Overlap detector: INCR name:inside on entry must return 1. Layout check: while held, the
-        lock hash has exactly one field, this thread's owner. Returns (done, overlaps, foreign).
-        (The owner's thread id is rlock's own idea of it, which after fork() is not always
-        threading.get_native_id(): see test_owner_thread_id_after_fork.)"""
-        from rlock import _native
+        lock hash has exactly one field, this thread's owner (lock.owner). Returns (done,
+        overlaps, foreign)."""
         done = overlaps = foreign = 0
-        owner = ("%s:%d" % (lock.client.id, _native.current_thread_id())).encode()
+        owner = lock.owner.encode()
         for _ in range(iters):
             with lock:
                 if r.incr(name + ":inside") != 1:
@@ -364,7 +362,7 @@ def test_parent_client_is_refused_in_a_forked_child(client, name, r):
     assert r.exists(name) == 0  # the child touched nothing
     # The parent's client still works after the child is gone.
     assert lock.acquire(blocking=False)
-    assert r.hkeys(name) == [owner_field(client, threading.get_native_id())]
+    assert r.hkeys(name) == [lock.owner.encode()]
     lock.release()
     assert r.exists(name) == 0
 
@@ -372,7 +370,7 @@ def test_parent_client_is_refused_in_a_forked_child(client, name, r):
 _FORKED_OWNER = textwrap.dedent("""
     import threading, redis, rlock
     with rlock.Client(url) as c:
-        lock = c.lock(name)
+        lock = c.lock(name, owner="thread")
         lock.acquire()
         q.put((c.id, threading.get_native_id(), redis.Redis.from_url(url).hkeys(name)))
         lock.release()
@@ -382,9 +380,10 @@ _FORKED_OWNER = textwrap.dedent("""
 @_fork_ok
 @pytest.mark.timeout(30)
 def test_owner_thread_id_after_fork(client, redis_url, name):
-    """A forked child's main thread owns its locks as "<its client id>:<its own thread id>",
-    even when the parent's forking thread had used rlock before the fork."""
-    lock = client.lock(name + ":parent")  # rlock learns the parent main thread's id
+    """Under owner="thread", a forked child's main thread owns its locks as "<its client
+    id>:<its own thread id>", even when the parent's forking thread had used rlock before the
+    fork."""
+    lock = client.lock(name + ":parent", owner="thread")  # learns the parent thread's id
     assert lock.acquire(blocking=False)
     lock.release()
     ctx = multiprocessing.get_context("fork")
@@ -417,7 +416,7 @@ _FORK_THEN_EXIT = textwrap.dedent("""
     client = rlock.Client(url, watchdog_lease=1.0)
     lock = client.lock(name)
     lock.acquire()
-    print("id", client.id, threading.get_native_id(), flush=True)
+    print("id", client.id, lock.owner.rsplit(":", 1)[1], flush=True)
     pid = os.fork()
     if pid == 0:
         try:
@@ -517,7 +516,7 @@ _FORK_WHILE_BUSY = textwrap.dedent("""
 
     t = threading.Thread(target=work)
     t.start()
-    print("id", client.id, threading.get_native_id(), flush=True)
+    print("id", client.id, lock.owner.rsplit(":", 1)[1], flush=True)
     for _ in range(forks):
         pid = os.fork()
         if pid == 0:
@@ -669,7 +668,7 @@ _A5_HOLDER = textwrap.dedent("""
     client = rlock.Client(url, watchdog_lease=1.0)
     lock = client.lock(name)
     lock.acquire()
-    print("id", client.id, threading.get_native_id(), flush=True)
+    print("id", client.id, lock.owner.rsplit(":", 1)[1], flush=True)
     sys.stdin.readline()
     if how == "_exit":
         os._exit(0)  # no atexit handler, no finalizer: the process just ends
@@ -726,7 +725,7 @@ def test_a5_h21_owner_dropped_in_process(how, make_client, name, r):
     client = make_client(watchdog_lease=lease)
     lock = client.lock(name)
     lock.acquire()
-    assert r.hkeys(name) == [owner_field(client, threading.get_native_id())]
+    assert r.hkeys(name) == [lock.owner.encode()]
     _wait_for_renewal(r, name)
     if how in ("drop-lock", "close-lock"):
         if how == "drop-lock":
@@ -817,7 +816,7 @@ _WAITER = textwrap.dedent("""
                 f = f.f_back
         signal.signal(signal.SIGINT, on_sigint)
 
-    print("id", client.id, threading.get_native_id(), flush=True)
+    print("id", client.id, lock.owner.rsplit(":", 1)[1], flush=True)
     try:
         print("waiting", flush=True)
         acquiring = True
@@ -864,7 +863,7 @@ def test_h22_ctrl_c_interrupts_a_blocked_acquire(
 ):
     holder = _make_lock(client, kind, name)
     assert holder.acquire(blocking=False)
-    mine = owner_field(client, threading.get_native_id())
+    mine = holder.owner.encode()
     child = children(_WAITER, redis_url, name, kind, "default")
     _, cid, tid = child.expect("id")
     owner = f"{cid}:{tid}".encode()
@@ -947,7 +946,7 @@ _FAST_LOOP = textwrap.dedent("""
     url, name = sys.argv[1:3]
     client = rlock.Client(url)
     lock = client.lock(name)
-    print("id", client.id, threading.get_native_id(), flush=True)
+    print("id", client.id, lock.owner.rsplit(":", 1)[1], flush=True)
     ready = True
     while True:
         try:

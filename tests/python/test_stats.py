@@ -281,7 +281,7 @@ def test_events_of_an_acquire_and_release_in_order_with_their_fields(make_client
     lock.release()
     assert wait_until(lambda: len(recorder.of(name)) == 2)
     acquired, released = recorder.of(name)
-    thread_id = threading.get_native_id()
+    thread_id = int(lock.owner.rsplit(":", 1)[1])  # the owner number of this object and thread
     assert acquired.kind is rlock.EventKind.ACQUIRED
     assert released.kind is rlock.EventKind.RELEASED
     for event in (acquired, released):
@@ -303,13 +303,13 @@ def test_a_lost_lock_is_an_event_with_its_reason(make_client, name):
     other = make_client()
     recorder = Recorder()
     client.on_event(recorder)
-    lose(client, other, name)
+    lock = lose(client, other, name)
     assert wait_until(lambda: len(recorder.of(name)) == 2)
     acquired, lost = recorder.of(name)
     assert acquired.kind is rlock.EventKind.ACQUIRED
     assert lost.kind is rlock.EventKind.LOST
     assert lost.reason is rlock.LostReason.GONE
-    assert lost.owner == f"{client.id}:{threading.get_native_id()}"
+    assert lost.owner == lock.owner
     assert lost.duration is None and lost.token is None
     assert client.stats().locks_lost_gone == 1
 

@@ -44,7 +44,7 @@ def ca_url(server, certs, ca: str = "ca.crt", **options: str) -> str:
 def test_acquire_and_release_over_tls(tls_client, tls_r, name):
     lock = tls_client.lock(name)
     assert lock.acquire(timeout=5)
-    assert tls_r.hkeys(name) == [f"{tls_client.id}:{threading.get_native_id()}".encode()]
+    assert tls_r.hkeys(name) == [lock.owner.encode()]
     assert lock.locked() and lock.hold_count() == 1
     lock.release()
     assert tls_r.exists(name) == 0

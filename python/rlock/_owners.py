@@ -1,0 +1,105 @@
+"""Who owns a hold. Every lock call passes the library an owner number, the ``<n>`` of the
+owner field ``<client id>:<n>`` on Redis; the modes of ``Client.lock(owner=...)`` differ only
+in how that number is chosen:
+
+- "object" (the default): each Lock object is an owner of its own for each thread (greenlet,
+  under gevent or eventlet) that uses it, as redis-py's ``Lock`` with ``thread_local=True``;
+  with ``thread_local=False`` the object is one owner whichever thread calls.
+- "thread": each thread (greenlet) is one owner across every Lock object of the client, as
+  Redisson's ``RLock``.
+
+Numbers made here start at 2**40: OS thread ids stay below 2**22 on Linux, so they never meet
+the number of a thread's own (the "thread" mode of a real thread) on the same client."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import weakref
+from typing import Any, Union
+
+from ._errors import InvalidArgumentError
+
+CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT: the library uses the calling OS thread's id
+
+_numbers = itertools.count(1 << 40)
+_numbers_mu = threading.Lock()
+
+
+def new_number() -> int:
+    """An owner number no other owner of this process has or will have."""
+    with _numbers_mu:
+        return next(_numbers)
+
+
+def current_context() -> Any:
+    """What the calling code runs as: its greenlet when it runs in one that is not a thread's
+    main greenlet (gevent, eventlet), else its thread."""
+    greenlet = sys.modules.get("greenlet")
+    if greenlet is not None:
+        current = greenlet.getcurrent()
+        if current.parent is not None:
+            return current
+    return threading.current_thread()
+
+
+class PerContext:
+    """An owner number per thread or greenlet, made at its first use. Dead threads and
+    greenlets drop out (weak keys), and a number is never reused, so a new thread never
+    inherits what a dead one held."""
+
+    __slots__ = ("_numbers", "_threads_as_themselves")
+
+    def __init__(self, threads_as_themselves: bool = False) -> None:
+        self._numbers: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+        # True for the "thread" mode: a real thread is its OS thread id, as in the C API and
+        # every other binding, so C code in the same thread is the same owner.
+        self._threads_as_themselves = threads_as_themselves
+
+    def current(self) -> int:
+        context = current_context()
+        if self._threads_as_themselves and isinstance(context, threading.Thread):
+            return CALLING_THREAD
+        with _numbers_mu:
+            number = self._numbers.get(context)
+            if number is None:
+                number = next(_numbers)
+                self._numbers[context] = number
+            return number
+
+
+class Fixed:
+    """One owner number whichever thread calls."""
+
+    __slots__ = ("_number",)
+
+    def __init__(self, number: int) -> None:
+        self._number = number
+
+    def current(self) -> int:
+        return self._number
+
+
+Owners = Union[PerContext, Fixed]
+
+# The "thread" mode: one scope shared by every lock of the process.
+THREADS = PerContext(threads_as_themselves=True)
+
+
+def for_mode(owner: str, thread_local: bool) -> Owners:
+    """The owners of a new lock object for Client.lock(owner=, thread_local=)."""
+    if not isinstance(owner, str):
+        raise TypeError(f"owner must be 'object' or 'thread', not {type(owner).__name__}")
+    if not isinstance(thread_local, bool):
+        raise TypeError(f"thread_local must be a bool, not {type(thread_local).__name__}")
+    if owner == "object":
+        return PerContext() if thread_local else Fixed(new_number())
+    if owner == "thread":
+        if not thread_local:
+            raise InvalidArgumentError(
+                "owner='thread' is per thread by definition: thread_local=False needs "
+                "owner='object'"
+            )
+        return THREADS
+    raise InvalidArgumentError(f"owner must be 'object' or 'thread', not {owner!r}")
