@@ -1,7 +1,9 @@
 """rlock for asyncio: ``await lock.acquire()``, ``async with lock:``.
 
-Each asyncio task is its own owner (as each thread is in the blocking API): a lock acquired in
-a task must be released by that task, and re-acquiring in the holding task nests. Acquire,
+Connect with ``client = await rlock.asyncio.connect(url)``, which connects off the event loop.
+Each lock object is an owner of its own in each task (as in each thread in the blocking API):
+a lock acquired in a task must be released by that task, and re-acquiring through the same
+object in the holding task nests. Acquire,
 release and extend are the C library's asynchronous calls: the task awaits their completion on
 the event loop, so a waiting task costs no thread, and nothing blocks the loop. Cancelling a
 task that waits (directly, or through ``asyncio.timeout`` / ``wait_for``) cancels its wait; if
@@ -23,6 +25,7 @@ from ._errors import InvalidArgumentError, LockError, LockTimeoutError
 from ._stats import Event, Stats
 
 __all__ = [
+    "connect",
     "Client",
     "Lock",
     "ReadWriteLock",
@@ -193,12 +196,27 @@ async def _off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     return await asyncio.get_running_loop().run_in_executor(_pool(), fn, *args)
 
 
+async def connect(url: Optional[str] = None, **options: Any) -> "Client":
+    """A connected ``Client`` (the arguments of ``rlock.Client``), made on the I/O pool: the
+    event loop runs on while it connects, for up to ``connect_timeout`` per try. Use
+    ``async with await rlock.asyncio.connect(url) as client:``."""
+    sync = await _off_loop(lambda: _client.Client(url, **options))
+    return Client._wrap(sync)
+
+
 class Client:
-    """The asyncio face of ``rlock.Client`` (same arguments). Creating it connects once, a
-    short blocking call; use ``async with rlock.asyncio.Client(...) as client:``."""
+    """The asyncio face of ``rlock.Client`` (same arguments). ``await connect(...)`` makes one
+    without blocking the event loop; calling ``Client(...)`` directly connects in the calling
+    thread, a blocking call (for up to ``connect_timeout``), fine before the loop runs."""
 
     def __init__(self, url: Optional[str] = None, **options: Any) -> None:
         self._sync = _client.Client(url, **options)
+
+    @classmethod
+    def _wrap(cls, sync: _client.Client) -> "Client":
+        self = object.__new__(cls)
+        self._sync = sync
+        return self
 
     @property
     def id(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
 import pytest
@@ -305,3 +306,48 @@ def test_asyncio_owner_arguments_are_checked(aclient, name):
         aclient.lock(name, owner="task", task_local=False)
     with pytest.raises(TypeError, match="task_local must be a bool"):
         aclient.lock(name, task_local=1)
+
+
+# ---- connecting -------------------------------------------------------------------------------
+
+
+def test_connect_does_not_block_the_loop(redis_url, name, r):
+    """rlock.asyncio.connect to a server that accepts but never answers: the loop ticks every
+    10 ms throughout the 1 s it takes to give up, and the error is the blocking API's. Then a
+    real connect works and its client locks."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # connections complete in the backlog; nobody ever reads them
+    ticks = []
+
+    async def ticker(stop):
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    async def main():
+        stop = asyncio.Event()
+        tick = asyncio.create_task(ticker(stop))
+        began = time.monotonic()
+        with pytest.raises(rlock.ConnectionError, match="no reply"):
+            await rlock.asyncio.connect(
+                f"redis://127.0.0.1:{silent.getsockname()[1]}",
+                connect_timeout=1.0,
+                command_timeout=1.0,
+            )
+        took = time.monotonic() - began
+        stop.set()
+        await tick
+        async with await rlock.asyncio.connect(redis_url) as client:
+            async with client.lock(name):
+                assert r.exists(name) == 1
+        return took
+
+    try:
+        took = run(main())
+    finally:
+        silent.close()
+    assert took >= 0.9
+    assert len(ticks) >= took / 0.01 / 4  # a blocked loop would have ticked once
+    assert max(b - a for a, b in zip(ticks, ticks[1:])) < 0.2
+    assert r.exists(name) == 0
