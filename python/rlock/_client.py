@@ -8,6 +8,7 @@ released in the same thread, and re-acquiring in the holding thread nests (reent
 from __future__ import annotations
 
 import atexit
+import functools
 import math
 import os
 import threading
@@ -26,7 +27,7 @@ from typing import (
 )
 
 from . import _green, _native, _owners, _tls
-from ._errors import ForkedError, InvalidArgumentError, LockTimeoutError
+from ._errors import ClientClosedError, ForkedError, InvalidArgumentError, LockTimeoutError
 from ._owners import Owners
 from ._stats import Event, LostReason, Stats, event_dispatcher
 
@@ -156,6 +157,29 @@ def _acquire(attempt: Callable[[bool, List[Any]], _T], undo: Callable[[], None])
 
 _live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
 
+# Guards a forked child's reconnects; made anew in each child, since a thread of the parent
+# may have held it at the fork.
+_reconnect_mu = threading.Lock()
+
+
+def _new_reconnect_lock() -> None:
+    global _reconnect_mu
+    _reconnect_mu = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_reconnect_lock)
+
+
+def _made_here(pid: int, what: str) -> None:
+    """Refuses an object (a lock, group, semaphore or latch) made before a fork, in the child:
+    what it holds is the parent's."""
+    if os.getpid() != pid:
+        raise ForkedError(
+            f"this {what} was made in process {pid} before fork(): what it holds stays the "
+            "parent's. Make it again from the client in this process (the client reconnects "
+            "here with a new id)"
+        )
+
 
 def _at_exit() -> None:
     # No lost-lock callback may enter Python once the interpreter starts finalizing.
@@ -260,8 +284,8 @@ class Client:
             )
         if not isinstance(stats, bool):
             raise TypeError(f"stats must be a bool, not {type(stats).__name__}")
-        self._pid = os.getpid()
-        self._native = _native.Client(
+        self._connect = functools.partial(
+            _native.Client,
             url,
             connect_timeout_ms=_duration_ms(connect_timeout, "connect_timeout"),
             command_timeout_ms=_duration_ms(command_timeout, "command_timeout"),
@@ -272,6 +296,8 @@ class Client:
             **tls,
             stats=_native.STATS_ON if stats else _native.STATS_OFF,
         )
+        self._pid = os.getpid()
+        self._native = self._connect()
         _live_clients.add(self)
 
     # -- lifetime
@@ -281,7 +307,7 @@ class Client:
         lease), wakes their waiters with ``ClientClosedError`` and closes connections.
         Idempotent."""
         if os.getpid() != self._pid:
-            return  # the parent's client; the parent closes it
+            return  # the parent's connections, not used in this child: the parent closes them
         self._native.close()
 
     @property
@@ -296,12 +322,13 @@ class Client:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<rlock.Client id={self.id} {state}>"
+        return f"<rlock.Client id={self._native.id} {state}>"  # no reconnect in a child
 
     @property
     def id(self) -> str:
-        """The client's id (a UUID): the first half of every owner field it writes."""
-        return self._native.id
+        """The client's id (a UUID): the first half of every owner field it writes. A new one
+        in a forked child (see ``fork()`` in docs/python.md)."""
+        return self._checked().id
 
     # -- observability
 
@@ -332,14 +359,22 @@ class Client:
         native.set_event_callback(event_dispatcher(handler))
 
     def _checked(self) -> "_native.Client":
-        # Checked here first: the native objects' own locks may have been held by a parent
-        # thread at the fork. The C library refuses the parent's handles too (RLOCK_EFORKED).
         if os.getpid() != self._pid:
-            raise ForkedError(
-                f"this rlock.Client was created in process {self._pid} and cannot be used after "
-                "fork(); create a new Client in the child process"
-            )
+            self._reconnect()
         return self._native
+
+    def _reconnect(self) -> None:
+        """In a forked child, at the first use: a client of the child's own, with the same
+        settings and a new id. The parent's native client is left alone (its connections and
+        watchdog are the parent's; the C library refuses its handles here, RLOCK_EFORKED), and
+        so is everything made from it: locks the parent held stay the parent's."""
+        with _reconnect_mu:
+            if os.getpid() == self._pid:
+                return  # another thread of the child did it
+            if self._native.closed:
+                raise ClientClosedError("this rlock.Client was closed (before the fork)")
+            self._native = self._connect()
+            self._pid = os.getpid()
 
     # -- locks
 
@@ -508,6 +543,7 @@ class Lock:
         "_lease",
         "_blocking_timeout",
         "_owners",
+        "_pid",
         "__weakref__",
     )
     _client: Client
@@ -517,6 +553,7 @@ class Lock:
     _lease: Optional[float]
     _blocking_timeout: Optional[float]
     _owners: Owners
+    _pid: int
 
     _KIND_NAMES = {
         _native.KIND_REENTRANT: "Lock",
@@ -559,6 +596,7 @@ class Lock:
             owners = _owners.for_mode(owner, thread_local)
         self = object.__new__(cls)
         self._owners = owners
+        self._pid = os.getpid()
         self._client = client  # keeps the client open while its locks live
         self._name = name
         self._kind = kind
@@ -583,6 +621,7 @@ class Lock:
         return f"<rlock.{self._KIND_NAMES.get(self._kind, 'Lock')} {self._name!r}>"
 
     def _checked(self) -> _native.Lock:
+        _made_here(self._pid, "lock")
         self._client._checked()
         return self._handle
 
@@ -789,6 +828,7 @@ class MultiLock:
                 raise TypeError(f"members must be rlock locks, not {type(member).__name__}")
         self._locks: Sequence[Lock] = tuple(members)  # keeps members and their clients alive
         self._native = _native.Multi([m._checked() for m in members], self._redlock)
+        self._pid = os.getpid()
         self.validity: Optional[float] = None
         """After a successful acquire: the seconds the group was sure to be held for at that
         moment (shortest member lease minus the time spent and a clock-drift allowance)."""
@@ -797,15 +837,19 @@ class MultiLock:
     def locks(self) -> Sequence[Lock]:
         return self._locks
 
+    def _checked(self) -> _native.Multi:
+        _made_here(self._pid, "multi-lock")
+        for member in self._locks:
+            member._checked()
+        return self._native
+
     def acquire(
         self, blocking: bool = True, timeout: float = -1, lease: Optional[float] = None
     ) -> bool:
         """Like ``Lock.acquire``; sets ``validity`` when it returns True."""
         wait_ms = _wait_ms(blocking, timeout)
         lease_ms = _lease_ms(lease)
-        native = self._native
-        for member in self._locks:
-            member._client._checked()
+        native = self._checked()
         owner = self._owners.current()
 
         def attempt(interruptible: bool, receipt: List[Any]) -> Optional[int]:
@@ -826,15 +870,15 @@ class MultiLock:
 
     def release(self) -> None:
         """Releases every member held by the calling thread."""
-        self._native.release(self._owners.current())
+        self._checked().release(self._owners.current())
 
     def held(self) -> bool:
         """True if the calling thread holds the group (local view)."""
-        return self._native.is_held(self._owners.current())
+        return self._checked().is_held(self._owners.current())
 
     def cancel(self) -> None:
         """Wakes every acquire waiting on this group (``AcquireCancelledError``)."""
-        self._native.cancel()
+        self._checked().cancel()
 
     def __enter__(self) -> "MultiLock":
         self.acquire()

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Sequence, Union
 
 from . import _green, _native
-from ._client import _MAX_SECONDS, _duration_ms, _in_main_thread, _name_bytes, _number
+from ._client import (
+    _MAX_SECONDS,
+    _duration_ms,
+    _in_main_thread,
+    _made_here,
+    _name_bytes,
+    _number,
+)
 from ._errors import InvalidArgumentError, LockTimeoutError
 
 if TYPE_CHECKING:
@@ -148,10 +156,11 @@ class _Handle:
     """What the semaphore and latch classes share: the client (kept open while they live),
     the name and the native handle."""
 
-    __slots__ = ("_client", "_name", "_handle", "__weakref__")
+    __slots__ = ("_client", "_name", "_handle", "_pid", "__weakref__")
     _client: "Client"
     _name: "Name"
     _handle: Union[_native.Semaphore, _native.Latch]
+    _pid: int  # the process it was made in (see _made_here)
 
     def __init__(self) -> None:
         raise TypeError(
@@ -201,6 +210,7 @@ class Semaphore(_Handle):
         _check_client(client)
         raw_name = _name_bytes(name, "semaphore name")
         self = object.__new__(cls)
+        self._pid = os.getpid()
         self._client = client
         self._name = name
         self._handle = _native.Semaphore(
@@ -212,6 +222,7 @@ class Semaphore(_Handle):
         return f"<rlock.Semaphore {self._name!r}>"
 
     def _checked(self) -> _native.Semaphore:
+        _made_here(self._pid, "semaphore or latch")
         self._client._checked()
         return self._handle
 
@@ -372,6 +383,7 @@ class ExpirableSemaphore(_Handle):
         raw_name = _name_bytes(name, "semaphore name")
         lease_ms = _permit_lease_ms(lease, int(_native.LEASE_WATCHDOG))
         self = object.__new__(cls)
+        self._pid = os.getpid()
         self._client = client
         self._name = name
         self._lease_ms = lease_ms
@@ -384,6 +396,7 @@ class ExpirableSemaphore(_Handle):
         return f"<rlock.ExpirableSemaphore {self._name!r}>"
 
     def _checked(self) -> _native.Semaphore:
+        _made_here(self._pid, "semaphore or latch")
         self._client._checked()
         return self._handle
 
@@ -503,6 +516,7 @@ class CountDownLatch(_Handle):
         _check_client(client)
         raw_name = _name_bytes(name, "latch name")
         self = object.__new__(cls)
+        self._pid = os.getpid()
         self._client = client
         self._name = name
         self._handle = _native.Latch(client._checked(), raw_name)
@@ -512,6 +526,7 @@ class CountDownLatch(_Handle):
         return f"<rlock.CountDownLatch {self._name!r}>"
 
     def _checked(self) -> _native.Latch:
+        _made_here(self._pid, "semaphore or latch")
         self._client._checked()
         return self._handle
 

@@ -570,7 +570,7 @@ class MultiLock:
         owner = self._owners.current()
         for member in self._locks:
             member._lock._checked()
-        native = self._group._native
+        native = self._group._checked()
 
         def start(
             cancel: _native.CancelToken, loop: asyncio.AbstractEventLoop, done: _Done
@@ -589,12 +589,12 @@ class MultiLock:
     async def release(self) -> None:
         """Releases every member held by the current task."""
         owner = self._owners.current()
-        native = self._group._native
+        native = self._group._checked()
         await _call(lambda loop, done: native.release_async(owner, loop, done))
 
     def held(self) -> bool:
         """True if the current task holds the group (local view)."""
-        return self._group._native.is_held(self._owners.current())
+        return self._group._checked().is_held(self._owners.current())
 
     def cancel(self) -> None:
         """Wakes every acquire waiting on this group (``AcquireCancelledError``)."""

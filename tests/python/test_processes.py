@@ -320,31 +320,53 @@ _FORKED_USE = textwrap.dedent("""
         else:
             results.append((what, None, False, ""))
 
-    attempt("client.lock", lambda: client.lock(name))
-    attempt("client.fair_lock", lambda: client.fair_lock(name))
+    parent_id = client._native.id  # before anything reconnects
     attempt("lock.acquire", lambda: lock.acquire(blocking=False))
     attempt("lock.acquire(timeout)", lambda: lock.acquire(timeout=0.1))
     attempt("lock.release", lambda: lock.release())
     attempt("lock.held", lambda: lock.held())
-    client.close()  # the parent's client: a no-op in the child
-    q.put(results)
+    attempt("group.acquire", lambda: group.acquire(blocking=False))
+    attempt("semaphore.try_acquire", lambda: semaphore.try_acquire())
+    mine = client.fair_lock(name)  # the client reconnects here, with a new id
+    got = mine.acquire(blocking=False)
+    fields = redis.Redis.from_url(url).hkeys(name)
+    mine.release()
+    child_id = client.id
+    client.close()  # the child's connections; the parent's are untouched
+    q.put((results, parent_id, child_id, got, fields))
 """)
 
 
 @_fork_ok
 @pytest.mark.timeout(30)
-def test_parent_client_is_refused_in_a_forked_child(client, name, r):
+def test_a_forked_child_reconnects_and_refuses_the_parents_objects(client, redis_url, name, r):
+    """In a child forked from a process with a client: what was made before the fork (a lock,
+    a multi-lock, a semaphore) raises ForkedError; the client itself reconnects at its first
+    use, with a new id, and locks made from it then work. The parent's client goes on."""
     lock = client.lock(name)  # made in the parent, before the fork
+    group = rlock.MultiLock([client.lock(name + ":a")])
+    semaphore = client.semaphore(name + ":s")
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
     p = ctx.Process(
         target=exec,
-        args=(_FORKED_USE, {"client": client, "lock": lock, "name": name, "q": q}),
+        args=(
+            "import redis\n" + _FORKED_USE,
+            {
+                "client": client,
+                "lock": lock,
+                "group": group,
+                "semaphore": semaphore,
+                "name": name,
+                "url": redis_url,
+                "q": q,
+            },
+        ),
         daemon=True,
     )
     p.start()
     try:
-        results = q.get(timeout=15)
+        results, parent_id, child_id, got, fields = q.get(timeout=15)
         p.join(10)
         assert p.exitcode == 0
     finally:
@@ -356,10 +378,11 @@ def test_parent_client_is_refused_in_a_forked_child(client, name, r):
         q.join_thread()
     assert len(results) == 6
     for what, exc_type, is_lock_error, message in results:
-        assert exc_type is not None, f"{what} worked in the child with the parent's client"
-        assert is_lock_error, f"{what} raised {exc_type}, not an rlock.LockError: {message}"
-        assert "fork" in message, f"{what}: {message!r} does not mention fork"
-    assert r.exists(name) == 0  # the child touched nothing
+        assert exc_type == "ForkedError", f"{what} in the child: {exc_type} {message}"
+        assert is_lock_error and "fork()" in message, f"{what}: {message!r}"
+    assert parent_id == client.id and child_id != parent_id
+    assert got is True and len(fields) == 1 and fields[0].startswith(f"{child_id}:".encode())
+    assert r.exists(name, name + ":a", name + ":s") == 0  # nothing left by the child
     # The parent's client still works after the child is gone.
     assert lock.acquire(blocking=False)
     assert r.hkeys(name) == [lock.owner.encode()]
@@ -489,7 +512,6 @@ _FORK_WHILE_BUSY = textwrap.dedent("""
             ("lock.extend", lambda: lock.extend(5)),
             ("lock.held", lock.held),
             ("busy.acquire", lambda: busy.acquire(timeout=1)),
-            ("client.lock", lambda: client.lock(name + ":x")),
             ("native release", lambda: lock._handle.release(0)),
             ("native acquire", lambda: lock._handle.acquire(0, 0, 0, None, False)),
             ("native extend", lambda: lock._handle.extend(5000, 0)),
@@ -506,16 +528,18 @@ _FORK_WHILE_BUSY = textwrap.dedent("""
                     failures.append(f"{what}:{exc.code}:{exc}")
             except Exception as exc:
                 failures.append(f"{what}:{type(exc).__name__}:{exc}")
-        client.close()  # the parent's client: nothing happens
-        with rlock.Client(url) as own:  # a client of the child's own works
-            own_lock = own.lock(name + ":child")
-            if not own_lock.acquire(timeout=5) or not own_lock.held():
-                failures.append("own lock not acquired")
-            own_lock.release()
+        own_lock = client.lock(name + ":child")  # the client reconnects, with a new id
+        if client.id == parent_id:
+            failures.append("the child's client kept the parent's id")
+        if not own_lock.acquire(timeout=5) or not own_lock.held():
+            failures.append("own lock not acquired")
+        own_lock.release()
+        client.close()  # the child's own connections only
         print("child", "|".join(f.replace(" ", "_") for f in failures) or "ok", flush=True)
 
     t = threading.Thread(target=work)
     t.start()
+    parent_id = client.id
     print("id", client.id, lock.owner.rsplit(":", 1)[1], flush=True)
     for _ in range(forks):
         pid = os.fork()
@@ -541,9 +565,9 @@ def test_forked_children_never_touch_the_parents_lock(redis_url, name, r, childr
     """Children forked while the parent holds a watchdog lock and another parent thread takes
     and gives back a second lock of the same client: in each child every call on the parent's
     objects raises ForkedError (code RLOCK_EFORKED), also calls that go straight to the native
-    handles past the Python check (the C library refuses them itself), and the child's close()
-    of the parent's client does nothing; a client of the child's own works. The parent's hold,
-    key and renewals, and its busy thread, are untouched."""
+    handles past the Python check (the C library refuses them itself); the client reconnects
+    in the child with a new id, its new locks work, and its close() closes only the child's
+    connections. The parent's hold, key and renewals, and its busy thread, are untouched."""
     forks = 5
     child = children(_FORK_WHILE_BUSY, redis_url, name, str(forks))
     _, cid, tid = child.expect("id")
