@@ -21,17 +21,22 @@ final class Durations {
     return ms >= NativeClient.MAX_DURATION_MS ? NativeLock.WAIT_FOREVER : ms;
   }
 
-  /** A lease: positive, or -1 for the watchdog (as in Redisson). */
+  /** A lock's lease: positive, or 0 or less for the watchdog (as in Redisson 4.7). */
   static long leaseMs(long time, TimeUnit unit) {
     Objects.requireNonNull(unit, "unit");
-    if (time == -1) {
+    if (time <= 0) {
       return NativeLock.LEASE_WATCHDOG;
     }
-    if (time <= 0) {
-      throw new IllegalArgumentException(
-          "leaseTime must be positive (or -1 for the watchdog), got " + time + " " + unit);
-    }
     return checkedMax(ceilMillis(time, unit), "leaseTime");
+  }
+
+  /**
+   * A lock's tryLock wait: as {@link #waitMs(long, TimeUnit, String)}, except that a negative
+   * wait tries once, as in Redisson (whose wait is the time left, and none is left).
+   */
+  static long tryWaitMs(long time, TimeUnit unit) {
+    Objects.requireNonNull(unit, "unit");
+    return time < 0 ? 0 : waitMs(time, unit, "waitTime");
   }
 
   /** A wait as a Duration: as {@link #waitMs(long, TimeUnit, String)}. */

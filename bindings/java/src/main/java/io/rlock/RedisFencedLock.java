@@ -68,14 +68,14 @@ public final class RedisFencedLock extends RedisLock {
 
   /** Starts {@link #tryLockAndGetToken(long, TimeUnit)}. */
   public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, TimeUnit unit) {
-    return nativeLock.acquireTokenAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeLock.acquireTokenAsync(Durations.tryWaitMs(waitTime, unit),
         NativeLock.LEASE_DEFAULT, currentOwner());
   }
 
   /** Starts {@link #tryLockAndGetToken(long, long, TimeUnit)}. */
   public CompletableFuture<Long> tryLockAndGetTokenAsync(long waitTime, long leaseTime,
       TimeUnit unit) {
-    return nativeLock.acquireTokenAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeLock.acquireTokenAsync(Durations.tryWaitMs(waitTime, unit),
         Durations.leaseMs(leaseTime, unit), currentOwner());
   }
 }

@@ -1,5 +1,6 @@
 package io.rlock;
 
+import io.rlock.internal.LockState;
 import io.rlock.internal.LostHandler;
 import io.rlock.internal.NativeLock;
 import java.lang.ref.WeakReference;
@@ -28,15 +29,18 @@ import java.util.concurrent.locks.Lock;
  * {@code complete}) cancels the wait, and a grant that raced it is released. On a virtual
  * thread the blocking methods wait on such a future, so the thread parks and frees its carrier.
  *
- * <p>{@link #close()} frees the native handle only: it makes no network call, and a hold left
- * expires by its lease (its watchdog renewal stops). Unreachable locks are freed the same way
- * by a Cleaner. Close it, or let it go, after unlocking.
+ * <p>For try-with-resources, {@code try (Held held = lock.locked()) { ... }} locks and unlocks.
+ * A RedisLock itself is not AutoCloseable: {@link #close()} frees the native handle without a
+ * network call, so a hold left expires by its lease (its watchdog renewal stops); unreachable
+ * locks are freed the same way by a Cleaner. Close it, or let it go, after unlocking.
  */
-public class RedisLock implements Lock, AutoCloseable {
+public class RedisLock implements Lock {
   private final RedisLockClient client; // keeps the client from being cleaned while in use
   private final String name;
   private final String kind;
   final NativeLock nativeLock;
+  private static final int MODE_READ = 1; // rlock_lock_mode
+  private static final int MODE_WRITE = 2;
   private final List<LockLostListener> listeners = new CopyOnWriteArrayList<>();
   private boolean handlerSet; // guarded by listeners
 
@@ -85,27 +89,57 @@ public class RedisLock implements Lock, AutoCloseable {
         currentOwner());
   }
 
-  /** Tries once: true when acquired. */
+  /**
+   * Tries once: true when acquired. False too for a reader of a read-write lock asking for its
+   * write lock, which it cannot get while it reads (as in Redisson); {@link #lock()} throws
+   * {@link RedisLockDeadlockException} there instead of waiting for ever.
+   */
   @Override
   public boolean tryLock() {
-    return nativeLock.acquire(0, NativeLock.LEASE_DEFAULT, currentOwner());
+    try {
+      return nativeLock.acquire(0, NativeLock.LEASE_DEFAULT, currentOwner());
+    } catch (RedisLockDeadlockException readerAsksForTheWriteLock) {
+      return false;
+    }
   }
 
   /**
-   * Waits at most {@code time} (0: tries once; negative is an error): true when acquired,
-   * false when the time ran out. Interruptible like {@link #lockInterruptibly()}.
+   * Waits at most {@code time} (0 or less: tries once, as in Redisson): true when acquired,
+   * false when the time ran out (at once for a reader asking for the write lock, see
+   * {@link #tryLock()}). Interruptible like {@link #lockInterruptibly()}.
    */
   @Override
   public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-    return nativeLock.acquireInterruptibly(Durations.waitMs(time, unit, "time"),
-        NativeLock.LEASE_DEFAULT, currentOwner());
+    return tryLock(time, -1, unit);
   }
 
-  /** As {@link #tryLock(long, TimeUnit)}, held for {@code leaseTime} (-1: the watchdog). */
+  /**
+   * As {@link #tryLock(long, TimeUnit)}, held for {@code leaseTime} (0 or less: renewed by the
+   * watchdog, as in Redisson 4.7).
+   */
   public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
       throws InterruptedException {
-    return nativeLock.acquireInterruptibly(Durations.waitMs(waitTime, unit, "waitTime"),
-        Durations.leaseMs(leaseTime, unit), currentOwner());
+    try {
+      return nativeLock.acquireInterruptibly(Durations.tryWaitMs(waitTime, unit),
+          Durations.leaseMs(leaseTime, unit), currentOwner());
+    } catch (RedisLockDeadlockException readerAsksForTheWriteLock) {
+      return false;
+    }
+  }
+
+  /**
+   * Locks as {@link #lock()} and returns a {@link Held} whose {@code close()} unlocks, for
+   * try-with-resources: {@code try (Held held = lock.locked()) { ... }}.
+   */
+  public Held locked() {
+    lock();
+    return new Held(this);
+  }
+
+  /** As {@link #locked()}, held for {@code leaseTime} (0 or less: the watchdog). */
+  public Held locked(long leaseTime, TimeUnit unit) {
+    lock(leaseTime, unit);
+    return new Held(this);
   }
 
   /**
@@ -151,7 +185,7 @@ public class RedisLock implements Lock, AutoCloseable {
 
   /** Starts {@link #tryLock(long, TimeUnit)}: true when acquired, false when the time ran out. */
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
-    return nativeLock.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeLock.acquireAsync(Durations.tryWaitMs(waitTime, unit),
         NativeLock.LEASE_DEFAULT, currentOwner());
   }
 
@@ -163,7 +197,7 @@ public class RedisLock implements Lock, AutoCloseable {
   /** As {@link #tryLockAsync(long, long, TimeUnit)}, for the owner {@code threadId}. */
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
       long threadId) {
-    return nativeLock.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeLock.acquireAsync(Durations.tryWaitMs(waitTime, unit),
         Durations.leaseMs(leaseTime, unit), threadId);
   }
 
@@ -185,9 +219,21 @@ public class RedisLock implements Lock, AutoCloseable {
     throw new UnsupportedOperationException("RedisLock does not support conditions");
   }
 
-  /** Whether anyone holds the lock (asks Redis). */
+  /**
+   * Whether the lock is held (asks Redis). For the halves of a read-write lock, as in
+   * Redisson: the write lock is locked while a writer holds it; the read lock while readers
+   * hold it, or while the writer also holds a read lock.
+   */
   public boolean isLocked() {
-    return nativeLock.query(currentOwner()).locked;
+    LockState state = nativeLock.query(currentOwner());
+    switch (kind) {
+      case "RedisReadLock":
+        return state.mode == MODE_READ || (state.mode == MODE_WRITE && state.ownerCount > 1);
+      case "RedisWriteLock":
+        return state.mode == MODE_WRITE;
+      default:
+        return state.locked;
+    }
   }
 
   /**
@@ -246,9 +292,9 @@ public class RedisLock implements Lock, AutoCloseable {
   /**
    * Frees the native handle now, without any network call (a hold left expires by its
    * lease), and wakes threads waiting through this object ({@link RedisLockClosedException}).
-   * Idempotent.
+   * Idempotent. Not an unlock: a RedisLock is not AutoCloseable, so that try-with-resources
+   * cannot end a critical section with the lock still held; use {@link #locked()} for that.
    */
-  @Override
   public void close() {
     nativeLock.close();
   }

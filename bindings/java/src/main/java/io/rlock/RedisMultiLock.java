@@ -19,7 +19,7 @@ import java.util.concurrent.locks.Lock;
  * what it got. Owners are threads, as for {@link RedisLock}, and the {@code *Async} methods and
  * virtual threads behave as there.
  */
-public final class RedisMultiLock implements Lock, AutoCloseable {
+public final class RedisMultiLock implements Lock {
   private final List<RedisLock> members; // keeps the members' clients in use
   private final NativeMulti nativeMulti;
   private final boolean redlock;
@@ -67,13 +67,13 @@ public final class RedisMultiLock implements Lock, AutoCloseable {
 
   @Override
   public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-    return nativeMulti.acquireInterruptibly(Durations.waitMs(time, unit, "time"),
+    return nativeMulti.acquireInterruptibly(Durations.tryWaitMs(time, unit),
         NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
   }
 
   public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
       throws InterruptedException {
-    return nativeMulti.acquireInterruptibly(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeMulti.acquireInterruptibly(Durations.tryWaitMs(waitTime, unit),
         Durations.leaseMs(leaseTime, unit), RedisLock.currentOwner());
   }
 
@@ -109,7 +109,7 @@ public final class RedisMultiLock implements Lock, AutoCloseable {
   }
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
-    return nativeMulti.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeMulti.acquireAsync(Durations.tryWaitMs(waitTime, unit),
         NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
   }
 
@@ -119,7 +119,7 @@ public final class RedisMultiLock implements Lock, AutoCloseable {
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
       long threadId) {
-    return nativeMulti.acquireAsync(Durations.waitMs(waitTime, unit, "waitTime"),
+    return nativeMulti.acquireAsync(Durations.tryWaitMs(waitTime, unit),
         Durations.leaseMs(leaseTime, unit), threadId);
   }
 
@@ -142,8 +142,20 @@ public final class RedisMultiLock implements Lock, AutoCloseable {
     throw new UnsupportedOperationException("RedisMultiLock does not support conditions");
   }
 
-  /** Frees the group's native handle (no network call); the member locks stay usable. */
-  @Override
+  /**
+   * Locks as {@link #lock()} and returns a {@link Held} whose {@code close()} unlocks, for
+   * try-with-resources: {@code try (Held held = group.locked()) { ... }}.
+   */
+  public Held locked() {
+    lock();
+    return new Held(this);
+  }
+
+  /**
+   * Frees the group's native handle (no network call, no unlock); the member locks stay
+   * usable. Not AutoCloseable, as {@link RedisLock}: use {@link #locked()} to unlock at the end
+   * of a try-with-resources block.
+   */
   public void close() {
     nativeMulti.close();
   }

@@ -58,7 +58,8 @@ public final class BoundsProbe {
 
   private static void runCase(RedisLockClient client, String prefix, String name)
       throws IOException, InterruptedException {
-    try (RedisLock lock = client.getLock(prefix + ":" + name)) {
+    RedisLock lock = client.getLock(prefix + ":" + name);
+    try {
       Call call = call(name, lock);
       if (name.equals("release") || name.equals("query")) {
         if (!lock.tryLock(5000, LEASE_MS, TimeUnit.MILLISECONDS)) {
@@ -80,6 +81,8 @@ public final class BoundsProbe {
         });
       }
       System.out.println("CLEANED " + name + " " + cleaned);
+    } finally {
+      lock.close();
     }
     expectLine("NEXT");
   }

@@ -1,0 +1,147 @@
+package io.rlock;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Where a Redisson (4.7) user's habits meet RedisLock: negative waits, leases of 0 or less,
+ * try-with-resources, a reader asking for the write lock, and isLocked on read-write halves.
+ */
+@Timeout(60)
+class RedissonContractTest extends ClientTestBase {
+  private long pttl(String name) throws Exception {
+    try (RawRedis raw = new RawRedis(TestRedis.tcpUrl())) {
+      return (Long) raw.command("PTTL", name);
+    }
+  }
+
+  /** Holds `lock` on another thread until the returned latch is counted down. */
+  private CountDownLatch holdElsewhere(RedisLock lock) throws Exception {
+    CountDownLatch held = new CountDownLatch(1);
+    CountDownLatch done = new CountDownLatch(1);
+    pool.submit(() -> {
+      lock.lock();
+      held.countDown();
+      done.await();
+      lock.unlock();
+      return null;
+    });
+    assertTrue(held.await(10, TimeUnit.SECONDS));
+    return done;
+  }
+
+  @Test
+  void aNegativeWaitTriesOnce() throws Exception {
+    String name = TestRedis.uniqueName("negwait");
+    RedisLock lock = client.getLock(name);
+    CountDownLatch release = holdElsewhere(lock);
+    long start = System.nanoTime();
+    assertFalse(lock.tryLock(-1, TimeUnit.SECONDS));
+    assertFalse(lock.tryLock(-5, 10, TimeUnit.SECONDS));
+    assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(1), "tried once, no wait");
+    release.countDown();
+    assertTrue(lock.tryLock(5, TimeUnit.SECONDS)); // the holder let go
+    lock.unlock();
+    assertTrue(lock.tryLock(-1, TimeUnit.SECONDS), "a free lock is taken by the one try");
+    lock.unlock();
+    assertFalse(lock.isLocked());
+  }
+
+  @Test
+  void aLeaseOfZeroOrLessMeansTheWatchdog() throws Exception {
+    String name = TestRedis.uniqueName("lease0");
+    RedisLock lock = client.getLock(name);
+    lock.lock(0, TimeUnit.SECONDS);
+    long watchdog = pttl(name);
+    assertTrue(watchdog > 20_000 && watchdog <= 30_000, "the watchdog's 30 s lease: " + watchdog);
+    lock.unlock();
+    assertTrue(lock.tryLock(1, -5, TimeUnit.SECONDS));
+    assertTrue(pttl(name) > 20_000, "a negative lease is the watchdog too");
+    lock.unlock();
+    assertTrue(lock.tryLock(1, 2, TimeUnit.SECONDS));
+    assertTrue(pttl(name) <= 2_000, "a positive lease is that lease");
+    lock.unlock();
+    assertFalse(lock.isLocked());
+  }
+
+  @Test
+  void tryWithResourcesUnlocks() throws Exception {
+    String name = TestRedis.uniqueName("twr");
+    RedisLock lock = client.getLock(name);
+    try (Held held = lock.locked()) {
+      assertTrue(held.lock() == lock && lock.isHeldByCurrentThread());
+      assertFalse(other(lock::tryLock));
+    }
+    assertFalse(lock.isLocked(), "Held.close() unlocked");
+    try (Held held = lock.locked(5, TimeUnit.SECONDS)) {
+      assertTrue(held.lock() == lock && pttl(name) <= 5_000);
+    }
+    assertFalse(lock.isLocked());
+    RedisMultiLock group = client.getMultiLock(lock, client.getLock(name + ":b"));
+    try (Held held = group.locked()) {
+      assertTrue(held.lock() == group && lock.isLocked());
+    }
+    assertFalse(lock.isLocked() || client.getLock(name + ":b").isLocked());
+    // RedisLock, RedisMultiLock and RedisReadWriteLock are not AutoCloseable (close() frees
+    // the handle and does not unlock), so try-with-resources on them does not compile.
+    assertFalse(AutoCloseable.class.isAssignableFrom(RedisLock.class));
+    assertFalse(AutoCloseable.class.isAssignableFrom(RedisMultiLock.class));
+    assertFalse(AutoCloseable.class.isAssignableFrom(RedisReadWriteLock.class));
+  }
+
+  @Test
+  void aReaderAskingForTheWriteLockGetsFalseFromTryLock() throws Exception {
+    RedisReadWriteLock rw = client.getReadWriteLock(TestRedis.uniqueName("rw-try"));
+    RedisLock read = rw.readLock();
+    RedisLock write = rw.writeLock();
+    read.lock();
+    long start = System.nanoTime();
+    assertFalse(write.tryLock());
+    assertFalse(write.tryLock(5, TimeUnit.SECONDS), "false at once: it would wait for itself");
+    assertFalse(write.tryLock(5, 10, TimeUnit.SECONDS));
+    assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(2));
+    assertThrows(RedisLockDeadlockException.class, write::lock, "lock() would never return");
+    ExecutionException async = assertThrows(ExecutionException.class,
+        () -> write.tryLockAsync(5, -1, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+    assertInstanceOf(RedisLockDeadlockException.class, async.getCause());
+    read.unlock();
+    assertTrue(write.tryLock());
+    write.unlock();
+  }
+
+  @Test
+  void readWriteHalvesReportTheirOwnMode() throws Exception {
+    RedisReadWriteLock rw = client.getReadWriteLock(TestRedis.uniqueName("rw-mode"));
+    RedisLock read = rw.readLock();
+    RedisLock write = rw.writeLock();
+    assertFalse(read.isLocked() || write.isLocked());
+    write.lock();
+    assertTrue(write.isLocked());
+    assertFalse(read.isLocked(), "only the write lock is held");
+    read.lock(); // the writer reads too
+    assertTrue(read.isLocked() && write.isLocked());
+    write.unlock(); // downgraded: a reader now
+    assertTrue(read.isLocked());
+    assertFalse(write.isLocked());
+    Future<Boolean> otherReader = pool.submit(() -> {
+      boolean got = read.tryLock();
+      if (got) {
+        read.unlock();
+      }
+      return got;
+    });
+    assertTrue(otherReader.get(10, TimeUnit.SECONDS));
+    read.unlock();
+    assertFalse(read.isLocked() || write.isLocked());
+  }
+}
