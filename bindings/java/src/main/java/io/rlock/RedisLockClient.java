@@ -41,9 +41,11 @@ public final class RedisLockClient implements AutoCloseable {
   public static final String DEFAULT_URL = "redis://127.0.0.1:6379";
 
   private final NativeClient nativeClient;
+  private final long fairWaitMs; // 0: the library default
 
-  private RedisLockClient(NativeClient nativeClient) {
+  private RedisLockClient(NativeClient nativeClient, long fairWaitMs) {
     this.nativeClient = nativeClient;
+    this.fairWaitMs = fairWaitMs;
   }
 
   /** Used when no URL is given, $RLOCK_URL is not set and {@link Builder#ssl} is on. */
@@ -95,6 +97,7 @@ public final class RedisLockClient implements AutoCloseable {
     private Integer sslMinimumVersion;
     private Boolean sentinelSsl;
     private boolean statsOff;
+    private long fairWaitMs;
 
     private Builder() {}
 
@@ -128,6 +131,16 @@ public final class RedisLockClient implements AutoCloseable {
      */
     public Builder watchdogLease(Duration lease) {
       watchdogLeaseMs = Durations.positiveMs(lease, "watchdogLease");
+      return this;
+    }
+
+    /**
+     * How long a fair lock's waiter keeps its place in the queue without coming back (so a
+     * waiter whose process died stalls the queue at most this long), for waits without a
+     * bound; default 300 s, as Redisson's fairLockWaitTimeout.
+     */
+    public Builder fairLockWaitTimeout(Duration timeout) {
+      fairWaitMs = Durations.positiveMs(timeout, "fairLockWaitTimeout");
       return this;
     }
 
@@ -269,7 +282,8 @@ public final class RedisLockClient implements AutoCloseable {
         target = ssl ? DEFAULT_TLS_URL : DEFAULT_URL;
       }
       return new RedisLockClient(new NativeClient(target, connectTimeoutMs, commandTimeoutMs,
-          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target), statsOff));
+          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target), statsOff),
+          fairWaitMs);
     }
 
     /** The URL's scheme, lower-cased ("" without one: the C library explains). */
@@ -554,7 +568,8 @@ public final class RedisLockClient implements AutoCloseable {
   }
 
   private NativeLock newLock(String name, int kind) {
-    return nativeClient.newLock(name, nameBytes(name, "lock name"), kind);
+    long fairWait = kind == NativeLock.KIND_FAIR ? fairWaitMs : 0;
+    return nativeClient.newLock(name, nameBytes(name, "lock name"), kind, fairWait);
   }
 
   private static byte[] nameBytes(String name, String what) {

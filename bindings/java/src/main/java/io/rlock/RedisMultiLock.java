@@ -137,6 +137,11 @@ public final class RedisMultiLock implements Lock {
     return nativeMulti.isHeld(RedisLock.currentOwner());
   }
 
+  /** Whether the thread with this id holds the group through this client (local view). */
+  public boolean isHeldByThread(long threadId) {
+    return nativeMulti.isHeld(threadId);
+  }
+
   @Override
   public Condition newCondition() {
     throw new UnsupportedOperationException("RedisMultiLock does not support conditions");

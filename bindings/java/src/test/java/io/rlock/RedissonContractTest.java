@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -23,6 +26,10 @@ class RedissonContractTest extends ClientTestBase {
     try (RawRedis raw = new RawRedis(TestRedis.tcpUrl())) {
       return (Long) raw.command("PTTL", name);
     }
+  }
+
+  private static String text(Object reply) {
+    return new String((byte[]) reply, StandardCharsets.UTF_8);
   }
 
   /** Holds `lock` on another thread until the returned latch is counted down. */
@@ -117,6 +124,55 @@ class RedissonContractTest extends ClientTestBase {
     read.unlock();
     assertTrue(write.tryLock());
     write.unlock();
+  }
+
+  @Test
+  void aMultiLockTellsWhichThreadHoldsIt() throws Exception {
+    String name = TestRedis.uniqueName("multi-by-thread");
+    RedisMultiLock group = client.getMultiLock(client.getLock(name), client.getLock(name + ":b"));
+    long me = Thread.currentThread().getId();
+    assertFalse(group.isHeldByThread(me));
+    group.lock();
+    assertTrue(group.isHeldByThread(me) && group.isHeldByCurrentThread());
+    long other = onOtherThread(() -> Thread.currentThread().getId());
+    assertFalse(group.isHeldByThread(other));
+    group.unlock();
+    assertFalse(group.isHeldByThread(me));
+  }
+
+  @Test
+  void theFairLockWaitTimeoutIsASetting() throws Exception {
+    String name = TestRedis.uniqueName("fair-wait");
+    try (RedisLockClient quick = RedisLockClient.builder().url(TestRedis.url())
+        .fairLockWaitTimeout(Duration.ofSeconds(2)).build()) {
+      RedisLock holder = quick.getFairLock(name);
+      holder.lock(); // the watchdog: a 30 s lease
+      Future<?> waiter = pool.submit(() -> {
+        RedisLock lock = quick.getFairLock(name);
+        lock.lock(); // an unbounded wait: its place lasts the setting past the holder's lease
+        lock.unlock();
+        return null;
+      });
+      long deadlineIn = -1;
+      try (RawRedis raw = new RawRedis(TestRedis.tcpUrl())) {
+        for (int i = 0; i < 200 && deadlineIn < 0; i++) {
+          List<?> entries = (List<?>) raw.command("ZRANGE", "redisson_lock_timeout:{" + name + "}",
+              "0", "-1", "WITHSCORES");
+          if (entries.size() == 2) {
+            List<?> time = (List<?>) raw.command("TIME");
+            long nowMs = Long.parseLong(text(time.get(0))) * 1000
+                + Long.parseLong(text(time.get(1))) / 1000;
+            deadlineIn = (long) Double.parseDouble(text(entries.get(1))) - nowMs;
+          } else {
+            Thread.sleep(20);
+          }
+        }
+      }
+      holder.unlock();
+      waiter.get(10, TimeUnit.SECONDS);
+      // The holder's 30 s lease plus 2 s; the default (5 min) would put it near 330 s.
+      assertTrue(deadlineIn > 25_000 && deadlineIn <= 32_500, "queue deadline in " + deadlineIn);
+    }
   }
 
   @Test

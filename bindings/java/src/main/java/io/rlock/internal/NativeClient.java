@@ -60,13 +60,16 @@ public final class NativeClient implements AutoCloseable {
     cleanable.clean();
   }
 
-  /** A lock handle; kind is one of NativeLock.KIND_*. No network call. */
-  public NativeLock newLock(String name, byte[] rawName, int kind) {
+  /**
+   * A lock handle; kind is one of NativeLock.KIND_*; fairWaitMs: a fair lock's waiter timeout
+   * (0: the library's default). No network call.
+   */
+  public NativeLock newLock(String name, byte[] rawName, int kind, long fairWaitMs) {
     return handle.call(this, client -> {
       handle.retain();
       long ptr;
       try {
-        ptr = RlockNative.lockNew(client, rawName, kind, 0, 0, 0, 0);
+        ptr = RlockNative.lockNew(client, rawName, kind, 0, 0, 0, fairWaitMs);
       } catch (RuntimeException | Error e) {
         handle.releaseChild();
         throw e;

@@ -109,7 +109,7 @@ class HeaderTablesTest {
   private static final Map<String, String> BUILDER_FIELDS = Map.of("connectTimeout",
       "connect_timeout_ms", "commandTimeout", "command_timeout_ms", "poolSize", "pool_size",
       "watchdogLease", "watchdog_lease_ms", "pollCap", "poll_cap_ms", "maxNameLength",
-      "max_name_len");
+      "max_name_len", "fairLockWaitTimeout", "fair_wait_ms");
 
   private static void expectDefault(String where, String method, String number, String unit,
       Map<String, Long> defaults) {
