@@ -149,22 +149,28 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
     nativeSemaphore.releaseIds(permitIds);
   }
 
-  /** As {@link #release(String)}: false instead of a not-held exception. */
+  /**
+   * As {@link #release(String)}: false instead of a not-held exception, and for an id that
+   * cannot be a permit's (not 32 hex digits), as Redisson answers.
+   */
   public boolean tryRelease(String permitId) {
     try {
       release(permitId);
       return true;
-    } catch (LockNotHeldException e) {
+    } catch (LockNotHeldException | IllegalArgumentException notAPermitHeld) {
       return false;
     }
   }
 
-  /** As {@link #release(List)}, all or none: how many were released (the list's size or 0). */
+  /**
+   * As {@link #release(List)}, all or none: how many were released (the list's size, or 0,
+   * also when an id cannot be a permit's).
+   */
   public int tryRelease(List<String> permitIds) {
     try {
       release(permitIds);
       return permitIds.size();
-    } catch (LockNotHeldException e) {
+    } catch (LockNotHeldException | IllegalArgumentException notAllPermitsHeld) {
       return 0;
     }
   }

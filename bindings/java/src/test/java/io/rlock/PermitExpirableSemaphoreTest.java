@@ -115,8 +115,12 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
     assertEquals(2L, raw.command("ZCARD", deadlines));
     assertEquals(2, sem.tryRelease(ids));
     assertEquals("3", stored());
-    assertTrue(sem.tryAcquire(2).size() == 2);
-    assertTrue(sem.tryAcquire(2).isEmpty(), "only one left");
+    List<String> got = sem.tryAcquire(2);
+    assertTrue(got.size() == 2);
+    got.add("the caller's own list, as Redisson's"); // not unmodifiable
+    List<String> none = sem.tryAcquire(2);
+    assertTrue(none.isEmpty(), "only one left");
+    none.add("also the caller's own");
   }
 
   @Test
@@ -137,6 +141,8 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
     assertThrows(IllegalArgumentException.class, () -> sem.trySetPermits(-1));
     assertInstanceOf(IllegalArgumentException.class, failure(sem.releaseAsync("nothex")));
     assertFalse(sem.updateLeaseTime("0123456789abcdef0123456789abcdef", Duration.ofSeconds(5)));
+    assertFalse(sem.tryRelease("zz"), "tryRelease of an id no permit can have: false (Redisson)");
+    assertEquals(0, sem.tryRelease(Arrays.asList(id, "zz")), "all or none");
     assertEquals(beforeCount, stored());
     assertEquals(beforeScore, score(id));
     // Upper case is the same id.

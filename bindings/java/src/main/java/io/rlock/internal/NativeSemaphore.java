@@ -86,7 +86,7 @@ public final class NativeSemaphore implements AutoCloseable {
     return PendingWait.start(this, handle, waitMs,
         (ptr, token, completion) -> RlockNative.semaphoreAcquireAsync(ptr, permits, waitMs,
             leaseMs, 1, token, completion),
-        (value, ids) -> ids(ids), Collections.emptyList(),
+        (value, ids) -> ids(ids), new ArrayList<>(),
         (ptr, granted) -> RlockNative.permitRelease(ptr, idBytes(granted)));
   }
 
@@ -206,7 +206,7 @@ public final class NativeSemaphore implements AutoCloseable {
     for (int at = 0; at < concatenated.length; at += ID_LENGTH) {
       ids.add(new String(concatenated, at, ID_LENGTH, StandardCharsets.US_ASCII));
     }
-    return Collections.unmodifiableList(ids);
+    return ids; // a list of the caller's own, as Redisson's
   }
 
   /** The ids as UTF-8 (the C layer checks their length and the C library their digits). */
