@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rlock/rlock/bindings/go/internal/redistest"
 )
 
 // exclusionCheck is a critical section that detects overlap and lost updates. The counter is
@@ -810,6 +812,88 @@ func TestClusterURLLocksNamesInManySlots(t *testing.T) {
 		}
 		if err := theirs.Unlock(); err != nil {
 			t.Fatalf("%s: Unlock: %v", name, err)
+		}
+	}
+}
+
+// Extend on a RedLock: a majority is enough; a member whose key is gone counts only with
+// ReacquireLost, which never takes a key another owner holds.
+func TestRedLockExtend(t *testing.T) {
+	var servers []*redistest.Server
+	var members []*Lock
+	name := uniqueName(t)
+	for i := 0; i < 3; i++ {
+		s, err := redistest.StartPrivate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop()
+		servers = append(servers, s)
+		c, err := NewClient(s.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		members = append(members, mustLock(t, c.Lock, name))
+	}
+	red, err := NewRedLock(members...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer red.Close()
+	wantCode(t, red.Extend(time.Second), CodeNotHeld, ErrNotHeld)
+	if ok, err := red.TryLock(bg, 0, 2*time.Second); !ok || err != nil {
+		t.Fatalf("RedLock: %v %v", ok, err)
+	}
+	if err := red.Extend(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if v := red.Validity(); v <= 15*time.Second || v > 20*time.Second {
+		t.Fatalf("validity after Extend: %v", v)
+	}
+	for i, s := range servers {
+		if ttl, _ := s.PTTL(name); ttl <= 15000 {
+			t.Fatalf("server %d: PTTL %d after Extend(20s)", i, ttl)
+		}
+	}
+	// One key lost (its node restarted empty): 2 of 3 still extend.
+	if _, err := servers[0].Do("DEL", name); err != nil {
+		t.Fatal(err)
+	}
+	if err := red.Extend(20 * time.Second); err != nil {
+		t.Fatalf("2 of 3: %v", err)
+	}
+	// Two lost: short of the majority, unless they are taken again; another owner's is not.
+	if _, err := servers[1].Do("DEL", name); err != nil {
+		t.Fatal(err)
+	}
+	if err := red.Extend(20 * time.Second); err == nil {
+		t.Fatal("1 of 3 extended: want an error")
+	}
+	other, err := NewClient(servers[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	theirs := mustLock(t, other.Lock, name)
+	if ok, err := theirs.TryLock(bg, 0, 0); !ok || err != nil {
+		t.Fatalf("another owner on server 0: %v %v", ok, err)
+	}
+	if err := red.Extend(20*time.Second, ReacquireLost()); err != nil {
+		t.Fatalf("with ReacquireLost: %v", err)
+	}
+	if ttl, _ := servers[1].PTTL(name); ttl <= 15000 {
+		t.Fatalf("server 1 not taken again: PTTL %d", ttl)
+	}
+	if err := theirs.Unlock(); err != nil {
+		t.Fatalf("the other owner's hold was disturbed: %v", err)
+	}
+	if err := red.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range servers {
+		if ok, _ := s.Exists(name); ok {
+			t.Fatalf("server %d: key left", i)
 		}
 	}
 }

@@ -128,8 +128,57 @@ func (m *MultiLock) releaseC(p unsafe.Pointer) error {
 		})
 }
 
-// Validity is how long the group was sure to be held when the last acquire succeeded: the
-// shortest member lease minus the time spent acquiring and a clock-drift allowance.
+// ExtendOption changes how MultiLock.Extend treats the members.
+type ExtendOption func(*extendConfig)
+
+type extendConfig struct{ reacquire bool }
+
+// ReacquireLost makes Extend take again, with one try, a member whose key is gone (its Redis
+// node restarted without it), so that it counts towards the quorum; a key another owner holds
+// is never taken. As redsync's WithSetNXOnExtend.
+func ReacquireLost() ExtendOption {
+	return func(c *extendConfig) { c.reacquire = true }
+}
+
+// Extend sets the lease of every member to lease, on all members at once. It succeeds when
+// every member (a RedLock: a majority) was extended within the lease; Validity then tells how
+// long the group is sure to be held. It returns ErrNotHeld without a network call if the group
+// is not held through this value; otherwise the most telling member error (ErrLockLost for a
+// member whose key is gone, see ReacquireLost), the members extended staying extended. It
+// waits for the slowest member, bounded by the clients' command timeout.
+func (m *MultiLock) Extend(lease time.Duration, opts ...ExtendOption) error {
+	if lease <= 0 {
+		return invalid("%s: Extend: lease must be positive, got %v", m.what, lease)
+	}
+	var cfg extendConfig
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if m.closing.Load() {
+		return m.closedError()
+	}
+	if !m.holding() {
+		return m.notHeldError()
+	}
+	reacquire := C.int(0)
+	if cfg.reacquire {
+		reacquire = 1
+	}
+	leaseMS, owner := C.int64_t(durationMS(lease)), C.int64_t(m.owner)
+	err := m.use(func(p unsafe.Pointer) error {
+		var validity C.int64_t
+		err := check(C.rlock_go_multi_extend(groupPtr(p), owner, leaseMS, reacquire, &validity))
+		if err == nil {
+			m.validity.Store(int64(validity))
+		}
+		return err
+	})
+	runtime.KeepAlive(m)
+	return err
+}
+
+// Validity is how long the group was sure to be held when the last acquire (or Extend)
+// succeeded: the shortest member lease minus the time spent and a clock-drift allowance.
 func (m *MultiLock) Validity() time.Duration {
 	return time.Duration(m.validity.Load()) * time.Millisecond
 }

@@ -180,6 +180,13 @@ static inline rlock_go_result rlock_go_multi_release(rlock_multi *group, int64_t
   return rlock_go_result_of(rlock_multi_release_for(group, thread_id));
 }
 
+static inline rlock_go_result rlock_go_multi_extend(rlock_multi *group, int64_t thread_id,
+                                                    int64_t lease_ms, int reacquire,
+                                                    int64_t *validity_ms) {
+  return rlock_go_result_of(rlock_multi_extend_for(validity_ms, group, thread_id, lease_ms,
+                                                   reacquire ? RLOCK_EXTEND_REACQUIRE : 0u));
+}
+
 /* ---- Asynchronous calls: the goroutine waits on a channel, not on an OS thread ----------- */
 
 /* Defined in Go (async.go). message: as rlock_go_result's, NULL on success. */

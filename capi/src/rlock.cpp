@@ -825,6 +825,26 @@ int rlock_multi_release(rlock_multi* group) {
   return rlock_multi_release_for(group, RLOCK_THREAD_CURRENT);
 }
 
+int rlock_multi_extend_for(int64_t* out_validity_ms, rlock_multi* group, int64_t thread_id,
+                           int64_t lease_ms, unsigned int flags) {
+  return guarded([&]() -> int {
+    if (group == nullptr) return invalid("group must not be NULL");
+    if ((flags & ~RLOCK_EXTEND_REACQUIRE) != 0) {
+      return invalid(
+          ("flags must be 0 or RLOCK_EXTEND_REACQUIRE, got " + std::to_string(flags)).c_str());
+    }
+    Pinned<MultiObj> g(group);
+    if (!g) return g.bad("group");
+    return g->core->extend(lease_ms, thread_id, (flags & RLOCK_EXTEND_REACQUIRE) != 0,
+                           out_validity_ms);
+  });
+}
+
+int rlock_multi_extend(int64_t* out_validity_ms, rlock_multi* group, int64_t lease_ms,
+                       unsigned int flags) {
+  return rlock_multi_extend_for(out_validity_ms, group, RLOCK_THREAD_CURRENT, lease_ms, flags);
+}
+
 int rlock_multi_is_held_for(const rlock_multi* group, int64_t thread_id) {
   if (group == nullptr) return 0;
   int held = 0;

@@ -402,18 +402,22 @@ int LockGroup::acquire_async(int64_t wait_ms, int64_t lease_ms, int64_t thread_i
   return kOk;
 }
 
-int LockGroup::released(const Outcomes& results) const {
-  size_t count = 0;
+const LockGroup::Outcome* LockGroup::telling_failure(const Outcomes& results) {
   const Outcome* first_failure = nullptr;
   for (const Outcome& r : results) {
-    if (r.code == kOk) {
-      ++count;
-    } else if (first_failure == nullptr ||
-               (first_failure->code == kNotHeld && r.code != kNotHeld)) {
+    if (r.code != kOk &&
+        (first_failure == nullptr || (first_failure->code == kNotHeld && r.code != kNotHeld))) {
       // A member never granted says "not held"; a failure to reach one says more.
       first_failure = &r;
     }
   }
+  return first_failure;
+}
+
+int LockGroup::released(const Outcomes& results) const {
+  size_t count = 0;
+  for (const Outcome& r : results) count += r.code == kOk ? 1 : 0;
+  const Outcome* first_failure = telling_failure(results);
   // A RedLock member that was down, or never granted, fails its release: that is expected.
   if (count >= quorum_) return kOk;
   if (first_failure == nullptr) return kOk;
@@ -443,6 +447,44 @@ int LockGroup::release_async(int64_t thread_id, Completion done) {
                 }
               },
               false);
+  return kOk;
+}
+
+int LockGroup::extend(int64_t lease_ms, int64_t thread_id, bool reacquire, int64_t* validity_ms) {
+  if (lease_ms <= 0 || lease_ms > kMaxDurationMs) {
+    return fail(kInvalid, "lease_ms must be from 1 to " + std::to_string(kMaxDurationMs) +
+                              " ms, got " + std::to_string(lease_ms));
+  }
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 (calling thread) or positive");
+  const int64_t tid = thread_id == 0 ? current_thread_id() : thread_id;
+  const Clock::time_point start = Clock::now();
+  const Outcomes results = on_members([tid, lease_ms, reacquire](Lock& m) {
+    const int rc = m.extend(lease_ms, tid);
+    if (rc == kOk || !reacquire || (rc != kLost && rc != kNotHeld)) return rc;
+    AcquireArgs again;  // one try: a key another owner holds is not taken
+    again.wait_ms = 0;
+    again.lease_ms = lease_ms;
+    again.thread_id = tid;
+    return m.acquire(again);
+  });
+  const int64_t spent_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  size_t count = 0;
+  for (const Outcome& r : results) count += r.code == kOk ? 1 : 0;
+  if (count < quorum_) {
+    const Outcome* failure = telling_failure(results);
+    const int code = failure != nullptr ? failure->code : kInternal;
+    return fail(code, "lock group extend: " + std::to_string(count) + " of " +
+                          std::to_string(members_.size()) + " members extended, " +
+                          std::to_string(quorum_) + " needed" +
+                          (failure != nullptr ? "; " + failure->message : std::string()));
+  }
+  const int64_t validity = lease_ms - spent_ms - Holds::drift_ms(lease_ms);
+  if (validity <= 0) {
+    return fail(kLost, "lock group extend: took " + std::to_string(spent_ms) +
+                           " ms, no time left of the " + std::to_string(lease_ms) + " ms lease");
+  }
+  if (validity_ms != nullptr) *validity_ms = validity;
   return kOk;
 }
 

@@ -390,3 +390,67 @@ TEST_F(RedLockTest, CompetitorsLoseNoUpdate) {
 }
 
 }  // namespace
+
+// Extend: every member's lease set at once; a majority is enough for a RedLock, and a member
+// whose key is gone counts only with RLOCK_EXTEND_REACQUIRE, which never takes another owner's.
+TEST_F(RedLockTest, ExtendNeedsAMajorityAndReacquiresOnlyWhenAsked) {
+  Group g = make_group(members(), true);
+  ASSERT_EQ(group_acquire(g.get(), 0, 2000), RLOCK_OK) << it::last_error();
+  int64_t validity = -1;
+  ASSERT_EQ(rlock_multi_extend(&validity, g.get(), 20000, 0), RLOCK_OK) << it::last_error();
+  EXPECT_GT(validity, 19000);
+  EXPECT_LE(validity, 20000 - 200);  // the drift allowance
+  for (int i = 0; i < kServers; ++i) EXPECT_GT(admins_[i]->pttl(name_), 15000) << "server " << i;
+
+  // Two keys lost (their nodes restarted empty): 3 of 5 still extend.
+  admins_[0]->del(name_);
+  admins_[1]->del(name_);
+  EXPECT_EQ(rlock_multi_extend(nullptr, g.get(), 20000, 0), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(keys_left(), 3);
+  // A third lost: 2 of 5 is short, unless the lost ones are taken again.
+  admins_[2]->del(name_);
+  EXPECT_NE(rlock_multi_extend(nullptr, g.get(), 20000, 0), RLOCK_OK);
+  EXPECT_NE(it::last_error().find("members extended"), std::string::npos) << it::last_error();
+  EXPECT_EQ(keys_left(), 2);
+  // Another owner took one of them meanwhile: reacquiring leaves it alone.
+  it::Client other = it::make_client(servers_[0]->tcp_url());
+  it::Lock theirs = it::make_lock(other.get(), name_);
+  ASSERT_EQ(rlock_acquire(theirs.get(), 0), RLOCK_OK) << it::last_error();
+  const auto their_fields = admins_[0]->hgetall(name_);
+  EXPECT_EQ(rlock_multi_extend(&validity, g.get(), 20000, RLOCK_EXTEND_REACQUIRE), RLOCK_OK)
+      << it::last_error();
+  EXPECT_EQ(admins_[0]->hgetall(name_), their_fields) << "another owner's key was taken";
+  EXPECT_EQ(keys_left(), 5);  // 1 and 2 taken again, 0 still theirs
+  EXPECT_GT(admins_[1]->pttl(name_), 15000);
+  EXPECT_EQ(rlock_release(theirs.get()), RLOCK_OK);
+  EXPECT_EQ(rlock_multi_release(g.get()), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(keys_left(), 0);
+}
+
+TEST(MultiLock, ExtendNeedsEveryMemberAndChecksItsArguments) {
+  RedisConn redis(test_redis_url());
+  const std::string a = unique_name("multi-ext-a"), b = unique_name("multi-ext-b");
+  LockKeys ka(a), kb(b);
+  it::Client mine = it::make_client();
+  it::Lock la = it::make_lock(mine.get(), a), lb = it::make_lock(mine.get(), b);
+  Group g = make_group({la.get(), lb.get()}, false);
+  EXPECT_EQ(rlock_multi_extend(nullptr, g.get(), 5000, 0), RLOCK_ENOTHELD) << it::last_error();
+  ASSERT_EQ(group_acquire(g.get(), 0, 1000), RLOCK_OK);
+  EXPECT_EQ(rlock_multi_extend(nullptr, g.get(), 0, 0), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_multi_extend(nullptr, g.get(), 5000, 4), RLOCK_EINVAL);
+  EXPECT_NE(it::last_error().find("flags"), std::string::npos) << it::last_error();
+  EXPECT_EQ(rlock_multi_extend(nullptr, nullptr, 5000, 0), RLOCK_EINVAL);
+  int64_t validity = -1;
+  ASSERT_EQ(rlock_multi_extend(&validity, g.get(), 8000, 0), RLOCK_OK) << it::last_error();
+  EXPECT_GT(redis.pttl(a), 6000);
+  EXPECT_GT(redis.pttl(b), 6000);
+  redis.del(b);  // one member lost: a multi-lock needs them all
+  EXPECT_NE(rlock_multi_extend(nullptr, g.get(), 8000, 0), RLOCK_OK);
+  EXPECT_NE(it::last_error().find("1 of 2 members extended"), std::string::npos)
+      << it::last_error();
+  EXPECT_EQ(rlock_multi_extend(nullptr, g.get(), 8000, RLOCK_EXTEND_REACQUIRE), RLOCK_OK)
+      << it::last_error();
+  EXPECT_TRUE(redis.exists(b));
+  EXPECT_EQ(rlock_multi_release(g.get()), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(a) || redis.exists(b));
+}

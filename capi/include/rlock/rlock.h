@@ -479,6 +479,19 @@ RLOCK_API int rlock_multi_acquire_ex(int64_t *out_validity_ms, rlock_multi *grou
  * down or were never granted are skipped: it succeeds when a majority was released. */
 RLOCK_API int rlock_multi_release(rlock_multi *group);
 RLOCK_API int rlock_multi_release_for(rlock_multi *group, int64_t thread_id);
+/* Sets the lease of every member the calling thread (or `thread_id`) holds to `lease_ms` (> 0),
+ * as rlock_extend_for, on all members at once. Succeeds when every member (a RedLock: a
+ * majority) was extended within the lease; *out_validity_ms (optional) is then how long the
+ * group is sure to be held: lease_ms minus the time spent and the clock-drift allowance. With
+ * RLOCK_EXTEND_REACQUIRE in `flags`, a member whose key is gone (a node that restarted without
+ * it) is taken again with one try, never from another owner (redsync's WithSetNXOnExtend).
+ * On failure (the most telling member error: RLOCK_ELOST, RLOCK_ENOTOWNER, RLOCK_ECONN, ...)
+ * the members extended stay extended. */
+#define RLOCK_EXTEND_REACQUIRE 1u
+RLOCK_API int rlock_multi_extend(int64_t *out_validity_ms, rlock_multi *group, int64_t lease_ms,
+                                 unsigned int flags);
+RLOCK_API int rlock_multi_extend_for(int64_t *out_validity_ms, rlock_multi *group,
+                                     int64_t thread_id, int64_t lease_ms, unsigned int flags);
 /* Local view, no I/O: 1 if the calling thread (or `thread_id`) holds the group (every member,
  * or a majority). */
 RLOCK_API int rlock_multi_is_held(const rlock_multi *group);

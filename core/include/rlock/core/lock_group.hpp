@@ -38,6 +38,12 @@ class LockGroup : public std::enable_shared_from_this<LockGroup> {
   // Releases every member (errors of unreachable members are ignored for a RedLock).
   int release(int64_t thread_id);
   int release_async(int64_t thread_id, Completion done);
+  // Sets the lease of every member `thread_id` holds to lease_ms (Lock::extend), all at once.
+  // Succeeds when the quorum was extended within the lease; *validity_ms (optional) is then
+  // lease_ms minus the time spent and the drift allowance. With `reacquire`, a member whose
+  // key is gone (a node that restarted without it) is taken again with one try, never from
+  // another owner. Members extended stay so when it fails.
+  int extend(int64_t lease_ms, int64_t thread_id, bool reacquire, int64_t* validity_ms);
   bool is_held(int64_t thread_id) const;
   void cancel_waits() { waits_.cancel_all(false); }
   // The handle is gone: wakes the waits in progress and refuses later ones.
@@ -65,6 +71,8 @@ class LockGroup : public std::enable_shared_from_this<LockGroup> {
   int after_shortfall(const Round& round, bool out_of_time) const;
   // The outcome of releasing every member.
   int released(const Outcomes& outcomes) const;
+  // The failure to report of a call on every member: one that says most (not "not held").
+  static const Outcome* telling_failure(const Outcomes& outcomes);
 
   std::vector<std::shared_ptr<Lock>> members_;
   Policy policy_;
