@@ -642,13 +642,18 @@ class Worker:
             self.proc.send_signal(sig)
 
     def kill(self) -> int:
-        """SIGKILL; returns the monotonic ns of the kill (the end of anything it held)."""
+        """SIGKILL; returns the monotonic ns just before it was sent (from when a takeover is
+        timed). What the worker held ends at `ended_ns`, taken once the process is gone: an
+        acquire can return between the two, so only the later time bounds every section
+        (an earlier one made a section end before it began)."""
         at = now_ns()
-        if self.proc.poll() is None:
+        running = self.proc.poll() is None
+        if running:
             self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
-            self.ended_ns = at
         self.proc.wait(10)
+        if running:
+            self.ended_ns = now_ns()
         return at
 
     def wait(self, timeout: float) -> int:
