@@ -17,7 +17,7 @@ import itertools
 import sys
 import threading
 import weakref
-from typing import Any, Union
+from typing import Any, Callable, Optional, Union
 
 from ._errors import InvalidArgumentError
 
@@ -45,20 +45,23 @@ def current_context() -> Any:
 
 
 class PerContext:
-    """An owner number per thread or greenlet, made at its first use. Dead threads and
-    greenlets drop out (weak keys), and a number is never reused, so a new thread never
-    inherits what a dead one held."""
+    """An owner number per context (a thread or greenlet by default; asyncio passes its task),
+    made at its first use. Dead contexts drop out (weak keys), and a number is never reused, so
+    a new thread or task never inherits what a dead one held."""
 
-    __slots__ = ("_numbers", "_threads_as_themselves")
+    __slots__ = ("_numbers", "_context", "_threads_as_themselves")
 
-    def __init__(self, threads_as_themselves: bool = False) -> None:
+    def __init__(
+        self, context: Callable[[], Any] = current_context, threads_as_themselves: bool = False
+    ) -> None:
         self._numbers: "weakref.WeakKeyDictionary[Any, int]" = weakref.WeakKeyDictionary()
+        self._context = context
         # True for the "thread" mode: a real thread is its OS thread id, as in the C API and
         # every other binding, so C code in the same thread is the same owner.
         self._threads_as_themselves = threads_as_themselves
 
     def current(self) -> int:
-        context = current_context()
+        context = self._context()
         if self._threads_as_themselves and isinstance(context, threading.Thread):
             return CALLING_THREAD
         with _numbers_mu:
@@ -87,19 +90,28 @@ Owners = Union[PerContext, Fixed]
 THREADS = PerContext(threads_as_themselves=True)
 
 
-def for_mode(owner: str, thread_local: bool) -> Owners:
-    """The owners of a new lock object for Client.lock(owner=, thread_local=)."""
+def for_mode(
+    owner: str,
+    local: bool,
+    *,
+    unit: str = "thread",
+    context: Callable[[], Any] = current_context,
+    shared: Optional[PerContext] = None,
+) -> Owners:
+    """The owners of a new lock object for Client.lock(owner=, thread_local=). asyncio calls it
+    with unit="task": owner="task", task_local=, a context function giving the running task and
+    its process-wide scope as shared."""
     if not isinstance(owner, str):
-        raise TypeError(f"owner must be 'object' or 'thread', not {type(owner).__name__}")
-    if not isinstance(thread_local, bool):
-        raise TypeError(f"thread_local must be a bool, not {type(thread_local).__name__}")
+        raise TypeError(f"owner must be 'object' or '{unit}', not {type(owner).__name__}")
+    if not isinstance(local, bool):
+        raise TypeError(f"{unit}_local must be a bool, not {type(local).__name__}")
     if owner == "object":
-        return PerContext() if thread_local else Fixed(new_number())
-    if owner == "thread":
-        if not thread_local:
+        return PerContext(context) if local else Fixed(new_number())
+    if owner == unit:
+        if not local:
             raise InvalidArgumentError(
-                "owner='thread' is per thread by definition: thread_local=False needs "
+                f"owner='{unit}' is per {unit} by definition: {unit}_local=False needs "
                 "owner='object'"
             )
-        return THREADS
-    raise InvalidArgumentError(f"owner must be 'object' or 'thread', not {owner!r}")
+        return THREADS if shared is None else shared
+    raise InvalidArgumentError(f"owner must be 'object' or '{unit}', not {owner!r}")

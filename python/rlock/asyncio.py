@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 
 from . import _client, _errors, _native, _owners, _semaphore
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
-from ._errors import InvalidArgumentError, LockError, LockTimeoutError
+from ._errors import LockError, LockTimeoutError
 from ._stats import Event, Stats
 
 __all__ = [
@@ -40,51 +40,20 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-class _PerTask:
-    """An owner number per task, made at its first use (numbers from rlock._owners, never
-    reused: a new task never inherits what a finished one held)."""
-
-    __slots__ = ("_numbers",)
-
-    def __init__(self) -> None:
-        self._numbers: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = (
-            weakref.WeakKeyDictionary()
-        )
-
-    def current(self) -> int:
-        task = asyncio.current_task()
-        if task is None:
-            raise RuntimeError("rlock.asyncio locks are used from inside an asyncio task")
-        with _task_owners_mu:
-            number = self._numbers.get(task)
-            if number is None:
-                number = _owners.new_number()
-                self._numbers[task] = number
-            return number
+def _current_task() -> "asyncio.Task[Any]":
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("rlock.asyncio locks are used from inside an asyncio task")
+    return task
 
 
-_task_owners_mu = threading.Lock()
 # owner="task": one scope for every lock of the process.
-_TASKS = _PerTask()
-
-_AsyncOwners = Union[_PerTask, _owners.Fixed]
+_TASKS = _owners.PerContext(_current_task)
 
 
-def _owners_for(owner: str, task_local: bool) -> _AsyncOwners:
+def _owners_for(owner: str, task_local: bool) -> _owners.Owners:
     """The owners of a new lock object for Client.lock(owner=, task_local=)."""
-    if not isinstance(owner, str):
-        raise TypeError(f"owner must be 'object' or 'task', not {type(owner).__name__}")
-    if not isinstance(task_local, bool):
-        raise TypeError(f"task_local must be a bool, not {type(task_local).__name__}")
-    if owner == "object":
-        return _PerTask() if task_local else _owners.Fixed(_owners.new_number())
-    if owner == "task":
-        if not task_local:
-            raise InvalidArgumentError(
-                "owner='task' is per task by definition: task_local=False needs owner='object'"
-            )
-        return _TASKS
-    raise InvalidArgumentError(f"owner must be 'object' or 'task', not {owner!r}")
+    return _owners.for_mode(owner, task_local, unit="task", context=_current_task, shared=_TASKS)
 
 
 # ---- native asynchronous calls ----------------------------------------------------------------
@@ -378,7 +347,7 @@ class Lock:
         self,
         lock: _client.Lock,
         *,
-        owner: Union[str, _AsyncOwners] = "object",
+        owner: Union[str, _owners.Owners] = "object",
         task_local: bool = True,
     ) -> None:
         """``owner``: "object" (each Lock object is its own owner in each task that uses it,
@@ -387,8 +356,8 @@ class Lock:
         if not isinstance(lock, _client.Lock):
             raise TypeError("rlock.asyncio.Lock wraps an rlock.Lock; use client.lock(name)")
         self._lock = lock
-        if isinstance(owner, (_PerTask, _owners.Fixed)):
-            self._owners: _AsyncOwners = owner  # shared by the halves of a read-write lock
+        if isinstance(owner, (_owners.PerContext, _owners.Fixed)):
+            self._owners: _owners.Owners = owner  # shared by the halves of a read-write lock
         else:
             self._owners = _owners_for(owner, task_local)
 
