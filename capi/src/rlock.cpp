@@ -460,7 +460,10 @@ int rlock_lock_options_init(rlock_lock_options* opts, unsigned int version) {
     if (opts == nullptr) return invalid("opts must not be NULL");
     if (int rc = check_version(version, RLOCK_LOCK_OPTIONS_VERSION, "rlock_lock_options"))
       return rc;
-    std::memset(opts, 0, version >= 2 ? sizeof *opts : offsetof(rlock_lock_options, kind));
+    std::memset(opts, 0,
+                version >= 3   ? sizeof *opts
+                : version == 2 ? offsetof(rlock_lock_options, owner_id)
+                               : offsetof(rlock_lock_options, kind));
     static const core::LockOptions defaults;  // the core's, as for the client options
     opts->version = version;
     opts->lease_ms = defaults.lease_ms;
@@ -501,6 +504,10 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
         } else {  // only the first backoff given: let the cap follow it
           options.spin_max_ms = std::max(options.spin_max_ms, options.spin_initial_ms);
         }
+      }
+      if (opts->version >= 3 && opts->owner_id != nullptr) {
+        if (opts->owner_id_len == 0) return invalid("owner_id must not be empty (NULL: none)");
+        options.owner_id.assign(opts->owner_id, opts->owner_id_len);
       }
     }
     if (int rc = check_name(c->core->config(), name, name_len, "lock")) return rc;

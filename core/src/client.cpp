@@ -332,6 +332,9 @@ void Client::close() {
   // Best effort: free what we still hold so others need not wait for the leases.
   bool reachable = true;
   for (const Holds::Active& hold : holds_.active()) {
+    // A caller-given owner (LockOptions::owner_id) is not this client's: another process may
+    // release or extend it, so its holds stay until their lease ends.
+    if (hold.owner.compare(0, id_.size() + 1, id_ + ":") != 0) continue;
     try {
       release_at_close(hold);
       holds_.forget(hold.name, hold.owner);

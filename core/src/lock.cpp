@@ -15,6 +15,9 @@
 namespace rlock::core {
 namespace {
 
+// Owner ids are names, not payloads: long enough for a UUID, a URL or a job key.
+constexpr size_t kMaxOwnerIdLen = 1024;
+
 // "Every hold" in a release script's count of holds to release.
 constexpr int64_t kAllHolds = 1 << 30;
 
@@ -78,8 +81,13 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
       name_(std::move(name)),
       kind_(kinds::make_kind(options.kind, name_)),
       channel_(kind_->channel()),
-      options_(options) {
+      options_(options),
+      owner_prefix_(options.owner_id.empty() ? client_->id() : owner_id_prefix(options.owner_id)) {
   check_lock_name(client_->config(), name_);
+  if (options.owner_id.size() > kMaxOwnerIdLen) {
+    throw Error(kInvalid, "owner_id is " + std::to_string(options.owner_id.size()) +
+                              " bytes, longer than the limit of " + std::to_string(kMaxOwnerIdLen));
+  }
   if (!valid_lease(options.lease_ms)) throw Error(kInvalid, lease_problem(options.lease_ms));
   // Every script of a lock names its key with the channel and auxiliary keys: in a cluster they
   // must share one slot, which the hash-tag rule gives unless the name's braces defeat it.
@@ -111,11 +119,17 @@ Lock::~Lock() {
 int Lock::check_open() const { return check_client_open(*client_, "lock", name_); }
 
 int64_t Lock::resolve_thread(int64_t thread_id) const {
+  // A caller-given owner is one owner whichever thread (or group, or async call) acts for it.
+  if (!options_.owner_id.empty()) return 1;
   return thread_id == 0 ? current_thread_id() : thread_id;
 }
 
+std::string Lock::base_owner(int64_t resolved_thread_id) const {
+  return owner_prefix_ + ":" + std::to_string(resolved_thread_id);
+}
+
 std::string Lock::owner_field(int64_t thread_id) const {
-  return kind_->owner_field(client_->owner(resolve_thread(thread_id)));
+  return kind_->owner_field(base_owner(resolve_thread(thread_id)));
 }
 
 int Lock::unexpected(const std::string& doing) const {
@@ -268,7 +282,7 @@ int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {
     return fail(kCanceled, "acquiring lock " + printable(name_) + ": cancelled");
   }
   plan->thread_id = resolve_thread(a.thread_id);
-  plan->base_owner = client_->owner(plan->thread_id);
+  plan->base_owner = base_owner(plan->thread_id);
   plan->owner = kind_->owner_field(plan->base_owner);
   plan->watchdog = lease == kLeaseWatchdog;
   plan->lease_ms = plan->watchdog ? client_->config().watchdog_lease_ms : lease;
@@ -383,9 +397,10 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
   Clock::time_point sent = Clock::now();
   Reply r;
   // This owner's last hold (as counted here) takes every hold the server counts for it: the
-  // extra ones are nobody's (see acquire). Read-write locks count holds their own way.
+  // extra ones are nobody's (see acquire). Read-write locks count holds their own way, and a
+  // caller-given owner's holds may come from other clients: the server's count is the truth.
   const int64_t own = holds.count(name_, owner);
-  const bool last = own <= 1 && !kind_->counts_holds_on_server();
+  const bool last = own <= 1 && !kind_->counts_holds_on_server() && options_.owner_id.empty();
   const std::string to_release = last ? std::to_string(kAllHolds) : "1";
   holds.begin_release(name_, owner);
   // Every try, and the retries on LOADING below, end within one command timeout.

@@ -129,6 +129,23 @@ def _name_bytes(name: Any, what: str = "lock name") -> bytes:
     raise TypeError(f"a lock name must be str or bytes, not {type(name).__name__}")
 
 
+def _owner_id_bytes(owner_id: Any) -> bytes:
+    """The bytes the library names a caller-given owner by (an int: its decimal digits)."""
+    if isinstance(owner_id, bool) or not isinstance(owner_id, (str, bytes, int)):
+        raise TypeError(f"owner_id must be a str, bytes or int, not {type(owner_id).__name__}")
+    if isinstance(owner_id, int):
+        raw = str(owner_id).encode()
+    else:
+        raw = _name_bytes(owner_id, "owner_id")
+    if not raw:
+        raise InvalidArgumentError("owner_id must not be empty")
+    if len(raw) > _owners.MAX_OWNER_ID_BYTES:
+        raise InvalidArgumentError(
+            f"owner_id is {len(raw)} bytes, longer than the limit of {_owners.MAX_OWNER_ID_BYTES}"
+        )
+    return raw
+
+
 # ---- acquiring --------------------------------------------------------------------------------
 
 
@@ -386,6 +403,7 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """A reentrant lock (Redisson ``RLock`` layout), woken by pub/sub.
 
@@ -395,9 +413,20 @@ class Client:
         bound). ``owner`` says who holds what this object acquires: "object" (each Lock object
         is its own owner in each thread or greenlet that uses it, or, with
         ``thread_local=False``, in all of them at once) or "thread" (the calling thread is one
-        owner across every Lock object, as in Redisson). Makes no network call."""
+        owner across every Lock object, as in Redisson). ``owner_id`` (a str, bytes or int)
+        makes the owner the caller's instead: every Lock object naming the same id, in any
+        process, is that one owner, so one process may release or extend what another
+        acquired (its holds are not released when this client closes; they last their lease).
+        Makes no network call."""
         return Lock._make(
-            self, name, _native.KIND_REENTRANT, lease, blocking_timeout, owner, thread_local
+            self,
+            name,
+            _native.KIND_REENTRANT,
+            lease,
+            blocking_timeout,
+            owner,
+            thread_local,
+            owner_id=owner_id,
         )
 
     def fenced_lock(
@@ -408,12 +437,20 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """A reentrant lock whose every acquire gets a fencing token (``lock.token``), strictly
         increasing across holders (Redisson ``RFencedLock``). ``owner``, ``thread_local``: as
         for ``lock()``."""
         return Lock._make(
-            self, name, _native.KIND_FENCED, lease, blocking_timeout, owner, thread_local
+            self,
+            name,
+            _native.KIND_FENCED,
+            lease,
+            blocking_timeout,
+            owner,
+            thread_local,
+            owner_id=owner_id,
         )
 
     def spin_lock(
@@ -426,6 +463,7 @@ class Client:
         max_backoff: float = _LOCK_DEFAULTS["spin_max_ms"] / 1000.0,
         owner: str = "object",
         thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """A reentrant lock that waits by retrying with jittered exponential backoff from
         ``initial_backoff`` to ``max_backoff`` seconds instead of subscribing (Redisson
@@ -440,6 +478,7 @@ class Client:
             thread_local,
             spin_initial_ms=_duration_ms(initial_backoff, "initial_backoff"),
             spin_max_ms=_duration_ms(max_backoff, "max_backoff"),
+            owner_id=owner_id,
         )
 
     def fair_lock(
@@ -451,6 +490,7 @@ class Client:
         waiter_timeout: float = _LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
         owner: str = "object",
         thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """A reentrant lock served first come, first served across processes (Redisson
         ``RFairLock``). A waiter that stops coming back (its process died) keeps its place in
@@ -465,6 +505,7 @@ class Client:
             owner,
             thread_local,
             fair_wait_ms=_duration_ms(waiter_timeout, "waiter_timeout"),
+            owner_id=owner_id,
         )
 
     def read_write_lock(
@@ -475,11 +516,12 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "ReadWriteLock":
         """A lock with a shared read half and an exclusive write half (Redisson
         ``RReadWriteLock``). ``owner``, ``thread_local``: as for ``lock()``, the two halves
         of one ReadWriteLock object being one owner (so a writer can also read)."""
-        return ReadWriteLock(self, name, lease, blocking_timeout, owner, thread_local)
+        return ReadWriteLock(self, name, lease, blocking_timeout, owner, thread_local, owner_id)
 
     # -- semaphores and latches
 
@@ -543,6 +585,7 @@ class Lock:
         "_lease",
         "_blocking_timeout",
         "_owners",
+        "_owner_prefix",
         "_pid",
         "__weakref__",
     )
@@ -553,6 +596,7 @@ class Lock:
     _lease: Optional[float]
     _blocking_timeout: Optional[float]
     _owners: Owners
+    _owner_prefix: Optional[str]
     _pid: int
 
     _KIND_NAMES = {
@@ -583,6 +627,7 @@ class Lock:
         spin_initial_ms: int = 0,
         spin_max_ms: int = 0,
         fair_wait_ms: int = 0,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         if not isinstance(client, Client):
             raise TypeError(f"client must be an rlock.Client, not {type(client).__name__}")
@@ -590,12 +635,20 @@ class Lock:
         lease_ms = _native.LEASE_WATCHDOG if lease is None else _duration_ms(lease, "lease")
         if blocking_timeout is not None:
             _wait_ms(True, blocking_timeout)  # checks it now rather than at the first `with`
+        raw_owner_id = None if owner_id is None else _owner_id_bytes(owner_id)
         if isinstance(owner, (_owners.PerContext, _owners.Fixed)):
             owners: Owners = owner  # shared by the halves of a read-write lock
+        elif raw_owner_id is not None:
+            if owner != "object" or thread_local is not True:
+                raise InvalidArgumentError(
+                    "owner_id names the owner: leave owner and thread_local at their defaults"
+                )
+            owners = _owners.Fixed(_owners.CALLING_THREAD)  # the library's number 1 for the id
         else:
             owners = _owners.for_mode(owner, thread_local)
         self = object.__new__(cls)
         self._owners = owners
+        self._owner_prefix = None if raw_owner_id is None else _owners.owner_id_prefix(raw_owner_id)
         self._pid = os.getpid()
         self._client = client  # keeps the client open while its locks live
         self._name = name
@@ -603,7 +656,14 @@ class Lock:
         self._lease = lease
         self._blocking_timeout = blocking_timeout
         self._handle = _native.Lock(
-            client._checked(), raw_name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms
+            client._checked(),
+            raw_name,
+            kind,
+            lease_ms,
+            spin_initial_ms,
+            spin_max_ms,
+            fair_wait_ms,
+            raw_owner_id,
         )
         return self
 
@@ -731,9 +791,12 @@ class Lock:
         """The owner this Lock object acquires as when called from here, as its field in the
         lock's hash on Redis: ``"<client id>:<number>"`` (``":write"`` added for a write
         lock). The number is the OS thread id under ``owner="thread"`` (in a real thread), else
-        one rlock made for this object (and thread, under ``thread_local``). No network call."""
-        number = self._owners.current() or _native.current_thread_id()
+        one rlock made for this object (and thread, under ``thread_local``); with an
+        ``owner_id``, ``"<UUID of the id>:1"``. No network call."""
         suffix = ":write" if self._kind == _native.KIND_WRITE else ""
+        if self._owner_prefix is not None:
+            return f"{self._owner_prefix}:1{suffix}"
+        number = self._owners.current() or _native.current_thread_id()
         return f"{self._client.id}:{number}{suffix}"
 
     @property
@@ -786,11 +849,33 @@ class ReadWriteLock:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> None:
         self._name = name
-        owners = _owners.for_mode(owner, thread_local)  # one for both halves
-        self._read = Lock._make(client, name, _native.KIND_READ, lease, blocking_timeout, owners)
-        self._write = Lock._make(client, name, _native.KIND_WRITE, lease, blocking_timeout, owners)
+        if owner_id is None:
+            owners: Union[str, Owners] = _owners.for_mode(owner, thread_local)  # both halves
+        else:
+            owners = owner  # checked by _make; the id makes the halves one owner
+        self._read = Lock._make(
+            client,
+            name,
+            _native.KIND_READ,
+            lease,
+            blocking_timeout,
+            owners,
+            thread_local,
+            owner_id=owner_id,
+        )
+        self._write = Lock._make(
+            client,
+            name,
+            _native.KIND_WRITE,
+            lease,
+            blocking_timeout,
+            owners,
+            thread_local,
+            owner_id=owner_id,
+        )
 
     @property
     def name(self) -> Name:
@@ -819,13 +904,24 @@ class MultiLock:
     ) -> None:
         """``owner``, ``thread_local``: who holds what this object acquires, as for
         ``Client.lock`` (the members' own owner settings apply to their own calls only)."""
-        self._owners = _owners.for_mode(owner, thread_local)
         members = list(locks)
         if not members:
             raise InvalidArgumentError(f"{type(self).__name__} needs at least one lock")
         for member in members:
             if not isinstance(member, Lock):
                 raise TypeError(f"members must be rlock locks, not {type(member).__name__}")
+        given = {member._owner_prefix for member in members}
+        if given == {None}:
+            self._owners = _owners.for_mode(owner, thread_local)
+        elif len(given) == 1 and owner == "object" and thread_local is True:
+            # Every member names one owner_id: the group is that owner too, so another process
+            # with the same members and id may release or extend it (redsync's WithValue).
+            self._owners = _owners.Fixed(_owners.CALLING_THREAD)
+        else:
+            raise InvalidArgumentError(
+                f"{type(self).__name__}: members name the same owner_id or none does, and with "
+                "one, owner and thread_local stay at their defaults"
+            )
         self._locks: Sequence[Lock] = tuple(members)  # keeps members and their clients alive
         self._native = _native.Multi([m._checked() for m in members], self._redlock)
         self._pid = os.getpid()

@@ -108,6 +108,7 @@ class Lock:
         spin_initial_ms: int,
         spin_max_ms: int,
         fair_wait_ms: int,
+        owner_id: Optional[bytes] = None,
     ) -> None: ...
     def acquire(
         self,

@@ -8,14 +8,21 @@ in how that number is chosen:
 - "thread": each thread (greenlet) is one owner across every Lock object of the client, as
   Redisson's ``RLock``.
 
+- a caller-given ``owner_id`` (a str, bytes or int): every Lock object naming the id, in any
+  process, is one owner, so one process can release or extend what another acquired. Its field
+  is ``"<U>:1"``, U the version-5 UUID of the id (UTF-8; an int as its decimal digits) in the
+  namespace OWNER_ID_NAMESPACE.
+
 Numbers made here start at 2**40: OS thread ids stay below 2**22 on Linux, so they never meet
 the number of a thread's own (the "thread" mode of a real thread) on the same client."""
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import sys
 import threading
+import uuid
 import weakref
 from typing import Any, Callable, Optional, Union
 
@@ -115,3 +122,15 @@ def for_mode(
             )
         return THREADS if shared is None else shared
     raise InvalidArgumentError(f"owner must be 'object' or '{unit}', not {owner!r}")
+
+
+# rlock.h RLOCK_OWNER_ID_NAMESPACE: a constant of the on-Redis format.
+OWNER_ID_NAMESPACE = uuid.UUID("582a18c8-c685-423e-bc63-c2b861deff6c")
+MAX_OWNER_ID_BYTES = 1024
+
+
+def owner_id_prefix(raw: bytes) -> str:
+    """The first half of a caller-given owner's field (uuid.uuid5 of the bytes; uuid5 itself
+    takes only str on older Pythons)."""
+    digest = hashlib.sha1(OWNER_ID_NAMESPACE.bytes + raw).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=5))

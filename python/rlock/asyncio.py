@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Typ
 
 from . import _client, _errors, _native, _owners, _semaphore
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
-from ._errors import LockError, LockTimeoutError
+from ._errors import InvalidArgumentError, LockError, LockTimeoutError
 from ._stats import Event, Stats
 
 __all__ = [
@@ -232,12 +232,16 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """See ``rlock.Client.lock``; ``owner`` is "object" (the default: each Lock object is
         its own owner in each task, or in all of them with ``task_local=False``) or "task"
-        (the task is one owner across every Lock object)."""
+        (the task is one owner across every Lock object). ``owner_id``: as for
+        ``rlock.Client.lock``, the same owner as a blocking lock naming the id."""
         return Lock(
-            self._sync.lock(name, lease=lease, blocking_timeout=blocking_timeout),
+            self._sync.lock(
+                name, lease=lease, blocking_timeout=blocking_timeout, owner_id=owner_id
+            ),
             owner=owner,
             task_local=task_local,
         )
@@ -250,10 +254,13 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """See ``rlock.Client.fenced_lock``; ``owner``, ``task_local`` as for ``lock()``."""
         return Lock(
-            self._sync.fenced_lock(name, lease=lease, blocking_timeout=blocking_timeout),
+            self._sync.fenced_lock(
+                name, lease=lease, blocking_timeout=blocking_timeout, owner_id=owner_id
+            ),
             owner=owner,
             task_local=task_local,
         )
@@ -268,6 +275,7 @@ class Client:
         max_backoff: float = _client._LOCK_DEFAULTS["spin_max_ms"] / 1000.0,
         owner: str = "object",
         task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """See ``rlock.Client.spin_lock``; ``owner``, ``task_local`` as for ``lock()``."""
         return Lock(
@@ -277,6 +285,7 @@ class Client:
                 blocking_timeout=blocking_timeout,
                 initial_backoff=initial_backoff,
                 max_backoff=max_backoff,
+                owner_id=owner_id,
             ),
             owner=owner,
             task_local=task_local,
@@ -291,11 +300,16 @@ class Client:
         waiter_timeout: float = _client._LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
         owner: str = "object",
         task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "Lock":
         """See ``rlock.Client.fair_lock``; ``owner``, ``task_local`` as for ``lock()``."""
         return Lock(
             self._sync.fair_lock(
-                name, lease=lease, blocking_timeout=blocking_timeout, waiter_timeout=waiter_timeout
+                name,
+                lease=lease,
+                blocking_timeout=blocking_timeout,
+                waiter_timeout=waiter_timeout,
+                owner_id=owner_id,
             ),
             owner=owner,
             task_local=task_local,
@@ -309,11 +323,14 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "ReadWriteLock":
         """See ``rlock.Client.read_write_lock``; ``owner``, ``task_local`` as for ``lock()``,
         the two halves being one owner."""
         return ReadWriteLock(
-            self._sync.read_write_lock(name, lease=lease, blocking_timeout=blocking_timeout),
+            self._sync.read_write_lock(
+                name, lease=lease, blocking_timeout=blocking_timeout, owner_id=owner_id
+            ),
             owner=owner,
             task_local=task_local,
         )
@@ -356,8 +373,14 @@ class Lock:
         if not isinstance(lock, _client.Lock):
             raise TypeError("rlock.asyncio.Lock wraps an rlock.Lock; use client.lock(name)")
         self._lock = lock
-        if isinstance(owner, (_owners.PerContext, _owners.Fixed)):
-            self._owners: _owners.Owners = owner  # shared by the halves of a read-write lock
+        if lock._owner_prefix is not None:  # a caller-given owner_id is the owner
+            if owner not in ("object", lock._owners) or task_local is not True:
+                raise InvalidArgumentError(
+                    "owner_id names the owner: leave owner and task_local at their defaults"
+                )
+            self._owners: _owners.Owners = lock._owners
+        elif isinstance(owner, (_owners.PerContext, _owners.Fixed)):
+            self._owners = owner  # shared by the halves of a read-write lock
         else:
             self._owners = _owners_for(owner, task_local)
 
@@ -447,6 +470,8 @@ class Lock:
     def owner(self) -> str:
         """The owner field this object acquires as from the current task (see
         ``rlock.Lock.owner``)."""
+        if self._lock._owner_prefix is not None:
+            return self._lock.owner
         suffix = ":write" if self._lock._kind == _native.KIND_WRITE else ""
         return f"{self._lock.client.id}:{self._owners.current()}{suffix}"
 
@@ -490,6 +515,10 @@ class ReadWriteLock:
         self, rw: _client.ReadWriteLock, *, owner: str = "object", task_local: bool = True
     ) -> None:
         self._rw = rw
+        if rw.read_lock()._owner_prefix is not None:  # an owner_id: the halves are that owner
+            self._read = Lock(rw.read_lock(), owner=owner, task_local=task_local)
+            self._write = Lock(rw.write_lock(), owner=owner, task_local=task_local)
+            return
         owners = _owners_for(owner, task_local)  # one for both halves: a writer may read
         self._read = Lock(rw.read_lock(), owner=owners)
         self._write = Lock(rw.write_lock(), owner=owners)

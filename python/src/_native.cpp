@@ -767,7 +767,8 @@ struct LockState {
 };
 
 rlock_lock* new_lock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
-                     int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms) {
+                     int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms,
+                     const std::optional<py::bytes>& owner_id) {
   rlock_lock_options opts;
   check(rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION));
   opts.kind = static_cast<rlock_lock_kind>(kind);
@@ -775,6 +776,12 @@ rlock_lock* new_lock(NativeClient& client, const py::bytes& name, int kind, int6
   opts.spin_initial_ms = spin_initial_ms;
   opts.spin_max_ms = spin_max_ms;
   opts.fair_wait_ms = fair_wait_ms;
+  std::string_view id;
+  if (owner_id) {
+    id = *owner_id;
+    opts.owner_id = id.data();
+    opts.owner_id_len = id.size();
+  }
   std::string_view view = name;
   rlock_lock* lock = nullptr;
   check(client.with_client([&](rlock_client* c) {
@@ -786,8 +793,10 @@ rlock_lock* new_lock(NativeClient& client, const py::bytes& name, int kind, int6
 class NativeLock {
  public:
   NativeLock(NativeClient& client, const py::bytes& name, int kind, int64_t lease_ms,
-             int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms)
-      : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms),
+             int64_t spin_initial_ms, int64_t spin_max_ms, int64_t fair_wait_ms,
+             const std::optional<py::bytes>& owner_id)
+      : handle_(new_lock(client, name, kind, lease_ms, spin_initial_ms, spin_max_ms, fair_wait_ms,
+                         owner_id),
                 "the lock handle is closed"),
         probes_(client.probes()) {}
 
@@ -1383,9 +1392,11 @@ void def_lock_state(py::module_& m) {
 
 void def_lock(py::module_& m) {
   py::class_<NativeLock>(m, "Lock")
-      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t>(),
+      .def(py::init<NativeClient&, const py::bytes&, int, int64_t, int64_t, int64_t, int64_t,
+                    const std::optional<py::bytes>&>(),
            py::arg("client"), py::arg("name"), py::arg("kind"), py::arg("lease_ms"),
-           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"))
+           py::arg("spin_initial_ms"), py::arg("spin_max_ms"), py::arg("fair_wait_ms"),
+           py::arg("owner_id") = py::none())
       .def("acquire", &NativeLock::acquire, py::arg("wait_ms"), py::arg("lease_ms"),
            py::arg("thread_id"), py::arg("cancel"), py::arg("want_token"),
            py::arg("interruptible") = false, py::arg("receipt") = py::none())

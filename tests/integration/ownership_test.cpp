@@ -413,6 +413,104 @@ TEST(ClientFree, H19_ReleasesHeldLocksAndWakesWaiters) {
   EXPECT_FALSE(redis.exists(name));
 }
 
+// ---- Caller-given owners (rlock_lock_options.owner_id) ------------------------------------
+
+it::Lock make_owned_lock(rlock_client* client, const std::string& name, const std::string& id,
+                         int64_t lease_ms = 0) {
+  rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+  opts.owner_id = id.data();
+  opts.owner_id_len = id.size();
+  if (lease_ms != 0) opts.lease_ms = lease_ms;
+  rlock_lock* l = nullptr;
+  if (rlock_lock_new_n(&l, client, name.data(), name.size(), &opts) != RLOCK_OK) {
+    throw std::runtime_error("rlock_lock_new_n failed: " + it::last_error());
+  }
+  return it::Lock(l);
+}
+
+// The field's first half is the id's version-5 UUID in RLOCK_OWNER_ID_NAMESPACE (the expected
+// value comes from Python's uuid.uuid5), so a handle on any client naming the id is the owner.
+TEST(CallerOwner, AnyClientNamingTheIdExtendsAndReleases) {
+  const std::string name = unique_name("caller-owner");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client a = it::make_client();
+  it::Client b = it::make_client();
+  it::Client c = it::make_client();
+  it::Lock taker = make_owned_lock(a.get(), name, "job-42", 20000);
+  it::Lock finisher = make_owned_lock(b.get(), name, "job-42");
+  it::Lock stranger = make_owned_lock(c.get(), name, "job-43");
+  it::Lock plain = it::make_lock(c.get(), name);
+
+  ASSERT_EQ(rlock_acquire(taker.get(), 0), RLOCK_OK) << it::last_error();
+  const std::map<std::string, std::string> expected{
+      {"bd5e3299-69d1-5f15-b688-738ddd7fa874:1", "1"}};
+  EXPECT_EQ(redis.hgetall(name), expected);
+  EXPECT_EQ(rlock_acquire(stranger.get(), 0), RLOCK_ETIMEDOUT);
+  EXPECT_EQ(rlock_acquire(plain.get(), 0), RLOCK_ETIMEDOUT);
+  EXPECT_EQ(rlock_release(stranger.get()), RLOCK_ENOTOWNER) << it::last_error();
+  EXPECT_EQ(rlock_release(plain.get()), RLOCK_ENOTOWNER) << it::last_error();
+
+  EXPECT_EQ(rlock_extend(finisher.get(), 60000), RLOCK_OK) << it::last_error();
+  EXPECT_GT(redis.pttl(name), 30000) << "the other client's extend set the lease";
+  // Any thread id acts for the one owner of the id.
+  ASSERT_EQ(it::acquire(finisher.get(), 0, 0, 7), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(redis.hgetall(name).at("bd5e3299-69d1-5f15-b688-738ddd7fa874:1"), "2");
+  EXPECT_EQ(rlock_release_for(finisher.get(), 7), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_release(finisher.get()), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(name));
+}
+
+// Freeing the client that acquired leaves a caller-given owner's hold to its lease (another
+// process may be the one to release it), while it releases the client's own holds.
+TEST(CallerOwner, ClientFreeLeavesTheHoldToItsLease) {
+  const std::string given = unique_name("caller-owner-free");
+  const std::string own = unique_name("caller-owner-own");
+  LockKeys c1(given), c2(own);
+  RedisConn redis(test_redis_url());
+  it::Client a = it::make_client();
+  it::Lock by_id = make_owned_lock(a.get(), given, "handoff", 20000);
+  it::Lock by_thread = it::make_lock(a.get(), own, 20000);
+  ASSERT_EQ(rlock_acquire(by_id.get(), 0), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_acquire(by_thread.get(), 0), RLOCK_OK) << it::last_error();
+  a.reset();
+  EXPECT_TRUE(redis.exists(given));
+  EXPECT_FALSE(redis.exists(own));
+
+  it::Client b = it::make_client();
+  it::Lock later = make_owned_lock(b.get(), given, "handoff");
+  EXPECT_EQ(rlock_release(later.get()), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(given));
+}
+
+TEST(CallerOwner, BadIdsAreRefusedAndBytesCount) {
+  const std::string name = unique_name("caller-owner-bad");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client a = it::make_client();
+  rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+  rlock_lock* l = nullptr;
+  opts.owner_id = "";
+  opts.owner_id_len = 0;
+  EXPECT_EQ(rlock_lock_new(&l, a.get(), name.c_str(), &opts), RLOCK_EINVAL);
+  EXPECT_NE(it::last_error().find("owner_id must not be empty"), std::string::npos)
+      << it::last_error();
+  const std::string too_long(1025, 'x');
+  opts.owner_id = too_long.data();
+  opts.owner_id_len = too_long.size();
+  EXPECT_EQ(rlock_lock_new(&l, a.get(), name.c_str(), &opts), RLOCK_EINVAL);
+  EXPECT_NE(it::last_error().find("owner_id is 1025 bytes"), std::string::npos) << it::last_error();
+  EXPECT_EQ(l, nullptr);
+
+  // An id with a NUL byte is its own owner, not its prefix's.
+  it::Lock with_nul = make_owned_lock(a.get(), name, std::string("a\0b", 3), 20000);
+  it::Lock prefix = make_owned_lock(a.get(), name, "a", 20000);
+  ASSERT_EQ(rlock_acquire(with_nul.get(), 0), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_acquire(prefix.get(), 0), RLOCK_ETIMEDOUT);
+  EXPECT_EQ(rlock_release(with_nul.get()), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(name));
+}
+
 it::Lock make_kind_lock(rlock_client* client, const std::string& name, rlock_lock_kind kind,
                         int64_t lease_ms = 0) {
   rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;

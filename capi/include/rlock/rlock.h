@@ -286,11 +286,22 @@ typedef struct rlock_lock_options {
   int64_t fair_wait_ms;    /* fair lock: how long a queued waiter keeps its place without
                               coming back (so a dead waiter stalls the queue at most this long),
                               when the acquire's own wait is unbounded; default 300000 */
+  /* version 3 */
+  /* A caller-given owner (NULL: the client's owners, "<client id>:<thread id>"). The handle
+   * then has one owner, "<U>:1", U the version-5 UUID (RFC 4122) of the owner_id_len bytes in
+   * the namespace RLOCK_OWNER_ID_NAMESPACE, whatever thread_id a call gives. Every handle, in
+   * any process and on any client, naming the same owner_id is that owner: one process may
+   * acquire and another release or extend. Its holds are not released when the client is
+   * freed (another process may be the one to release them): they last their lease. At most
+   * 1024 bytes, any bytes. */
+  const char *owner_id;
+  size_t owner_id_len;
 } rlock_lock_options;
 
-#define RLOCK_LOCK_OPTIONS_VERSION 2
+#define RLOCK_LOCK_OPTIONS_VERSION 3
 #define RLOCK_LOCK_OPTIONS_INIT \
-  { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG, RLOCK_LOCK_REENTRANT, 0, 0, 0 }
+  { RLOCK_LOCK_OPTIONS_VERSION, RLOCK_LEASE_WATCHDOG, RLOCK_LOCK_REENTRANT, 0, 0, 0, NULL, 0 }
+#define RLOCK_OWNER_ID_NAMESPACE "582a18c8-c685-423e-bc63-c2b861deff6c"
 
 RLOCK_API int rlock_lock_options_init(rlock_lock_options *opts, unsigned int version);
 

@@ -58,6 +58,9 @@ struct LockOptions {
   int64_t spin_initial_ms = 1;  // spin lock: first backoff, doubled up to spin_max_ms
   int64_t spin_max_ms = 128;
   int64_t fair_wait_ms = 300000;  // fair lock: a queued waiter's allowance (Redisson's default)
+  // A caller-given owner: the owner field is "<owner_id_prefix(owner_id)>:1" whatever thread id
+  // a call gives, the same in every process that names it. Empty: the client's owners.
+  std::string owner_id;
 };
 
 struct LockState {
@@ -165,6 +168,8 @@ class Lock : public std::enable_shared_from_this<Lock> {
   void leave_queue(const Plan& plan);
   // The hash field of the owner with this thread id.
   std::string owner_field(int64_t thread_id) const;
+  // "<client id or owner id's UUID>:<thread id>", before the kind's suffix.
+  std::string base_owner(int64_t resolved_thread_id) const;
   int give_up(int last_code, int64_t wait_ms);
   void undo_acquire(const std::string& owner, int64_t expected_count, int64_t lease_ms);
   // A script whose outcome is unknown (its reply was lost) runs again before this owner's next
@@ -183,6 +188,7 @@ class Lock : public std::enable_shared_from_this<Lock> {
   const std::unique_ptr<const kinds::Kind> kind_;  // what differs per kind (core/src/kinds)
   const std::string channel_;                      // the channel waiters listen on
   const LockOptions options_;
+  const std::string owner_prefix_;  // the owner field's first half: the client id or owner_id's
   CancelSet waits_;
   std::shared_ptr<LostListener> listener_ = std::make_shared<LostListener>();
 };

@@ -81,4 +81,12 @@ inline std::string unlock_latch(const std::string& name, const std::string& requ
   return prefixed_name("redisson_unlock_latch", name) + ":" + request_id;
 }
 
+// The namespace of owner ids' UUIDs (a constant of the protocol: changing it changes every
+// caller-given owner's field).
+constexpr const char* kOwnerIdNamespace = "582a18c8-c685-423e-bc63-c2b861deff6c";
+
+// The client-id half of the owner field of a caller-given owner id: its version-5 UUID in
+// kOwnerIdNamespace, lower-case hex with dashes.
+std::string owner_id_prefix(const std::string& owner_id);
+
 }  // namespace rlock::core
