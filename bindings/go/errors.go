@@ -31,7 +31,7 @@ const (
 	CodeBusy        Code = -18 // Redis is busy running a long script
 	CodeReadOnly    Code = -19 // the server is a read-only replica
 	CodeClosed      Code = -20 // the client or handle was closed
-	CodeDeadlock    Code = -21 // a read holder asked for the write lock
+	CodeDeadlock    Code = -21 // a reader asked for the write lock, or a holder asked again (non-reentrant)
 	CodeBadHandle   Code = -22 // a freed C handle was used (a binding bug: values check first)
 	CodeNotSynced   Code = -23 // replicas did not confirm the acquire in time; it was taken back
 	CodeForked      Code = -24 // a handle made before fork() was used in the child process

@@ -18,17 +18,20 @@ import (
 type kind int
 
 const (
-	kindReentrant kind = C.RLOCK_LOCK_REENTRANT
-	kindFenced    kind = C.RLOCK_LOCK_FENCED
-	kindSpin      kind = C.RLOCK_LOCK_SPIN
-	kindFair      kind = C.RLOCK_LOCK_FAIR
-	kindRead      kind = C.RLOCK_LOCK_READ
-	kindWrite     kind = C.RLOCK_LOCK_WRITE
+	kindReentrant        kind = C.RLOCK_LOCK_REENTRANT
+	kindFenced           kind = C.RLOCK_LOCK_FENCED
+	kindSpin             kind = C.RLOCK_LOCK_SPIN
+	kindFair             kind = C.RLOCK_LOCK_FAIR
+	kindRead             kind = C.RLOCK_LOCK_READ
+	kindWrite            kind = C.RLOCK_LOCK_WRITE
+	kindNonReentrant     kind = C.RLOCK_LOCK_NON_REENTRANT
+	kindNonReentrantFair kind = C.RLOCK_LOCK_NON_REENTRANT_FAIR
 )
 
 var kindNames = map[kind]string{
 	kindReentrant: "lock", kindFenced: "fenced lock", kindSpin: "spin lock",
 	kindFair: "fair lock", kindRead: "read lock", kindWrite: "write lock",
+	kindNonReentrant: "non-reentrant lock", kindNonReentrantFair: "non-reentrant fair lock",
 }
 
 // LockOption configures a lock made by Client.Lock and its siblings.
@@ -65,8 +68,9 @@ func WithSpinBackoff(initial, max time.Duration) LockOption {
 	}
 }
 
-// WithFairWaiterTimeout tunes a FairLock: how long a waiter without a deadline keeps its
-// place in the queue (default 5m) if it stops coming back because its process died.
+// WithFairWaiterTimeout tunes a FairLock or NonReentrantFairLock: how long a waiter without a
+// deadline keeps its place in the queue (default 5m) if it stops coming back because its
+// process died.
 func WithFairWaiterTimeout(d time.Duration) LockOption {
 	return func(c *lockConfig) {
 		c.fairWaitMS = c.positiveMS("WithFairWaiterTimeout", d)
@@ -77,7 +81,8 @@ func WithFairWaiterTimeout(d time.Duration) LockOption {
 // Lock is one named lock on Redis, owned by this value. It is safe for concurrent use and
 // behaves like a sync.Mutex shared by goroutines: a second Lock through the same value waits
 // until Unlock (from any goroutine). Separate values on the same name contend like separate
-// processes. Make one with Client.Lock, FencedLock, SpinLock, FairLock or ReadWriteLock.
+// processes. Make one with Client.Lock, FencedLock, SpinLock, FairLock, NonReentrantLock,
+// NonReentrantFairLock or ReadWriteLock.
 type Lock struct {
 	core
 	client *Client // kept alive while the lock lives
@@ -113,6 +118,21 @@ func (c *Client) FairLock(name string, opts ...LockOption) (*Lock, error) {
 	return c.newLock(name, kindFair, opts)
 }
 
+// NonReentrantLock returns the lock of Redisson's getNonReentrantLock: Lock's keys, but an
+// owner that holds it and asks again is refused (ErrDeadlock) rather than counted twice. A
+// value of this package never asks again, whatever the kind (a second Lock through a locked
+// value waits for its Unlock, as with sync.Mutex), so it behaves as Lock does here; use it to
+// share a name with Redisson's non-reentrant locks and the other bindings'.
+func (c *Client) NonReentrantLock(name string, opts ...LockOption) (*Lock, error) {
+	return c.newLock(name, kindNonReentrant, opts)
+}
+
+// NonReentrantFairLock returns the lock of Redisson's getNonReentrantFairLock: FairLock's keys
+// and order, not reentrant (see NonReentrantLock). See WithFairWaiterTimeout.
+func (c *Client) NonReentrantFairLock(name string, opts ...LockOption) (*Lock, error) {
+	return c.newLock(name, kindNonReentrantFair, opts)
+}
+
 func (c *Client) newLock(name string, k kind, opts []LockOption) (*Lock, error) {
 	cfg := lockConfig{leaseMS: int64(C.RLOCK_LEASE_WATCHDOG)}
 	for _, opt := range opts {
@@ -126,8 +146,9 @@ func (c *Client) newLock(name string, k kind, opts []LockOption) (*Lock, error) 
 		return nil, cfg.err
 	case cfg.spinSet && k != kindSpin:
 		return nil, invalid("%s %q: WithSpinBackoff applies only to SpinLock", kindNames[k], name)
-	case cfg.fairSet && k != kindFair:
-		return nil, invalid("%s %q: WithFairWaiterTimeout applies only to FairLock", kindNames[k], name)
+	case cfg.fairSet && k != kindFair && k != kindNonReentrantFair:
+		return nil, invalid("%s %q: WithFairWaiterTimeout applies only to FairLock and "+
+			"NonReentrantFairLock", kindNames[k], name)
 	case cfg.spinSet && cfg.spinInitialMS > cfg.spinMaxMS:
 		return nil, invalid("spin lock %q: WithSpinBackoff: initial backoff above the maximum", name)
 	}

@@ -525,6 +525,73 @@ func TestFairLockOrder(t *testing.T) {
 	}
 }
 
+func TestNonReentrantLocks(t *testing.T) {
+	c := newClient(t)
+	kinds := map[string]func(string, ...LockOption) (*Lock, error){
+		"plain": c.NonReentrantLock,
+		"fair": func(name string, opts ...LockOption) (*Lock, error) {
+			return c.NonReentrantFairLock(name, append(opts, WithFairWaiterTimeout(time.Minute))...)
+		},
+	}
+	for label, make := range kinds {
+		t.Run(label, func(t *testing.T) {
+			name := uniqueName(t)
+			a := mustLock(t, make, name)
+			b := mustLock(t, make, name)
+			if err := a.Lock(bg); err != nil {
+				t.Fatal(err)
+			}
+			field := c.ID() + ":" + fmt.Sprint(a.owner)
+			if got, err := redis.Do("HGET", name, field); err != nil || got != "1" {
+				t.Fatalf("HGET %s %s: want \"1\" (Redisson's layout), got %v %v", name, field, got, err)
+			}
+			// Through the value that holds it: the gate waits, as for every kind.
+			if ok, err := a.TryLock(bg, 100*time.Millisecond, 0); ok || err != nil {
+				t.Fatalf("TryLock through the holding value: want false, nil; got %v %v", ok, err)
+			}
+			if ok, err := b.TryLock(bg, 0, 0); ok || err != nil {
+				t.Fatalf("try-once on a held lock: want false, nil; got %v %v", ok, err)
+			}
+			got := result(func() error { return b.Lock(bg) })
+			time.Sleep(200 * time.Millisecond)
+			select {
+			case err := <-got:
+				t.Fatalf("the waiter got a held lock: %v", err)
+			default:
+			}
+			if err := a.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			if err := within(t, got, 5*time.Second, "the waiter"); err != nil {
+				t.Fatal(err)
+			}
+			// The kind reaches the library: an owner whose field is already on Redis (a hold
+			// this value's gate does not know of) is refused, not counted twice.
+			if err := b.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := redis.Do("HSET", name, field, "1"); err != nil {
+				t.Fatal(err)
+			}
+			ok, err := a.TryLock(bg, time.Second, 0)
+			if ok || !errors.Is(err, ErrDeadlock) {
+				t.Fatalf("acquire by an owner already on Redis: want ErrDeadlock, got %v %v", ok, err)
+			}
+			wantCode(t, err, CodeDeadlock, ErrDeadlock)
+			if n, _ := redis.Do("HGET", name, field); n != "1" {
+				t.Fatalf("the refused acquire changed the count to %v", n)
+			}
+			if deleted, err := a.ForceUnlock(bg); !deleted || err != nil {
+				t.Fatalf("ForceUnlock: %v %v", deleted, err)
+			}
+		})
+	}
+	_, err := c.NonReentrantLock("x", WithFairWaiterTimeout(time.Minute))
+	if !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("WithFairWaiterTimeout on NonReentrantLock: want ErrInvalidArgument, got %v", err)
+	}
+}
+
 func TestReadWriteLock(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)

@@ -68,7 +68,10 @@ static_assert(int{RLOCK_LOCK_REENTRANT} == static_cast<int>(core::LockKind::Reen
                   int{RLOCK_LOCK_SPIN} == static_cast<int>(core::LockKind::Spin) &&
                   int{RLOCK_LOCK_FAIR} == static_cast<int>(core::LockKind::Fair) &&
                   int{RLOCK_LOCK_READ} == static_cast<int>(core::LockKind::Read) &&
-                  int{RLOCK_LOCK_WRITE} == static_cast<int>(core::LockKind::Write),
+                  int{RLOCK_LOCK_WRITE} == static_cast<int>(core::LockKind::Write) &&
+                  int{RLOCK_LOCK_NON_REENTRANT} == static_cast<int>(core::LockKind::NonReentrant) &&
+                  int{RLOCK_LOCK_NON_REENTRANT_FAIR} ==
+                      static_cast<int>(core::LockKind::NonReentrantFair),
               "lock kinds must agree");
 
 namespace {
@@ -493,7 +496,7 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
       if (opts->lease_ms != 0) options.lease_ms = opts->lease_ms;
       if (opts->version >= 2) {
         const int kind = raw_enum(opts->kind);
-        if (kind < RLOCK_LOCK_REENTRANT || kind > RLOCK_LOCK_WRITE) {
+        if (kind < RLOCK_LOCK_REENTRANT || kind > RLOCK_LOCK_NON_REENTRANT_FAIR) {
           return invalid(("kind " + std::to_string(kind) + " is not an rlock_lock_kind").c_str());
         }
         options.kind = static_cast<core::LockKind>(kind);

@@ -2,8 +2,10 @@
 -- KEYS[1] lock hash, KEYS[2] queue "redisson_lock_queue:{N}", KEYS[3] deadlines
 -- "redisson_lock_timeout:{N}", KEYS[4] (optional) fencing token counter.
 -- ARGV[1] lease ms, ARGV[2] owner, ARGV[3] wait allowance ms, ARGV[4] now (ms since the epoch),
--- ARGV[5] "1" to join the queue when the lock cannot be had, "0" to only try.
--- Returns {1, hold count, token or 0} when held, else {0, ms to sleep at most or -1}.
+-- ARGV[5] "1" to join the queue when the lock cannot be had, "0" to only try, ARGV[6]
+-- (optional) "1" for the non-reentrant fair lock (Redisson's getNonReentrantFairLock).
+-- Returns {1, hold count, token or 0} when held, {-1, 0} when the owner of a non-reentrant lock
+-- asks for it again (only the pruning changes anything), else {0, ms to sleep at most or -1}.
 local lease, allowance, now = tonumber(ARGV[1]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if not lease or lease <= 0 or lease ~= math.floor(lease) then
   return redis.error_reply('ERR rlock: lease must be a positive whole number of milliseconds')
@@ -33,6 +35,9 @@ if redis.call('exists', KEYS[1]) == 0 and
   return granted(count)
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if ARGV[6] == '1' then
+    return {-1, 0}
+  end
   local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return granted(count)

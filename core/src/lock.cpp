@@ -217,9 +217,8 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
     return confirm_grant(plan, sent, wanted, acked, &in_flight);
   }
   if (got.verdict == kinds::AcquireReply::Verdict::Refused) {
-    return {fail(kDeadlock, "lock " + printable(name_) + ": " + plan.base_owner +
-                                " holds the read lock and asked for the write lock; upgrading "
-                                "is not supported (release the read lock first)"),
+    return {fail(kDeadlock,
+                 "lock " + printable(name_) + ": " + plan.base_owner + " " + kind_->refusal()),
             0};
   }
   return {kTimedOut, got.pttl};

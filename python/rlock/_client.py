@@ -508,6 +508,58 @@ class Client:
             owner_id=owner_id,
         )
 
+    def non_reentrant_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
+    ) -> "Lock":
+        """A lock its holder cannot acquire again (Redisson ``getNonReentrantLock``): a second
+        ``acquire()`` by the owner holding it raises ``DeadlockError`` at once, whatever the
+        timeout, and leaves its one hold as it was. Otherwise as ``lock()``, with the same keys
+        on Redis. ``owner``, ``thread_local``: as for ``lock()``."""
+        return Lock._make(
+            self,
+            name,
+            _native.KIND_NON_REENTRANT,
+            lease,
+            blocking_timeout,
+            owner,
+            thread_local,
+            owner_id=owner_id,
+        )
+
+    def non_reentrant_fair_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        waiter_timeout: float = _LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
+        owner: str = "object",
+        thread_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
+    ) -> "Lock":
+        """``fair_lock()`` that its holder cannot acquire again (Redisson
+        ``getNonReentrantFairLock``): a second ``acquire()`` by the owner holding it raises
+        ``DeadlockError`` at once. ``waiter_timeout``, ``owner``, ``thread_local``: as for
+        ``fair_lock()``."""
+        return Lock._make(
+            self,
+            name,
+            _native.KIND_NON_REENTRANT_FAIR,
+            lease,
+            blocking_timeout,
+            owner,
+            thread_local,
+            fair_wait_ms=_duration_ms(waiter_timeout, "waiter_timeout"),
+            owner_id=owner_id,
+        )
+
     def read_write_lock(
         self,
         name: Name,
@@ -571,7 +623,8 @@ class Lock:
     Used like ``threading.RLock``: ``with lock: ...``, or ``acquire()`` / ``release()``.
     By default (``owner="object"``) ownership is per Lock object and per thread, or greenlet
     under gevent and eventlet: the thread that acquired must release, and may acquire again
-    through the same object (each acquire needs one release); other threads sharing the
+    through the same object (each acquire needs one release; the non-reentrant kinds raise
+    ``DeadlockError`` instead); other threads sharing the
     object, and other Lock objects even in the same thread, contend. See ``Client.lock`` for
     the other owners. Dropping the object without releasing stops its lease renewal, so the
     lock frees itself within the lease.
@@ -606,6 +659,8 @@ class Lock:
         _native.KIND_FAIR: "FairLock",
         _native.KIND_READ: "ReadLock",
         _native.KIND_WRITE: "WriteLock",
+        _native.KIND_NON_REENTRANT: "NonReentrantLock",
+        _native.KIND_NON_REENTRANT_FAIR: "NonReentrantFairLock",
     }
 
     def __init__(self) -> None:

@@ -315,6 +315,51 @@ class Client:
             task_local=task_local,
         )
 
+    def non_reentrant_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        owner: str = "object",
+        task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
+    ) -> "Lock":
+        """See ``rlock.Client.non_reentrant_lock``; ``owner``, ``task_local`` as for
+        ``lock()``."""
+        return Lock(
+            self._sync.non_reentrant_lock(
+                name, lease=lease, blocking_timeout=blocking_timeout, owner_id=owner_id
+            ),
+            owner=owner,
+            task_local=task_local,
+        )
+
+    def non_reentrant_fair_lock(
+        self,
+        name: Name,
+        *,
+        lease: Optional[float] = None,
+        blocking_timeout: Optional[float] = None,
+        waiter_timeout: float = _client._LOCK_DEFAULTS["fair_wait_ms"] / 1000.0,
+        owner: str = "object",
+        task_local: bool = True,
+        owner_id: "Union[str, bytes, int, None]" = None,
+    ) -> "Lock":
+        """See ``rlock.Client.non_reentrant_fair_lock``; ``owner``, ``task_local`` as for
+        ``lock()``."""
+        return Lock(
+            self._sync.non_reentrant_fair_lock(
+                name,
+                lease=lease,
+                blocking_timeout=blocking_timeout,
+                waiter_timeout=waiter_timeout,
+                owner_id=owner_id,
+            ),
+            owner=owner,
+            task_local=task_local,
+        )
+
     def read_write_lock(
         self,
         name: Name,

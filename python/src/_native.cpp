@@ -1545,6 +1545,8 @@ PYBIND11_MODULE(_native, m) {
   m.attr("KIND_FAIR") = static_cast<int>(RLOCK_LOCK_FAIR);
   m.attr("KIND_READ") = static_cast<int>(RLOCK_LOCK_READ);
   m.attr("KIND_WRITE") = static_cast<int>(RLOCK_LOCK_WRITE);
+  m.attr("KIND_NON_REENTRANT") = static_cast<int>(RLOCK_LOCK_NON_REENTRANT);
+  m.attr("KIND_NON_REENTRANT_FAIR") = static_cast<int>(RLOCK_LOCK_NON_REENTRANT_FAIR);
 
   def_lock_state(m);
 

@@ -219,6 +219,8 @@ static void test_initializer_macros(void) {
   CHECK_EQ_INT(RLOCK_LOCK_STATE_VERSION, 2);
   CHECK_EQ_INT(RLOCK_LOCK_READ, 4);
   CHECK_EQ_INT(RLOCK_LOCK_WRITE, 5);
+  CHECK_EQ_INT(RLOCK_LOCK_NON_REENTRANT, 6);
+  CHECK_EQ_INT(RLOCK_LOCK_NON_REENTRANT_FAIR, 7);
   CHECK_EQ_INT(RLOCK_EDEADLK, -21);
   CHECK(st.locked == 0 && st.held_by_me == 0 && st.hold_count == 0 && st.ttl_ms == 0);
   CHECK(st.owner_count == 0 && st.owner == NULL && st.owner_len == 0 && st.owner_hold_count == 0);

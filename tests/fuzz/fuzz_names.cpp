@@ -163,7 +163,7 @@ void check_lock(const std::string& name, core::LockKind kind) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  const auto kind = static_cast<core::LockKind>(data[0] % 6);
+  const auto kind = static_cast<core::LockKind>(data[0] % 8);
   g_name.assign(reinterpret_cast<const char*>(data + 1), size - 1);
   check_derived(g_name);
   check_lock(g_name, kind);

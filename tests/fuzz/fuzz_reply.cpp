@@ -323,7 +323,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const Reply& e : r->elements) pending.push_back(&e);
   }
 
-  const auto kind = static_cast<core::LockKind>(data[0] % 6);
+  const auto kind = static_cast<core::LockKind>(data[0] % 8);
   const Op ops[] = {static_cast<Op>(data[1] % 7), static_cast<Op>(data[2] % 7)};
 
   auto owned = std::make_unique<fuzz::ScriptedTransport>();

@@ -6,9 +6,10 @@ and Java workers:
 Each iteration takes the lock NAMES[i % len], enters DIR/NAME.inside exclusively (exit 3 if
 another owner is inside), adds one to DIR/NAME.count, leaves and releases.
 
-RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair or write (the write
-half of a read-write lock). With fenced, each section also appends its fencing token as a line
-to DIR/NAME.tokens, so the file lists the tokens in the order the lock was held."""
+RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair, write (the write
+half of a read-write lock), non-reentrant or non-reentrant-fair. With fenced, each section also
+appends its fencing token as a line to DIR/NAME.tokens, so the file lists the tokens in the
+order the lock was held."""
 
 import os
 import sys
@@ -25,6 +26,8 @@ def main(argv: list) -> int:
             "fenced": client.fenced_lock,
             "fair": client.fair_lock,
             "write": lambda n: client.read_write_lock(n).write_lock(),
+            "non-reentrant": client.non_reentrant_lock,
+            "non-reentrant-fair": client.non_reentrant_fair_lock,
         }
         locks = [makers[kind](n) for n in names]
         for i in range(iterations):

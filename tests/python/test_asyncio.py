@@ -236,6 +236,26 @@ def test_read_write_lock_tasks(aclient, name):
     run(main())
 
 
+@pytest.mark.parametrize("kind", ["non_reentrant_lock", "non_reentrant_fair_lock"])
+def test_non_reentrant_lock_refuses_its_task(aclient, name, kind):
+    lock = getattr(aclient, kind)(name)
+    assert repr(lock).startswith("<rlock.asyncio.NonReentrant")
+
+    async def main():
+        async with lock:
+            with pytest.raises(rlock.DeadlockError):
+                await lock.acquire()
+            with pytest.raises(rlock.DeadlockError):
+                await lock.acquire(blocking=False)
+            other = asyncio.create_task(lock.acquire(timeout=0.2))
+            assert await other is False  # another task is another owner: it waits
+            assert await lock.hold_count() == 1
+        assert await lock.acquire(blocking=False) is True
+        await lock.release()
+
+    run(main())
+
+
 def test_outside_a_task_is_an_error(aclient, name):
     lock = aclient.lock(name)
     with pytest.raises(RuntimeError):

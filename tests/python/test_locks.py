@@ -283,6 +283,75 @@ def test_fair_lock_serves_in_arrival_order(client, name):
     assert order == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("kind", ["non_reentrant_lock", "non_reentrant_fair_lock"])
+def test_non_reentrant_lock_refuses_its_holder(client, make_client, name, r, kind):
+    lock = getattr(client, kind)(name)
+    assert repr(lock).startswith("<rlock.NonReentrant")
+    assert lock.acquire() is True
+    assert r.hgetall(name) == {lock.owner.encode(): b"1"}  # Redisson's layout
+    for attempt in (dict(), dict(blocking=False), dict(timeout=5)):
+        start = time.monotonic()
+        with pytest.raises(rlock.DeadlockError, match="not reentrant") as info:
+            lock.acquire(**attempt)
+        assert info.value.code == -21  # RLOCK_EDEADLK
+        assert time.monotonic() - start < 1.0  # at once, not after the wait
+    with pytest.raises(rlock.DeadlockError):
+        with lock:
+            pass
+    assert r.hgetall(name) == {lock.owner.encode(): b"1"}
+    assert lock.hold_count() == 1 and lock.held()
+
+    # Another owner is excluded, then woken by the one release that frees the lock.
+    other = getattr(make_client(), kind)(name)
+    assert other.acquire(blocking=False) is False
+    got = {}
+
+    def wait():
+        got["ok"] = other.acquire(timeout=10)
+        got["at"] = time.monotonic()
+        got["owner"] = other.owner  # this thread's
+
+    t = threading.Thread(target=wait)
+    t.start()
+    time.sleep(0.3)
+    assert "ok" not in got
+    released_at = time.monotonic()
+    lock.release()
+    t.join(timeout=15)
+    assert got["ok"] is True
+    assert got["at"] - released_at < 1.0
+    assert r.hgetall(name) == {got["owner"].encode(): b"1"}
+    with pytest.raises(rlock.NotHeldError):
+        lock.release()
+    assert other.force_unlock() is True
+    assert r.exists(name) == 0
+
+
+def test_non_reentrant_fair_lock_serves_in_arrival_order(client, name, r):
+    lock = client.non_reentrant_fair_lock(name, waiter_timeout=30)
+    lock.acquire()
+    order = []
+    threads = []
+    for i in range(3):
+
+        def wait(i=i):
+            with lock:
+                order.append(i)
+
+        t = threading.Thread(target=wait)
+        t.start()
+        threads.append(t)
+        assert wait_until(lambda i=i: r.llen(f"redisson_lock_queue:{{{name}}}") == i + 1)
+    with pytest.raises(rlock.DeadlockError):
+        lock.acquire()
+    assert r.llen(f"redisson_lock_queue:{{{name}}}") == 3  # the holder did not queue
+    lock.release()
+    for t in threads:
+        t.join(timeout=10)
+    assert order == [0, 1, 2]
+    assert r.exists(name, f"redisson_lock_queue:{{{name}}}") == 0
+
+
 def test_read_write_lock(client, name):
     rw = client.read_write_lock(name)
     read, write = rw.read_lock(), rw.write_lock()

@@ -21,7 +21,8 @@ Reads commands on stdin and answers each with one line on stdout (times are epoc
     latch_count NAME         -> "COUNT" (0: open)
     latch_delete NAME        -> "true" / "false" (deleted a latch)
     quit
-A failure answers "error ExceptionClass: message". KIND: reentrant, fenced, fair, read, write.
+A failure answers "error ExceptionClass: message". KIND: reentrant, fenced, fair, read, write,
+non-reentrant, non-reentrant-fair.
 WAIT_MS: -1 waits for ever, 0 tries once. LEASE_MS: > 0, -1 no lease (never expires, as
 Redisson's -1), 0 the watchdog (renewed while the peer lives). WAITED_MS is the time the call
 took; ID is the permit id (32 hex digits). Every command runs on the main thread, so the peer
@@ -140,6 +141,8 @@ def main(argv: list) -> int:
                     "reentrant": client.lock,
                     "fenced": client.fenced_lock,
                     "fair": client.fair_lock,
+                    "non-reentrant": client.non_reentrant_lock,
+                    "non-reentrant-fair": client.non_reentrant_fair_lock,
                 }[kind](name)
             locks[kind, name] = made
         return locks[kind, name]

@@ -112,7 +112,8 @@ typedef enum rlock_error_code {
   RLOCK_EBUSY = -18,        /* Redis is busy running a long script */
   RLOCK_EREADONLY = -19,    /* the server is a read-only replica */
   RLOCK_ECLOSED = -20,      /* the client behind this handle was freed */
-  RLOCK_EDEADLK = -21,      /* would wait for itself: a read holder asked for the write lock */
+  RLOCK_EDEADLK = -21,      /* would wait for itself: a read holder asked for the write lock, or
+                             * the holder of a non-reentrant lock asked for it again */
   RLOCK_EBADHANDLE = -22,   /* the handle was freed already, or is not one rlock made */
   RLOCK_ENOTSYNCED = -23,   /* the replicas did not confirm an acquire in time: taken back */
   RLOCK_EFORKED = -24,      /* the handle was made before fork() in a parent process */
@@ -273,7 +274,12 @@ typedef enum rlock_lock_kind {
    * kind on the same name. Readers share; a writer excludes everyone else; a writer may also
    * take the read lock (downgrade); a reader asking for the write lock gets RLOCK_EDEADLK. */
   RLOCK_LOCK_READ = 4,
-  RLOCK_LOCK_WRITE = 5
+  RLOCK_LOCK_WRITE = 5,
+  /* Not reentrant (Redisson 4.4+ getNonReentrantLock / getNonReentrantFairLock): the reentrant
+   * and fair layouts, but an owner that holds the lock and acquires it again gets RLOCK_EDEADLK
+   * at once (nothing changes on Redis; its one hold stays), whatever the wait. */
+  RLOCK_LOCK_NON_REENTRANT = 6,
+  RLOCK_LOCK_NON_REENTRANT_FAIR = 7 /* first come, first served, as RLOCK_LOCK_FAIR */
 } rlock_lock_kind;
 
 typedef struct rlock_lock_options {
@@ -283,7 +289,7 @@ typedef struct rlock_lock_options {
   rlock_lock_kind kind;    /* default RLOCK_LOCK_REENTRANT */
   int64_t spin_initial_ms; /* spin lock: first backoff, default 1 */
   int64_t spin_max_ms;     /* spin lock: the backoff doubles up to this, default 128 */
-  int64_t fair_wait_ms;    /* fair lock: how long a queued waiter keeps its place without
+  int64_t fair_wait_ms;    /* fair locks: how long a queued waiter keeps its place without
                               coming back (so a dead waiter stalls the queue at most this long),
                               when the acquire's own wait is unbounded; default 300000 */
   /* version 3 */
@@ -664,11 +670,13 @@ RLOCK_API int rlock_client_set_event_callback(rlock_client *client, rlock_event_
  * older); every string and array in them is borrowed from the result, valid until it is freed. */
 
 /* What a name's keys look like. A spin lock has the reentrant layout, and a fair lock with an
- * empty queue looks like a reentrant one: the keys cannot tell them apart. Kinds are only ever
- * appended: treat a value you do not know as RLOCK_FOUND_NOT_A_LOCK. */
+ * empty queue looks like a reentrant one: the keys cannot tell them apart. Nor can they tell a
+ * non-reentrant lock from a reentrant one held once (or a non-reentrant fair lock from a fair
+ * one): those are found as REENTRANT and FAIR. Kinds are only ever appended: treat a value you
+ * do not know as RLOCK_FOUND_NOT_A_LOCK. */
 typedef enum rlock_found_kind {
   RLOCK_FOUND_NOTHING = 0,    /* no key of any lock layout */
-  RLOCK_FOUND_REENTRANT = 1,  /* the lock hash alone (reentrant or spin) */
+  RLOCK_FOUND_REENTRANT = 1,  /* the lock hash alone (reentrant, spin or non-reentrant) */
   RLOCK_FOUND_FENCED = 2,     /* a token counter (with or without the hash) */
   RLOCK_FOUND_FAIR = 3,       /* a fair queue or deadline set (with or without the hash) */
   RLOCK_FOUND_READ_WRITE = 4, /* the hash has a `mode` field */

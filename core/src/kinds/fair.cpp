@@ -1,6 +1,7 @@
 // The fair lock: the reentrant hash N plus a queue of waiters (list redisson_lock_queue:{N}) and
 // their deadlines (sorted set redisson_lock_timeout:{N}). A release wakes only the queue's head,
-// on a channel of its own.
+// on a channel of its own. The non-reentrant fair lock has the same keys; its holder asking again
+// is refused.
 #include <algorithm>
 #include <chrono>
 
@@ -20,8 +21,9 @@ std::string epoch_ms() {
 
 class Fair : public Kind {
  public:
-  explicit Fair(const std::string& name)
+  Fair(LockKind kind, const std::string& name)
       : Kind(name, lock_channel(name)),
+        reentrant_(kind == LockKind::Fair),
         token_counter_(token_counter(name)),
         queue_(fair_queue(name)),
         deadlines_(fair_deadlines(name)) {}
@@ -35,14 +37,17 @@ class Fair : public Kind {
   int64_t revisit_ms(int64_t queue_allowance_ms) const override {
     return std::max<int64_t>(1, queue_allowance_ms / 4);
   }
+  const char* refusal() const override {
+    return "already holds it, and the lock is not reentrant (release it first)";
+  }
 
   Call acquire(const AcquireRequest& q) const override {
     Strings keys{name_, queue_, deadlines_};
     if (q.fenced) keys.push_back(token_counter_);
-    return {&scripts::fair_acquire,
-            std::move(keys),
-            {q.lease_ms, q.owner, std::to_string(q.queue_allowance_ms), epoch_ms(),
-             q.join_queue ? "1" : "0"}};
+    Strings argv{q.lease_ms, q.owner, std::to_string(q.queue_allowance_ms), epoch_ms(),
+                 q.join_queue ? "1" : "0"};
+    if (!reentrant_) argv.emplace_back("1");
+    return {&scripts::fair_acquire, std::move(keys), std::move(argv)};
   }
 
   Call release(const ReleaseRequest& q) const override {
@@ -72,6 +77,7 @@ class Fair : public Kind {
   }
 
  private:
+  const bool reentrant_;
   const std::string token_counter_;
   const std::string queue_;
   const std::string deadlines_;
@@ -79,8 +85,8 @@ class Fair : public Kind {
 
 }  // namespace
 
-std::unique_ptr<const Kind> make_fair(const std::string& name) {
-  return std::make_unique<Fair>(name);
+std::unique_ptr<const Kind> make_fair(LockKind kind, const std::string& name) {
+  return std::make_unique<Fair>(kind, name);
 }
 
 }  // namespace rlock::core::kinds

@@ -56,9 +56,11 @@ std::unique_ptr<const Kind> make_kind(LockKind kind, const std::string& name) {
     case LockKind::Reentrant:
     case LockKind::Fenced:
     case LockKind::Spin:
+    case LockKind::NonReentrant:
       return make_plain(kind, name);
     case LockKind::Fair:
-      return make_fair(name);
+    case LockKind::NonReentrantFair:
+      return make_fair(kind, name);
     case LockKind::Read:
       return make_read(name);
     case LockKind::Write:

@@ -3,7 +3,8 @@
 // waiting, the holds bookkeeping and the messages. Each kind family has its own file here.
 //
 // A new kind: a file defining a Kind subclass and its make_ function (declared below), one line
-// in make_kind (kind.cpp), the file in core/CMakeLists.txt, and a LockKind value.
+// in make_kind (kind.cpp), the file in core/CMakeLists.txt, and a LockKind value. A variant of
+// an existing kind (the non-reentrant ones) is a flag of that kind's class instead.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +91,8 @@ class Kind {
   virtual bool counts_holds_on_server() const { return false; }
   // A waiter must try again at least this often to keep its place (0: no such need).
   virtual int64_t revisit_ms(int64_t /*queue_allowance_ms*/) const { return 0; }
+  // Why an acquire answered Refused, said of the owner that asked.
+  virtual const char* refusal() const { return "was refused the lock"; }
 
   virtual Call acquire(const AcquireRequest& request) const = 0;
   virtual Call release(const ReleaseRequest& request) const = 0;
@@ -122,9 +125,10 @@ class Kind {
 // Throws Error(kInvalid) for a value that is no LockKind.
 std::unique_ptr<const Kind> make_kind(LockKind kind, const std::string& name);
 
-// Reentrant, Fenced and Spin: one hash and the same scripts.
+// Reentrant, Fenced, Spin and NonReentrant: one hash and the same scripts.
 std::unique_ptr<const Kind> make_plain(LockKind kind, const std::string& name);
-std::unique_ptr<const Kind> make_fair(const std::string& name);
+// Fair and NonReentrantFair.
+std::unique_ptr<const Kind> make_fair(LockKind kind, const std::string& name);
 std::unique_ptr<const Kind> make_read(const std::string& name);
 std::unique_ptr<const Kind> make_write(const std::string& name);
 

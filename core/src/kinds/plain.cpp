@@ -1,6 +1,7 @@
-// Reentrant, fenced and spin locks: hash N, field "<client-id>:<thread-id>" = hold count, wake-ups
-// on redisson_lock__channel:{N}; a fenced acquire also advances redisson_lock_token:{N}. They
-// differ only in how they wait and whether every acquire is fenced.
+// Reentrant, fenced, spin and non-reentrant locks: hash N, field "<client-id>:<thread-id>" = hold
+// count, wake-ups on redisson_lock__channel:{N}; a fenced acquire also advances
+// redisson_lock_token:{N}. They differ only in how they wait, whether every acquire is fenced,
+// and whether a holder may acquire again (the non-reentrant lock's count stays 1).
 #include "kind.hpp"
 #include "rlock/core/names.hpp"
 
@@ -16,11 +17,16 @@ class Plain : public Kind {
   bool spins() const override { return kind_ == LockKind::Spin; }
   // A spin lock has no channel to sleep on.
   bool yields_to_local_waiters() const override { return kind_ != LockKind::Spin; }
+  const char* refusal() const override {
+    return "already holds it, and the lock is not reentrant (release it first)";
+  }
 
   Call acquire(const AcquireRequest& q) const override {
     Strings keys{name_};
     if (q.fenced) keys.push_back(token_counter_);
-    return {&scripts::acquire, std::move(keys), {q.lease_ms, q.owner}};
+    Strings argv{q.lease_ms, q.owner};
+    if (kind_ == LockKind::NonReentrant) argv.emplace_back("1");
+    return {&scripts::acquire, std::move(keys), std::move(argv)};
   }
 
   Call release(const ReleaseRequest& q) const override {

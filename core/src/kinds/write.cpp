@@ -18,6 +18,10 @@ class Write : public Kind {
     return "fencing tokens are not available for read-write locks";
   }
   bool counts_holds_on_server() const override { return true; }
+  const char* refusal() const override {
+    return "holds the read lock and asked for the write lock; upgrading is not supported "
+           "(release the read lock first)";
+  }
 
   // The plain owner lets the script see this owner's read holds (no upgrade: refused).
   Call acquire(const AcquireRequest& q) const override {

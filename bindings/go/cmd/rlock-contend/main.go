@@ -8,9 +8,10 @@
 // removes DIR/NAME.inside and releases the lock. Any other error: message on stderr, exit 1.
 // At the end it prints "ok ITERATIONS".
 //
-// RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair or write (the
-// write half of a read-write lock). With fenced, each section also appends its fencing token
-// as a line to DIR/NAME.tokens, so the file lists the tokens in the order the lock was held.
+// RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair, write (the
+// write half of a read-write lock), non-reentrant or non-reentrant-fair. With fenced, each
+// section also appends its fencing token as a line to DIR/NAME.tokens, so the file lists the
+// tokens in the order the lock was held.
 package main
 
 import (
@@ -102,8 +103,13 @@ func newLock(client *rlock.Client, kind, name string) (*rlock.Lock, error) {
 			return nil, err
 		}
 		return rw.WriteLock(), nil
+	case "non-reentrant":
+		return client.NonReentrantLock(name)
+	case "non-reentrant-fair":
+		return client.NonReentrantFairLock(name)
 	}
-	return nil, fmt.Errorf("RLOCK_WORKER_KIND must be reentrant, fenced, fair or write, not %q", kind)
+	return nil, fmt.Errorf("RLOCK_WORKER_KIND must be reentrant, fenced, fair, write, "+
+		"non-reentrant or non-reentrant-fair, not %q", kind)
 }
 
 // appendToken records the fencing token of the hold, in lock order.

@@ -11,11 +11,12 @@
 
 namespace rlock::core {
 
-// What a name's keys look like. Spin locks share the reentrant layout, and a fair lock with an
-// empty queue looks like a reentrant one: the keys cannot tell them apart.
+// What a name's keys look like. Spin and non-reentrant locks share the reentrant layout (a
+// non-reentrant fair lock the fair one), and a fair lock with an empty queue looks like a
+// reentrant one: the keys cannot tell them apart.
 enum class FoundKind {
   Nothing = 0,    // no key of any layout
-  Reentrant = 1,  // the lock hash alone (reentrant or spin)
+  Reentrant = 1,  // the lock hash alone (reentrant, spin or non-reentrant)
   Fenced = 2,     // the lock hash and a token counter
   Fair = 3,       // a fair queue or deadline set (with or without the hash)
   ReadWrite = 4,  // the hash has a `mode` field

@@ -49,8 +49,19 @@ struct AcquireArgs {
 };
 
 // Read and Write are the two halves of one read-write lock: handles of both kinds on one name
-// share the hash (field 'mode', readers "<owner>", the writer "<owner>:write").
-enum class LockKind { Reentrant = 0, Fenced = 1, Spin = 2, Fair = 3, Read = 4, Write = 5 };
+// share the hash (field 'mode', readers "<owner>", the writer "<owner>:write"). The
+// non-reentrant kinds keep the reentrant and fair layouts, but an owner that holds the lock and
+// asks again is refused (kDeadlock) instead of counting a second hold.
+enum class LockKind {
+  Reentrant = 0,
+  Fenced = 1,
+  Spin = 2,
+  Fair = 3,
+  Read = 4,
+  Write = 5,
+  NonReentrant = 6,
+  NonReentrantFair = 7,
+};
 
 struct LockOptions {
   int64_t lease_ms = kLeaseWatchdog;  // default lease of acquires

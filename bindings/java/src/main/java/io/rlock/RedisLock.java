@@ -17,7 +17,8 @@ import java.util.concurrent.locks.Lock;
  *
  * <p>The owner is the calling Java thread ({@link Thread#getId()}), as in Redisson: the thread
  * that locked must unlock, and it may lock again (each lock needs one unlock), like
- * {@link java.util.concurrent.locks.ReentrantLock}. One RedisLock may be shared by threads;
+ * {@link java.util.concurrent.locks.ReentrantLock}; the non-reentrant kinds throw
+ * {@link LockAlreadyHeldException} instead. One RedisLock may be shared by threads;
  * each contends as its own owner. Without a lease, a hold is renewed by the client's watchdog
  * until unlocked.
  *
@@ -92,7 +93,8 @@ public class RedisLock implements Lock {
   /**
    * Tries once: true when acquired. False too for a reader of a read-write lock asking for its
    * write lock, which it cannot get while it reads (as in Redisson); {@link #lock()} throws
-   * {@link RedisLockDeadlockException} there instead of waiting for ever.
+   * {@link RedisLockDeadlockException} there instead of waiting for ever. The holder of a
+   * non-reentrant lock gets {@link LockAlreadyHeldException} from both, as in Redisson.
    */
   @Override
   public boolean tryLock() {

@@ -485,6 +485,26 @@ public final class RedisLockClient implements AutoCloseable {
     return new RedisFencedLock(this, name, newLock(name, NativeLock.KIND_FENCED));
   }
 
+  /**
+   * A lock its holding thread cannot lock again (Redisson's getNonReentrantLock): lock() and
+   * tryLock() by that thread throw {@link LockAlreadyHeldException} (an
+   * IllegalMonitorStateException) at once and leave its one hold as it was. Same keys as
+   * {@link #getLock}.
+   */
+  public RedisLock getNonReentrantLock(String name) {
+    return new RedisLock(this, name, newLock(name, NativeLock.KIND_NON_REENTRANT),
+        "RedisNonReentrantLock");
+  }
+
+  /**
+   * {@link #getFairLock} that its holding thread cannot lock again (Redisson's
+   * getNonReentrantFairLock), as {@link #getNonReentrantLock}.
+   */
+  public RedisLock getNonReentrantFairLock(String name) {
+    return new RedisLock(this, name, newLock(name, NativeLock.KIND_NON_REENTRANT_FAIR),
+        "RedisNonReentrantFairLock");
+  }
+
   /** A read-write lock (RReadWriteLock): shared readers, one exclusive writer. */
   public RedisReadWriteLock getReadWriteLock(String name) {
     NativeLock read = newLock(name, NativeLock.KIND_READ);
@@ -568,7 +588,8 @@ public final class RedisLockClient implements AutoCloseable {
   }
 
   private NativeLock newLock(String name, int kind) {
-    long fairWait = kind == NativeLock.KIND_FAIR ? fairWaitMs : 0;
+    boolean fair = kind == NativeLock.KIND_FAIR || kind == NativeLock.KIND_NON_REENTRANT_FAIR;
+    long fairWait = fair ? fairWaitMs : 0;
     return nativeClient.newLock(name, nameBytes(name, "lock name"), kind, fairWait);
   }
 

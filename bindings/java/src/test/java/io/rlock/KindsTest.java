@@ -2,17 +2,20 @@ package io.rlock;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** Fair, spin, read-write, multi-lock and RedLock. */
+/** Fair, non-reentrant, spin, read-write, multi-lock and RedLock. */
 @Timeout(60)
 class KindsTest extends ClientTestBase {
   @Test
@@ -37,6 +40,47 @@ class KindsTest extends ClientTestBase {
       f.get(30, TimeUnit.SECONDS);
     }
     assertEquals(List.of(0, 1, 2), order);
+  }
+
+  @Test
+  void nonReentrantLocksRefuseTheirHolderAsRedissonDoes() throws Exception {
+    for (boolean fair : new boolean[] {false, true}) {
+      String name = TestRedis.uniqueName(fair ? "nr-fair" : "nr");
+      RedisLock lock = fair ? client.getNonReentrantFairLock(name)
+          : client.getNonReentrantLock(name);
+      assertEquals(60, contend(lock, 3, 20));
+      lock.lock();
+      // Redisson 4.7 throws IllegalMonitorStateException from lock() and every tryLock().
+      LockAlreadyHeldException again = assertThrows(LockAlreadyHeldException.class, lock::lock);
+      assertEquals(-21, again.getCode());
+      assertTrue(again.getMessage().contains("not reentrant"), again.getMessage());
+      assertThrows(IllegalMonitorStateException.class, lock::tryLock);
+      assertThrows(IllegalMonitorStateException.class, () -> lock.tryLock(5, TimeUnit.SECONDS));
+      assertThrows(IllegalMonitorStateException.class, lock::lockInterruptibly);
+      ExecutionException async = assertThrows(ExecutionException.class,
+          () -> lock.lockAsync().get(10, TimeUnit.SECONDS));
+      assertInstanceOf(LockAlreadyHeldException.class, async.getCause());
+      assertEquals(1, lock.getHoldCount(), "nothing changed: still held once");
+      try (RawRedis raw = new RawRedis(TestRedis.tcpUrl())) {
+        String field = client.getId() + ":" + Thread.currentThread().getId();
+        assertEquals("1", new String((byte[]) raw.command("HGET", name, field),
+            StandardCharsets.UTF_8), "Redisson's layout: <client id>:<thread id> = 1");
+      }
+      assertFalse(other(lock::tryLock), "another thread is another owner: it is excluded");
+      Future<Boolean> waiter = pool.submit(() -> {
+        boolean got = lock.tryLock(10, TimeUnit.SECONDS);
+        if (got) {
+          lock.unlock();
+        }
+        return got;
+      });
+      Thread.sleep(200);
+      assertFalse(waiter.isDone());
+      lock.unlock(); // one unlock frees it
+      assertTrue(waiter.get(10, TimeUnit.SECONDS), "woken by the unlock");
+      assertFalse(lock.isLocked());
+      assertThrows(LockNotHeldException.class, lock::unlock);
+    }
   }
 
   @Test

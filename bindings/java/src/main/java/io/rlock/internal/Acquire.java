@@ -55,6 +55,8 @@ final class Acquire {
           target.call.acquire(p, waitMs, leaseMs, threadId, 0), null, target.handle));
     } catch (InterruptedException e) {
       throw new AssertionError("an uninterruptible wait was interrupted", e);
+    } catch (RuntimeException e) {
+      throw target.async.acquireFailure(e);
     }
   }
 
@@ -74,12 +76,16 @@ final class Acquire {
     if (VirtualThreads.current()) {
       return parkInterruptibly(target, waitMs, leaseMs, threadId);
     }
-    return target.handle.call(target.owner, p -> {
-      try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
-        return outcome(target.call.acquire(p, waitMs, leaseMs, threadId, waiter.token()), waiter,
-            target.handle);
-      }
-    });
+    try {
+      return target.handle.call(target.owner, p -> {
+        try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
+          return outcome(target.call.acquire(p, waitMs, leaseMs, threadId, waiter.token()),
+              waiter, target.handle);
+        }
+      });
+    } catch (RuntimeException e) {
+      throw target.async.acquireFailure(e);
+    }
   }
 
   /** Releases one hold of the owner, parking a virtual thread while it runs. */

@@ -19,6 +19,29 @@ enum AsyncTarget {
       RlockNative.releaseQuietly(ptr, threadId);
     }
   },
+  /** A non-reentrant lock: its holder asking again fails as Redisson's do. */
+  NON_REENTRANT_LOCK {
+    @Override
+    void startAcquire(long ptr, long waitMs, long leaseMs, long threadId, long cancelToken,
+        NativeCompletion completion) {
+      LOCK.startAcquire(ptr, waitMs, leaseMs, threadId, cancelToken, completion);
+    }
+
+    @Override
+    void startRelease(long ptr, long threadId, NativeCompletion completion) {
+      LOCK.startRelease(ptr, threadId, completion);
+    }
+
+    @Override
+    void releaseQuietly(long ptr, long threadId) {
+      LOCK.releaseQuietly(ptr, threadId);
+    }
+
+    @Override
+    RuntimeException acquireFailure(RuntimeException e) {
+      return Errors.alreadyHeld(e);
+    }
+  },
   GROUP {
     @Override
     void startAcquire(long ptr, long waitMs, long leaseMs, long threadId, long cancelToken,
@@ -45,4 +68,9 @@ enum AsyncTarget {
 
   /** Starts giving back a grant nobody will receive; its outcome is not reported. */
   abstract void releaseQuietly(long ptr, long threadId);
+
+  /** The exception an acquire that failed with `e` throws. */
+  RuntimeException acquireFailure(RuntimeException e) {
+    return e;
+  }
 }

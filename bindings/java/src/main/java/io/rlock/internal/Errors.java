@@ -1,5 +1,6 @@
 package io.rlock.internal;
 
+import io.rlock.LockAlreadyHeldException;
 import io.rlock.LockLostException;
 import io.rlock.LockNotHeldException;
 import io.rlock.RedisLockAuthException;
@@ -61,6 +62,18 @@ final class Errors {
       default:
         return new RedisLockException(message, code);
     }
+  }
+
+  /**
+   * RLOCK_EDEADLK of a non-reentrant lock's acquire means its holder asked again: Redisson throws
+   * IllegalMonitorStateException there. Other failures stay as they are.
+   */
+  static RuntimeException alreadyHeld(RuntimeException e) {
+    if (e instanceof RedisLockDeadlockException) {
+      RedisLockDeadlockException deadlock = (RedisLockDeadlockException) e;
+      return new LockAlreadyHeldException(deadlock.getMessage(), deadlock.getCode());
+    }
+    return e;
   }
 
   /** For a handle closed on the Java side (no C call made). */

@@ -74,7 +74,7 @@ public final class NativeClient implements AutoCloseable {
         handle.releaseChild();
         throw e;
       }
-      return new NativeLock(ptr, name, handle);
+      return new NativeLock(ptr, name, handle, kind);
     });
   }
 

@@ -14,6 +14,8 @@ public final class NativeLock implements AutoCloseable {
   public static final int KIND_FAIR = LockKind.LOCK_FAIR;
   public static final int KIND_READ = LockKind.LOCK_READ;
   public static final int KIND_WRITE = LockKind.LOCK_WRITE;
+  public static final int KIND_NON_REENTRANT = LockKind.LOCK_NON_REENTRANT;
+  public static final int KIND_NON_REENTRANT_FAIR = LockKind.LOCK_NON_REENTRANT_FAIR;
   /** rlock.h RLOCK_WAIT_FOREVER. */
   public static final long WAIT_FOREVER = -1;
   /** rlock.h RLOCK_LEASE_WATCHDOG. */
@@ -28,13 +30,17 @@ public final class NativeLock implements AutoCloseable {
 
   private final Handle handle;
   private final Cleaner.Cleanable cleanable;
+  private final AsyncTarget async;
   private final Acquire.Target target;
 
-  NativeLock(long ptr, String name, Handle client) {
+  NativeLock(long ptr, String name, Handle client, int kind) {
     handle = new Handle(ptr, "the lock '" + name + "'", RlockNative::cancel,
         RlockNative::lockFree, client);
     cleanable = Handle.CLEANER.register(this, handle);
-    target = new Acquire.Target(this, handle, RlockNative::acquire, AsyncTarget.LOCK, "the lock");
+    async = kind == KIND_NON_REENTRANT || kind == KIND_NON_REENTRANT_FAIR
+        ? AsyncTarget.NON_REENTRANT_LOCK
+        : AsyncTarget.LOCK;
+    target = new Acquire.Target(this, handle, RlockNative::acquire, async, "the lock");
   }
 
   Handle handle() {
@@ -70,13 +76,13 @@ public final class NativeLock implements AutoCloseable {
 
   /** As acquireAsync, waiting forever: the future completes (null) when granted. */
   public CompletableFuture<Void> lockAsync(long leaseMs, long threadId) {
-    return PendingAcquire.start(this, handle, AsyncTarget.LOCK, WAIT_FOREVER, leaseMs, threadId,
+    return PendingAcquire.start(this, handle, async, WAIT_FOREVER, leaseMs, threadId,
         PendingAcquire.NOTHING, null).future();
   }
 
   /** As acquireAsync, completing with the fencing token of the hold, or null on a time-out. */
   public CompletableFuture<Long> acquireTokenAsync(long waitMs, long leaseMs, long threadId) {
-    return PendingAcquire.start(this, handle, AsyncTarget.LOCK, waitMs, leaseMs, threadId, TOKEN,
+    return PendingAcquire.start(this, handle, async, waitMs, leaseMs, threadId, TOKEN,
         null).future();
   }
 

@@ -108,7 +108,7 @@ final class PendingAcquire<T> extends NativeCompletion {
             ? new CancellationException("the wait was cancelled")
             : handle.closedError());
       } else {
-        future.completeExceptionally(Errors.fromCode(status, message));
+        future.completeExceptionally(target.acquireFailure(Errors.fromCode(status, message)));
       }
     } finally {
       handle.exit();

@@ -56,13 +56,18 @@ final class Env {
     return redisson.getList("redisson_lock_queue:{" + name + "}", StringCodec.INSTANCE).size();
   }
 
-  /** Redisson's lock of an rlock peer/worker kind: reentrant, fenced, fair or write. */
+  /**
+   * Redisson's lock of an rlock peer/worker kind: reentrant, fenced, fair, write, non-reentrant
+   * or non-reentrant-fair.
+   */
   static RLock redissonLock(RedissonClient redisson, String kind, String name) {
     switch (kind) {
       case "reentrant": return redisson.getLock(name);
       case "fenced": return redisson.getFencedLock(name);
       case "fair": return redisson.getFairLock(name);
       case "write": return redisson.getReadWriteLock(name).writeLock();
+      case "non-reentrant": return redisson.getNonReentrantLock(name);
+      case "non-reentrant-fair": return redisson.getNonReentrantFairLock(name);
       default: throw new IllegalArgumentException("unknown kind " + kind);
     }
   }
@@ -70,7 +75,9 @@ final class Env {
   /** How many are waiting for the lock of that kind and name, as Redis shows it. */
   static long waiting(RedissonClient redisson, String kind, String name) {
     switch (kind) {
-      case "fair": return fairWaiters(redisson, name);
+      case "fair":
+      case "non-reentrant-fair":
+        return fairWaiters(redisson, name);
       case "write": return readWriteWaiters(redisson, name);
       default: return waiters(redisson, name);
     }

@@ -2,12 +2,14 @@ package io.rlock.interop;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
@@ -15,11 +17,18 @@ import java.util.function.ToLongFunction;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RMap;
 import org.redisson.api.RReadWriteLock;
+import org.redisson.client.codec.StringCodec;
 
-/** Redisson's RLock, RFencedLock, RFairLock and RReadWriteLock against rlock processes. */
+/**
+ * Redisson's RLock, RFencedLock, RFairLock, RReadWriteLock and non-reentrant locks against rlock
+ * processes.
+ */
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class KindsInteropTest extends InteropTest {
 
@@ -67,6 +76,12 @@ class KindsInteropTest extends InteropTest {
     contend(dir, "write", null);
   }
 
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"non-reentrant", "non-reentrant-fair"})
+  void nonReentrantLockExcludes(String kind, @TempDir Path dir) throws Exception {
+    contend(dir, kind, null);
+  }
+
   // ---- fencing tokens ----------------------------------------------------------------------
 
   @Test
@@ -91,10 +106,11 @@ class KindsInteropTest extends InteropTest {
 
   // ---- fair lock order ---------------------------------------------------------------------
 
-  @Test
-  void fairLockServesMixedWaitersInArrivalOrder() throws Exception {
-    String name = unique("fair-order");
-    RLock holder = redisson.getFairLock(name);
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"fair", "non-reentrant-fair"})
+  void fairLockServesMixedWaitersInArrivalOrder(String kind) throws Exception {
+    String name = unique(kind + "-order");
+    RLock holder = Env.redissonLock(redisson, kind, name);
     holder.lock();
     List<String> order = Collections.synchronizedList(new ArrayList<>());
     List<Future<?>> waiters = new ArrayList<>();
@@ -106,7 +122,7 @@ class KindsInteropTest extends InteropTest {
         String who = arrivals[i];
         if (who.startsWith("redisson")) {
           waiters.add(pool.submit(() -> {
-            RLock lock = redisson.getFairLock(name);
+            RLock lock = Env.redissonLock(redisson, kind, name);
             lock.lock();
             order.add(who);
             Thread.sleep(30);
@@ -116,15 +132,20 @@ class KindsInteropTest extends InteropTest {
         } else {
           Peer peer = peers[peerIndex++];
           waiters.add(pool.submit(() -> {
-            String answer = peer.ask("lock fair " + name);
+            String answer = peer.ask("lock " + kind + " " + name);
             assertTrue(answer.startsWith("locked"), answer);
             order.add(who);
             Thread.sleep(30);
-            assertTrue(peer.ask("unlock fair " + name).startsWith("unlocked"));
+            assertTrue(peer.ask("unlock " + kind + " " + name).startsWith("unlocked"));
             return null;
           }));
         }
         awaitQueue(name, i + 1);
+      }
+      if (kind.equals("non-reentrant-fair")) {
+        // The holder asking again is refused, and takes no place in the queue.
+        assertThrows(IllegalMonitorStateException.class, holder::lock);
+        assertEquals(arrivals.length, Env.fairWaiters(redisson, name));
       }
       holder.unlock();
       for (Future<?> w : waiters) {
@@ -139,6 +160,48 @@ class KindsInteropTest extends InteropTest {
     while (Env.fairWaiters(redisson, name) < length) {
       assertTrue(System.nanoTime() < deadline, "waiter " + length + " never queued");
       Thread.sleep(5);
+    }
+  }
+
+  // ---- non-reentrant locks ------------------------------------------------------------------
+
+  /**
+   * The holder asking again is refused on either side (Redisson: IllegalMonitorStateException,
+   * rlock: DeadlockError) and its one hold stays as it was; the other side, another owner, is
+   * only excluded.
+   */
+  @ParameterizedTest(name = "{0}")
+  @ValueSource(strings = {"non-reentrant", "non-reentrant-fair"})
+  void holdersAskingAgainAreRefusedOnBothSides(String kind) throws Exception {
+    String name = unique(kind + "-again");
+    RLock lock = Env.redissonLock(redisson, kind, name);
+    RMap<String, String> hash = redisson.getMap(name, StringCodec.INSTANCE);
+    try (Peer peer = new Peer()) {
+      assertTrue(peer.ask("lock " + kind + " " + name).startsWith("locked"));
+      for (String again : new String[] {"lock " + kind + " " + name + " 5",
+          "try " + kind + " " + name}) {
+        String answer = peer.ask(again);
+        assertTrue(answer.startsWith("error DeadlockError") && answer.contains("not reentrant"),
+            again + ": " + answer);
+      }
+      assertEquals(List.of("1"), new ArrayList<>(hash.readAllValues()), "one hold of rlock's");
+      assertTrue(peer.ask("state " + kind + " " + name).startsWith("true 1 "));
+      assertFalse(lock.tryLock(), "Redisson, another owner, is excluded, not refused");
+      assertFalse(lock.tryLock(300, TimeUnit.MILLISECONDS));
+      assertTrue(peer.ask("unlock " + kind + " " + name).startsWith("unlocked"));
+      assertFalse(lock.isLocked(), "one unlock frees it");
+
+      lock.lock();
+      assertThrows(IllegalMonitorStateException.class, lock::lock);
+      assertThrows(IllegalMonitorStateException.class, lock::tryLock);
+      assertEquals(Map.of(redisson.getId() + ":" + Thread.currentThread().getId(), "1"),
+          hash.readAllMap(), "Redisson's one hold");
+      assertEquals("false", peer.ask("try " + kind + " " + name), "rlock is only excluded");
+      assertEquals("timeout", peer.ask("lock " + kind + " " + name + " 0.3"));
+      assertTrue(peer.ask("state " + kind + " " + name).startsWith("true 0 "));
+      lock.unlock();
+      assertFalse(lock.isLocked(), "one unlock frees it");
+      assertEquals(0, Env.fairWaiters(redisson, name), "no queue entry left behind");
     }
   }
 

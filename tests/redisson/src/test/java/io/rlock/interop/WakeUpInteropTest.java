@@ -23,7 +23,8 @@ class WakeUpInteropTest extends InteropTest {
   private static final int ROUNDS = 10;
 
   @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
+  @ValueSource(strings = {"reentrant", "fenced", "fair", "write", "non-reentrant",
+      "non-reentrant-fair"})
   void rlockWaiterWakesWhenRedissonUnlocks(String kind) throws Exception {
     try (Peer peer = new Peer(30.0, 10.0)) {
       WakeUps.report(kind + ": Redisson unlock -> rlock waiter acquires",
@@ -33,7 +34,8 @@ class WakeUpInteropTest extends InteropTest {
   }
 
   @ParameterizedTest(name = "{0}")
-  @ValueSource(strings = {"reentrant", "fenced", "fair", "write"})
+  @ValueSource(strings = {"reentrant", "fenced", "fair", "write", "non-reentrant",
+      "non-reentrant-fair"})
   void redissonWaiterWakesWhenRlockUnlocks(String kind) throws Exception {
     try (Peer peer = new Peer()) {
       WakeUps.report(kind + ": rlock unlock -> Redisson waiter acquires",
