@@ -43,6 +43,7 @@ type lockConfig struct {
 	spinInitialMS, spinMaxMS int64
 	fairWaitMS               int64
 	spinSet, fairSet         bool
+	ownerID                  *string
 }
 
 func (c *lockConfig) positiveMS(option string, d time.Duration) int64 {
@@ -78,6 +79,21 @@ func WithFairWaiterTimeout(d time.Duration) LockOption {
 	}
 }
 
+// WithOwnerID makes the lock's owner the caller-given id instead of the Lock value: every
+// Lock naming the same id, in any process, language or client, is that one owner, so one
+// process may Extend or Unlock what another acquired (redsync's WithValue). On Redis the owner
+// is "<version-5 UUID of id>:1" (docs/protocol.md). Closing the client leaves such holds to
+// their lease: give them one with WithLease, since the watchdog renews only while the client
+// that acquired lives. id must be 1 to 1024 bytes.
+func WithOwnerID(id string) LockOption {
+	return func(c *lockConfig) {
+		if (len(id) == 0 || len(id) > 1024) && c.err == nil {
+			c.err = invalid("WithOwnerID: the id must be 1 to 1024 bytes, got %d", len(id))
+		}
+		c.ownerID = &id
+	}
+}
+
 // Lock is one named lock on Redis, owned by this value. It is safe for concurrent use and
 // behaves like a sync.Mutex shared by goroutines: a second Lock through the same value waits
 // until Unlock (from any goroutine). Separate values on the same name contend like separate
@@ -88,6 +104,7 @@ type Lock struct {
 	client *Client // kept alive while the lock lives
 	name   string
 	kind   kind
+	byID   bool // WithOwnerID: Unlock and Extend go to Redis even when this value took nothing
 
 	lostMu     sync.Mutex
 	lost       *lostHook
@@ -154,11 +171,17 @@ func (c *Client) newLock(name string, k kind, opts []LockOption) (*Lock, error) 
 	}
 	cname := C.CString(name) // copies embedded NULs too; the length is passed
 	defer C.free(unsafe.Pointer(cname))
+	var ownerID *C.char
+	var ownerIDLen C.size_t
+	if cfg.ownerID != nil {
+		ownerID, ownerIDLen = C.CString(*cfg.ownerID), C.size_t(len(*cfg.ownerID))
+		defer C.free(unsafe.Pointer(ownerID))
+	}
 	var ptr *C.rlock_lock
 	err := c.use(func(cp *C.rlock_client) error {
 		return check(C.rlock_go_lock_new(&ptr, cp, cname, C.size_t(len(name)), C.rlock_lock_kind(k),
 			C.int64_t(cfg.leaseMS), C.int64_t(cfg.spinInitialMS), C.int64_t(cfg.spinMaxMS),
-			C.int64_t(cfg.fairWaitMS)))
+			C.int64_t(cfg.fairWaitMS), ownerID, ownerIDLen))
 	})
 	if err != nil {
 		return nil, err
@@ -168,6 +191,7 @@ func (c *Client) newLock(name string, k kind, opts []LockOption) (*Lock, error) 
 		client: c,
 		name:   name,
 		kind:   k,
+		byID:   cfg.ownerID != nil,
 	}
 	// Only frees: a hold the value still has is not released, it expires by its lease.
 	runtime.SetFinalizer(l, func(l *Lock) { l.Close() })
@@ -232,8 +256,16 @@ func (l *Lock) releaseC(p unsafe.Pointer) error {
 
 // Unlock releases the hold taken through this value; any goroutine may call it. It returns
 // ErrNotHeld, without any network call, if the value holds nothing; ErrLockLost if the lock
-// expired or was taken meanwhile (the work done under it may not have been exclusive).
+// expired or was taken meanwhile (the work done under it may not have been exclusive). With
+// WithOwnerID a value that holds nothing asks Redis, and releases a hold of the id's owner
+// taken elsewhere (ErrNotHeld if the owner holds none there).
 func (l *Lock) Unlock() error {
+	if l.byID && !l.holding() {
+		// WithOwnerID: the hold may be another value's, or another process's; Redis decides.
+		err := l.use(l.releaseC)
+		runtime.KeepAlive(l)
+		return err
+	}
 	err := l.release(l.releaseC)
 	runtime.KeepAlive(l)
 	return err
@@ -247,7 +279,7 @@ func (l *Lock) Extend(lease time.Duration) error {
 	if l.closing.Load() {
 		return l.closedError()
 	}
-	if !l.holding() {
+	if !l.holding() && !l.byID {
 		return l.notHeldError()
 	}
 	leaseMS, owner := C.int64_t(durationMS(lease)), C.int64_t(l.owner)

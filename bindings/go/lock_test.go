@@ -964,3 +964,41 @@ func TestRedLockExtend(t *testing.T) {
 		}
 	}
 }
+
+// WithOwnerID: values on two clients (as two processes) naming one id are one owner; the field
+// is the id's version-5 UUID (the C tests check the same value), and another id is a stranger.
+func TestOwnerIDReleasedByAnotherClient(t *testing.T) {
+	name := uniqueName(t)
+	taker := mustLock(t, newClient(t).Lock, name, WithOwnerID("job-42"), WithLease(20*time.Second))
+	finisher := mustLock(t, newClient(t).Lock, name, WithOwnerID("job-42"))
+	stranger := mustLock(t, newClient(t).Lock, name, WithOwnerID("job-43"))
+	if err := taker.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	st, err := finisher.State(bg)
+	if err != nil || st.Owner != "bd5e3299-69d1-5f15-b688-738ddd7fa874:1" || !st.HeldByMe {
+		t.Fatalf("state seen by the other client: %+v %v", st, err)
+	}
+	if ok, err := stranger.TryLock(bg, 0, 0); ok || err != nil {
+		t.Fatalf("another id took the lock: %v %v", ok, err)
+	}
+	wantCode(t, stranger.Unlock(), CodeNotOwner, ErrNotOwner)
+	if err := finisher.Extend(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := finisher.State(bg); st.TTL <= 30*time.Second {
+		t.Fatalf("TTL after the other client's Extend(60s): %v", st.TTL)
+	}
+	if err := finisher.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if exists(t, name) {
+		t.Fatal("the release by the other client left the key")
+	}
+	wantCode(t, finisher.Unlock(), CodeNotHeld, ErrNotHeld)
+	for _, bad := range []string{"", strings.Repeat("x", 1025)} {
+		if _, err := newClient(t).Lock(name, WithOwnerID(bad)); !errors.Is(err, ErrInvalidArgument) {
+			t.Fatalf("WithOwnerID(%d bytes): %v", len(bad), err)
+		}
+	}
+}

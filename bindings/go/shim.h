@@ -93,7 +93,8 @@ static inline rlock_go_result rlock_go_lock_new(rlock_lock **out, rlock_client *
                                                 const char *name, size_t name_len,
                                                 rlock_lock_kind kind, int64_t lease_ms,
                                                 int64_t spin_initial_ms, int64_t spin_max_ms,
-                                                int64_t fair_wait_ms) {
+                                                int64_t fair_wait_ms, const char *owner_id,
+                                                size_t owner_id_len) {
   rlock_lock_options opts;
   int rc = rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
@@ -102,6 +103,8 @@ static inline rlock_go_result rlock_go_lock_new(rlock_lock **out, rlock_client *
   opts.spin_initial_ms = spin_initial_ms;
   opts.spin_max_ms = spin_max_ms;
   opts.fair_wait_ms = fair_wait_ms;
+  opts.owner_id = owner_id; /* NULL: the value is its own owner */
+  opts.owner_id_len = owner_id_len;
   return rlock_go_result_of(rlock_lock_new_n(out, client, name, name_len, &opts));
 }
 

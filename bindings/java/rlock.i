@@ -202,9 +202,11 @@ static rlock_client *rlockj_client_new(
   return client;
 }
 
+/* owner_id: a caller-given owner (LockOwner.id), none when empty (Java refuses an empty id). */
 static rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len,
                                    int kind, int64_t lease_ms, int64_t spin_initial_ms,
-                                   int64_t spin_max_ms, int64_t fair_wait_ms) {
+                                   int64_t spin_max_ms, int64_t fair_wait_ms,
+                                   const char *owner_id, size_t owner_id_len) {
   rlock_lock_options opts;
   rlock_lock *lock = NULL;
   if (rlock_lock_options_init(&opts, RLOCK_LOCK_OPTIONS_VERSION) != RLOCK_OK) return NULL;
@@ -213,6 +215,10 @@ static rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_
   opts.spin_initial_ms = spin_initial_ms;
   opts.spin_max_ms = spin_max_ms;
   opts.fair_wait_ms = fair_wait_ms;
+  if (owner_id != NULL && owner_id_len > 0) {
+    opts.owner_id = owner_id;
+    opts.owner_id_len = owner_id_len;
+  }
   if (rlock_lock_new_n(&lock, client, name, name_len, &opts) != RLOCK_OK) return NULL;
   return lock;
 }
@@ -1089,7 +1095,8 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   (const char *tls_ca_file, size_t tls_ca_file_len), (const char *tls_ca_dir, size_t tls_ca_dir_len),
   (const char *tls_cert_file, size_t tls_cert_file_len),
   (const char *tls_key_file, size_t tls_key_file_len),
-  (const char *tls_server_name, size_t tls_server_name_len)
+  (const char *tls_server_name, size_t tls_server_name_len),
+  (const char *owner_id, size_t owner_id_len)
 };
 
 /* Permit ids: byte arrays (UTF-8 made on the Java side), copied by the C layer. */
@@ -1203,7 +1210,7 @@ rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
                                 int sentinel_tls, int stats);
 rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len, int kind,
                             int64_t lease_ms, int64_t spin_initial_ms, int64_t spin_max_ms,
-                            int64_t fair_wait_ms);
+                            int64_t fair_wait_ms, const char *owner_id, size_t owner_id_len);
 void rlockj_lock_free(JNIEnv *jenv, rlock_lock *lock, rlockj_lost_payload *payload);
 rlock_cancel_token *rlockj_cancel_token_new(void);
 rlock_multi *rlockj_multi_new(JNIEnv *jenv, jlongArray members, int redlock);

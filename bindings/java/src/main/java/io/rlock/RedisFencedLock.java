@@ -11,8 +11,9 @@ import java.util.concurrent.TimeUnit;
  * ({@link RedisLockClient#fencedWrite}).
  */
 public final class RedisFencedLock extends RedisLock {
-  RedisFencedLock(RedisLockClient client, String name, NativeLock nativeLock) {
-    super(client, name, nativeLock, "RedisFencedLock");
+  RedisFencedLock(RedisLockClient client, String name, NativeLock nativeLock,
+      long ownerNumber) {
+    super(client, name, nativeLock, "RedisFencedLock", ownerNumber);
   }
 
   /** The token of the calling thread's hold (local view), or null when it holds none. */

@@ -20,7 +20,9 @@ import java.util.concurrent.locks.Lock;
  * {@link java.util.concurrent.locks.ReentrantLock}; the non-reentrant kinds throw
  * {@link LockAlreadyHeldException} instead. One RedisLock may be shared by threads;
  * each contends as its own owner. Without a lease, a hold is renewed by the client's watchdog
- * until unlocked.
+ * until unlocked. A lock made with {@link LockOwner#object()} is owned by the object instead
+ * (unlock from any thread), and one made with {@link LockOwner#id(String)} by a caller-given id
+ * shared across processes.
  *
  * <p>The {@code *Async} methods (Redisson's RLockAsync shape) start the call and return a
  * {@link CompletableFuture} at once; no thread waits meanwhile. The owner is the calling thread
@@ -40,20 +42,28 @@ public class RedisLock implements Lock {
   private final String name;
   private final String kind;
   final NativeLock nativeLock;
+  private final long ownerNumber; // LockOwner.newNumber(): 0 for the calling thread
   private static final int MODE_READ = 1; // rlock_lock_mode
   private static final int MODE_WRITE = 2;
   private final List<LockLostListener> listeners = new CopyOnWriteArrayList<>();
   private boolean handlerSet; // guarded by listeners
 
-  RedisLock(RedisLockClient client, String name, NativeLock nativeLock, String kind) {
+  RedisLock(RedisLockClient client, String name, NativeLock nativeLock, String kind,
+      long ownerNumber) {
     this.client = client;
     this.name = name;
     this.nativeLock = nativeLock;
     this.kind = kind;
+    this.ownerNumber = ownerNumber;
   }
 
-  static long currentOwner() {
+  static long threadOwner() {
     return Thread.currentThread().getId();
+  }
+
+  /** The owner a call from here acts as: this object's number, or the calling thread. */
+  long currentOwner() {
+    return ownerNumber != 0 ? ownerNumber : threadOwner();
   }
 
   public String getName() {

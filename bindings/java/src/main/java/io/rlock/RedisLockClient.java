@@ -467,22 +467,44 @@ public final class RedisLockClient implements AutoCloseable {
    * is the name's UTF-8; a name with a lone surrogate is an IllegalArgumentException.
    */
   public RedisLock getLock(String name) {
-    return new RedisLock(this, name, newLock(name, NativeLock.KIND_REENTRANT), "RedisLock");
+    return getLock(name, LockOwner.thread());
+  }
+
+  /** {@link #getLock(String)} owned by {@code owner} (see {@link LockOwner}). */
+  public RedisLock getLock(String name, LockOwner owner) {
+    return makeLock(name, NativeLock.KIND_REENTRANT, "RedisLock", owner);
   }
 
   /** A reentrant lock served first come, first served across processes (RFairLock). */
   public RedisLock getFairLock(String name) {
-    return new RedisLock(this, name, newLock(name, NativeLock.KIND_FAIR), "RedisFairLock");
+    return getFairLock(name, LockOwner.thread());
+  }
+
+  /** {@link #getFairLock(String)} owned by {@code owner}. */
+  public RedisLock getFairLock(String name, LockOwner owner) {
+    return makeLock(name, NativeLock.KIND_FAIR, "RedisFairLock", owner);
   }
 
   /** A reentrant lock whose waiters retry with backoff instead of subscribing (RSpinLock). */
   public RedisLock getSpinLock(String name) {
-    return new RedisLock(this, name, newLock(name, NativeLock.KIND_SPIN), "RedisSpinLock");
+    return getSpinLock(name, LockOwner.thread());
+  }
+
+  /** {@link #getSpinLock(String)} owned by {@code owner}. */
+  public RedisLock getSpinLock(String name, LockOwner owner) {
+    return makeLock(name, NativeLock.KIND_SPIN, "RedisSpinLock", owner);
   }
 
   /** A reentrant lock whose every acquire gets a fencing token (RFencedLock). */
   public RedisFencedLock getFencedLock(String name) {
-    return new RedisFencedLock(this, name, newLock(name, NativeLock.KIND_FENCED));
+    return getFencedLock(name, LockOwner.thread());
+  }
+
+  /** {@link #getFencedLock(String)} owned by {@code owner}. */
+  public RedisFencedLock getFencedLock(String name, LockOwner owner) {
+    Objects.requireNonNull(owner, "owner");
+    return new RedisFencedLock(this, name, newLock(name, NativeLock.KIND_FENCED, owner),
+        owner.newNumber());
   }
 
   /**
@@ -492,8 +514,12 @@ public final class RedisLockClient implements AutoCloseable {
    * {@link #getLock}.
    */
   public RedisLock getNonReentrantLock(String name) {
-    return new RedisLock(this, name, newLock(name, NativeLock.KIND_NON_REENTRANT),
-        "RedisNonReentrantLock");
+    return getNonReentrantLock(name, LockOwner.thread());
+  }
+
+  /** {@link #getNonReentrantLock(String)} owned by {@code owner}. */
+  public RedisLock getNonReentrantLock(String name, LockOwner owner) {
+    return makeLock(name, NativeLock.KIND_NON_REENTRANT, "RedisNonReentrantLock", owner);
   }
 
   /**
@@ -501,21 +527,40 @@ public final class RedisLockClient implements AutoCloseable {
    * getNonReentrantFairLock), as {@link #getNonReentrantLock}.
    */
   public RedisLock getNonReentrantFairLock(String name) {
-    return new RedisLock(this, name, newLock(name, NativeLock.KIND_NON_REENTRANT_FAIR),
-        "RedisNonReentrantFairLock");
+    return getNonReentrantFairLock(name, LockOwner.thread());
+  }
+
+  /** {@link #getNonReentrantFairLock(String)} owned by {@code owner}. */
+  public RedisLock getNonReentrantFairLock(String name, LockOwner owner) {
+    return makeLock(name, NativeLock.KIND_NON_REENTRANT_FAIR, "RedisNonReentrantFairLock", owner);
   }
 
   /** A read-write lock (RReadWriteLock): shared readers, one exclusive writer. */
   public RedisReadWriteLock getReadWriteLock(String name) {
-    NativeLock read = newLock(name, NativeLock.KIND_READ);
+    return getReadWriteLock(name, LockOwner.thread());
+  }
+
+  /**
+   * {@link #getReadWriteLock(String)} owned by {@code owner}; under {@link LockOwner#object()}
+   * the two halves are one owner (a writer may read).
+   */
+  public RedisReadWriteLock getReadWriteLock(String name, LockOwner owner) {
+    Objects.requireNonNull(owner, "owner");
+    long number = owner.newNumber();
+    NativeLock read = newLock(name, NativeLock.KIND_READ, owner);
     try {
-      NativeLock write = newLock(name, NativeLock.KIND_WRITE);
-      return new RedisReadWriteLock(name, new RedisLock(this, name, read, "RedisReadLock"),
-          new RedisLock(this, name, write, "RedisWriteLock"));
+      NativeLock write = newLock(name, NativeLock.KIND_WRITE, owner);
+      return new RedisReadWriteLock(name, new RedisLock(this, name, read, "RedisReadLock", number),
+          new RedisLock(this, name, write, "RedisWriteLock", number));
     } catch (RuntimeException e) {
       read.close();
       throw e;
     }
+  }
+
+  private RedisLock makeLock(String name, int kind, String kindName, LockOwner owner) {
+    Objects.requireNonNull(owner, "owner");
+    return new RedisLock(this, name, newLock(name, kind, owner), kindName, owner.newNumber());
   }
 
   /**
@@ -587,10 +632,10 @@ public final class RedisLockClient implements AutoCloseable {
     return "RedisLockClient[" + getId() + (isClosed() ? ", closed]" : "]");
   }
 
-  private NativeLock newLock(String name, int kind) {
+  private NativeLock newLock(String name, int kind, LockOwner owner) {
     boolean fair = kind == NativeLock.KIND_FAIR || kind == NativeLock.KIND_NON_REENTRANT_FAIR;
     long fairWait = fair ? fairWaitMs : 0;
-    return nativeClient.newLock(name, nameBytes(name, "lock name"), kind, fairWait);
+    return nativeClient.newLock(name, nameBytes(name, "lock name"), kind, fairWait, owner.id);
   }
 
   private static byte[] nameBytes(String name, String what) {

@@ -46,46 +46,46 @@ public final class RedisMultiLock implements Lock {
   @Override
   public void lock() {
     nativeMulti.acquire(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT,
-        RedisLock.currentOwner());
+        RedisLock.threadOwner());
   }
 
   public void lock(long leaseTime, TimeUnit unit) {
     nativeMulti.acquire(NativeLock.WAIT_FOREVER, Durations.leaseMs(leaseTime, unit),
-        RedisLock.currentOwner());
+        RedisLock.threadOwner());
   }
 
   @Override
   public void lockInterruptibly() throws InterruptedException {
     nativeMulti.acquireInterruptibly(NativeLock.WAIT_FOREVER, NativeLock.LEASE_DEFAULT,
-        RedisLock.currentOwner());
+        RedisLock.threadOwner());
   }
 
   @Override
   public boolean tryLock() {
-    return nativeMulti.acquire(0, NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
+    return nativeMulti.acquire(0, NativeLock.LEASE_DEFAULT, RedisLock.threadOwner());
   }
 
   @Override
   public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
     return nativeMulti.acquireInterruptibly(Durations.tryWaitMs(time, unit),
-        NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
+        NativeLock.LEASE_DEFAULT, RedisLock.threadOwner());
   }
 
   public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
       throws InterruptedException {
     return nativeMulti.acquireInterruptibly(Durations.tryWaitMs(waitTime, unit),
-        Durations.leaseMs(leaseTime, unit), RedisLock.currentOwner());
+        Durations.leaseMs(leaseTime, unit), RedisLock.threadOwner());
   }
 
   /** Releases every member held by the calling thread. */
   @Override
   public void unlock() {
-    nativeMulti.release(RedisLock.currentOwner());
+    nativeMulti.release(RedisLock.threadOwner());
   }
 
   /** Starts {@link #lock()}: the future completes when the calling thread holds the group. */
   public CompletableFuture<Void> lockAsync() {
-    return lockAsync(RedisLock.currentOwner());
+    return lockAsync(RedisLock.threadOwner());
   }
 
   public CompletableFuture<Void> lockAsync(long threadId) {
@@ -93,7 +93,7 @@ public final class RedisMultiLock implements Lock {
   }
 
   public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit) {
-    return lockAsync(leaseTime, unit, RedisLock.currentOwner());
+    return lockAsync(leaseTime, unit, RedisLock.threadOwner());
   }
 
   public CompletableFuture<Void> lockAsync(long leaseTime, TimeUnit unit, long threadId) {
@@ -101,7 +101,7 @@ public final class RedisMultiLock implements Lock {
   }
 
   public CompletableFuture<Boolean> tryLockAsync() {
-    return tryLockAsync(RedisLock.currentOwner());
+    return tryLockAsync(RedisLock.threadOwner());
   }
 
   public CompletableFuture<Boolean> tryLockAsync(long threadId) {
@@ -110,11 +110,11 @@ public final class RedisMultiLock implements Lock {
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
     return nativeMulti.acquireAsync(Durations.tryWaitMs(waitTime, unit),
-        NativeLock.LEASE_DEFAULT, RedisLock.currentOwner());
+        NativeLock.LEASE_DEFAULT, RedisLock.threadOwner());
   }
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
-    return tryLockAsync(waitTime, leaseTime, unit, RedisLock.currentOwner());
+    return tryLockAsync(waitTime, leaseTime, unit, RedisLock.threadOwner());
   }
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
@@ -125,7 +125,7 @@ public final class RedisMultiLock implements Lock {
 
   /** Starts releasing every member held by the calling thread. */
   public CompletableFuture<Void> unlockAsync() {
-    return unlockAsync(RedisLock.currentOwner());
+    return unlockAsync(RedisLock.threadOwner());
   }
 
   public CompletableFuture<Void> unlockAsync(long threadId) {
@@ -134,7 +134,7 @@ public final class RedisMultiLock implements Lock {
 
   /** Whether the calling thread holds the group (local view). */
   public boolean isHeldByCurrentThread() {
-    return nativeMulti.isHeld(RedisLock.currentOwner());
+    return nativeMulti.isHeld(RedisLock.threadOwner());
   }
 
   /** Whether the thread with this id holds the group through this client (local view). */

@@ -62,14 +62,16 @@ public final class NativeClient implements AutoCloseable {
 
   /**
    * A lock handle; kind is one of NativeLock.KIND_*; fairWaitMs: a fair lock's waiter timeout
-   * (0: the library's default). No network call.
+   * (0: the library's default); ownerId: a caller-given owner's UTF-8, or null. No network call.
    */
-  public NativeLock newLock(String name, byte[] rawName, int kind, long fairWaitMs) {
+  public NativeLock newLock(String name, byte[] rawName, int kind, long fairWaitMs,
+      byte[] ownerId) {
     return handle.call(this, client -> {
       handle.retain();
       long ptr;
       try {
-        ptr = RlockNative.lockNew(client, rawName, kind, 0, 0, 0, fairWaitMs);
+        ptr = RlockNative.lockNew(client, rawName, kind, 0, 0, 0, fairWaitMs,
+            ownerId == null ? new byte[0] : ownerId);
       } catch (RuntimeException | Error e) {
         handle.releaseChild();
         throw e;
