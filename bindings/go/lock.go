@@ -294,6 +294,27 @@ func (l *Lock) Extend(lease time.Duration) error {
 	return err
 }
 
+// ExtendBy adds d to the remaining lease of the value's hold (Extend sets it). The remaining
+// time is read first, one more round trip. A hold taken without a lease (renewed by the
+// watchdog) has none to add to: ErrInvalidArgument. Otherwise the same errors as Extend.
+func (l *Lock) ExtendBy(d time.Duration) error {
+	if d <= 0 {
+		return invalid("%s: ExtendBy: the duration must be positive, got %v", l.what, d)
+	}
+	if l.closing.Load() {
+		return l.closedError()
+	}
+	if !l.holding() && !l.byID {
+		return l.notHeldError()
+	}
+	addMS, owner := C.int64_t(durationMS(d)), C.int64_t(l.owner)
+	err := l.use(func(p unsafe.Pointer) error {
+		return check(C.rlock_go_extend_by(lockPtr(p), addMS, owner))
+	})
+	runtime.KeepAlive(l)
+	return err
+}
+
 // Held reports whether the value holds the lock and has not been told it was lost (local
 // view, no network call).
 func (l *Lock) Held() bool {

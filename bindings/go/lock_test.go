@@ -317,6 +317,36 @@ func TestH17ExtendAfterExpiryIsLostAndRecreatesNothing(t *testing.T) {
 	}
 }
 
+// ExtendBy adds to the lease where Extend sets it, and refuses a watchdog hold.
+func TestExtendBy(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name, WithLease(5*time.Second))
+	wantCode(t, l.ExtendBy(time.Second), CodeNotHeld, ErrNotHeld)
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.ExtendBy(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := l.State(bg); err != nil || st.TTL <= 13*time.Second || st.TTL > 15*time.Second {
+		t.Fatalf("TTL after ExtendBy(10s) of a 5 s lease: %+v %v", st, err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	w := mustLock(t, c.Lock, name)
+	if err := w.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ExtendBy(time.Second); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("ExtendBy of a watchdog hold: %v", err)
+	}
+	if err := w.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestExtend(t *testing.T) {
 	c := newClient(t)
 	name := uniqueName(t)
@@ -945,6 +975,9 @@ func TestRedLockExtend(t *testing.T) {
 	theirs := mustLock(t, other.Lock, name)
 	if ok, err := theirs.TryLock(bg, 0, 0); !ok || err != nil {
 		t.Fatalf("another owner on server 0: %v %v", ok, err)
+	}
+	if err := red.Extend(20*time.Second, nil); !errors.Is(err, ErrInvalidArgument) {
+		t.Fatalf("Extend with a nil option: %v", err)
 	}
 	if err := red.Extend(20*time.Second, ReacquireLost()); err != nil {
 		t.Fatalf("with ReacquireLost: %v", err)

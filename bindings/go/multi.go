@@ -152,6 +152,9 @@ func (m *MultiLock) Extend(lease time.Duration, opts ...ExtendOption) error {
 	}
 	var cfg extendConfig
 	for _, opt := range opts {
+		if opt == nil {
+			return invalid("%s: Extend: nil ExtendOption", m.what)
+		}
 		opt(&cfg)
 	}
 	if m.closing.Load() {

@@ -135,6 +135,11 @@ static inline rlock_go_result rlock_go_extend(rlock_lock *lock, int64_t lease_ms
   return rlock_go_result_of(rlock_extend_for(lock, thread_id, lease_ms));
 }
 
+static inline rlock_go_result rlock_go_extend_by(rlock_lock *lock, int64_t add_ms,
+                                                 int64_t thread_id) {
+  return rlock_go_result_of(rlock_extend_by_for(lock, thread_id, add_ms));
+}
+
 static inline rlock_go_result rlock_go_force_unlock(rlock_lock *lock, int *deleted) {
   return rlock_go_result_of(rlock_force_unlock(deleted, lock));
 }

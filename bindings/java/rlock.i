@@ -1030,7 +1030,8 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %typemap(jstype) int RLOCKJ_STATUS "void"
 %typemap(javaout) int RLOCKJ_STATUS { $jnicall; }
 %apply int RLOCKJ_STATUS {
-  int rlock_release_for, int rlock_cancel, int rlock_multi_release_for,
+  int rlock_release_for, int rlock_extend_for, int rlock_extend_by_for, int rlock_cancel,
+  int rlock_multi_release_for,
   int rlock_multi_cancel, int rlock_cancel_token_cancel, int rlockj_lost_callback_set,
   int rlockj_acquire_async, int rlockj_multi_acquire_async, int rlockj_release_async,
   int rlockj_extend_async, int rlockj_multi_release_async, int rlockj_event_callback_set,
@@ -1131,6 +1132,8 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %rename(versionString) rlock_version_string;
 %rename(clientId) rlock_client_id;
 %rename(releaseFor) rlock_release_for;
+%rename(extendFor) rlock_extend_for;
+%rename(extendByFor) rlock_extend_by_for;
 %rename(cancel) rlock_cancel;
 %rename(isHeldFor) rlock_is_held_for;
 %rename(cancelTokenCancel) rlock_cancel_token_cancel;

@@ -603,6 +603,15 @@ int rlock_extend_for(rlock_lock* lock, int64_t thread_id, int64_t lease_ms) {
   });
 }
 
+int rlock_extend_by_for(rlock_lock* lock, int64_t thread_id, int64_t add_ms) {
+  return guarded([&]() -> int {
+    if (lock == nullptr) return invalid("lock must not be NULL");
+    Pinned<LockObj> l(lock);
+    if (!l) return l.bad("lock");
+    return l->core->extend_by(add_ms, thread_id);
+  });
+}
+
 int rlock_extend(rlock_lock* lock, int64_t lease_ms) {
   return rlock_extend_for(lock, RLOCK_THREAD_CURRENT, lease_ms);
 }

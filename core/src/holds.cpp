@@ -247,6 +247,12 @@ bool Holds::is_lost(const std::string& name, const std::string& owner) const {
   return it->second.lost || (it->second.count > 0 && Clock::now() >= it->second.valid_until);
 }
 
+bool Holds::is_watchdog(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  return it != holds_.end() && it->second.count > 0 && it->second.watchdog;
+}
+
 int64_t Holds::live_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
   int64_t n = 0;

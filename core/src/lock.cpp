@@ -527,6 +527,26 @@ int Lock::force_unlock(bool* deleted) {
   return kOk;
 }
 
+int Lock::extend_by(int64_t add_ms, int64_t thread_id) {
+  if (int c = check_open()) return c;
+  if (add_ms <= 0 || add_ms > kMaxDurationMs) {
+    return fail(kInvalid, "add_ms must be from 1 to " + std::to_string(kMaxDurationMs) +
+                              " ms, got " + std::to_string(add_ms));
+  }
+  if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
+  if (client_->holds().is_watchdog(name_, owner_field(thread_id))) {
+    return fail(kInvalid, "lock " + printable(name_) +
+                              " is held without a lease (renewed by the watchdog): there is no "
+                              "lease to add to; extend with a lease to set one");
+  }
+  LockState state;
+  if (int c = query(thread_id, &state)) return c;
+  // Not this owner's: the extend script changes nothing and reports why (not held, another
+  // owner's, lost).
+  if (!state.held_by_me || state.ttl_ms < 0) return extend(add_ms, thread_id);
+  return extend(std::min(state.ttl_ms + add_ms, kMaxDurationMs), thread_id);
+}
+
 int Lock::query(int64_t thread_id, LockState* out) {
   if (int c = check_open()) return c;
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");

@@ -779,11 +779,20 @@ class Lock:
         taken in the meantime."""
         self._checked().release(self._owners.current())
 
-    def extend(self, lease: float) -> None:
-        """Sets the remaining lease of the calling thread's hold to ``lease`` seconds. Same
-        errors as ``release()``."""
-        lease_ms = _duration_ms(lease, "lease")
-        self._checked().extend(lease_ms, self._owners.current())
+    def extend(self, additional_time: float, replace_ttl: bool = False) -> None:
+        """Adds ``additional_time`` seconds to the remaining lease of the calling thread's hold,
+        as redis-py's ``Lock.extend``; with ``replace_ttl=True`` the remaining lease becomes
+        ``additional_time``. Same errors as ``release()``. A hold taken without a lease (the
+        watchdog renews it) has no lease to add to: ``InvalidArgumentError``; with
+        ``replace_ttl=True`` it gets that lease until the watchdog's next renewal (a third of
+        the watchdog lease later), which sets the watchdog lease again."""
+        add_ms = _duration_ms(additional_time, "additional_time")
+        if not isinstance(replace_ttl, bool):
+            raise TypeError(f"replace_ttl must be a bool, not {type(replace_ttl).__name__}")
+        if replace_ttl:
+            self._checked().extend(add_ms, self._owners.current())
+        else:
+            self._checked().extend_by(add_ms, self._owners.current())
 
     def __enter__(self) -> "Lock":
         if self._blocking_timeout is None:

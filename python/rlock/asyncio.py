@@ -466,12 +466,18 @@ class Lock:
         native = self._lock._checked()
         await _call(lambda loop, done: native.release_async(owner, loop, done))
 
-    async def extend(self, lease: float) -> None:
-        """Sets the remaining lease of the current task's hold to ``lease`` seconds."""
-        lease_ms = _duration_ms(lease, "lease")
+    async def extend(self, additional_time: float, replace_ttl: bool = False) -> None:
+        """Adds ``additional_time`` seconds to the remaining lease of the current task's hold,
+        or sets it with ``replace_ttl=True``, as ``rlock.Lock.extend``."""
+        add_ms = _duration_ms(additional_time, "additional_time")
+        if not isinstance(replace_ttl, bool):
+            raise TypeError(f"replace_ttl must be a bool, not {type(replace_ttl).__name__}")
         owner = self._owners.current()
         native = self._lock._checked()
-        await _call(lambda loop, done: native.extend_async(lease_ms, owner, loop, done))
+        if replace_ttl:
+            await _call(lambda loop, done: native.extend_async(add_ms, owner, loop, done))
+        else:
+            await _off_loop(native.extend_by, add_ms, owner)
 
     async def __aenter__(self) -> "Lock":
         timeout = self._lock._blocking_timeout

@@ -881,6 +881,10 @@ class NativeLock {
     check(call([&](rlock_lock* lock) { return rlock_extend_for(lock, thread_id, lease_ms); }));
   }
 
+  void extend_by(int64_t add_ms, int64_t thread_id) {
+    check(call([&](rlock_lock* lock) { return rlock_extend_by_for(lock, thread_id, add_ms); }));
+  }
+
   bool force_unlock() {
     int deleted = 0;
     check(call([&](rlock_lock* lock) { return rlock_force_unlock(&deleted, lock); }));
@@ -1409,6 +1413,7 @@ void def_lock(py::module_& m) {
       .def("extend_async", &NativeLock::extend_async, py::arg("lease_ms"), py::arg("thread_id"),
            py::arg("loop"), py::arg("done"))
       .def("extend", &NativeLock::extend, py::arg("lease_ms"), py::arg("thread_id"))
+      .def("extend_by", &NativeLock::extend_by, py::arg("add_ms"), py::arg("thread_id"))
       .def("force_unlock", &NativeLock::force_unlock)
       .def("cancel", &NativeLock::cancel)
       .def("is_held", &NativeLock::is_held, py::arg("thread_id"))

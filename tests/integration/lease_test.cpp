@@ -428,3 +428,38 @@ TEST(KilledHolder, ExplicitLeaseFreesLockWhenItRunsOut) { killed_holder(1000, 0,
 TEST(KilledHolder, WatchdogLeaseFreesLockWhenRenewalStops) { killed_holder(-1, 1000, 1500); }
 
 }  // namespace
+
+namespace {
+
+// rlock_extend_for sets the remaining lease; rlock_extend_by_for adds to it, and refuses a hold
+// under the watchdog, which has no lease to add to.
+TEST(ExtendBy, AddsToTheLeaseSetsWithExtendAndRefusesTheWatchdog) {
+  const std::string name = unique_name("extend-by");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client();
+  it::Client other_client = it::make_client();
+  it::Lock lock = it::make_lock(client.get(), name);
+  it::Lock other = it::make_lock(other_client.get(), name);
+
+  EXPECT_EQ(rlock_extend_by_for(lock.get(), 0, 1000), RLOCK_ENOTHELD) << it::last_error();
+  ASSERT_EQ(it::acquire(lock.get(), 0, 5000), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(rlock_extend_by_for(lock.get(), 0, 10000), RLOCK_OK) << it::last_error();
+  EXPECT_GT(redis.pttl(name), 13000) << "5 s + 10 s, less the time since the acquire";
+  EXPECT_LE(redis.pttl(name), 15000);
+  ASSERT_EQ(rlock_extend_for(lock.get(), 0, 2000), RLOCK_OK) << it::last_error();
+  EXPECT_LE(redis.pttl(name), 2000) << "rlock_extend sets the remaining lease";
+  EXPECT_EQ(rlock_extend_by_for(other.get(), 0, 1000), RLOCK_ENOTOWNER) << it::last_error();
+  EXPECT_EQ(rlock_extend_by_for(lock.get(), 0, 0), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_extend_by_for(lock.get(), -1, 1000), RLOCK_EINVAL);
+  ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+
+  ASSERT_EQ(it::acquire(lock.get(), 0), RLOCK_OK) << it::last_error();  // the watchdog
+  EXPECT_EQ(rlock_extend_by_for(lock.get(), 0, 1000), RLOCK_EINVAL);
+  EXPECT_NE(it::last_error().find("renewed by the watchdog"), std::string::npos)
+      << it::last_error();
+  EXPECT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+  EXPECT_FALSE(redis.exists(name));
+}
+
+}  // namespace

@@ -288,8 +288,10 @@ def test_extend_and_errors_carry_the_library_message(aclient, client, name, r):
             await lock.release()
         assert failure.value.code == rlock.NotHeldError.code
         assert await lock.acquire(lease=30)
-        await lock.extend(100)
-        assert 30 < await lock.remaining_ttl() <= 100
+        await lock.extend(100)  # adds
+        assert 100 < await lock.remaining_ttl() <= 130
+        await lock.extend(50, replace_ttl=True)
+        assert 40 < await lock.remaining_ttl() <= 50
         await lock.release()
         with pytest.raises(rlock.NotHeldError):
             await lock.extend(5)

@@ -124,9 +124,9 @@ def test_h5_lease_zero_or_negative(client, name, r):
     with pytest.raises(rlock.InvalidArgumentError, match="lease"):
         lock.acquire(blocking=False, lease=-0.5)
     lock.acquire(blocking=False, lease=5)
-    with pytest.raises(rlock.InvalidArgumentError, match="lease"):
+    with pytest.raises(rlock.InvalidArgumentError, match="additional_time"):
         lock.extend(-1)
-    with pytest.raises(rlock.InvalidArgumentError, match="lease"):
+    with pytest.raises(rlock.InvalidArgumentError, match="additional_time"):
         lock.extend(0)
     assert 4000 < r.pttl(name) <= 5000  # the bad extends did not touch the lease
     lock.release()

@@ -165,12 +165,32 @@ def test_explicit_lease_and_extend(client, name, r):
     assert 1500 < r.pttl(name) <= 2000
     ttl = lock.remaining_ttl()
     assert ttl is not None and 1.5 < ttl <= 2.0
-    lock.extend(10.0)
-    assert 9000 < r.pttl(name) <= 10000
+    lock.extend(10.0)  # adds, as redis-py
+    assert 11000 < r.pttl(name) <= 12000
+    lock.extend(3.0, replace_ttl=True)
+    assert 2000 < r.pttl(name) <= 3000
     lock.release()
     assert lock.remaining_ttl() is None
     with pytest.raises(rlock.NotHeldError):
         lock.extend(1.0)
+    with pytest.raises(rlock.NotHeldError):
+        lock.extend(1.0, replace_ttl=True)
+
+
+def test_extend_of_a_watchdog_hold(client, name, r):
+    """A hold without a lease has none to add to (redis-py: a lock without timeout cannot be
+    extended); replacing the TTL is allowed and lasts until the watchdog's next renewal."""
+    lock = client.lock(name)
+    with lock:
+        assert 20_000 < r.pttl(name) <= 30_000  # the watchdog's lease, shown as the TTL
+        with pytest.raises(rlock.InvalidArgumentError, match="renewed by the watchdog"):
+            lock.extend(5)
+        assert 20_000 < r.pttl(name) <= 30_000
+        lock.extend(60, replace_ttl=True)
+        assert r.pttl(name) > 30_000
+        with pytest.raises(TypeError, match="replace_ttl"):
+            lock.extend(5, replace_ttl="yes")
+    assert r.exists(name) == 0
 
 
 def test_default_lease_of_the_lock(client, name, r):

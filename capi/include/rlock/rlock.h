@@ -364,6 +364,12 @@ RLOCK_API int rlock_release_for(rlock_lock *lock, int64_t thread_id);
 RLOCK_API int rlock_extend(rlock_lock *lock, int64_t lease_ms);
 RLOCK_API int rlock_extend_for(rlock_lock *lock, int64_t thread_id, int64_t lease_ms);
 
+/* Adds add_ms to the remaining lease of the owner's hold (redis-py's extend; rlock_extend sets
+ * it). The remaining time is read first, one more round trip. Same errors as rlock_extend_for;
+ * RLOCK_EINVAL for a hold under the watchdog (acquired without a lease), which has no lease to
+ * add to: rlock_extend_for gives it one until the watchdog's next renewal. */
+RLOCK_API int rlock_extend_by_for(rlock_lock *lock, int64_t thread_id, int64_t add_ms);
+
 /* Deletes the lock whoever holds it and wakes waiters. *out_deleted (optional) is set to 1 if
  * a lock was deleted. Holders find out at their next renewal or release. */
 RLOCK_API int rlock_force_unlock(int *out_deleted, rlock_lock *lock);

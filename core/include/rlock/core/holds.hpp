@@ -92,6 +92,8 @@ class Holds {
   int64_t token(const std::string& name, const std::string& owner) const;
   bool is_held(const std::string& name, const std::string& owner) const;
   bool is_lost(const std::string& name, const std::string& owner) const;
+  // The owner's hold is renewed by the watchdog (acquired without a lease).
+  bool is_watchdog(const std::string& name, const std::string& owner) const;
 
   struct Active {
     std::string name;

@@ -107,6 +107,9 @@ class Lock : public std::enable_shared_from_this<Lock> {
   int release_async(int64_t thread_id, Completion done);
   int extend_async(int64_t lease_ms, int64_t thread_id, Completion done);
   int extend(int64_t lease_ms, int64_t thread_id);
+  // Adds add_ms to the hold's remaining lease (redis-py's extend): the remaining time is read
+  // first (one more round trip). A hold under the watchdog has no lease to add to: kInvalid.
+  int extend_by(int64_t add_ms, int64_t thread_id);
   int force_unlock(bool* deleted);
   int query(int64_t thread_id, LockState* out);
   bool is_held(int64_t thread_id) const;

@@ -220,6 +220,33 @@ public class RedisLock implements Lock {
     return unlockAsync(currentOwner());
   }
 
+  /**
+   * Sets the remaining lease of this owner's hold to {@code leaseTime} (not in Redisson's
+   * RLock). On a hold without a lease (the watchdog's) it lasts until the watchdog's next
+   * renewal. Throws {@link LockNotHeldException} (or {@link LockLostException}) when this owner
+   * does not hold the lock.
+   */
+  public void extendLease(long leaseTime, TimeUnit unit) {
+    nativeLock.extend(positiveMs(leaseTime, unit, "leaseTime"), currentOwner());
+  }
+
+  /**
+   * Adds {@code time} to the remaining lease of this owner's hold (redis-py's extend). A hold
+   * without a lease (the watchdog's) has none to add to: IllegalArgumentException.
+   */
+  public void addLease(long time, TimeUnit unit) {
+    nativeLock.extendBy(positiveMs(time, unit, "time"), currentOwner());
+  }
+
+  private static long positiveMs(long time, TimeUnit unit, String what) {
+    Objects.requireNonNull(unit, "unit");
+    long ms = unit.toMillis(time);
+    if (ms <= 0) {
+      throw new IllegalArgumentException(what + " must be at least 1 ms, got " + time + " " + unit);
+    }
+    return ms;
+  }
+
   /** Starts releasing one hold of the owner {@code threadId}. */
   public CompletableFuture<Void> unlockAsync(long threadId) {
     return nativeLock.releaseAsync(threadId);

@@ -58,6 +58,24 @@ public final class NativeLock implements AutoCloseable {
     return Acquire.interruptibly(target, waitMs, leaseMs, threadId);
   }
 
+  /** Sets the remaining lease of the owner's hold (rlock_extend_for). */
+  public void extend(long leaseMs, long threadId) {
+    NativeCompletion.refuseInsideCompletion("extending", target.what);
+    target.handle.call(target.owner, lock -> {
+      RlockNative.extendFor(lock, threadId, leaseMs);
+      return null;
+    });
+  }
+
+  /** Adds to the remaining lease of the owner's hold (rlock_extend_by_for). */
+  public void extendBy(long addMs, long threadId) {
+    NativeCompletion.refuseInsideCompletion("extending", target.what);
+    target.handle.call(target.owner, lock -> {
+      RlockNative.extendByFor(lock, threadId, addMs);
+      return null;
+    });
+  }
+
   public void release(long threadId) {
     Acquire.release(target, threadId, lock -> {
       RlockNative.releaseFor(lock, threadId);
