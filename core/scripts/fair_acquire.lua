@@ -43,8 +43,10 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   return granted(count)
 end
 local pttl = redis.call('pttl', KEYS[1])
+-- The holder's remaining lease (0: it ends within the millisecond, so come back at once); -1
+-- when it has none (no expiry set, or the key is gone).
 local hint = -1
-if pttl > 0 then
+if pttl >= 0 then
   hint = pttl
 end
 if ARGV[5] ~= '1' then

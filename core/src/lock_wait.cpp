@@ -304,7 +304,9 @@ void Lock::Wait::arm_timer(bool polls) {
     auto sleep = std::chrono::milliseconds::max();
     if (polls) {
       sleep = std::chrono::milliseconds(lock_.client_->config().poll_cap_ms);
-      if (last_.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(last_.pttl));
+      // PTTL is whole milliseconds, rounded down: one more lands after the lease, not just
+      // before it (which would cost another trip, or a poll cap for a fair waiter).
+      if (last_.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(last_.pttl + 1));
     }
     if (int64_t revisit_ms = lock_.kind_->revisit_ms(plan_.fair_allowance_ms)) {
       sleep = std::min(sleep, std::chrono::milliseconds(revisit_ms));

@@ -566,6 +566,29 @@ TEST(Fair, CancelledWaiterLeavesTheQueueAndMovesTheOnesBehindUp) {
 
 // ---- 4. Only the head is woken -----------------------------------------------------------------
 
+// Nobody publishes when a lease runs out: the waiter comes back when the holder's PTTL says it
+// ends. A PTTL of 0 (the lease ends within the millisecond) used to read as "unknown" and cost
+// a whole poll cap (1 s), so a waiter met the end of a 600 ms lease after 1.6 s at times.
+TEST(Fair, WaiterTakesALeaseExpiredLockWhenTheLeaseEnds) {
+  it::Client holder_client = it::make_client();
+  it::Client waiter_client = it::make_client();
+  const int64_t lease = 600;
+  for (int round = 0; round < 5; ++round) {
+    const std::string name = unique_name("fair-lease-end");
+    LockKeys cleanup(name);
+    it::Lock holder = make_fair_lock(holder_client.get(), name);
+    it::Lock waiter = make_fair_lock(waiter_client.get(), name);
+    ASSERT_EQ(it::acquire(holder.get(), 0, lease), RLOCK_OK) << it::last_error();
+    const int64_t start = mono_ms();
+    ASSERT_EQ(it::acquire(waiter.get(), 5000), RLOCK_OK) << it::last_error();
+    const int64_t took = mono_ms() - start;
+    EXPECT_GE(took, lease - 50) << "round " << round;
+    // The poll cap (1000 ms) is the failure this guards against; 300 ms is margin for the host.
+    EXPECT_LT(took, lease + 300) << "round " << round;
+    ASSERT_EQ(rlock_release(waiter.get()), RLOCK_OK) << it::last_error();
+  }
+}
+
 TEST(Fair, ReleaseWakesOnlyTheQueueHeadOnItsOwnChannel) {
   constexpr int kWaiters = 5;
   const std::string name = unique_name("fair-wake");
