@@ -200,7 +200,9 @@ static void test_initializer_macros(void) {
   CHECK_EQ_INT(RLOCK_STATS_OFF, 1);
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 2);
+  CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 3);
+  CHECK(lo.owner_id == NULL); /* version 3: the client's owners */
+  CHECK_EQ_INT(lo.owner_id_len, 0);
   CHECK_EQ_INT(lo.kind, RLOCK_LOCK_REENTRANT);
   CHECK_EQ_INT(RLOCK_LOCK_FENCED, 1);
   CHECK_EQ_INT(RLOCK_LOCK_SPIN, 2);
@@ -342,6 +344,22 @@ static void test_client_options_v2_init_stops_before_tls(void) {
   for (j = v2_size; j < sizeof buf; j++) {
     if (buf[j] != 0xa5) {
       CHECK(!"a version-2 init wrote past the version-2 fields");
+      break;
+    }
+  }
+}
+
+/* A version-2 lock options struct ends before the version-3 owner id. */
+static void test_lock_options_v2_init_stops_before_owner_id(void) {
+  unsigned char buf[256];
+  const size_t v2_size = offsetof(rlock_lock_options, owner_id);
+  size_t j;
+  memset(buf, 0xa5, sizeof buf);
+  CHECK_EQ_INT(rlock_lock_options_init((rlock_lock_options *)(void *)buf, 2), RLOCK_OK);
+  CHECK_EQ_INT(*(unsigned int *)(void *)buf, 2);
+  for (j = v2_size; j < sizeof buf; j++) {
+    if (buf[j] != 0xa5) {
+      CHECK(!"a version-2 lock options init wrote past the version-2 fields");
       break;
     }
   }
@@ -586,7 +604,9 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_lock_options, spin_initial_ms), 24);
   CHECK_EQ_INT(offsetof(rlock_lock_options, spin_max_ms), 32);
   CHECK_EQ_INT(offsetof(rlock_lock_options, fair_wait_ms), 40);
-  CHECK_EQ_INT(sizeof(rlock_lock_options), 48);
+  CHECK_EQ_INT(offsetof(rlock_lock_options, owner_id), 48); /* version 3 */
+  CHECK_EQ_INT(offsetof(rlock_lock_options, owner_id_len), 56);
+  CHECK_EQ_INT(sizeof(rlock_lock_options), 64);
 
   CHECK_EQ_INT(offsetof(rlock_acquire_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_acquire_options, wait_ms), 8);
@@ -766,6 +786,7 @@ int main(void) {
   test_options_init_versions();
   test_options_init_writes_only_its_version();
   test_client_options_v2_init_stops_before_tls();
+  test_lock_options_v2_init_stops_before_owner_id();
   test_client_options_v3_init_stops_before_stats();
   test_stats_without_redis();
   test_no_redis_failures();

@@ -142,6 +142,40 @@ class LockTest extends ClientTestBase {
     assertFalse(lock.isLocked(), "the interrupted waiter left no lock behind");
   }
 
+  /**
+   * An interrupt ends the wait at once, as in Redisson: a release sent right after it never
+   * lets the interrupted waiter in (a wait that noticed interrupts by polling could be granted
+   * the lock meanwhile and return normally).
+   */
+  @Test
+  void aReleaseRightAfterTheInterruptNeverLetsTheWaiterIn() throws Exception {
+    RedisLock lock = client.getLock(TestRedis.uniqueName("interrupt-then-release"));
+    for (int round = 0; round < 10; round++) {
+      lock.lock();
+      CompletableFuture<Throwable> outcome = new CompletableFuture<>();
+      CountDownLatch started = new CountDownLatch(1);
+      Thread waiter = new Thread(() -> {
+        started.countDown();
+        try {
+          lock.lockInterruptibly();
+          lock.unlock();
+          outcome.complete(new AssertionError("the interrupted waiter got the lock"));
+        } catch (Throwable t) {
+          outcome.complete(t);
+        }
+      });
+      waiter.start();
+      started.await();
+      Thread.sleep(100); // waiting
+      waiter.interrupt();
+      lock.unlock();
+      assertInstanceOf(InterruptedException.class, outcome.get(10, TimeUnit.SECONDS),
+          "round " + round);
+      waiter.join(5000);
+      assertFalse(lock.isLocked(), "round " + round + ": the interrupted waiter left a hold");
+    }
+  }
+
   @Test
   void tryLockWithTimeIsInterruptibleToo() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("interrupt-try"));

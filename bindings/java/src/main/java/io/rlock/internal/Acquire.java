@@ -6,9 +6,9 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 
 /**
- * The one acquire and release path of locks and groups. A platform thread makes the blocking
- * native call; a virtual thread starts the asynchronous one and parks on its future, leaving
- * its carrier to other virtual threads.
+ * The one acquire and release path of locks and groups. An uninterruptible wait on a platform
+ * thread makes the blocking native call; a virtual thread, and every interruptible wait, starts
+ * the asynchronous one and waits on its future (a virtual thread leaves its carrier to others).
  */
 final class Acquire {
   private Acquire() {}
@@ -52,9 +52,7 @@ final class Acquire {
     }
     try {
       return target.handle.call(target.owner, p -> outcome(
-          target.call.acquire(p, waitMs, leaseMs, threadId, 0), null, target.handle));
-    } catch (InterruptedException e) {
-      throw new AssertionError("an uninterruptible wait was interrupted", e);
+          target.call.acquire(p, waitMs, leaseMs, threadId, 0), target.handle));
     } catch (RuntimeException e) {
       throw target.async.acquireFailure(e);
     }
@@ -73,19 +71,10 @@ final class Acquire {
       return uninterruptibly(target, 0, leaseMs, threadId);
     }
     NativeCompletion.refuseInsideCompletion("acquiring", target.what);
-    if (VirtualThreads.current()) {
-      return parkInterruptibly(target, waitMs, leaseMs, threadId);
-    }
-    try {
-      return target.handle.call(target.owner, p -> {
-        try (InterruptWatcher.Waiter waiter = InterruptWatcher.register()) {
-          return outcome(target.call.acquire(p, waitMs, leaseMs, threadId, waiter.token()),
-              waiter, target.handle);
-        }
-      });
-    } catch (RuntimeException e) {
-      throw target.async.acquireFailure(e);
-    }
+    // Every thread, virtual or not, waits on the asynchronous acquire's future: an interrupt
+    // ends Future.get at once (Redisson's rule), where a blocking native wait would notice it
+    // only at the interrupt watcher's next poll and could take the lock meanwhile.
+    return parkInterruptibly(target, waitMs, leaseMs, threadId);
   }
 
   /** Releases one hold of the owner, parking a virtual thread while it runs. */
@@ -152,19 +141,13 @@ final class Acquire {
   }
 
   /** The result of a native acquire: true acquired, false timed out, else an exception. */
-  private static boolean outcome(int rc, InterruptWatcher.Waiter waiter, Handle handle)
-      throws InterruptedException {
+  private static boolean outcome(int rc, Handle handle) {
     if (rc == ErrorCode.OK) {
       return true;
     }
     if (rc == ErrorCode.ETIMEDOUT) {
       return false;
     }
-    // RLOCK_ECANCELED: our token (an interrupt) or close() of the handle woke the wait.
-    if (waiter != null && waiter.cancelled()) {
-      Thread.interrupted();
-      throw new InterruptedException("interrupted while waiting for the lock");
-    }
-    throw handle.closedError();
+    throw handle.closedError(); // RLOCK_ECANCELED: close() of the handle woke the wait
   }
 }
