@@ -295,7 +295,7 @@ func (s *Semaphore) TrySetPermits(permits int64, ttl time.Duration) (bool, error
 	return set == 1, err
 }
 
-// Acquire takes permits (1 to 1000), waiting as long as it takes, also while the semaphore
+// Acquire takes permits (0 to 2^31-1; 0 at once), waiting as long as it takes, also while the semaphore
 // does not exist. A waiting goroutine holds no OS thread. ctx bounds the wait: when it ends
 // first the error satisfies errors.Is(err, ctx.Err()) (and ErrNotObtained for a deadline) and
 // no permit is left taken.
@@ -305,7 +305,7 @@ func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
 	return err
 }
 
-// TryAcquire takes permits (1 to 1000) if that many are available now, without waiting, and
+// TryAcquire takes permits (0 to 2^31-1) if that many are available now, without waiting, and
 // reports whether it did.
 func (s *Semaphore) TryAcquire(permits int) (bool, error) {
 	ok, err := s.acquire(context.Background(), false, permits, 0, nil)
@@ -313,7 +313,7 @@ func (s *Semaphore) TryAcquire(permits int) (bool, error) {
 	return ok, err
 }
 
-// Release gives back permits (1 to 1000) that this client took. It returns ErrNotHeld, with
+// Release gives back permits (0 to 2^31-1) that this client took. It returns ErrNotHeld, with
 // nothing changed, for more than the client holds (AddPermits makes new permits), and
 // ErrLockLost when the semaphore was deleted or expired meanwhile.
 func (s *Semaphore) Release(permits int) error {

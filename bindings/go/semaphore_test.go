@@ -294,7 +294,16 @@ func TestSemaphoreBadInputChangesNothing(t *testing.T) {
 	name := uniqueName(t)
 	s := mustSemaphore(t, c, name)
 	s.TrySetPermits(3, 0)
-	for _, permits := range []int{0, -1, 1001} {
+	if ok, err := s.TryAcquire(0); !ok || err != nil { // as Redisson: at once
+		t.Fatalf("TryAcquire(0): %v %v", ok, err)
+	}
+	if err := s.Release(0); err != nil {
+		t.Fatalf("Release(0): %v", err)
+	}
+	if ok, err := s.TryAcquire(1001); ok || err != nil { // no cap at 1000: just not that many
+		t.Fatalf("TryAcquire(1001): %v %v", ok, err)
+	}
+	for _, permits := range []int{-1, 1 << 31} {
 		ok, err := s.TryAcquire(permits)
 		wantCode(t, err, CodeInvalid, ErrInvalidArgument)
 		if ok {

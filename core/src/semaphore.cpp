@@ -202,10 +202,15 @@ int Semaphore::check_kind(SemaphoreKind wanted, const char* doing) const {
 }
 
 int Semaphore::check_permits(int64_t permits, const char* doing) const {
-  if (permits >= 1 && permits <= kMaxPermitsPerCall) return kOk;
+  // A plain semaphore's permits are a count (Redisson: 0 to Integer.MAX_VALUE, 0 granted at
+  // once); an expirable one's are ids, one per permit, so a call is bounded.
+  const bool plain = options_.kind == SemaphoreKind::Plain;
+  const int64_t least = plain ? 0 : 1;
+  const int64_t most = plain ? kMaxPermits : kMaxPermitsPerCall;
+  if (permits >= least && permits <= most) return kOk;
   return fail(kInvalid, std::string(doing) + " semaphore " + printable(name_) +
-                            ": permits must be from 1 to " + std::to_string(kMaxPermitsPerCall) +
-                            ", got " + std::to_string(permits));
+                            ": permits must be from " + std::to_string(least) + " to " +
+                            std::to_string(most) + ", got " + std::to_string(permits));
 }
 
 // The deadline score of a new lease: kNever, or now + lease (the watchdog's lease for
@@ -286,6 +291,7 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
   const std::string doing = what(("acquiring " + plural(args.permits, "permit") + " of").c_str());
   try {
     if (options_.kind == SemaphoreKind::Plain) {
+      if (args.permits == 0) return {kOk};  // nothing to take, as Redisson: no round trip
       const std::string latch = unlock_latch(name_, random_hex(8));
       const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
       const std::string permits = std::to_string(args.permits);
@@ -432,6 +438,7 @@ int Semaphore::release(int64_t permits) {
   if (int c = check_open()) return c;
   if (int c = check_kind(SemaphoreKind::Plain, "releasing permits of")) return c;
   if (int c = check_permits(permits, "releasing permits of")) return c;
+  if (permits == 0) return kOk;
   if (!client_->permits_given_back(name_, permits)) {
     return fail(kNotHeld, doing + ": this client holds " +
                               std::to_string(client_->permits_held(name_)) +

@@ -238,7 +238,8 @@ class Semaphore(_Handle):
         return self._checked().add_permits(_whole(delta, "delta"))
 
     def acquire(self, permits: int = 1, timeout: Optional[float] = None) -> bool:
-        """Takes ``permits`` (1 to 1000) permits, waiting up to ``timeout`` seconds (None: for
+        """Takes ``permits`` (0 to 2**31-1; 0 succeeds at once) permits, waiting up to
+        ``timeout`` seconds (None: for
         ever, 0: one try). True when taken, False when the time ran out (a semaphore that does
         not exist has no permits: the wait runs out). The GIL is released while waiting;
         Ctrl-C interrupts the wait and leaves nothing taken."""

@@ -366,11 +366,16 @@ TEST(Semaphore, BadInputIsRefusedWithNothingChanged) {
   RedisConn redis(test_redis_url());
   int set = 0;
   ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 2, 0), RLOCK_OK);
-  for (int64_t permits : {int64_t{0}, int64_t{-1}, int64_t{1001}}) {
+  for (int64_t permits : {int64_t{-1}, int64_t{2147483648}}) {
     EXPECT_FAILS_UNCHANGED(rlock_semaphore_acquire(sem.get(), permits, 0), RLOCK_EINVAL, redis,
                            name);
     EXPECT_FAILS_UNCHANGED(rlock_semaphore_release(sem.get(), permits), RLOCK_EINVAL, redis, name);
   }
+  // As Redisson: 0 permits are taken and given back at once, and a count is not capped.
+  EXPECT_EQ(rlock_semaphore_acquire(sem.get(), 0, 0), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_semaphore_release(sem.get(), 0), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_semaphore_acquire(sem.get(), 2147483647, 0), RLOCK_ETIMEDOUT);
+  EXPECT_EQ(get(redis, name), "2");
   EXPECT_FAILS_UNCHANGED(rlock_semaphore_release(sem.get(), 1), RLOCK_ENOTHELD, redis, name);
   EXPECT_NE(std::strstr(rlock_last_error()->message, "holds 0"), nullptr);
   ASSERT_EQ(rlock_semaphore_acquire(sem.get(), 1, 0), RLOCK_OK);

@@ -230,7 +230,7 @@ def test_cancel_wakes_a_waiting_acquire(client, r, name):
     assert r.get(name) == b"0"
 
 
-@pytest.mark.parametrize("permits", [0, -1, 1001])
+@pytest.mark.parametrize("permits", [-1, 2**31])
 def test_bad_permit_counts_are_refused_and_change_nothing(client, r, name, permits):
     sem = client.semaphore(name)
     sem.try_set_permits(5)
@@ -246,9 +246,24 @@ def test_bad_permit_counts_are_refused_and_change_nothing(client, r, name, permi
         with pytest.raises(rlock.InvalidArgumentError) as e:
             call()
         assert e.value.code == -6
-        assert "permits must be from 1 to 1000" in str(e.value)
+        assert "permits must be from 0 to 2147483647" in str(e.value)
     assert snapshot(r, name) == before
     assert sem.held_permits() == 1
+
+
+def test_zero_and_many_permits_as_redisson(client, r, name):
+    """0 permits are taken and given back at once (no round trip, even with no semaphore), and a
+    call is not capped at 1000 permits as an expirable semaphore's is."""
+    sem = client.semaphore(name)
+    assert sem.acquire(0) and sem.try_acquire(0)
+    sem.release(0)
+    assert r.exists(name) == 0
+    sem.try_set_permits(5000)
+    assert sem.acquire(4500, timeout=0)
+    assert r.get(name) == b"500" and sem.held_permits() == 4500
+    assert sem.try_acquire(501) is False
+    sem.release(4500)
+    assert r.get(name) == b"5000"
 
 
 def test_bad_argument_types_and_ranges(client, r, name):
@@ -636,8 +651,9 @@ def test_async_semaphore_acquire_release_and_context_managers(aclient, make_clie
         assert r.get(name) == b"3"
         with pytest.raises(rlock.NotHeldError):
             await sem.release()
+        assert await sem.acquire(0)  # at once, as Redisson
         with pytest.raises(rlock.InvalidArgumentError):
-            await sem.acquire(0)
+            await sem.acquire(-1)
         assert await sem.available_permits() == 3
         assert await sem.drain_permits() == 3
         assert await sem.add_permits(1) == 1

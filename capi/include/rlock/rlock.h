@@ -817,7 +817,8 @@ typedef enum rlock_semaphore_kind {
 #define RLOCK_LEASE_NONE ((int64_t)-2)
 /* A permit id: 32 lower-case hex digits and a NUL. */
 #define RLOCK_PERMIT_ID_SIZE 33
-/* Permits one call may take or give back. */
+/* Permits one call of a permit-expirable semaphore may take or give back (a plain one: up to
+ * 2^31-1). */
 #define RLOCK_MAX_PERMITS_PER_CALL 1000
 
 typedef struct rlock_permit_id {
@@ -859,7 +860,9 @@ RLOCK_API int rlock_semaphore_add_permits(int64_t *out_available, rlock_semaphor
 
 typedef struct rlock_permit_options {
   unsigned int version;
-  int64_t permits;            /* 1 to RLOCK_MAX_PERMITS_PER_CALL; default 1 */
+  int64_t permits;            /* default 1; a plain semaphore: 0 (granted at once, no round
+                                 trip, as Redisson) to 2^31-1; expirable: 1 to
+                                 RLOCK_MAX_PERMITS_PER_CALL */
   int64_t wait_ms;            /* 0 = try once, RLOCK_WAIT_FOREVER (default), or a bound */
   int64_t lease_ms;           /* expirable: 0 = the semaphore's lease_ms; RLOCK_LEASE_WATCHDOG,
                                  RLOCK_LEASE_NONE or > 0. Plain: must be 0 */
@@ -879,8 +882,9 @@ RLOCK_API int rlock_permit_options_init(rlock_permit_options *opts, unsigned int
 RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *sem, int64_t permits, int64_t wait_ms);
 /* Acquire with every option, for either kind (NULL opts = RLOCK_PERMIT_OPTIONS_INIT, plain). */
 RLOCK_API int rlock_semaphore_acquire_ex(rlock_semaphore *sem, const rlock_permit_options *opts);
-/* Gives back permits of a plain semaphore that this client took: RLOCK_ENOTHELD (nothing
- * changes) for more than it holds; RLOCK_ELOST when the semaphore was deleted or expired. */
+/* Gives back permits (0 to 2^31-1; 0 does nothing) of a plain semaphore that this client took:
+ * RLOCK_ENOTHELD (nothing changes) for more than it holds; RLOCK_ELOST when the semaphore was
+ * deleted or expired. */
 RLOCK_API int rlock_semaphore_release(rlock_semaphore *sem, int64_t permits);
 /* Available permits now (expirable: after giving expired permits back). Optional outputs:
  * *out_held the expirable permits held (0 for plain), *out_exists whether the semaphore exists. */

@@ -30,7 +30,8 @@ enum class SemaphoreKind { Plain = 0, Expirable = 1 };
 constexpr int64_t kMaxPermits = 2147483647;
 // A latch's count: up to 15 digits, as the scripts take them.
 constexpr int64_t kMaxLatchCount = 999999999999999;
-// Permits one call may take or give back (one id each for the expirable kind).
+// Permits one call of an expirable semaphore may take or give back (one id each); a plain one
+// takes 0 to kMaxPermits.
 constexpr int64_t kMaxPermitsPerCall = 1000;
 // An expirable permit's lease: none (the permit never expires: Redisson's lease -1).
 constexpr int64_t kLeaseNone = -2;
@@ -45,7 +46,7 @@ struct SemaphoreOptions {
 };
 
 struct PermitArgs {
-  int64_t permits = 1;          // 1..kMaxPermitsPerCall
+  int64_t permits = 1;          // plain: 0..kMaxPermits; expirable: 1..kMaxPermitsPerCall
   int64_t wait_ms = -1;         // 0 = try once, -1 = forever, or a bound
   int64_t lease_ms = 0;         // expirable: 0 = the semaphore's default, or as in options
   CancelSet* cancel = nullptr;  // optional sticky token

@@ -13,7 +13,8 @@ import java.util.concurrent.TimeUnit;
  * back only permits this client took and has not given back, and throws
  * {@link LockNotHeldException} (nothing changes) for more; use {@link #addPermits(int)} to
  * create permits. A semaphore that does not exist has no permits: acquire waits for it to be
- * set, a single try fails. Permit counts per call are 1 to 1000; other counts throw
+ * set, a single try fails. Permit counts per call are 0 (done at once, no round trip, as in
+ * Redisson) to {@link Integer#MAX_VALUE}; a negative count throws
  * {@link IllegalArgumentException} without touching Redis.
  *
  * <p>Waits cost no thread: waiters are woken by Redis pub/sub. A blocking wait parks the
