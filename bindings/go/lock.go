@@ -262,9 +262,15 @@ func (l *Lock) releaseC(p unsafe.Pointer) error {
 func (l *Lock) Unlock() error {
 	if l.byID && !l.holding() {
 		// WithOwnerID: the hold may be another value's, or another process's; Redis decides.
-		err := l.use(l.releaseC)
-		runtime.KeepAlive(l)
-		return err
+		// Only with the gate free: a Lock of this value in flight must not lose its grant here.
+		select {
+		case l.gate <- struct{}{}:
+			err := l.use(l.releaseC)
+			<-l.gate
+			runtime.KeepAlive(l)
+			return err
+		default:
+		}
 	}
 	err := l.release(l.releaseC)
 	runtime.KeepAlive(l)

@@ -1015,6 +1015,10 @@ func TestOwnerIDReleasedByAnotherClient(t *testing.T) {
 	if ok, err := stranger.TryLock(bg, 0, 0); ok || err != nil {
 		t.Fatalf("another id took the lock: %v %v", ok, err)
 	}
+	// The id never re-enters: another value naming it is refused at once, even with a wait.
+	if ok, err := finisher.TryLock(bg, 5*time.Second, 0); ok || !errors.Is(err, ErrDeadlock) {
+		t.Fatalf("the id's second acquire: %v %v", ok, err)
+	}
 	wantCode(t, stranger.Unlock(), CodeNotOwner, ErrNotOwner)
 	if err := finisher.Extend(60 * time.Second); err != nil {
 		t.Fatal(err)

@@ -511,6 +511,8 @@ int rlock_lock_new_n(rlock_lock** out, rlock_client* client, const char* name, s
       if (opts->version >= 3 && opts->owner_id != nullptr) {
         if (opts->owner_id_len == 0) return invalid("owner_id must not be empty (NULL: none)");
         options.owner_id.assign(opts->owner_id, opts->owner_id_len);
+      } else if (opts->version >= 3 && opts->owner_id_len != 0) {
+        return invalid("owner_id is NULL but owner_id_len is not 0");
       }
     }
     if (int rc = check_name(c->core->config(), name, name_len, "lock")) return rc;

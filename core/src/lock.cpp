@@ -63,6 +63,16 @@ void check_lock_name(const ClientConfig& config, const std::string& name, const 
   }
 }
 
+// The first half of a lock's owner fields: the client id, or a caller-given owner id's UUID.
+static std::string owner_prefix_of(const Client& client, const std::string& owner_id) {
+  if (owner_id.empty()) return client.id();
+  if (owner_id.size() > kMaxOwnerIdLen) {
+    throw Error(kInvalid, "owner_id is " + std::to_string(owner_id.size()) +
+                              " bytes, longer than the limit of " + std::to_string(kMaxOwnerIdLen));
+  }
+  return owner_id_prefix(owner_id);
+}
+
 int check_wait(int64_t wait_ms) {
   if (wait_ms < -1 || wait_ms > kMaxDurationMs) {
     return fail(kInvalid, "wait_ms must be 0 (try once), -1 (forever) or up to " +
@@ -79,15 +89,14 @@ int check_lease(int64_t lease_ms) {
 Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options)
     : client_(std::move(client)),
       name_(std::move(name)),
-      kind_(kinds::make_kind(options.kind, name_)),
+      // A caller-given owner never re-enters (as python-redis-lock's id= and redsync's
+      // WithValue): its holds are shared by threads and processes, so a count above 1 could
+      // not be told apart, and a local count or undo could act on another process's hold.
+      kind_(kinds::make_kind(options.kind, name_, options.owner_id.empty())),
       channel_(kind_->channel()),
       options_(options),
-      owner_prefix_(options.owner_id.empty() ? client_->id() : owner_id_prefix(options.owner_id)) {
+      owner_prefix_(owner_prefix_of(*client_, options.owner_id)) {
   check_lock_name(client_->config(), name_);
-  if (options.owner_id.size() > kMaxOwnerIdLen) {
-    throw Error(kInvalid, "owner_id is " + std::to_string(options.owner_id.size()) +
-                              " bytes, longer than the limit of " + std::to_string(kMaxOwnerIdLen));
-  }
   if (!valid_lease(options.lease_ms)) throw Error(kInvalid, lease_problem(options.lease_ms));
   // Every script of a lock names its key with the channel and auxiliary keys: in a cluster they
   // must share one slot, which the hash-tag rule gives unless the name's braces defeat it.
@@ -198,7 +207,8 @@ Lock::Attempt Lock::try_acquire_once(const Plan& plan, bool join_queue) {
   } catch (const Error& e) {
     // The request may have been applied with its reply lost: take it back if so, so the key
     // does not outlive us until its lease.
-    if (e.code() == kConn && plan.undo_lost_reply) {
+    // Not for a caller-given owner: the hold found may be another process's of the same id.
+    if (e.code() == kConn && plan.undo_lost_reply && options_.owner_id.empty()) {
       undo_acquire(plan.owner, before + 1, plan.lease_ms);
     }
     return {fail(e.code(), "acquiring lock " + printable(name_) + ": " + e.message()), 0};

@@ -568,12 +568,11 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         thread_local: bool = True,
-        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "ReadWriteLock":
         """A lock with a shared read half and an exclusive write half (Redisson
         ``RReadWriteLock``). ``owner``, ``thread_local``: as for ``lock()``, the two halves
         of one ReadWriteLock object being one owner (so a writer can also read)."""
-        return ReadWriteLock(self, name, lease, blocking_timeout, owner, thread_local, owner_id)
+        return ReadWriteLock(self, name, lease, blocking_timeout, owner, thread_local)
 
     # -- semaphores and latches
 
@@ -913,33 +912,11 @@ class ReadWriteLock:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         thread_local: bool = True,
-        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> None:
         self._name = name
-        if owner_id is None:
-            owners: Union[str, Owners] = _owners.for_mode(owner, thread_local)  # both halves
-        else:
-            owners = owner  # checked by _make; the id makes the halves one owner
-        self._read = Lock._make(
-            client,
-            name,
-            _native.KIND_READ,
-            lease,
-            blocking_timeout,
-            owners,
-            thread_local,
-            owner_id=owner_id,
-        )
-        self._write = Lock._make(
-            client,
-            name,
-            _native.KIND_WRITE,
-            lease,
-            blocking_timeout,
-            owners,
-            thread_local,
-            owner_id=owner_id,
-        )
+        owners = _owners.for_mode(owner, thread_local)  # one for both halves
+        self._read = Lock._make(client, name, _native.KIND_READ, lease, blocking_timeout, owners)
+        self._write = Lock._make(client, name, _native.KIND_WRITE, lease, blocking_timeout, owners)
 
     @property
     def name(self) -> Name:

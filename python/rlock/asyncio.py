@@ -368,14 +368,11 @@ class Client:
         blocking_timeout: Optional[float] = None,
         owner: str = "object",
         task_local: bool = True,
-        owner_id: "Union[str, bytes, int, None]" = None,
     ) -> "ReadWriteLock":
         """See ``rlock.Client.read_write_lock``; ``owner``, ``task_local`` as for ``lock()``,
         the two halves being one owner."""
         return ReadWriteLock(
-            self._sync.read_write_lock(
-                name, lease=lease, blocking_timeout=blocking_timeout, owner_id=owner_id
-            ),
+            self._sync.read_write_lock(name, lease=lease, blocking_timeout=blocking_timeout),
             owner=owner,
             task_local=task_local,
         )
@@ -566,10 +563,6 @@ class ReadWriteLock:
         self, rw: _client.ReadWriteLock, *, owner: str = "object", task_local: bool = True
     ) -> None:
         self._rw = rw
-        if rw.read_lock()._owner_prefix is not None:  # an owner_id: the halves are that owner
-            self._read = Lock(rw.read_lock(), owner=owner, task_local=task_local)
-            self._write = Lock(rw.write_lock(), owner=owner, task_local=task_local)
-            return
         owners = _owners_for(owner, task_local)  # one for both halves: a writer may read
         self._read = Lock(rw.read_lock(), owner=owners)
         self._write = Lock(rw.write_lock(), owner=owners)

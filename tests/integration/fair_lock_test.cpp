@@ -583,8 +583,8 @@ TEST(Fair, WaiterTakesALeaseExpiredLockWhenTheLeaseEnds) {
     ASSERT_EQ(it::acquire(waiter.get(), 5000), RLOCK_OK) << it::last_error();
     const int64_t took = mono_ms() - start;
     EXPECT_GE(took, lease - 50) << "round " << round;
-    // The poll cap (1000 ms) is the failure this guards against; 300 ms is margin for the host.
-    EXPECT_LT(took, lease + 300) << "round " << round;
+    // A poll cap (1000 ms) late is the failure this guards against; the rest is margin.
+    EXPECT_LT(took, lease + 700) << "round " << round;
     ASSERT_EQ(rlock_release(waiter.get()), RLOCK_OK) << it::last_error();
   }
 }

@@ -453,12 +453,14 @@ TEST(CallerOwner, AnyClientNamingTheIdExtendsAndReleases) {
 
   EXPECT_EQ(rlock_extend(finisher.get(), 60000), RLOCK_OK) << it::last_error();
   EXPECT_GT(redis.pttl(name), 30000) << "the other client's extend set the lease";
-  // Any thread id acts for the one owner of the id.
-  ASSERT_EQ(it::acquire(finisher.get(), 0, 0, 7), RLOCK_OK) << it::last_error();
-  EXPECT_EQ(redis.hgetall(name).at("bd5e3299-69d1-5f15-b688-738ddd7fa874:1"), "2");
+  // Any thread id acts for the one owner of the id, which never re-enters (its holds may be
+  // other processes'): a second acquire is refused and changes nothing.
+  EXPECT_EQ(it::acquire(finisher.get(), 0, 0, 7), RLOCK_EDEADLK) << it::last_error();
+  EXPECT_EQ(it::acquire(taker.get(), 1000), RLOCK_EDEADLK) << it::last_error();
+  EXPECT_EQ(redis.hgetall(name), expected);
   EXPECT_EQ(rlock_release_for(finisher.get(), 7), RLOCK_OK) << it::last_error();
-  EXPECT_EQ(rlock_release(finisher.get()), RLOCK_OK) << it::last_error();
   EXPECT_FALSE(redis.exists(name));
+  EXPECT_EQ(rlock_release(finisher.get()), RLOCK_ENOTHELD) << it::last_error();
 }
 
 // Freeing the client that acquired leaves a caller-given owner's hold to its lease (another
@@ -500,6 +502,15 @@ TEST(CallerOwner, BadIdsAreRefusedAndBytesCount) {
   opts.owner_id_len = too_long.size();
   EXPECT_EQ(rlock_lock_new(&l, a.get(), name.c_str(), &opts), RLOCK_EINVAL);
   EXPECT_NE(it::last_error().find("owner_id is 1025 bytes"), std::string::npos) << it::last_error();
+  EXPECT_EQ(l, nullptr);
+  opts.owner_id = nullptr;
+  opts.owner_id_len = 3;
+  EXPECT_EQ(rlock_lock_new(&l, a.get(), name.c_str(), &opts), RLOCK_EINVAL);
+  opts.owner_id = "job";
+  opts.kind = RLOCK_LOCK_READ;
+  EXPECT_EQ(rlock_lock_new(&l, a.get(), name.c_str(), &opts), RLOCK_EINVAL);
+  EXPECT_NE(it::last_error().find("not available for read and write locks"), std::string::npos)
+      << it::last_error();
   EXPECT_EQ(l, nullptr);
 
   // An id with a NUL byte is its own owner, not its prefix's.

@@ -52,20 +52,33 @@ def test_another_process_takes_and_this_one_releases(client, redis_url, name, r)
     plain.release()
 
 
-def test_an_int_is_its_decimal_digits_and_objects_threads_share_it(client, name, r):
+def test_an_int_is_its_decimal_digits_and_the_id_never_re_enters(client, name, r):
+    """As python-redis-lock's AlreadyAcquired: the id's holds are shared by threads and
+    processes, so a second acquire while it holds the lock is refused (it would wait for
+    itself), from any thread and object, and changes nothing."""
     first = client.lock(name, owner_id=42, lease=20)
     second = client.lock(name, owner_id="42")
     assert first.acquire(blocking=False)
     assert r.hgetall(name) == {field("42"): b"1"}
-    results = []
-    t = threading.Thread(target=lambda: results.append(second.acquire(blocking=False)))
+    errors = []
+
+    def again() -> None:
+        try:
+            second.acquire(timeout=5)
+        except rlock.DeadlockError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=again)
     t.start()
     t.join(10)
-    assert results == [True]  # the same owner re-enters, from any thread and object
-    assert r.hgetall(name) == {field("42"): b"2"}
-    second.release()
-    first.release()
+    assert len(errors) == 1
+    with pytest.raises(rlock.DeadlockError):
+        first.acquire()
+    assert r.hgetall(name) == {field("42"): b"1"}
+    second.release()  # any object naming the id
     assert r.exists(name) == 0
+    with pytest.raises(rlock.NotHeldError):
+        first.release()
 
 
 def test_asyncio_and_blocking_locks_naming_an_id_are_one_owner(redis_url, client, name, r):
@@ -110,3 +123,5 @@ def test_a_group_of_one_id_is_that_owner_everywhere(make_client, name, r):
 def test_owner_id_arguments_are_checked(client, name, kwargs, error, words):
     with pytest.raises(error, match=words):
         client.lock(name, **kwargs)
+    with pytest.raises(TypeError):
+        client.read_write_lock(name, owner_id="a")  # not for read-write locks

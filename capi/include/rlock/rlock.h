@@ -251,8 +251,9 @@ RLOCK_API int rlock_client_new(rlock_client **out, const rlock_client_options *o
 RLOCK_API int rlock_client_new_url(rlock_client **out, const char *url);
 
 /* Stops the watchdog, wakes waiters of its locks with RLOCK_ECLOSED, releases what the client
- * still holds (locks, plain semaphores' permits, the expirable permits its watchdog renews;
- * best effort: it stops at the first failed round trip, and the rest expire by lease) and
+ * still holds (locks but those of an owner_id, plain semaphores' permits, the expirable permits
+ * its watchdog renews; best effort: it stops at the first failed round trip, and the rest
+ * expire by lease) and
  * closes connections. Lock handles may outlive the client; their calls then return
  * RLOCK_ECLOSED. In a child of fork(), for a client made before the fork: does none of this
  * (the parent's locks stay held) and records RLOCK_EFORKED. */
@@ -297,9 +298,10 @@ typedef struct rlock_lock_options {
    * then has one owner, "<U>:1", U the version-5 UUID (RFC 4122) of the owner_id_len bytes in
    * the namespace RLOCK_OWNER_ID_NAMESPACE, whatever thread_id a call gives. Every handle, in
    * any process and on any client, naming the same owner_id is that owner: one process may
-   * acquire and another release or extend. Its holds are not released when the client is
-   * freed (another process may be the one to release them): they last their lease. At most
-   * 1024 bytes, any bytes. */
+   * acquire and another release or extend. It never re-enters: an acquire while it holds the
+   * lock is RLOCK_EDEADLK (as python-redis-lock's id= and redsync's WithValue). Its holds are
+   * not released when the client is freed (another process may be the one to release them):
+   * they last their lease. At most 1024 bytes, any bytes. Not for RLOCK_LOCK_READ/WRITE. */
   const char *owner_id;
   size_t owner_id_len;
 } rlock_lock_options;

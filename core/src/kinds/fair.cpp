@@ -21,9 +21,9 @@ std::string epoch_ms() {
 
 class Fair : public Kind {
  public:
-  Fair(LockKind kind, const std::string& name)
+  Fair(LockKind kind, const std::string& name, bool may_reenter)
       : Kind(name, lock_channel(name)),
-        reentrant_(kind == LockKind::Fair),
+        reentrant_(kind == LockKind::Fair && may_reenter),
         token_counter_(token_counter(name)),
         queue_(fair_queue(name)),
         deadlines_(fair_deadlines(name)) {}
@@ -85,8 +85,8 @@ class Fair : public Kind {
 
 }  // namespace
 
-std::unique_ptr<const Kind> make_fair(LockKind kind, const std::string& name) {
-  return std::make_unique<Fair>(kind, name);
+std::unique_ptr<const Kind> make_fair(LockKind kind, const std::string& name, bool may_reenter) {
+  return std::make_unique<Fair>(kind, name, may_reenter);
 }
 
 }  // namespace rlock::core::kinds

@@ -51,16 +51,19 @@ bool Kind::read_extend(const Reply& reply, int64_t* out) const {
   return true;
 }
 
-std::unique_ptr<const Kind> make_kind(LockKind kind, const std::string& name) {
+std::unique_ptr<const Kind> make_kind(LockKind kind, const std::string& name, bool may_reenter) {
+  if (!may_reenter && (kind == LockKind::Read || kind == LockKind::Write)) {
+    throw Error(kInvalid, "owner_id is not available for read and write locks");
+  }
   switch (kind) {
     case LockKind::Reentrant:
     case LockKind::Fenced:
     case LockKind::Spin:
     case LockKind::NonReentrant:
-      return make_plain(kind, name);
+      return make_plain(kind, name, may_reenter);
     case LockKind::Fair:
     case LockKind::NonReentrantFair:
-      return make_fair(kind, name);
+      return make_fair(kind, name, may_reenter);
     case LockKind::Read:
       return make_read(name);
     case LockKind::Write:

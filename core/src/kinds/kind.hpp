@@ -123,12 +123,15 @@ class Kind {
 };
 
 // Throws Error(kInvalid) for a value that is no LockKind.
-std::unique_ptr<const Kind> make_kind(LockKind kind, const std::string& name);
+// may_reenter false: a holder's second acquire is refused whatever the kind (a caller-given
+// owner id, which several threads and processes share); refused for read and write locks.
+std::unique_ptr<const Kind> make_kind(LockKind kind, const std::string& name,
+                                      bool may_reenter = true);
 
 // Reentrant, Fenced, Spin and NonReentrant: one hash and the same scripts.
-std::unique_ptr<const Kind> make_plain(LockKind kind, const std::string& name);
+std::unique_ptr<const Kind> make_plain(LockKind kind, const std::string& name, bool may_reenter);
 // Fair and NonReentrantFair.
-std::unique_ptr<const Kind> make_fair(LockKind kind, const std::string& name);
+std::unique_ptr<const Kind> make_fair(LockKind kind, const std::string& name, bool may_reenter);
 std::unique_ptr<const Kind> make_read(const std::string& name);
 std::unique_ptr<const Kind> make_write(const std::string& name);
 

@@ -10,8 +10,11 @@ namespace {
 
 class Plain : public Kind {
  public:
-  Plain(LockKind kind, const std::string& name)
-      : Kind(name, lock_channel(name)), kind_(kind), token_counter_(token_counter(name)) {}
+  Plain(LockKind kind, const std::string& name, bool may_reenter)
+      : Kind(name, lock_channel(name)),
+        kind_(kind),
+        once_(kind == LockKind::NonReentrant || !may_reenter),
+        token_counter_(token_counter(name)) {}
 
   bool always_fenced() const override { return kind_ == LockKind::Fenced; }
   bool spins() const override { return kind_ == LockKind::Spin; }
@@ -25,7 +28,7 @@ class Plain : public Kind {
     Strings keys{name_};
     if (q.fenced) keys.push_back(token_counter_);
     Strings argv{q.lease_ms, q.owner};
-    if (kind_ == LockKind::NonReentrant) argv.emplace_back("1");
+    if (once_) argv.emplace_back("1");
     return {&scripts::acquire, std::move(keys), std::move(argv)};
   }
 
@@ -38,13 +41,14 @@ class Plain : public Kind {
 
  private:
   const LockKind kind_;
+  const bool once_;  // a holder may not acquire again
   const std::string token_counter_;
 };
 
 }  // namespace
 
-std::unique_ptr<const Kind> make_plain(LockKind kind, const std::string& name) {
-  return std::make_unique<Plain>(kind, name);
+std::unique_ptr<const Kind> make_plain(LockKind kind, const std::string& name, bool may_reenter) {
+  return std::make_unique<Plain>(kind, name, may_reenter);
 }
 
 }  // namespace rlock::core::kinds

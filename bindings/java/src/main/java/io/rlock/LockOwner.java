@@ -17,7 +17,9 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@link #id(String)}: an id the caller gives. Every RedisLock naming it, in any process
  *       or language, is that one owner, so one process may unlock or extend what another
  *       locked. On Redis it is {@code "<version-5 UUID of the id>:1"}; such holds are not
- *       released when the client closes (they last their lease: give them one).
+ *       released when the client closes (they last their lease: give them one). The id never
+ *       re-enters: locking while it holds the lock throws {@link LockAlreadyHeldException}, as
+ *       a non-reentrant lock does. Read-write locks refuse it.
  * </ul>
  *
  * <p>The methods taking a {@code threadId} (Redisson's async forms) act for that number as the

@@ -59,6 +59,11 @@ class LockOwnerTest extends ClientTestBase {
       assertEquals(List.of("bd5e3299-69d1-5f15-b688-738ddd7fa874:1"), fields(name));
       assertFalse(stranger.tryLock());
       assertThrows(IllegalMonitorStateException.class, stranger::unlock);
+      // The id never re-enters (its holds may be another process's): as a non-reentrant lock.
+      assertThrows(LockAlreadyHeldException.class, finisher::tryLock);
+      assertThrows(LockAlreadyHeldException.class, taker::lock);
+      assertThrows(IllegalArgumentException.class,
+          () -> client.getReadWriteLock(name + ":rw", LockOwner.id("job-42")));
       finisher.unlock();
       assertFalse(taker.isLocked());
       assertEquals(LockOwner.id(42).toString(), "LockOwner.id(42)");

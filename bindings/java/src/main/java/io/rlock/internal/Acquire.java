@@ -92,7 +92,7 @@ final class Acquire {
         (ptr, completion) -> target.async.startRelease(ptr, threadId, completion));
   }
 
-  /** On a virtual thread: an interrupt cancels the wait, and a grant that raced it is released. */
+  /** Waits on the async acquire: an interrupt cancels the wait, and a raced grant is released. */
   private static boolean parkInterruptibly(Target target, long waitMs, long leaseMs,
       long threadId) throws InterruptedException {
     PendingAcquire<Boolean> pending = PendingAcquire.start(target.owner, target.handle,

@@ -76,7 +76,7 @@ public final class NativeClient implements AutoCloseable {
         handle.releaseChild();
         throw e;
       }
-      return new NativeLock(ptr, name, handle, kind);
+      return new NativeLock(ptr, name, handle, kind, ownerId != null);
     });
   }
 

@@ -33,11 +33,12 @@ public final class NativeLock implements AutoCloseable {
   private final AsyncTarget async;
   private final Acquire.Target target;
 
-  NativeLock(long ptr, String name, Handle client, int kind) {
+  /** neverReenters: a caller-given owner id, which the library never lets re-enter. */
+  NativeLock(long ptr, String name, Handle client, int kind, boolean neverReenters) {
     handle = new Handle(ptr, "the lock '" + name + "'", RlockNative::cancel,
         RlockNative::lockFree, client);
     cleanable = Handle.CLEANER.register(this, handle);
-    async = kind == KIND_NON_REENTRANT || kind == KIND_NON_REENTRANT_FAIR
+    async = neverReenters || kind == KIND_NON_REENTRANT || kind == KIND_NON_REENTRANT_FAIR
         ? AsyncTarget.NON_REENTRANT_LOCK
         : AsyncTarget.LOCK;
     target = new Acquire.Target(this, handle, RlockNative::acquire, async, "the lock");
