@@ -41,6 +41,7 @@ type clientConfig struct {
 	maxNameLen                               uint64
 	tls                                      *TLSOptions // nil: TLS only as the URL says
 	statsOff                                 bool
+	keyPrefix                                *string // nil: none
 }
 
 // positiveMS records an error for a duration that is not positive; 0 (the C default) is
@@ -96,6 +97,23 @@ func WithMaxNameLen(n int) Option {
 	}
 }
 
+// WithKeyPrefix puts prefix before every name, as Redisson's NameMapper does: the keys and
+// channels of name N are those of prefix+N, so services sharing one Redis keep apart (a
+// Redisson client with the same prefix sees the same locks). Names in events, lost
+// notifications and listings come back without it; WithMaxNameLen bounds prefix and name
+// together. The URL option key_prefix= sets it too; where both do they must agree.
+func WithKeyPrefix(prefix string) Option {
+	return func(c *clientConfig) {
+		if prefix == "" && c.err == nil {
+			c.err = invalid("WithKeyPrefix: the prefix must not be empty")
+		}
+		if at := strings.IndexByte(prefix, 0); at >= 0 && c.err == nil {
+			c.err = invalid("WithKeyPrefix: the prefix contains a NUL byte (at byte %d)", at)
+		}
+		c.keyPrefix = &prefix
+	}
+}
+
 // WithStats turns the client's statistics (Client.Stats) on, the default, or off. They cost a
 // few atomic additions per call; off is for measuring that cost. The URL option stats=off
 // turns them off too.
@@ -147,10 +165,15 @@ func NewClient(url string, opts ...Option) (*Client, error) {
 	defer C.free(unsafe.Pointer(curl))
 	tls := newCTLS(cfg.tls)
 	defer tls.free()
+	var cprefix *C.char
+	if cfg.keyPrefix != nil {
+		cprefix = C.CString(*cfg.keyPrefix)
+		defer C.free(unsafe.Pointer(cprefix))
+	}
 	var ptr *C.rlock_client
 	err := check(C.rlock_go_client_new(&ptr, curl, C.int64_t(cfg.connectMS),
 		C.int64_t(cfg.commandMS), C.int(cfg.poolSize), C.int64_t(cfg.watchdogMS),
-		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen), cBool(cfg.statsOff), tls.ptr()))
+		C.int64_t(cfg.pollMS), C.size_t(cfg.maxNameLen), cBool(cfg.statsOff), cprefix, tls.ptr()))
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char
                                                   int64_t command_timeout_ms, int pool_size,
                                                   int64_t watchdog_lease_ms, int64_t poll_cap_ms,
                                                   size_t max_name_len, int stats_off,
-                                                  const rlock_go_tls *tls) {
+                                                  const char *key_prefix, const rlock_go_tls *tls) {
   rlock_client_options opts;
   int rc = rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION);
   if (rc != RLOCK_OK) return rlock_go_result_of(rc);
@@ -75,6 +75,7 @@ static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char
   opts.poll_cap_ms = poll_cap_ms;
   opts.max_name_len = max_name_len;
   opts.stats = stats_off ? RLOCK_STATS_OFF : RLOCK_STATS_ON;
+  opts.key_prefix = key_prefix;
   if (tls != NULL) {
     opts.tls = 1;
     opts.tls_ca_file = tls->ca_file;

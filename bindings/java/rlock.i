@@ -145,9 +145,10 @@ static int rlockj_copy_text(JNIEnv *jenv, const char *bytes, size_t len, const c
   return 0;
 }
 
-/* The client options' strings, as C strings: [0] the URL, then the TLS files and server name. */
+/* The client options' strings, as C strings: [0] the URL, then the TLS files and server name,
+ * then the key prefix. */
 enum { RLOCKJ_URL, RLOCKJ_CA_FILE, RLOCKJ_CA_DIR, RLOCKJ_CERT, RLOCKJ_KEY, RLOCKJ_SNI,
-       RLOCKJ_TEXTS };
+       RLOCKJ_KEY_PREFIX, RLOCKJ_TEXTS };
 
 /* url (required) and the tls_* strings (NULL = unset): UTF-8 bytes with their lengths. The
  * choices are rlock.h's numbers, checked by the C library. */
@@ -158,7 +159,8 @@ static rlock_client *rlockj_client_new(
     const char *tls_ca_dir, size_t tls_ca_dir_len, const char *tls_cert_file,
     size_t tls_cert_file_len, const char *tls_key_file, size_t tls_key_file_len,
     const char *tls_server_name, size_t tls_server_name_len, int tls_verify,
-    int tls_min_version, int sentinel_tls, int stats) {
+    int tls_min_version, int sentinel_tls, int stats, const char *key_prefix,
+    size_t key_prefix_len) {
   rlock_client_options opts;
   rlock_client *client = NULL;
   char *texts[RLOCKJ_TEXTS] = {NULL};
@@ -178,6 +180,8 @@ static rlock_client *rlockj_client_new(
                        &texts[RLOCKJ_KEY]) == 0 &&
       rlockj_copy_text(jenv, tls_server_name, tls_server_name_len, "tls_server_name",
                        &texts[RLOCKJ_SNI]) == 0 &&
+      rlockj_copy_text(jenv, key_prefix, key_prefix_len, "key_prefix",
+                       &texts[RLOCKJ_KEY_PREFIX]) == 0 &&
       rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION) == RLOCK_OK) {
     opts.url = texts[RLOCKJ_URL];
     opts.connect_timeout_ms = connect_timeout_ms;
@@ -196,6 +200,7 @@ static rlock_client *rlockj_client_new(
     opts.tls_min_version = tls_min_version;
     opts.sentinel_tls = sentinel_tls;
     opts.stats = stats;
+    opts.key_prefix = texts[RLOCKJ_KEY_PREFIX];
     if (rlock_client_new(&client, &opts) != RLOCK_OK) client = NULL;
   }
   for (i = 0; i < RLOCKJ_TEXTS; ++i) free(texts[i]);
@@ -1097,7 +1102,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   (const char *tls_cert_file, size_t tls_cert_file_len),
   (const char *tls_key_file, size_t tls_key_file_len),
   (const char *tls_server_name, size_t tls_server_name_len),
-  (const char *owner_id, size_t owner_id_len)
+  (const char *owner_id, size_t owner_id_len), (const char *key_prefix, size_t key_prefix_len)
 };
 
 /* Permit ids: byte arrays (UTF-8 made on the Java side), copied by the C layer. */
@@ -1210,7 +1215,8 @@ rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
                                 size_t tls_cert_file_len, const char *tls_key_file,
                                 size_t tls_key_file_len, const char *tls_server_name,
                                 size_t tls_server_name_len, int tls_verify, int tls_min_version,
-                                int sentinel_tls, int stats);
+                                int sentinel_tls, int stats, const char *key_prefix,
+                                size_t key_prefix_len);
 rlock_lock *rlockj_lock_new(rlock_client *client, const char *name, size_t name_len, int kind,
                             int64_t lease_ms, int64_t spin_initial_ms, int64_t spin_max_ms,
                             int64_t fair_wait_ms, const char *owner_id, size_t owner_id_len);

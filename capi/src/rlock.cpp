@@ -139,7 +139,8 @@ int rlock_client_options_init(rlock_client_options* opts, unsigned int version) 
       return rc;
     // A caller's older struct ends where its version's fields end: write nothing past them.
     std::memset(opts, 0,
-                version >= 4   ? sizeof *opts
+                version >= 5   ? sizeof *opts
+                : version >= 4 ? offsetof(rlock_client_options, key_prefix)
                 : version >= 3 ? offsetof(rlock_client_options, stats)
                 : version >= 2 ? offsetof(rlock_client_options, tls)
                                : offsetof(rlock_client_options, sync_replicas));
@@ -308,6 +309,15 @@ int apply_client_options(const rlock_client_options& opts, core::ClientConfig* c
     // Off when either the URL (stats=off) or this field says so.
     if (opts.stats == RLOCK_STATS_OFF) config->keep_stats = false;
   }
+  if (opts.version >= 5 && opts.key_prefix != nullptr) {
+    const std::string prefix = opts.key_prefix;
+    if (prefix.empty()) return invalid("key_prefix must not be empty (NULL: none)");
+    core::check_key_prefix(prefix);
+    if (!config->key_prefix.empty() && config->key_prefix != prefix) {
+      return invalid("key_prefix given both in the URL and in the options, with different values");
+    }
+    config->key_prefix = prefix;
+  }
   return RLOCK_OK;
 }
 
@@ -435,13 +445,16 @@ int rlock_client_set_event_callback(rlock_client* client, rlock_event_cb cb, voi
       return RLOCK_OK;
     }
     if (c->core->closed()) return core::fail(core::kClosed, "the client was closed");
-    c->core->events().set([cb, payload](const core::Event& e) {
+    // Names as the caller gave them: without the client's key_prefix.
+    const std::string prefix = c->core->config().key_prefix;
+    c->core->events().set([cb, payload, prefix](const core::Event& e) {
       rlock_event event;
       std::memset(&event, 0, sizeof event);
       event.kind = static_cast<rlock_event_kind>(e.kind);
       event.unix_time_us = e.unix_time_us;
-      event.name = e.name.data();
-      event.name_len = e.name.size();
+      const size_t skip = e.name.compare(0, prefix.size(), prefix) == 0 ? prefix.size() : 0;
+      event.name = e.name.data() + skip;
+      event.name_len = e.name.size() - skip;
       event.owner = e.owner.data();
       event.owner_len = e.owner.size();
       event.thread_id = e.thread_id;
@@ -744,10 +757,13 @@ int rlock_lock_set_lost_callback(rlock_lock* lock, rlock_lost_cb cb, void* paylo
     if (cb == nullptr) {
       l->core->set_lost_callback(nullptr);
     } else {
+      // The name as the caller gave it: without the client's key_prefix.
+      const std::string prefix = l->core->client().config().key_prefix;
       l->core->set_lost_callback(
-          [lock, cb, payload](const std::string& name, int64_t thread_id, int reason) {
-            cb(lock, name.c_str(), name.size(), thread_id, static_cast<rlock_lost_reason>(reason),
-               payload);
+          [lock, cb, payload, prefix](const std::string& name, int64_t thread_id, int reason) {
+            const size_t skip = name.compare(0, prefix.size(), prefix) == 0 ? prefix.size() : 0;
+            cb(lock, name.c_str() + skip, name.size() - skip, thread_id,
+               static_cast<rlock_lost_reason>(reason), payload);
           });
     }
     return RLOCK_OK;

@@ -417,12 +417,17 @@ void Client::release_at_close(const Holds::Active& hold) {
   }
 }
 
-int fenced_write(Client& client, const std::string& resource, const std::string& value,
+int fenced_write(Client& client, const std::string& resource_name, const std::string& value,
                  int64_t token, bool* accepted) {
   if (client.closed()) return fail(kClosed, "fenced write: the client was closed");
-  if (resource.empty()) return fail(kInvalid, "fenced write: resource key must not be empty");
+  if (resource_name.empty()) return fail(kInvalid, "fenced write: resource key must not be empty");
+  // Like every key of the client: behind its key_prefix.
+  const std::string resource = client.config().key_prefix + resource_name;
   if (resource.size() > client.config().max_name_len) {
-    return fail(kInvalid, "fenced write: resource key is longer than max_name_len");
+    return fail(
+        kInvalid,
+        "fenced write: resource key is longer than max_name_len" +
+            std::string(client.config().key_prefix.empty() ? "" : " (with the key_prefix)"));
   }
   if (token < 0) return fail(kInvalid, "fenced write: token must not be negative");
   Reply r;

@@ -174,6 +174,10 @@ void parse_option(const std::string& url, const std::string& key, const std::str
     if (value != "on" && value != "off")
       bad(url, "stats must be on or off, got " + shown(url, value));
     config->keep_stats = value == "on";
+  } else if (key == "key_prefix") {
+    config->key_prefix = percent_decode(url, value, "key_prefix");
+    if (config->key_prefix.empty()) bad(url, "key_prefix is empty");
+    check_key_prefix(config->key_prefix);
   } else if (key == "pubsub" && config->topology == Topology::Cluster) {
     config->pubsub = parse_pubsub(url, value);
   } else if ((key == "sentinel_user" || key == "sentinel_password") &&
@@ -181,7 +185,8 @@ void parse_option(const std::string& url, const std::string& key, const std::str
     set_sentinel_credential(url, key, value, config);
   } else {
     bad(url, "unknown option " + shown(url, key) +
-                 " (known: db, sync_replicas, sync_timeout_ms, stats; with redis-sentinel:// also "
+                 " (known: db, sync_replicas, sync_timeout_ms, stats, key_prefix; with "
+                 "redis-sentinel:// also "
                  "sentinel_user, sentinel_password; with redis-cluster:// also pubsub; with "
                  "rediss:// the tls_* options)");
   }
@@ -447,6 +452,15 @@ void parse_client_url(const std::string& url, ClientConfig* config) {
   }
   if (!query.empty()) parse_query(url, query, config);
   check_combination(url, *config);
+}
+
+void check_key_prefix(const std::string& prefix) {
+  if (prefix.size() > kMaxKeyPrefixLen) {
+    throw Error(kInvalid, "key_prefix is " + std::to_string(prefix.size()) +
+                              " bytes, longer than " + std::to_string(kMaxKeyPrefixLen));
+  }
+  if (prefix.find('\0') != std::string::npos)
+    throw Error(kInvalid, "key_prefix contains a NUL byte");
 }
 
 Endpoint parse_url(const std::string& url) {

@@ -11,6 +11,7 @@
 
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
+#include "rlock/core/lock.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/parse.hpp"
 
@@ -454,6 +455,23 @@ bool glob_match(const std::string& pattern, const std::string& text) {
                     text.data() + text.size());
 }
 
+// `text` as a glob that matches only itself.
+std::string glob_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// The keys a listing for `pattern` walks: with a key_prefix only the client's own names (which
+// the listing gives back without it). Empty: every key.
+std::string key_pattern(const ClientConfig& config, const std::string& pattern) {
+  if (config.key_prefix.empty()) return pattern;
+  return glob_escape(config.key_prefix) + (pattern.empty() ? "*" : pattern);
+}
+
 // The semaphore whose permit set is `key`, or false when `key` is no name's "{N}:timeout".
 bool semaphore_of_key(const std::string& key, std::string* name) {
   static const std::string kSuffix = ":timeout";
@@ -506,7 +524,8 @@ bool is_owner_field(const std::string& field) {
   return all_digits(field, at, end);
 }
 
-LockInfo inspect_lock(Client& client, const std::string& name) {
+LockInfo inspect_lock(Client& client, const std::string& given_name) {
+  const std::string name = mapped_name(client.config(), given_name);
   Commands commands;
   add_reads(commands, name);
   const Deadline deadline = client.transport().deadline_from_now();
@@ -518,11 +537,13 @@ LockInfo inspect_lock(Client& client, const std::string& name) {
                            " moved to another cluster node while being read; try again");
   }
   count_subscribers(client, one, "", deadline);
+  one[0].name = given_name;
   return std::move(one[0]);
 }
 
-LockPage scan_locks(Client& client, const std::string& cursor, const std::string& pattern,
+LockPage scan_locks(Client& client, const std::string& cursor, const std::string& given_pattern,
                     int64_t count) {
+  const std::string pattern = key_pattern(client.config(), given_pattern);
   auto* cluster = dynamic_cast<ClusterTransport*>(&client.transport());
   const WalkPlace place = parse_walk_cursor(cursor, cluster != nullptr);
   std::vector<std::string> masters;
@@ -582,6 +603,7 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
   if (!page.locks.empty()) {
     count_subscribers(client, page.locks, node, client.transport().deadline_from_now());
   }
+  for (LockInfo& info : page.locks) info.name = unmapped_name(client.config(), info.name);
   page.next_cursor = next_walk_cursor(place, step.elements[0].str, masters.size());
   return page;
 }

@@ -55,12 +55,20 @@ bool status_shape(const Reply& r) {
 
 void check_lock_name(const ClientConfig& config, const std::string& name, const char* what) {
   if (name.empty()) throw Error(kInvalid, std::string(what) + " name must not be empty");
-  if (name.size() > config.max_name_len) {
-    throw Error(kInvalid, std::string(what) + " name is " + std::to_string(name.size()) +
-                              " bytes, longer than the limit of " +
-                              std::to_string(config.max_name_len) +
+  const size_t key_len = config.key_prefix.size() + name.size();
+  if (key_len > config.max_name_len) {
+    throw Error(kInvalid, std::string(what) + " name is " + std::to_string(name.size()) + " bytes" +
+                              (config.key_prefix.empty()
+                                   ? std::string()
+                                   : " (" + std::to_string(key_len) + " with the key_prefix)") +
+                              ", longer than the limit of " + std::to_string(config.max_name_len) +
                               " (client option max_name_len)");
   }
+}
+
+std::string mapped_name(const ClientConfig& config, const std::string& name, const char* what) {
+  check_lock_name(config, name, what);
+  return config.key_prefix + name;
 }
 
 // The first half of a lock's owner fields: the client id, or a caller-given owner id's UUID.
@@ -86,9 +94,9 @@ int check_lease(int64_t lease_ms) {
   return valid_lease(lease_ms) ? kOk : fail(kInvalid, lease_problem(lease_ms));
 }
 
-Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options)
+Lock::Lock(std::shared_ptr<Client> client, const std::string& name, const LockOptions& options)
     : client_(std::move(client)),
-      name_(std::move(name)),
+      name_(mapped_name(client_->config(), name, "lock")),
       // A caller-given owner never re-enters (as python-redis-lock's id= and redsync's
       // WithValue): its holds are shared by threads and processes, so a count above 1 could
       // not be told apart, and a local count or undo could act on another process's hold.
@@ -96,7 +104,6 @@ Lock::Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& 
       channel_(kind_->channel()),
       options_(options),
       owner_prefix_(owner_prefix_of(*client_, options.owner_id)) {
-  check_lock_name(client_->config(), name_);
   if (!valid_lease(options.lease_ms)) throw Error(kInvalid, lease_problem(options.lease_ms));
   // Every script of a lock names its key with the channel and auxiliary keys: in a cluster they
   // must share one slot, which the hash-tag rule gives unless the name's braces defeat it.

@@ -156,14 +156,13 @@ class Semaphore::Renewal final : public Engine::Task {
 
 // ---- Semaphore -----------------------------------------------------------------------------
 
-Semaphore::Semaphore(std::shared_ptr<Client> client, std::string name,
+Semaphore::Semaphore(std::shared_ptr<Client> client, const std::string& name,
                      const SemaphoreOptions& options)
     : client_(std::move(client)),
-      name_(std::move(name)),
+      name_(mapped_name(client_->config(), name, "semaphore")),
       options_(options),
       channel_(semaphore_channel(name_)),
       deadlines_(permit_deadlines(name_)) {
-  check_lock_name(client_->config(), name_, "semaphore");
   if (options.kind != SemaphoreKind::Plain && options.kind != SemaphoreKind::Expirable) {
     throw Error(kInvalid, "semaphore kind must be plain (0) or expirable (1), got " +
                               std::to_string(static_cast<int>(options.kind)));
@@ -699,9 +698,10 @@ bool Semaphore::renew_watched(Renewal* by) {
 
 // ---- Latch ---------------------------------------------------------------------------------
 
-Latch::Latch(std::shared_ptr<Client> client, std::string name)
-    : client_(std::move(client)), name_(std::move(name)), channel_(latch_channel(name_)) {
-  check_lock_name(client_->config(), name_, "latch");
+Latch::Latch(std::shared_ptr<Client> client, const std::string& name)
+    : client_(std::move(client)),
+      name_(mapped_name(client_->config(), name, "latch")),
+      channel_(latch_channel(name_)) {
   check_slots(client_->config(), name_, {channel_}, "latch");
 }
 

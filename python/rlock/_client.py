@@ -242,8 +242,14 @@ class Client:
     keeping them costs a few atomic additions per call, and ``stats=False`` skips them (every
     figure stays 0). ``on_event(handler)`` reports acquires, releases and lost locks one by one.
 
+    ``key_prefix`` goes before every name, as Redisson's ``NameMapper`` does: the keys and
+    channels of name ``N`` are those of ``key_prefix + N`` (``"billing:"`` keeps services that
+    share one Redis apart). Names in events, lost callbacks and listings come back without it;
+    ``max_name_len`` bounds prefix and name together. The URL option ``key_prefix=`` sets it too.
+
     ``close()`` (or leaving ``with``) releases what the client's locks still hold and closes
-    connections. A client is not usable in a child process after ``fork()``: make a new one.
+    connections. In a child process after ``fork()`` the client reconnects at its first use,
+    with an identity of its own; locks made before the fork stay the parent's there.
     """
 
     def __init__(
@@ -267,6 +273,7 @@ class Client:
         ssl_min_version: Optional[TLSVersion] = None,
         sentinel_ssl: Optional[bool] = None,
         stats: bool = True,
+        key_prefix: Optional[str] = None,
     ) -> None:
         if url is None:
             url = os.environ.get("RLOCK_URL") or (_DEFAULT_TLS_URL if ssl else _DEFAULT_URL)
@@ -301,6 +308,11 @@ class Client:
             )
         if not isinstance(stats, bool):
             raise TypeError(f"stats must be a bool, not {type(stats).__name__}")
+        if key_prefix is not None:
+            if not isinstance(key_prefix, str):
+                raise TypeError(f"key_prefix must be a str, not {type(key_prefix).__name__}")
+            if not key_prefix:
+                raise InvalidArgumentError("key_prefix must not be empty (None: no prefix)")
         self._connect = functools.partial(
             _native.Client,
             url,
@@ -312,6 +324,7 @@ class Client:
             max_name_len=max_name_len,
             **tls,
             stats=_native.STATS_ON if stats else _native.STATS_OFF,
+            key_prefix=key_prefix,
         )
         self._pid = os.getpid()
         self._native = self._connect()

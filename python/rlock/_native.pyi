@@ -85,6 +85,7 @@ class Client:
         tls_min_version: int = ...,
         sentinel_tls: int = ...,
         stats: int = ...,
+        key_prefix: Optional[str] = ...,
     ) -> None: ...
     @property
     def id(self) -> str: ...

@@ -580,8 +580,9 @@ class NativeClient {
  public:
   NativeClient(const std::string& url, int64_t connect_timeout_ms, int64_t command_timeout_ms,
                int pool_size, int64_t watchdog_lease_ms, int64_t poll_cap_ms, uint64_t max_name_len,
-               const TlsArgs& tls, int stats_mode) {
+               const TlsArgs& tls, int stats_mode, const std::optional<std::string>& key_prefix) {
     check_no_nul(url, "url");
+    if (key_prefix) check_no_nul(*key_prefix, "key_prefix");
     rlock_client_options opts;
     check(rlock_client_options_init(&opts, RLOCK_CLIENT_OPTIONS_VERSION));
     opts.url = url.c_str();
@@ -593,6 +594,7 @@ class NativeClient {
     opts.max_name_len = static_cast<size_t>(max_name_len);
     apply_tls(opts, tls);
     opts.stats = stats_mode;
+    opts.key_prefix = key_prefix ? key_prefix->c_str() : nullptr;
     rlock_client* client = nullptr;
     check(without_gil([&] { return rlock_client_new(&client, &opts); }));
     client_ = client;
@@ -1486,7 +1488,7 @@ std::unique_ptr<NativeClient> new_client(
     std::optional<std::string> tls_ca_file, std::optional<std::string> tls_ca_dir,
     std::optional<std::string> tls_cert_file, std::optional<std::string> tls_key_file,
     std::optional<std::string> tls_server_name, int tls_verify, int tls_min_version,
-    int sentinel_tls, int stats) {
+    int sentinel_tls, int stats, std::optional<std::string> key_prefix) {
   TlsArgs args;
   args.tls = tls;
   args.ca_file = std::move(tls_ca_file);
@@ -1498,7 +1500,8 @@ std::unique_ptr<NativeClient> new_client(
   args.min_version = tls_min_version;
   args.sentinel_tls = sentinel_tls;
   return std::make_unique<NativeClient>(url, connect_timeout_ms, command_timeout_ms, pool_size,
-                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args, stats);
+                                        watchdog_lease_ms, poll_cap_ms, max_name_len, args, stats,
+                                        key_prefix);
 }
 
 // The values of rlock_client_options' TLS choices, so that Python restates none of them.
@@ -1579,7 +1582,7 @@ PYBIND11_MODULE(_native, m) {
            py::arg("tls_verify") = static_cast<int>(RLOCK_TLS_VERIFY_FULL),
            py::arg("tls_min_version") = static_cast<int>(RLOCK_TLS_1_2),
            py::arg("sentinel_tls") = static_cast<int>(RLOCK_SENTINEL_TLS_AUTO),
-           py::arg("stats") = static_cast<int>(RLOCK_STATS_ON))
+           py::arg("stats") = static_cast<int>(RLOCK_STATS_ON), py::arg("key_prefix") = py::none())
       .def_property_readonly("id", &NativeClient::id)
       .def("stats", &NativeClient::stats)
       .def("set_event_callback", &NativeClient::set_event_callback, py::arg("fn"))

@@ -173,7 +173,7 @@ static void test_initializer_macros(void) {
   rlock_acquire_options ao2;
 
   CHECK_EQ_INT(co.version, RLOCK_CLIENT_OPTIONS_VERSION);
-  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 4);
+  CHECK_EQ_INT(RLOCK_CLIENT_OPTIONS_VERSION, 5);
   CHECK(co.url == NULL && co.host == NULL && co.unix_socket == NULL);
   CHECK(co.username == NULL && co.password == NULL);
   CHECK(co.port == 0 && co.db == 0 && co.pool_size == 0);
@@ -198,6 +198,7 @@ static void test_initializer_macros(void) {
   CHECK_EQ_INT(co.stats, RLOCK_STATS_ON);
   CHECK_EQ_INT(RLOCK_STATS_ON, 0);
   CHECK_EQ_INT(RLOCK_STATS_OFF, 1);
+  CHECK(co.key_prefix == NULL); /* version 5: no key prefix */
 
   CHECK_EQ_INT(lo.version, RLOCK_LOCK_OPTIONS_VERSION);
   CHECK_EQ_INT(RLOCK_LOCK_OPTIONS_VERSION, 3);
@@ -269,7 +270,7 @@ static void test_client_options_init_defaults(void) {
 /* Version 0 and versions newer than the library's are refused, and the struct is not written:
  * a newer struct may be larger than what this library knows. */
 static void test_options_init_versions(void) {
-  static const unsigned int bad[] = {0u, 5u, 99u, UINT_MAX}; /* 5: newer than every struct */
+  static const unsigned int bad[] = {0u, 6u, 99u, UINT_MAX}; /* 6: newer than every struct */
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
     rlock_client_options co;
@@ -376,6 +377,22 @@ static void test_client_options_v3_init_stops_before_stats(void) {
   for (j = v3_size; j < sizeof buf; j++) {
     if (buf[j] != 0xa5) {
       CHECK(!"a version-3 init wrote past the version-3 fields");
+      break;
+    }
+  }
+}
+
+/* A version-4 client options struct ends before the version-5 key_prefix field. */
+static void test_client_options_v4_init_stops_before_key_prefix(void) {
+  unsigned char buf[256];
+  const size_t v4_size = offsetof(rlock_client_options, key_prefix);
+  size_t j;
+  memset(buf, 0xa5, sizeof buf);
+  CHECK_EQ_INT(rlock_client_options_init((rlock_client_options *)(void *)buf, 4), RLOCK_OK);
+  CHECK_EQ_INT(*(unsigned int *)(void *)buf, 4);
+  for (j = v4_size; j < sizeof buf; j++) {
+    if (buf[j] != 0xa5) {
+      CHECK(!"a version-4 init wrote past the version-4 fields");
       break;
     }
   }
@@ -572,8 +589,9 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_client_options, tls_verify), 176);
   CHECK_EQ_INT(offsetof(rlock_client_options, tls_min_version), 180);
   CHECK_EQ_INT(offsetof(rlock_client_options, sentinel_tls), 184);
-  CHECK_EQ_INT(offsetof(rlock_client_options, stats), 188); /* version 4 */
-  CHECK_EQ_INT(sizeof(rlock_client_options), 192);
+  CHECK_EQ_INT(offsetof(rlock_client_options, stats), 188);      /* version 4 */
+  CHECK_EQ_INT(offsetof(rlock_client_options, key_prefix), 192); /* version 5 */
+  CHECK_EQ_INT(sizeof(rlock_client_options), 200);
 
   CHECK_EQ_INT(sizeof(rlock_histogram), 8 * (2 + 23));
   CHECK_EQ_INT(offsetof(rlock_stats, version), 0);
@@ -788,6 +806,7 @@ int main(void) {
   test_client_options_v2_init_stops_before_tls();
   test_lock_options_v2_init_stops_before_owner_id();
   test_client_options_v3_init_stops_before_stats();
+  test_client_options_v4_init_stops_before_key_prefix();
   test_stats_without_redis();
   test_no_redis_failures();
   test_null_frees();

@@ -170,7 +170,8 @@ typedef struct rlock_client_options {
    *   unix://[[user]:password@]/path/to/socket[?db=N]
    *   redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master-name[?db=N]
    *   redis-cluster://[[user]:password@]host[:port][,host[:port]...]
-   *   each also with ?sync_replicas=N|auto|never&sync_timeout_ms=T (docs/deployments.md);
+   *   each also with ?sync_replicas=N|auto|never&sync_timeout_ms=T (docs/deployments.md),
+   *   stats=on|off and key_prefix=P (percent-encoded);
    *   rediss://, rediss-sentinel:// and rediss-cluster:// are the same over TLS, with
    *   tls_ca_file, tls_ca_dir, tls_cert_file, tls_key_file, tls_server_name,
    *   tls_verify=full|ca|none, tls_min_version=1.2|1.3 and sentinel_tls=yes|no (docs/tls.md) */
@@ -208,6 +209,12 @@ typedef struct rlock_client_options {
   /* version 4 */
   int stats; /* rlock_stats_mode: RLOCK_STATS_ON (0, the default) keeps the counters and
               * histograms of rlock_client_stats; RLOCK_STATS_OFF skips them (URL: stats=off) */
+  /* version 5 */
+  const char *key_prefix; /* put before every name (Redisson's NameMapper as a prefix): the
+                           * keys and channels of name N are those of key_prefix + N. NULL = none;
+                           * at most 1024 bytes; max_name_len bounds prefix + name. Names in
+                           * events, lost callbacks and listings come back without it. Also
+                           * settable in the URL (key_prefix=, percent-encoded); both must agree */
 } rlock_client_options;
 
 /* Whether a client keeps statistics (rlock_client_stats). They cost a few atomic additions per
@@ -232,11 +239,11 @@ typedef enum rlock_sentinel_tls {
   RLOCK_SENTINEL_TLS_OFF = 2 /* plaintext sentinels, TLS master (URL: sentinel_tls=no) */
 } rlock_sentinel_tls;
 
-#define RLOCK_CLIENT_OPTIONS_VERSION 4
+#define RLOCK_CLIENT_OPTIONS_VERSION 5
 #define RLOCK_CLIENT_OPTIONS_INIT                                                                \
   {                                                                                              \
     RLOCK_CLIENT_OPTIONS_VERSION, NULL, NULL, 0, NULL, NULL, NULL, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, \
-        NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0                                                 \
+        NULL, NULL, NULL, NULL, NULL, 0, 0, 0, 0, NULL                                           \
   }
 
 /* Fills `opts` with defaults (zero fields mean "default" too). For bindings that cannot expand

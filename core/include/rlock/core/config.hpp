@@ -97,7 +97,10 @@ struct ClientConfig {
   int pool_size = 8;
   int64_t watchdog_lease_ms = 30000;
   int64_t poll_cap_ms = 1000;
-  size_t max_name_len = kDefaultMaxNameLen;
+  size_t max_name_len = kDefaultMaxNameLen;  // bounds a key: key_prefix + name
+  // Put before every name (Redisson's NameMapper as a prefix): the keys and channels of name N
+  // are those of key_prefix + N, so services that share a Redis keep apart.
+  std::string key_prefix;
   TlsConfig tls;
   bool keep_stats = true;  // RLOCK_STATS_ON
   Telemetry telemetry;
@@ -124,6 +127,19 @@ void parse_client_url(const std::string& url, ClientConfig* config);
 Endpoint parse_url(const std::string& url);
 
 constexpr int64_t kMaxDurationMs = int64_t{1} << 53;
+
+// The name a caller gave for the key name `key` (key_prefix taken off); `key` itself when it
+// does not start with the prefix.
+inline std::string unmapped_name(const ClientConfig& config, const std::string& key) {
+  const std::string& prefix = config.key_prefix;
+  if (prefix.empty() || key.compare(0, prefix.size(), prefix) != 0) return key;
+  return key.substr(prefix.size());
+}
+
+constexpr size_t kMaxKeyPrefixLen = 1024;
+
+// Checks a key prefix (at most kMaxKeyPrefixLen bytes, no NUL); throws Error(kInvalid).
+void check_key_prefix(const std::string& prefix);
 
 // How long an unlock latch (the result of one release request) is kept: long enough for that
 // request's retry to find it.

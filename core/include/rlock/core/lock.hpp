@@ -28,10 +28,17 @@ struct Call;
 constexpr int64_t kWaitForever = -1;
 constexpr int64_t kLeaseWatchdog = -1;
 
-// A lock name's checks (not empty, at most max_name_len bytes); throws Error(kInvalid).
+// A lock name's checks (not empty; with the key_prefix at most max_name_len bytes); throws
+// Error(kInvalid).
 // `what` names the object in the message ("semaphore", "latch").
 void check_lock_name(const ClientConfig& config, const std::string& name,
                      const char* what = "lock");
+
+// The key name of a name a caller gave: the client's key_prefix + name, after
+// check_lock_name. Objects keep this; events, lost callbacks and listings give the caller's
+// name back (unmapped_name).
+std::string mapped_name(const ClientConfig& config, const std::string& name,
+                        const char* what = "lock");
 
 // Argument checks shared by every acquire: kOk, or kInvalid with a message naming the value.
 int check_wait(int64_t wait_ms);
@@ -93,7 +100,7 @@ class Lock : public std::enable_shared_from_this<Lock> {
   using Completion = std::function<void(int status, int64_t value)>;
 
   // Throws Error(kInvalid) for an empty or too long name or bad options.
-  Lock(std::shared_ptr<Client> client, std::string name, const LockOptions& options);
+  Lock(std::shared_ptr<Client> client, const std::string& name, const LockOptions& options);
   ~Lock();
 
   int acquire(const AcquireArgs& args);

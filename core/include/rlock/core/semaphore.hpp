@@ -59,7 +59,8 @@ using PermitCompletion = std::function<void(int status, std::vector<std::string>
 class Semaphore : public std::enable_shared_from_this<Semaphore> {
  public:
   // Throws Error(kInvalid) for a bad name or options.
-  Semaphore(std::shared_ptr<Client> client, std::string name, const SemaphoreOptions& options);
+  Semaphore(std::shared_ptr<Client> client, const std::string& name,
+            const SemaphoreOptions& options);
   ~Semaphore();
 
   // Sets the permits of a semaphore that does not exist yet (0..kMaxPermits); ttl_ms > 0 also
@@ -138,7 +139,7 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
 
 class Latch : public std::enable_shared_from_this<Latch> {
  public:
-  Latch(std::shared_ptr<Client> client, std::string name);
+  Latch(std::shared_ptr<Client> client, const std::string& name);
 
   // Sets the count (1..kMaxLatchCount) of a latch that does not exist (is open): *set tells.
   int try_set_count(int64_t count, bool* set);

@@ -97,6 +97,7 @@ public final class RedisLockClient implements AutoCloseable {
     private Integer sslMinimumVersion;
     private Boolean sentinelSsl;
     private boolean statsOff;
+    private String keyPrefix;
     private long fairWaitMs;
 
     private Builder() {}
@@ -147,6 +148,25 @@ public final class RedisLockClient implements AutoCloseable {
     /** The longest a waiter sleeps before trying again without a wake-up; default 1 s. */
     public Builder pollCap(Duration cap) {
       pollCapMs = Durations.positiveMs(cap, "pollCap");
+      return this;
+    }
+
+    /**
+     * Puts {@code prefix} before every name, as Redisson's {@code NameMapper} does with a prefix:
+     * the keys and channels of name N are those of {@code prefix + N}, so services sharing one
+     * Redis keep apart, and a Redisson client mapping names the same way sees the same locks.
+     * Names in events, lost-lock notifications and listings come back without it; {@link
+     * #maxNameLength} bounds prefix and name together. The URL option {@code key_prefix=} sets
+     * it too; where both do they must agree. At most 1024 UTF-8 bytes, not empty.
+     */
+    public Builder keyPrefix(String prefix) {
+      if (prefix == null) {
+        throw new NullPointerException("keyPrefix must not be null");
+      }
+      if (prefix.isEmpty()) {
+        throw new IllegalArgumentException("keyPrefix must not be empty");
+      }
+      keyPrefix = prefix;
       return this;
     }
 
@@ -282,7 +302,8 @@ public final class RedisLockClient implements AutoCloseable {
         target = ssl ? DEFAULT_TLS_URL : DEFAULT_URL;
       }
       return new RedisLockClient(new NativeClient(target, connectTimeoutMs, commandTimeoutMs,
-          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target), statsOff),
+          poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tlsOptions(target), statsOff,
+          keyPrefix),
           fairWaitMs);
     }
 

@@ -26,13 +26,14 @@ public final class NativeClient implements AutoCloseable {
    */
   public NativeClient(String url, long connectTimeoutMs, long commandTimeoutMs, int poolSize,
       long watchdogLeaseMs, long pollCapMs, long maxNameLength, TlsOptions tls,
-      boolean statsOff) {
+      boolean statsOff, String keyPrefix) {
     long ptr = RlockNative.clientNew(Utf8.cString(url, "url"), connectTimeoutMs, commandTimeoutMs,
         poolSize, watchdogLeaseMs, pollCapMs, maxNameLength, tls.enabled ? 1 : 0,
         TlsOptions.bytes(tls.caFile, "sslCaFile"), TlsOptions.bytes(tls.caDir, "sslCaDirectory"),
         TlsOptions.bytes(tls.certFile, "sslCertificate"), TlsOptions.bytes(tls.keyFile, "sslKey"),
         TlsOptions.bytes(tls.serverName, "sslServerName"), tls.verify, tls.minVersion,
-        tls.sentinels, statsOff ? StatsMode.STATS_OFF : StatsMode.STATS_ON);
+        tls.sentinels, statsOff ? StatsMode.STATS_OFF : StatsMode.STATS_ON,
+        keyPrefix == null ? null : Utf8.cString(keyPrefix, "keyPrefix"));
     id = RlockNative.clientId(ptr);
     // aux: the event handler's payload, freed after the client (whose free delivers the
     // events still queued to it).
