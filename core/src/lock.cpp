@@ -444,10 +444,15 @@ int Lock::release_hold(int64_t thread_id, bool synced) {
     holds.end_release(name_, owner, Holds::Released::Unknown);
     holds.forget(name_, owner);  // stop renewing: the lock expires by its lease
     // It may have run, or may still arrive: sent again with the same latch before this owner's
-    // next acquire, it runs exactly once, and never after that acquire.
-    if (e.code() == kConn) clean_up_later(owner, call, last);
+    // next acquire, it runs exactly once, and never after that acquire. Not so for an owner id:
+    // another process may take the lock with the same id meanwhile, and a late retry (its latch
+    // gone, or never written) would free that hold.
+    if (e.code() == kConn && options_.owner_id.empty()) clean_up_later(owner, call, last);
     return fail(e.code(), "releasing lock " + printable(name_) + ": " + e.message() +
-                              " (renewal stopped; the lock expires by its lease)");
+                              (options_.owner_id.empty()
+                                   ? " (renewal stopped; the lock expires by its lease)"
+                                   : " (renewal stopped; not retried for an owner id: release "
+                                     "again, or the lock expires by its lease)"));
   }
   return finish_release(owner, r, was_lost, last ? 0 : own - 1, lease_ms, sent);
 }

@@ -362,6 +362,41 @@ def test_D5_release_without_answer_leaves_no_stale_hold(case: Case, kind: str, l
         client.close()
 
 
+def test_D5_a_lost_release_of_an_owner_id_is_not_sent_again_later(case: Case):
+    """A release with a caller-given owner id whose request the proxy drops fails with
+    ConnectionError and is not sent again later: another process may meanwhile hold the lock
+    with the same id (after this hold expired), and a late retry would free its hold."""
+    import rlock
+
+    server = case.redis()
+    proxy = case.proxy(server)
+    conn = server.conn()
+    name = "d5-owner-id"
+    client = rlock.Client(proxy.url, command_timeout=0.3, watchdog_lease=1.0)
+    other = rlock.Client(server.url)
+    try:
+        lock = client.lock(name, owner_id="job-d5")
+        assert lock.acquire(blocking=False)
+        proxy.set("command", BLACKHOLE, "up")
+        with pytest.raises(rlock.ConnectionError):
+            lock.release()
+        # The release never arrived: the hold expires by its 1 s lease (renewal stopped).
+        deadline = time.monotonic() + 5
+        while conn.exists(name) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert conn.exists(name) == 0, "the unrenewed hold never expired"
+        taken = other.lock(name, owner_id="job-d5")
+        assert taken.acquire(blocking=False, lease=30)
+        proxy.pass_all()
+        time.sleep(2.5)  # two rounds of the first client's clean-ups (every second)
+        assert conn.exists(name) == 1, "a late retry of the lost release freed the new hold"
+        assert taken.locked()
+        taken.release()
+    finally:
+        client.close()
+        other.close()
+
+
 def test_D1_a_stuck_renewal_waits_no_longer_than_its_validity(case: Case):
     """Two watchdog holds (2 s lease, the default 3 s command timeout) renewed in separate
     batches on one renewer thread. The proxy blackholes both ways from 0.5 s to 1.0 s, so A's
