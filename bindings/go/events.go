@@ -24,6 +24,8 @@ const (
 	EventRenewalFailed EventKind = 4 // Name, Owner, ThreadID, Reason (a Code), Detail (the message)
 	EventFailover      EventKind = 5 // Detail: the new master "host:port" (Sentinel)
 	EventRedirect      EventKind = 6 // Detail: "MOVED <slot> <host:port>" or "ASK ..." (Cluster)
+	EventKeyExpired    EventKind = 7 // Name: a key of the client's names expired (WatchKeyEvents)
+	EventKeyDeleted    EventKind = 8 // Name: a key of the client's names was deleted (WatchKeyEvents)
 )
 
 func (k EventKind) String() string {
@@ -40,6 +42,10 @@ func (k EventKind) String() string {
 		return "failover"
 	case EventRedirect:
 		return "redirect"
+	case EventKeyExpired:
+		return "key_expired"
+	case EventKeyDeleted:
+		return "key_deleted"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -124,5 +130,26 @@ func (c *Client) SetEventHandler(fn func(Event)) error {
 		// Setting it again, even with the same handle, waits for a running call of the
 		// previous handler to return.
 		return check(C.rlock_go_set_event_callback(ptr, C.uintptr_t(c.events.handle)))
+	})
+}
+
+// WatchKeyEvents reports keys of the client's names that expire (EventKeyExpired) or are
+// deleted (EventKeyDeleted: DEL, UNLINK, an unlock that frees a lock) to the event handler,
+// named as the caller names them (Redisson's ExpiredObjectListener and DeletedObjectListener).
+// With WithKeyPrefix only keys under the prefix are reported; without, every key of the
+// database. Both false stops. It returns once the server confirmed the subscription. The
+// events come from Redis keyspace notifications: the server's notify-keyspace-events must
+// include E and x (expired) or g (deleted), and the ErrUnsupported error names what is missing
+// when the server shows it. Not on a Redis Cluster (ErrUnsupported).
+func (c *Client) WatchKeyEvents(expired, deleted bool) error {
+	kinds := 0
+	if expired {
+		kinds |= 1
+	}
+	if deleted {
+		kinds |= 2
+	}
+	return c.use(func(ptr *C.rlock_client) error {
+		return check(C.rlock_go_watch_key_events(ptr, C.int(kinds)))
 	})
 }

@@ -152,7 +152,8 @@ func TestEventKindsMatchTheHeader(t *testing.T) {
 	header := headerEnum(t, "rlock_event_kind")
 	ours := map[string]EventKind{"RLOCK_EVENT_ACQUIRED": EventAcquired, "RLOCK_EVENT_RELEASED": EventReleased,
 		"RLOCK_EVENT_LOST": EventLost, "RLOCK_EVENT_RENEWAL_FAILED": EventRenewalFailed,
-		"RLOCK_EVENT_FAILOVER": EventFailover, "RLOCK_EVENT_REDIRECT": EventRedirect}
+		"RLOCK_EVENT_FAILOVER": EventFailover, "RLOCK_EVENT_REDIRECT": EventRedirect,
+		"RLOCK_EVENT_KEY_EXPIRED": EventKeyExpired, "RLOCK_EVENT_KEY_DELETED": EventKeyDeleted}
 	if len(header) != len(ours) {
 		t.Errorf("rlock.h has %d event kinds, events.go %d: %v", len(header), len(ours), header)
 	}

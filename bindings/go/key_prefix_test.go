@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -80,5 +81,57 @@ func TestKeyPrefixBadValuesAreRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("WithKeyPrefix(%.20q): error %v, want one containing %q", tc.prefix, err, tc.want)
 		}
+	}
+}
+
+func TestWatchKeyEventsReportsExpiredAndDeletedKeys(t *testing.T) {
+	before, err := redis.Do("CONFIG", "GET", "notify-keyspace-events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { redis.Do("CONFIG", "SET", "notify-keyspace-events", before.([]any)[1].(string)) })
+	if _, err := redis.Do("CONFIG", "SET", "notify-keyspace-events", ""); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	name := uniqueName(t)
+	svc := newClient(t, WithKeyPrefix("svc:"))
+	if err := svc.WatchKeyEvents(true, true); !errors.Is(err, ErrUnsupported) ||
+		!strings.Contains(err.Error(), "notify-keyspace-events") {
+		t.Fatalf("WatchKeyEvents on a server without notifications: %v", err)
+	}
+	if _, err := redis.Do("CONFIG", "SET", "notify-keyspace-events", "Egx"); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	if err := svc.SetEventHandler(func(e Event) {
+		mu.Lock()
+		seen[e.Kind.String()+" "+e.Name] = true
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.WatchKeyEvents(true, true); err != nil {
+		t.Fatal(err)
+	}
+	l := mustLock(t, svc.Lock, name)
+	if ok, err := l.TryLock(ctx, 0, 100*time.Millisecond); err != nil || !ok {
+		t.Fatalf("TryLock: %v %v", ok, err)
+	}
+	d := mustLock(t, svc.Lock, name+":d")
+	if err := d.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the key events", 5*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["key_expired "+name] && seen["key_deleted "+name+":d"]
+	})
+	if err := svc.WatchKeyEvents(false, false); err != nil {
+		t.Fatal(err)
 	}
 }

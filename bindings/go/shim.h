@@ -58,6 +58,10 @@ typedef struct rlock_go_tls {
 } rlock_go_tls;
 
 /* tls: NULL = TLS only as the URL says. */
+static inline rlock_go_result rlock_go_watch_key_events(rlock_client *client, int kinds) {
+  return rlock_go_result_of(rlock_client_watch_key_events(client, kinds));
+}
+
 static inline rlock_go_result rlock_go_client_new(rlock_client **out, const char *url,
                                                   int64_t connect_timeout_ms,
                                                   int64_t command_timeout_ms, int pool_size,

@@ -1042,7 +1042,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   int rlockj_extend_async, int rlockj_multi_release_async, int rlockj_event_callback_set,
   int rlock_semaphore_release, int rlock_semaphore_cancel, int rlock_latch_cancel,
   int rlockj_permit_release, int rlockj_permit_update_lease, int rlockj_semaphore_acquire_async,
-  int rlockj_latch_await_async
+  int rlockj_latch_await_async, int rlock_client_watch_key_events
 };
 
 /* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
@@ -1137,6 +1137,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %rename(versionString) rlock_version_string;
 %rename(clientId) rlock_client_id;
 %rename(releaseFor) rlock_release_for;
+%rename(clientWatchKeyEvents) rlock_client_watch_key_events;
 %rename(extendFor) rlock_extend_for;
 %rename(extendByFor) rlock_extend_by_for;
 %rename(cancel) rlock_cancel;

@@ -435,6 +435,16 @@ int rlock_client_stats(rlock_stats* out, rlock_client* client) {
   });
 }
 
+int rlock_client_watch_key_events(rlock_client* client, int kinds) {
+  return guarded([&]() -> int {
+    if (client == nullptr) return invalid("client must not be NULL");
+    Pinned<ClientObj> c(client);
+    if (!c) return c.bad("client");
+    c->core->watch_key_events(kinds);
+    return RLOCK_OK;
+  });
+}
+
 int rlock_client_set_event_callback(rlock_client* client, rlock_event_cb cb, void* payload) {
   return guarded([&]() -> int {
     if (client == nullptr) return invalid("client must not be NULL");

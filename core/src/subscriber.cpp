@@ -287,12 +287,21 @@ Subscriber::Rule Subscriber::rule_for(const std::string& channel) {
   auto starts = [&](const char* prefix) { return channel.rfind(prefix, 0) == 0; };
   if (starts("redisson_sc:")) return Rule::Semaphore;
   if (starts("redisson_countdownlatch__channel__")) return Rule::Latch;
+  if (starts("__keyevent@")) return Rule::KeyEvent;
   return Rule::Lock;
+}
+
+void Subscriber::set_key_event_hook(KeyEventHook hook) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  key_event_hook_ = std::move(hook);
 }
 
 void Subscriber::handle_message_locked(Channel& c, const std::string& payload) {
   c.mark = next_mark();
   switch (c.rule) {
+    case Rule::KeyEvent:
+      if (key_event_hook_) key_event_hook_(*c.name, payload);
+      return;
     case Rule::Lock:
       if (payload == "0") {
         wake_one_locked(c, Clock::now());

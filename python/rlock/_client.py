@@ -388,6 +388,21 @@ class Client:
             raise TypeError(f"handler must be callable, not {type(handler).__name__}")
         native.set_event_callback(event_dispatcher(handler))
 
+    def watch_key_events(self, *, expired: bool = True, deleted: bool = True) -> None:
+        """Reports keys of this client's names that expire (``EventKind.KEY_EXPIRED``) or are
+        deleted (``KEY_DELETED``: ``DEL``, ``UNLINK``, an unlock that frees a lock) to the
+        ``on_event`` handler, named as you name them (Redisson's ``ExpiredObjectListener`` and
+        ``DeletedObjectListener``). With a ``key_prefix`` only keys under it are reported;
+        without one, every key of the database. Both False stops. Returns once the server
+        confirmed the subscription. They come from Redis keyspace notifications: the server's
+        ``notify-keyspace-events`` must include ``E`` and ``x`` (expired) or ``g`` (deleted),
+        and ``RedisError`` names what is missing when the server shows it. Not on a
+        Redis Cluster (``RedisError``)."""
+        if not isinstance(expired, bool) or not isinstance(deleted, bool):
+            raise TypeError("expired and deleted must be bools")
+        kinds = (1 if expired else 0) | (2 if deleted else 0)
+        self._checked().watch_key_events(kinds)
+
     def _checked(self) -> "_native.Client":
         if os.getpid() != self._pid:
             self._reconnect()

@@ -142,6 +142,10 @@ class EventKind(enum.IntEnum):
     """Sentinel moved the master: ``detail`` is the new "host:port"."""
     REDIRECT = 6
     """Cluster: a MOVED or ASK answer was followed: ``detail`` is "MOVED <slot> <host:port>"."""
+    KEY_EXPIRED = 7
+    """A key of the client's names expired (``Client.watch_key_events``): ``name``."""
+    KEY_DELETED = 8
+    """A key of the client's names was deleted (``Client.watch_key_events``): ``name``."""
 
 
 @dataclass(frozen=True)

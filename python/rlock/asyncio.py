@@ -209,6 +209,10 @@ class Client:
         event loop: hand events to the loop with ``loop.call_soon_threadsafe`` if needed."""
         self._sync.on_event(handler)
 
+    async def watch_key_events(self, *, expired: bool = True, deleted: bool = True) -> None:
+        """See ``rlock.Client.watch_key_events``; its round trips run on a helper thread."""
+        await _off_loop(lambda: self._sync.watch_key_events(expired=expired, deleted=deleted))
+
     async def close(self) -> None:
         """Releases what is still held (best effort), wakes waiting tasks with
         ``ClientClosedError`` and closes connections. The closing round trips run on a helper

@@ -691,6 +691,12 @@ class NativeClient {
     }));
   }
 
+  void watch_key_events(int kinds) {
+    check(without_gil([&] {
+      return with_client([&](rlock_client* c) { return rlock_client_watch_key_events(c, kinds); });
+    }));
+  }
+
  private:
   static py::tuple histogram(const rlock_histogram& h) {
     py::list buckets(RLOCK_HISTOGRAM_BUCKETS);
@@ -1586,6 +1592,7 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("id", &NativeClient::id)
       .def("stats", &NativeClient::stats)
       .def("set_event_callback", &NativeClient::set_event_callback, py::arg("fn"))
+      .def("watch_key_events", &NativeClient::watch_key_events, py::arg("kinds"))
       .def_property_readonly("closed", &NativeClient::closed)
       .def("close", &NativeClient::close);
 

@@ -280,3 +280,111 @@ TEST(KeyPrefix, TheUrlOptionSetsThePrefix) {
 }
 
 }  // namespace
+
+// ---- Key events (rlock_client_watch_key_events) ---------------------------------------------
+
+namespace {
+
+struct KeyEventLog {
+  std::mutex mu;
+  std::vector<std::pair<int, std::string>> seen;
+  static void record(const rlock_event* e, void* p) {
+    auto* log = static_cast<KeyEventLog*>(p);
+    std::lock_guard<std::mutex> guard(log->mu);
+    log->seen.emplace_back(e->kind, std::string(e->name == nullptr ? "" : e->name, e->name_len));
+  }
+  bool wait_for(int kind, const std::string& name, int64_t timeout_ms) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      {
+        std::lock_guard<std::mutex> guard(mu);
+        for (const auto& [k, n] : seen) {
+          if (k == kind && n == name) return true;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+  bool any_named(const std::string& name) {
+    std::lock_guard<std::mutex> guard(mu);
+    for (const auto& [k, n] : seen) {
+      if (n == name) return true;
+    }
+    return false;
+  }
+};
+
+// Restores the server's notify-keyspace-events after a test.
+struct Notifications {
+  RedisConn redis{it::server_url()};
+  std::string before;
+  Notifications() {
+    before = redis.ok({"CONFIG", "GET", "notify-keyspace-events"}).elements[1].str;
+  }
+  ~Notifications() { redis.command({"CONFIG", "SET", "notify-keyspace-events", before}); }
+  void set(const std::string& flags) {
+    redis.ok({"CONFIG", "SET", "notify-keyspace-events", flags});
+  }
+};
+
+}  // namespace
+
+TEST(KeyEvents, ExpiredAndDeletedKeysOfTheClientsNamesAreReported) {
+  Notifications notifications;
+  notifications.set("Egx");
+  it::Client client = prefixed_client("svc-k:");
+  KeyEventLog log;
+  ASSERT_EQ(rlock_client_set_event_callback(client.get(), KeyEventLog::record, &log), RLOCK_OK);
+  ASSERT_EQ(rlock_client_watch_key_events(client.get(), RLOCK_KEY_EXPIRED | RLOCK_KEY_DELETED),
+            RLOCK_OK)
+      << it::last_error();
+  ASSERT_TRUE(notifications.redis.wait_numsub("__keyevent@0__:expired", 1, 5000));
+  ASSERT_TRUE(notifications.redis.wait_numsub("__keyevent@0__:del", 1, 5000));
+
+  it::Lock leased = it::make_lock(client.get(), "ke-expires", 100);
+  ASSERT_EQ(it::acquire(leased.get(), 0, 100), RLOCK_OK);
+  EXPECT_TRUE(log.wait_for(RLOCK_EVENT_KEY_EXPIRED, "ke-expires", 5000))
+      << "the lease's end is reported, named without the prefix";
+
+  it::Lock released = it::make_lock(client.get(), "ke-deleted", 30000);
+  ASSERT_EQ(it::acquire(released.get(), 0, 30000), RLOCK_OK);
+  ASSERT_EQ(rlock_release(released.get()), RLOCK_OK);
+  EXPECT_TRUE(log.wait_for(RLOCK_EVENT_KEY_DELETED, "ke-deleted", 5000));
+
+  // A key outside the prefix is not this client's: never reported.
+  notifications.redis.ok({"SET", "ke-other", "x"});
+  notifications.redis.del("ke-other");
+  notifications.redis.ok({"SET", "svc-k:ke-mark", "x"});
+  notifications.redis.del("svc-k:ke-mark");  // reported after ke-other's delete, if it was
+  EXPECT_TRUE(log.wait_for(RLOCK_EVENT_KEY_DELETED, "ke-mark", 5000));
+  EXPECT_FALSE(log.any_named("ke-other"));
+  EXPECT_FALSE(log.any_named("svc-k:ke-other"));
+
+  // 0 stops: the channels are given up.
+  ASSERT_EQ(rlock_client_watch_key_events(client.get(), 0), RLOCK_OK);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (notifications.redis.numsub("__keyevent@0__:del") > 0 &&
+         std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(notifications.redis.numsub("__keyevent@0__:del"), 0);
+  rlock_client_set_event_callback(client.get(), nullptr, nullptr);
+}
+
+TEST(KeyEvents, AServerThatDoesNotPublishThemIsNamedInTheError) {
+  Notifications notifications;
+  notifications.set("");
+  it::Client client = it::make_client();
+  EXPECT_EQ(rlock_client_watch_key_events(client.get(), RLOCK_KEY_EXPIRED), RLOCK_EUNSUPPORTED);
+  EXPECT_NE(it::last_error().find("notify-keyspace-events is \"\", without Ex"), std::string::npos)
+      << it::last_error();
+  notifications.set("Ex");
+  EXPECT_EQ(rlock_client_watch_key_events(client.get(), RLOCK_KEY_EXPIRED | RLOCK_KEY_DELETED),
+            RLOCK_EUNSUPPORTED);
+  EXPECT_NE(it::last_error().find("without g"), std::string::npos) << it::last_error();
+  EXPECT_EQ(rlock_client_watch_key_events(client.get(), RLOCK_KEY_EXPIRED), RLOCK_OK)
+      << it::last_error();
+  EXPECT_EQ(rlock_client_watch_key_events(client.get(), 4), RLOCK_EINVAL);
+  EXPECT_EQ(rlock_client_watch_key_events(nullptr, 1), RLOCK_EINVAL);
+}

@@ -5,7 +5,9 @@ prefix + name, names in events come back without it, and bad values are refused.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
+import time
 
 import pytest
 import redis
@@ -85,3 +87,46 @@ def test_asyncio_connect_takes_it(redis_url: str, r: redis.Redis, name: str) -> 
             await client.close()
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+@pytest.fixture
+def notifications(r: redis.Redis):
+    """Sets the server's notify-keyspace-events for a test, and restores it."""
+    before = str(r.config_get("notify-keyspace-events")["notify-keyspace-events"] or "")
+    yield lambda flags: r.config_set("notify-keyspace-events", flags)
+    r.config_set("notify-keyspace-events", before)
+
+
+def test_watched_key_events_name_the_lock(make_client, notifications, name: str) -> None:
+    notifications("Egx")
+    client = make_client(key_prefix="svc-ke:")
+    seen: "queue.Queue[rlock.Event]" = queue.Queue()
+    client.on_event(seen.put)
+    client.watch_key_events()
+    with client.lock(name + ":deleted"):
+        pass
+    assert client.lock(name + ":expires").acquire(lease=0.1)
+    wanted = {
+        (rlock.EventKind.KEY_DELETED, name + ":deleted"),
+        (rlock.EventKind.KEY_EXPIRED, name + ":expires"),
+    }
+    got: set = set()
+    deadline = time.monotonic() + 5
+    while not wanted <= got and time.monotonic() < deadline:
+        try:
+            e = seen.get(timeout=0.1)
+        except queue.Empty:
+            continue
+        got.add((e.kind, e.name))
+    assert wanted <= got, got
+    client.watch_key_events(expired=False, deleted=False)
+    client.on_event(None)
+
+
+def test_a_server_without_notifications_is_named(make_client, notifications) -> None:
+    notifications("")
+    client = make_client()
+    with pytest.raises(rlock.RedisError, match="notify-keyspace-events"):
+        client.watch_key_events()
+    with pytest.raises(TypeError):
+        client.watch_key_events(expired=1)  # type: ignore[arg-type]

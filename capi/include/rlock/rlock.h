@@ -643,7 +643,9 @@ typedef enum rlock_event_kind {
   RLOCK_EVENT_LOST = 3,           /* name, owner, reason = rlock_lost_reason */
   RLOCK_EVENT_RENEWAL_FAILED = 4, /* name, owner, reason = rlock_error_code, detail = message */
   RLOCK_EVENT_FAILOVER = 5,       /* detail = the new master "host:port" */
-  RLOCK_EVENT_REDIRECT = 6        /* detail = "MOVED <slot> <host:port>" or "ASK ..." */
+  RLOCK_EVENT_REDIRECT = 6,       /* detail = "MOVED <slot> <host:port>" or "ASK ..." */
+  RLOCK_EVENT_KEY_EXPIRED = 7,    /* name: a key that expired (rlock_client_watch_key_events) */
+  RLOCK_EVENT_KEY_DELETED = 8     /* name: a key that was deleted (DEL, UNLINK, an unlock) */
 } rlock_event_kind;
 
 /* Made by the library, borrowed by the callback for the duration of the call. Fields are only
@@ -676,6 +678,22 @@ typedef void (*rlock_event_cb)(const rlock_event *event, void *payload);
  * already queued, then stops the thread. */
 RLOCK_API int rlock_client_set_event_callback(rlock_client *client, rlock_event_cb cb,
                                               void *payload);
+
+/* Key events for rlock_client_watch_key_events: a bit mask of these. */
+#define RLOCK_KEY_EXPIRED 1
+#define RLOCK_KEY_DELETED 2
+
+/* Reports keys of the client's names that expire (RLOCK_KEY_EXPIRED) or are deleted
+ * (RLOCK_KEY_DELETED: DEL or UNLINK, an unlock included) as events RLOCK_EVENT_KEY_EXPIRED and
+ * RLOCK_EVENT_KEY_DELETED to the event callback, named as the caller names them (without the
+ * key_prefix; with one, only keys under it are reported; without, every key of the database):
+ * Redisson's ExpiredObjectListener and DeletedObjectListener. `kinds` 0 stops. They come from
+ * Redis keyspace notifications, which the server publishes only when its
+ * notify-keyspace-events has E and x (expired) or g (deleted): RLOCK_EUNSUPPORTED names what
+ * is missing when CONFIG GET shows it (when CONFIG is refused the client subscribes anyway).
+ * Notifications are fire and forget: none is sent again after a lost connection. Not on a
+ * Cluster deployment (RLOCK_EUNSUPPORTED). */
+RLOCK_API int rlock_client_watch_key_events(rlock_client *client, int kinds);
 
 /* ---- Inspection --------------------------------------------------------------------------- */
 /* The operator's view: what a deployment holds for a lock name, and a walk over a server (or

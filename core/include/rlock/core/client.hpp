@@ -69,6 +69,17 @@ class Client {
   // A semaphore handle whose watchdog renews permits: close() gives back those it still has.
   void renewing_permits(const std::weak_ptr<Semaphore>& semaphore);
 
+  // Key events: bits of these, for watch_key_events.
+  static constexpr int kKeyExpired = 1;
+  static constexpr int kKeyDeleted = 2;
+  // Emits an event (Event::KeyExpired, Event::KeyDeleted; its name the key) for
+  // every key of the client's names (all keys without a prefix) that expires or is deleted on
+  // the master, from Redis keyspace notifications (Redisson's ExpiredObjectListener and
+  // DeletedObjectListener); 0 stops. The server must publish them (notify-keyspace-events
+  // with E and x, g): checked when CONFIG GET is allowed. Throws Error (kInvalid, kUnsupported
+  // on a Cluster deployment or a server that does not publish them, kClosed).
+  void watch_key_events(int kinds);
+
   // Stops renewals, ends every waiting acquire with kClosed (asynchronous ones have had their
   // completion when it returns, unless called from one), releases what this client still holds
   // (locks, permits of plain semaphores, and expirable permits its watchdog renews)
@@ -111,6 +122,11 @@ class Client {
   std::map<std::string, NodeSubscriber> node_subscribers_;
   bool node_subscribers_stopped_ = false;
   std::atomic<uint64_t> marks_{0};  // shared by the node subscribers
+  // watch_key_events: the subscriptions to the key-event channels (after subscriber_, which
+  // outlives them).
+  struct KeyWatch;
+  std::mutex key_watch_mutex_;
+  std::shared_ptr<KeyWatch> key_watch_;
   std::mutex permits_mutex_;
   std::map<std::string, int64_t> permits_;
   std::vector<std::weak_ptr<Semaphore>> renewing_;  // handles that have renewed permits

@@ -89,7 +89,9 @@ struct Event {
     Lost = 3,
     RenewalFailed = 4,
     Failover = 5,
-    Redirect = 6
+    Redirect = 6,
+    KeyExpired = 7,  // Client::watch_key_events: a key of the client's names expired
+    KeyDeleted = 8   // ... or was deleted
   };
   Kind kind = Acquired;
   int64_t unix_time_us = 0;  // filled by Events::emit

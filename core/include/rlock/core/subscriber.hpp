@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -100,6 +101,7 @@ class Subscriber {
     Lock,       // "0" wakes one waiter, "1" all
     Semaphore,  // "redisson_sc:...": a count k > 0 wakes up to k waiters
     Latch,      // "redisson_countdownlatch__channel__...": "0" wakes all, others nobody
+    KeyEvent,   // "__keyevent@...": a key event (its payload the key) for the key-event hook
   };
   static Rule rule_for(const std::string& channel);
 
@@ -140,6 +142,11 @@ class Subscriber {
   // `others_sleeping` (optional) tells whether waiters of this client sleep on the channel
   // with no wake-up pending for them.
   uint64_t message_mark(const std::string& channel, bool* others_sleeping = nullptr);
+
+  // Called with each message of a KeyEvent channel (channel, key), with the subscriber's lock
+  // held: it must only queue work. Null: none.
+  using KeyEventHook = std::function<void(const std::string&, const std::string&)>;
+  void set_key_event_hook(KeyEventHook hook);
 
   // Cancels every waiter and stops the thread. Idempotent.
   void stop();
@@ -204,7 +211,8 @@ class Subscriber {
   const ClientConfig config_;
   MasterSource& master_;
   std::mutex mutex_;
-  bool reconnect_ = false;  // reconnect() asked for a new connection
+  KeyEventHook key_event_hook_;  // guarded by mutex_
+  bool reconnect_ = false;       // reconnect() asked for a new connection
   std::unordered_map<std::string, Channel> channels_;
   std::vector<std::string> dirty_;
   std::deque<std::pair<std::string, Clock::time_point>>

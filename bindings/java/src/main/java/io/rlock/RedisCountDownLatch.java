@@ -95,4 +95,22 @@ public class RedisCountDownLatch implements AutoCloseable {
   public String toString() {
     return "RedisCountDownLatch[" + name + "]";
   }
+
+  /**
+   * Adds a listener of this latch's key (Redisson's {@code addListener}): an {@link
+   * ExpiredObjectListener} is told when the key expires, a {@link DeletedObjectListener} when it
+   * is deleted (the count reaching zero, delete). Works from Redis keyspace notifications, so the server's {@code
+   * notify-keyspace-events} must include {@code E} and {@code x} (expired) or {@code g}
+   * (deleted): a {@link RedisLockServerException} names what is missing when the server
+   * shows it; not on a Redis Cluster. Listeners run on the client's event thread. Returns the
+   * id for {@link #removeListener}.
+   */
+  public int addListener(ObjectListener listener) {
+    return client.addObjectListener(name, listener);
+  }
+
+  /** Removes a listener {@link #addListener} added; an unknown id does nothing. */
+  public void removeListener(int listenerId) {
+    client.removeObjectListener(listenerId);
+  }
 }

@@ -11,8 +11,10 @@ import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -42,6 +44,11 @@ public final class RedisLockClient implements AutoCloseable {
 
   private final NativeClient nativeClient;
   private final long fairWaitMs; // 0: the library default
+  // The event listener and the objects' key listeners (addListener), guarded by objectListeners.
+  private final Map<Integer, NamedListener> objectListeners = new HashMap<>();
+  private RedisLockEventListener eventListener;
+  private int nextListenerId = 1;
+  private int watchedKinds;
 
   private RedisLockClient(NativeClient nativeClient, long fairWaitMs) {
     this.nativeClient = nativeClient;
@@ -450,15 +457,97 @@ public final class RedisLockClient implements AutoCloseable {
    * it refers to the client, close the client (the Cleaner cannot free it).
    */
   public void setEventListener(RedisLockEventListener listener) {
-    nativeClient.setEventHandler(listener == null ? null : new EventDispatch(listener));
+    synchronized (objectListeners) {
+      eventListener = listener;
+      installEventDispatch();
+    }
   }
 
-  /** Makes the public event of the JNI call; refers to the listener only, not to the client. */
-  private static final class EventDispatch implements NativeEventHandler {
-    private final RedisLockEventListener listener;
+  /**
+   * Adds a listener of the key of {@code name} (a lock's, semaphore's or latch's
+   * {@code addListener}); returns its id for {@link #removeObjectListener}. The first one of a
+   * kind subscribes to the server's key events of that kind.
+   */
+  int addObjectListener(String name, ObjectListener listener) {
+    if (listener == null) {
+      throw new NullPointerException("listener must not be null");
+    }
+    if (!(listener instanceof ExpiredObjectListener)
+        && !(listener instanceof DeletedObjectListener)) {
+      throw new IllegalArgumentException("listener must be an ExpiredObjectListener or a "
+          + "DeletedObjectListener (or both), not " + listener.getClass().getName());
+    }
+    synchronized (objectListeners) {
+      int id = nextListenerId++;
+      objectListeners.put(id, new NamedListener(name, listener));
+      try {
+        watchKeyEvents();
+      } catch (RuntimeException e) {
+        objectListeners.remove(id);
+        throw e;
+      }
+      installEventDispatch();
+      return id;
+    }
+  }
 
-    EventDispatch(RedisLockEventListener listener) {
+  /** Removes a listener {@link #addObjectListener} added; an unknown id does nothing. */
+  void removeObjectListener(int id) {
+    synchronized (objectListeners) {
+      if (objectListeners.remove(id) == null) {
+        return;
+      }
+      installEventDispatch();
+      watchKeyEvents();
+    }
+  }
+
+  /** Subscribes to the key events the listeners need (none: unsubscribes). */
+  private void watchKeyEvents() {
+    int kinds = 0;
+    for (NamedListener l : objectListeners.values()) {
+      kinds |= (l.listener instanceof ExpiredObjectListener ? KEY_EXPIRED : 0)
+          | (l.listener instanceof DeletedObjectListener ? KEY_DELETED : 0);
+    }
+    if (kinds != watchedKinds) {
+      nativeClient.watchKeyEvents(kinds);
+      watchedKinds = kinds;
+    }
+  }
+
+  /** Sets the native event handler for the event listener and the object listeners now. */
+  private void installEventDispatch() {
+    RedisLockEventListener events = eventListener;
+    Map<Integer, NamedListener> snapshot = Map.copyOf(objectListeners);
+    nativeClient.setEventHandler(events == null && snapshot.isEmpty()
+        ? null : new EventDispatch(events, snapshot));
+  }
+
+  private static final int KEY_EXPIRED = 1;
+  private static final int KEY_DELETED = 2;
+
+  private static final class NamedListener {
+    final String name;
+    final ObjectListener listener;
+
+    NamedListener(String name, ObjectListener listener) {
+      this.name = name;
       this.listener = listener;
+    }
+  }
+
+  /**
+   * Makes the public event of the JNI call and tells the listeners; refers to the listeners
+   * only, not to the client.
+   */
+  private static final class EventDispatch implements NativeEventHandler {
+    private final RedisLockEventListener listener; // may be null
+    private final Map<Integer, NamedListener> objectListeners;
+
+    EventDispatch(RedisLockEventListener listener,
+        Map<Integer, NamedListener> objectListeners) {
+      this.listener = listener;
+      this.objectListeners = objectListeners;
     }
 
     @Override
@@ -469,16 +558,45 @@ public final class RedisLockClient implements AutoCloseable {
         if (k == null) {
           return; // a kind newer than this binding
         }
-        listener.onEvent(new RedisLockEvent(k, unixTimeUs, name, owner, threadId, durationUs,
-            token, reason, detail));
-      } catch (Throwable t) {
-        // Nothing may unwind into C: reported as an uncaught exception of this thread would be.
-        Thread current = Thread.currentThread();
-        try {
-          current.getUncaughtExceptionHandler().uncaughtException(current, t);
-        } catch (Throwable ignored) {
-          // the handler itself failed: dropped
+        RedisLockEvent event = new RedisLockEvent(k, unixTimeUs, name, owner, threadId,
+            durationUs, token, reason, detail);
+        if (k == RedisLockEvent.Kind.KEY_EXPIRED || k == RedisLockEvent.Kind.KEY_DELETED) {
+          tellObjectListeners(k, event.getName());
         }
+        if (listener != null) {
+          listener.onEvent(event);
+        }
+      } catch (Throwable t) {
+        uncaught(t);
+      }
+    }
+
+    private void tellObjectListeners(RedisLockEvent.Kind kind, String name) {
+      for (NamedListener l : objectListeners.values()) {
+        if (!l.name.equals(name)) {
+          continue;
+        }
+        try {
+          if (kind == RedisLockEvent.Kind.KEY_EXPIRED
+              && l.listener instanceof ExpiredObjectListener) {
+            ((ExpiredObjectListener) l.listener).onExpired(name);
+          } else if (kind == RedisLockEvent.Kind.KEY_DELETED
+              && l.listener instanceof DeletedObjectListener) {
+            ((DeletedObjectListener) l.listener).onDeleted(name);
+          }
+        } catch (Throwable t) {
+          uncaught(t);
+        }
+      }
+    }
+
+    /** Nothing may unwind into C: reported as an uncaught exception of this thread would be. */
+    private static void uncaught(Throwable t) {
+      Thread current = Thread.currentThread();
+      try {
+        current.getUncaughtExceptionHandler().uncaughtException(current, t);
+      } catch (Throwable ignored) {
+        // the handler itself failed: dropped
       }
     }
   }

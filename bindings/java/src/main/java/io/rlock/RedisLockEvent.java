@@ -24,7 +24,11 @@ public final class RedisLockEvent {
     /** Sentinel: the master moved; detail is the new "host:port". */
     FAILOVER,
     /** Cluster: a MOVED or ASK answer was followed; detail is "MOVED slot host:port"... */
-    REDIRECT;
+    REDIRECT,
+    /** A key of the client's names expired (see {@code addListener}): name. */
+    KEY_EXPIRED,
+    /** A key of the client's names was deleted (see {@code addListener}): name. */
+    KEY_DELETED;
 
     static Kind of(int value) {
       Kind[] kinds = values();

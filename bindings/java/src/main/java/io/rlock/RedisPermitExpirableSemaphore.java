@@ -313,4 +313,22 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
   private static long lease(Duration leaseTime) {
     return Durations.positiveMs(leaseTime, "leaseTime");
   }
+
+  /**
+   * Adds a listener of this semaphore's key (Redisson's {@code addListener}): an {@link
+   * ExpiredObjectListener} is told when the key expires, a {@link DeletedObjectListener} when it
+   * is deleted (delete). Works from Redis keyspace notifications, so the server's {@code
+   * notify-keyspace-events} must include {@code E} and {@code x} (expired) or {@code g}
+   * (deleted): a {@link RedisLockServerException} names what is missing when the server
+   * shows it; not on a Redis Cluster. Listeners run on the client's event thread. Returns the
+   * id for {@link #removeListener}.
+   */
+  public int addListener(ObjectListener listener) {
+    return client.addObjectListener(name, listener);
+  }
+
+  /** Removes a listener {@link #addListener} added; an unknown id does nothing. */
+  public void removeListener(int listenerId) {
+    client.removeObjectListener(listenerId);
+  }
 }

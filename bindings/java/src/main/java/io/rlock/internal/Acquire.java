@@ -98,7 +98,18 @@ final class Acquire {
     PendingAcquire<Boolean> pending = PendingAcquire.start(target.owner, target.handle,
         target.async, waitMs, leaseMs, threadId, GRANTED, Boolean.FALSE);
     try {
-      return pending.future().get();
+      boolean granted = pending.future().get();
+      // An interrupt that came while waiting may lose the race with the grant: Future.get then
+      // returns the value with the interrupt status set. The interrupt came first: give the
+      // hold back and end as interrupted.
+      if (Thread.interrupted()) {
+        if (granted) {
+          settle(releaseAsync(target, threadId));
+        }
+        Thread.interrupted(); // an interrupt during the settling is this one too
+        throw new InterruptedException("interrupted while waiting for " + target.what);
+      }
+      return granted;
     } catch (ExecutionException e) {
       throw rethrow(e.getCause());
     } catch (InterruptedException e) {

@@ -177,6 +177,14 @@ public final class NativeClient implements AutoCloseable {
   }
 
   /**
+   * Subscribes to the key events of {@code kinds} (rlock_client_watch_key_events: 1 expired, 2
+   * deleted; 0 stops), reported to the event handler as kinds 7 and 8.
+   */
+  public void watchKeyEvents(int kinds) {
+    handle.execute(this, client -> RlockNative.clientWatchKeyEvents(client, kinds));
+  }
+
+  /**
    * Sets (null: clears) the client's event handler. When this returns, a call of the previous
    * handler has returned and it gets no more events. Not from the handler itself: it would wait
    * for its own return.
