@@ -231,8 +231,10 @@ public class RedisLock implements Lock {
   }
 
   /**
-   * Adds {@code time} to the remaining lease of this owner's hold (redis-py's extend). A hold
-   * without a lease (the watchdog's) has none to add to: IllegalArgumentException.
+   * Adds {@code time} to the remaining lease of this owner's hold (redis-py's extend), in one
+   * round trip; a read lock's to this owner's own read lease. A hold without a lease (the
+   * watchdog's), or a key without expiry on Redis, has none to add to: IllegalArgumentException,
+   * nothing changed.
    */
   public void addLease(long time, TimeUnit unit) {
     nativeLock.extendBy(positiveMs(time, unit, "time"), currentOwner());
