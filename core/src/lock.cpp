@@ -579,6 +579,7 @@ int Lock::extend_by(int64_t add_ms, int64_t thread_id) {
                               " has no expiry on Redis: there is no lease to add to (nothing "
                               "changed); extend with a lease to set one");
   }
+  if (r.integer != -1 && r.integer != -2) return unexpected("extending");
   return not_held(owner, r.integer == -2, false, "extend");
 }
 
