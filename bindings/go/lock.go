@@ -300,9 +300,10 @@ func (l *Lock) Extend(lease time.Duration) error {
 	return err
 }
 
-// ExtendBy adds d to the remaining lease of the value's hold (Extend sets it). The remaining
-// time is read first, one more round trip. A hold taken without a lease (renewed by the
-// watchdog) has none to add to: ErrInvalidArgument. Otherwise the same errors as Extend.
+// ExtendBy adds d to the remaining lease of the value's hold (Extend sets it), in one round
+// trip (a read lock: to this owner's own read lease). A hold taken without a lease (renewed by
+// the watchdog), or a key without expiry on Redis, has none to add to: ErrInvalidArgument,
+// nothing changed. Otherwise the same errors as Extend.
 func (l *Lock) ExtendBy(d time.Duration) error {
 	if d <= 0 {
 		return invalid("%s: ExtendBy: the duration must be positive, got %v", l.what, d)

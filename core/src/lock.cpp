@@ -501,6 +501,15 @@ int Lock::not_held(const std::string& owner, bool other_owner, bool known_lost, 
   return fail(kNotHeld, "lock " + printable(name_) + " is not locked");
 }
 
+int Lock::lost_before_extend(const std::string& owner) {
+  Holds& holds = client_->holds();
+  if (!holds.is_lost(name_, owner)) return kOk;
+  holds.forget(name_, owner);
+  return fail(kLost, "lock " + printable(name_) +
+                         " was lost before this extend: its lease ran "
+                         "out or it could not be renewed in time");
+}
+
 int Lock::extend(int64_t lease_ms, int64_t thread_id) {
   if (int c = check_open()) return c;
   if (lease_ms <= 0 || lease_ms > kMaxDurationMs) {
@@ -510,12 +519,7 @@ int Lock::extend(int64_t lease_ms, int64_t thread_id) {
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
   const std::string owner = owner_field(thread_id);
   Holds& holds = client_->holds();
-  if (holds.is_lost(name_, owner)) {
-    holds.forget(name_, owner);
-    return fail(kLost, "lock " + printable(name_) +
-                           " was lost before this extend: its lease ran "
-                           "out or it could not be renewed in time");
-  }
+  if (int c = lost_before_extend(owner)) return c;
   Clock::time_point sent = Clock::now();
   Reply r;
   try {
@@ -556,17 +560,39 @@ int Lock::extend_by(int64_t add_ms, int64_t thread_id) {
                               " ms, got " + std::to_string(add_ms));
   }
   if (thread_id < 0) return fail(kInvalid, "thread_id must be 0 or positive");
-  if (client_->holds().is_watchdog(name_, owner_field(thread_id))) {
+  const std::string owner = owner_field(thread_id);
+  Holds& holds = client_->holds();
+  if (holds.is_watchdog(name_, owner)) {
     return fail(kInvalid, "lock " + printable(name_) +
                               " is held without a lease (renewed by the watchdog): there is no "
                               "lease to add to; extend with a lease to set one");
   }
-  LockState state;
-  if (int c = query(thread_id, &state)) return c;
-  // Not this owner's: the extend script changes nothing and reports why (not held, another
-  // owner's, lost).
-  if (!state.held_by_me || state.ttl_ms < 0) return extend(add_ms, thread_id);
-  return extend(std::min(state.ttl_ms + add_ms, kMaxDurationMs), thread_id);
+  if (int c = lost_before_extend(owner)) return c;
+  Clock::time_point sent = Clock::now();
+  Reply r;
+  try {
+    // One script reads the owner's remaining lease and adds to it. Not sent twice: a retry after
+    // a lost reply could add twice, so a failed connection is reported (kConn) instead.
+    const kinds::Call call =
+        kind_->extend_by(owner, std::to_string(add_ms), std::to_string(kMaxDurationMs));
+    r = eval_script(client_->transport(), *call.script, kinds::views(call.keys),
+                    kinds::views(call.argv), Retry::No);
+  } catch (const Error& e) {
+    return fail(e.code(), "extending lock " + printable(name_) + ": " + e.message());
+  }
+  if (r.is_error()) return redis_failure("extending", r);
+  if (!is_int(r)) return unexpected("extending");
+  if (r.integer > 0) {  // the owner's new remaining lease
+    holds.extended(name_, owner, r.integer, sent);
+    return kOk;
+  }
+  if (r.integer == -3) {
+    return fail(kInvalid, "lock " + printable(name_) +
+                              " has no expiry on Redis: there is no lease to add to (nothing "
+                              "changed); extend with a lease to set one");
+  }
+  if (r.integer != -1 && r.integer != -2) return unexpected("extending");
+  return not_held(owner, r.integer == -2, false, "extend");
 }
 
 int Lock::query(int64_t thread_id, LockState* out) {

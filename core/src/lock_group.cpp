@@ -325,10 +325,19 @@ void LockGroup::Wait::after_round() {
     validity_ms_ = round_.validity_ms;
     return end(kOk);
   }
-  // All of them: a member whose reply was lost may hold it anyway.
+  // All of them (a member whose reply was lost may hold it anyway), except those that refused
+  // this owner (kDeadlock) and changed nothing: their release would take a hold the owner had
+  // before the group's try (a non-reentrant member it holds).
+  std::vector<const Lock*> refused;
+  for (size_t i = 0; i < round_.outcomes.size(); ++i) {
+    if (round_.outcomes[i].code == kDeadlock) refused.push_back(group_.members_[i].get());
+  }
   phase_ = Phase::Releasing;
   const int64_t owner = args_.thread_id;
-  on_members([owner](Lock& m) { return m.release(owner); });
+  on_members([owner, refused](Lock& m) -> int {
+    if (std::find(refused.begin(), refused.end(), &m) != refused.end()) return kOk;
+    return m.release(owner);
+  });
 }
 
 void LockGroup::Wait::after_release() {

@@ -809,8 +809,10 @@ class Lock:
     def extend(self, additional_time: float, replace_ttl: bool = False) -> None:
         """Adds ``additional_time`` seconds to the remaining lease of the calling thread's hold,
         as redis-py's ``Lock.extend``; with ``replace_ttl=True`` the remaining lease becomes
-        ``additional_time``. Same errors as ``release()``. A hold taken without a lease (the
-        watchdog renews it) has no lease to add to: ``InvalidArgumentError``; with
+        ``additional_time``. Same errors as ``release()``. The add is one round trip (a read
+        lock: to this owner's own read lease). A hold taken without a lease (the watchdog renews
+        it), or a key without expiry on Redis, has no lease to add to: ``InvalidArgumentError``,
+        nothing changed; with
         ``replace_ttl=True`` it gets that lease until the watchdog's next renewal (a third of
         the watchdog lease later), which sets the watchdog lease again."""
         add_ms = _duration_ms(additional_time, "additional_time")

@@ -73,6 +73,7 @@ const std::vector<const Script*>& all_scripts() {
         &scripts::release,
         &scripts::renew,
         &scripts::extend,
+        &scripts::extend_by,
         &scripts::force_unlock,
         &scripts::status,
         &scripts::undo_acquire,

@@ -97,6 +97,7 @@ Reply grant(const fuzz::ScriptedTransport::Command& c) {
   }
   if (script == &s::extend || script == &s::force_unlock || script == &s::fenced_write)
     return Reply::of_int(1);
+  if (script == &s::extend_by) return Reply::of_int(61000);  // the new remaining lease
   if (script == &s::rw_read_renew) return Reply::of_array({Reply::of_int(1)});
   if (script == &s::status) {
     return Reply::of_array({Reply::of_int(-2), Reply::of_int(0), Reply::of_int(0), Reply::nil(),
@@ -148,6 +149,7 @@ void check_lock(const std::string& name, core::LockKind kind) {
     if (kind == core::LockKind::Fenced) args.token = &token;
     expect(lock->acquire(args) == core::kOk, "acquire: " + core::last_error_message());
     expect(lock->extend(60000, 0) == core::kOk, "extend: " + core::last_error_message());
+    expect(lock->extend_by(1000, 0) == core::kOk, "extend_by: " + core::last_error_message());
     core::LockState state;
     expect(lock->query(0, &state) == core::kOk, "query: " + core::last_error_message());
     expect(lock->release(0) == core::kOk, "release: " + core::last_error_message());

@@ -142,9 +142,10 @@ void check_error_codes(const std::string& text) {
   }
 }
 
-enum Op { kAcquire, kRelease, kExtend, kQuery, kForceUnlock, kFencedWrite, kNone };
-const char* const kOpNames[] = {"acquire",      "release",      "extend", "query",
-                                "force_unlock", "fenced_write", "none"};
+enum Op { kAcquire, kRelease, kExtend, kQuery, kForceUnlock, kFencedWrite, kExtendBy, kNone };
+constexpr int kOpCount = kNone + 1;
+const char* const kOpNames[] = {"acquire",      "release",      "extend",    "query",
+                                "force_unlock", "fenced_write", "extend_by", "none"};
 
 bool is_int(const Reply& r) { return r.type == Type::Integer; }
 bool is_text_or_nil(const Reply& r) { return r.type == Type::String || r.type == Type::Nil; }
@@ -249,7 +250,11 @@ void check_outcome(const Run& run) {
     case core::kNotHeld:
     case core::kNotOwner:
     case core::kLost:
-      expect(run.op == kRelease || run.op == kExtend, what + ": only release and extend return it");
+      expect(run.op == kRelease || run.op == kExtend || run.op == kExtendBy,
+             what + ": only release and extend return it");
+      break;
+    case core::kInvalid:
+      expect(run.op == kExtendBy, what + ": only extend_by returns it (a key without expiry)");
       break;
     default:
       failed(what + ": not a code this operation returns");
@@ -287,6 +292,15 @@ void check_outcome(const Run& run) {
       if (not_held) expect(answered && shaped && verdict != 1, what + ": not said so");
       break;
     }
+    case kExtendBy:
+      // extend_by.lua: the new lease (> 0), -1 or -2 not held, -3 no expiry to add to.
+      from_reply(core::kOk, is_int(last) && last.integer > 0, "adds nothing");
+      from_reply(core::kInvalid, is_int(last) && last.integer == -3, "is no refusal");
+      if (not_held) {
+        expect(answered && is_int(last) && (last.integer == -1 || last.integer == -2),
+               what + ": not said so");
+      }
+      break;
     case kQuery:
       from_reply(core::kOk, status_shape(last), "is not of the status shape");
       break;
@@ -324,7 +338,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const auto kind = static_cast<core::LockKind>(data[0] % 8);
-  const Op ops[] = {static_cast<Op>(data[1] % 7), static_cast<Op>(data[2] % 7)};
+  const Op ops[] = {static_cast<Op>(data[1] % kOpCount), static_cast<Op>(data[2] % kOpCount)};
 
   auto owned = std::make_unique<fuzz::ScriptedTransport>();
   fuzz::ScriptedTransport& transport = *owned;
@@ -354,6 +368,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case kExtend:
         rc = lock->extend(60000, 0);
+        break;
+      case kExtendBy:
+        rc = lock->extend_by(1000, 0);
         break;
       case kQuery:
         rc = lock->query(0, &state);

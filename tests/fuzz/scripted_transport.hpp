@@ -90,6 +90,7 @@ inline const rlock::core::Script* script_of(const ScriptedTransport::Command& c)
                                                    &s::release,
                                                    &s::renew,
                                                    &s::extend,
+                                                   &s::extend_by,
                                                    &s::force_unlock,
                                                    &s::status,
                                                    &s::undo_acquire,

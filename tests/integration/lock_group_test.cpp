@@ -74,6 +74,49 @@ TEST(MultiLock, AllOrNothingLeavesNoPartialHolds) {
   EXPECT_FALSE(redis.exists(a) || redis.exists(b) || redis.exists(c));
 }
 
+it::Lock make_kind_lock(rlock_client* client, const std::string& name, rlock_lock_kind kind) {
+  rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+  opts.kind = kind;
+  rlock_lock* l = nullptr;
+  if (rlock_lock_new_n(&l, client, name.data(), name.size(), &opts) != RLOCK_OK) {
+    throw std::runtime_error("rlock_lock_new_n: " + it::last_error());
+  }
+  return it::Lock(l);
+}
+
+// A member that refuses the owner (RLOCK_EDEADLK) changed nothing, and the round's clean-up
+// leaves it alone: a non-reentrant member the owner holds stays held, a reader keeps reading.
+TEST(MultiLock, ARefusingMemberKeepsWhatTheOwnerHeld) {
+  RedisConn redis(test_redis_url());
+  const std::string plain = unique_name("multi-refuse-plain"),
+                    once = unique_name("multi-refuse-once"), rw = unique_name("multi-refuse-rw");
+  LockKeys kp(plain), ko(once), kr(rw);
+  it::Client mine = it::make_client();
+  it::Lock lp = it::make_lock(mine.get(), plain);
+  it::Lock lo = make_kind_lock(mine.get(), once, RLOCK_LOCK_NON_REENTRANT);
+  it::Lock read = make_kind_lock(mine.get(), rw, RLOCK_LOCK_READ);
+  it::Lock write = make_kind_lock(mine.get(), rw, RLOCK_LOCK_WRITE);
+
+  ASSERT_EQ(it::acquire(lo.get(), 0), RLOCK_OK) << it::last_error();
+  Group again = make_group({lp.get(), lo.get()}, false);
+  EXPECT_EQ(group_acquire(again.get(), 0), RLOCK_EDEADLK) << it::last_error();
+  EXPECT_EQ(group_acquire(again.get(), 300), RLOCK_EDEADLK) << it::last_error();
+  EXPECT_TRUE(redis.exists(once)) << "the group's clean-up released the owner's own hold";
+  EXPECT_EQ(rlock_is_held_for(lo.get(), RLOCK_THREAD_CURRENT), 1);
+  EXPECT_FALSE(redis.exists(plain)) << "partial hold left";
+  EXPECT_EQ(rlock_release(lo.get()), RLOCK_OK) << it::last_error();
+
+  ASSERT_EQ(it::acquire(read.get(), 0), RLOCK_OK) << it::last_error();
+  Group upgrade = make_group({lp.get(), write.get()}, false);
+  EXPECT_EQ(group_acquire(upgrade.get(), 0), RLOCK_EDEADLK) << it::last_error();
+  EXPECT_FALSE(redis.exists(plain)) << "partial hold left";
+  EXPECT_EQ(redis.hgetall(rw).at("mode"), "read");
+  EXPECT_EQ(rlock_release(read.get()), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(group_acquire(upgrade.get(), 0), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(rlock_multi_release_for(upgrade.get(), RLOCK_THREAD_CURRENT), RLOCK_OK);
+  EXPECT_FALSE(redis.exists(plain) || redis.exists(rw));
+}
+
 // FAULTS.md E7: callers locking the same members in opposite orders never deadlock, and
 // still exclude each other.
 TEST(MultiLock, OppositeOrdersFinishAndExclude) {

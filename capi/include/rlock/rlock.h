@@ -374,9 +374,12 @@ RLOCK_API int rlock_extend(rlock_lock *lock, int64_t lease_ms);
 RLOCK_API int rlock_extend_for(rlock_lock *lock, int64_t thread_id, int64_t lease_ms);
 
 /* Adds add_ms to the remaining lease of the owner's hold (redis-py's extend; rlock_extend sets
- * it). The remaining time is read first, one more round trip. Same errors as rlock_extend_for;
- * RLOCK_EINVAL for a hold under the watchdog (acquired without a lease), which has no lease to
- * add to: rlock_extend_for gives it one until the watchdog's next renewal. */
+ * it), read and changed in one script, one round trip (a reader: its own read lease, not the
+ * longest reader's; the sum is capped at RLOCK_MAX_DURATION_MS). Same errors as
+ * rlock_extend_for; RLOCK_EINVAL, nothing changed, when there is no lease to add to: a hold
+ * under the watchdog (acquired without a lease; rlock_extend_for gives it one until the
+ * watchdog's next renewal), or a key without expiry on Redis (kept without). Never sent twice:
+ * a connection failure (RLOCK_ECONN) leaves unknown whether the time was added. */
 RLOCK_API int rlock_extend_by_for(rlock_lock *lock, int64_t thread_id, int64_t add_ms);
 
 /* Deletes the lock whoever holds it and wakes waiters. *out_deleted (optional) is set to 1 if

@@ -25,6 +25,11 @@ Call Kind::extend(const std::string& owner, const std::string& lease_ms) const {
   return {&scripts::extend, {name_}, {lease_ms, owner}};
 }
 
+Call Kind::extend_by(const std::string& owner, const std::string& add_ms,
+                     const std::string& max_lease_ms) const {
+  return {&scripts::extend_by, {name_}, {add_ms, owner, max_lease_ms}};
+}
+
 std::optional<Call> Kind::undo_acquire(const std::string& owner, int64_t expected_count,
                                        int64_t lease_ms) const {
   return Call{&scripts::undo_acquire,

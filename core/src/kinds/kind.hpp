@@ -98,6 +98,10 @@ class Kind {
   virtual Call release(const ReleaseRequest& request) const = 0;
   // By default the reentrant hash's extend (N: owner -> count).
   virtual Call extend(const std::string& owner, const std::string& lease_ms) const;
+  // Adds add_ms (at most up to max_lease_ms) to the owner's remaining lease in one script,
+  // extend_by.lua, whose reply is the new lease or why not. By default the hash's PTTL.
+  virtual Call extend_by(const std::string& owner, const std::string& add_ms,
+                         const std::string& max_lease_ms) const;
   virtual Call force_unlock() const = 0;
   // Takes back an acquire whose reply was lost, if it was applied (the owner's count on the
   // server is `expected_count`); none: the key expires by its lease. By default the reentrant

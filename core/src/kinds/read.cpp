@@ -35,6 +35,14 @@ class Read : public Kind {
     return {&scripts::rw_read_renew, {name_, read_lease_prefix(name_, owner)}, {lease_ms, owner}};
   }
 
+  // Adds to the owner's own read leases (the hash's PTTL is the longest reader's).
+  Call extend_by(const std::string& owner, const std::string& add_ms,
+                 const std::string& max_lease_ms) const override {
+    return {&scripts::extend_by,
+            {name_, read_lease_prefix(name_, owner)},
+            {add_ms, owner, max_lease_ms}};
+  }
+
   Call force_unlock() const override {
     return {&scripts::rw_force_unlock, {name_, channel_}, {"read"}};
   }

@@ -114,8 +114,9 @@ class Lock : public std::enable_shared_from_this<Lock> {
   int release_async(int64_t thread_id, Completion done);
   int extend_async(int64_t lease_ms, int64_t thread_id, Completion done);
   int extend(int64_t lease_ms, int64_t thread_id);
-  // Adds add_ms to the hold's remaining lease (redis-py's extend): the remaining time is read
-  // first (one more round trip). A hold under the watchdog has no lease to add to: kInvalid.
+  // Adds add_ms to the hold's remaining lease (redis-py's extend) in one script (a reader: to
+  // its own read lease). Not held: as extend. A hold under the watchdog, or a key without
+  // expiry, has no lease to add to: kInvalid, nothing changed. Not retried (kConn instead).
   int extend_by(int64_t add_ms, int64_t thread_id);
   int force_unlock(bool* deleted);
   int query(int64_t thread_id, LockState* out);
@@ -197,6 +198,8 @@ class Lock : public std::enable_shared_from_this<Lock> {
   // acquire, and at once in the background (Holds::add_cleanup).
   void clean_up_later(const std::string& owner, const kinds::Call& call, bool releases_all = false);
   int check_open() const;
+  // kLost (and forgotten) when `owner`'s hold here was lost; else kOk.
+  int lost_before_extend(const std::string& owner);
   // The outcome of a release/extend the server refused because `owner` holds no field.
   int not_held(const std::string& owner, bool other_owner, bool known_lost, const char* doing);
   int redis_failure(const std::string& doing, const Reply& reply) const;

@@ -39,6 +39,7 @@ extern const Script rw_write_undo_acquire;
 extern const Script release;
 extern const Script renew;
 extern const Script extend;
+extern const Script extend_by;
 extern const Script force_unlock;
 extern const Script status;
 extern const Script undo_acquire;

@@ -185,20 +185,27 @@ public class RedisLock implements Lock {
     return nativeLock.lockAsync(Durations.leaseMs(leaseTime, unit), threadId);
   }
 
-  /** Starts {@link #tryLock()}: true when acquired. */
+  /**
+   * Starts {@link #tryLock()}: true when acquired; false too, at once, for a reader asking for
+   * its write lock, as {@link #tryLock()} answers.
+   */
   public CompletableFuture<Boolean> tryLockAsync() {
     return tryLockAsync(currentOwner());
   }
 
   /** Tries once for the owner {@code threadId}. */
   public CompletableFuture<Boolean> tryLockAsync(long threadId) {
-    return nativeLock.acquireAsync(0, NativeLock.LEASE_DEFAULT, threadId);
+    return nativeLock.tryAcquireAsync(0, NativeLock.LEASE_DEFAULT, threadId,
+        RedisLock::readerAsksForTheWriteLock);
   }
 
-  /** Starts {@link #tryLock(long, TimeUnit)}: true when acquired, false when the time ran out. */
+  /**
+   * Starts {@link #tryLock(long, TimeUnit)}: true when acquired, false when the time ran out
+   * (at once for a reader asking for its write lock).
+   */
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
-    return nativeLock.acquireAsync(Durations.tryWaitMs(waitTime, unit),
-        NativeLock.LEASE_DEFAULT, currentOwner());
+    return nativeLock.tryAcquireAsync(Durations.tryWaitMs(waitTime, unit),
+        NativeLock.LEASE_DEFAULT, currentOwner(), RedisLock::readerAsksForTheWriteLock);
   }
 
   /** Starts {@link #tryLock(long, long, TimeUnit)}. */
@@ -209,8 +216,17 @@ public class RedisLock implements Lock {
   /** As {@link #tryLockAsync(long, long, TimeUnit)}, for the owner {@code threadId}. */
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
       long threadId) {
-    return nativeLock.acquireAsync(Durations.tryWaitMs(waitTime, unit),
-        Durations.leaseMs(leaseTime, unit), threadId);
+    return nativeLock.tryAcquireAsync(Durations.tryWaitMs(waitTime, unit),
+        Durations.leaseMs(leaseTime, unit), threadId, RedisLock::readerAsksForTheWriteLock);
+  }
+
+  /**
+   * The refusal a try answers with false: a reader asking for the write lock it cannot get while
+   * it reads. (The holder of a non-reentrant lock gets {@link LockAlreadyHeldException}, which
+   * is no RedisLockDeadlockException, from every acquire.)
+   */
+  static boolean readerAsksForTheWriteLock(RuntimeException failure) {
+    return failure instanceof RedisLockDeadlockException;
   }
 
   /**
@@ -231,8 +247,10 @@ public class RedisLock implements Lock {
   }
 
   /**
-   * Adds {@code time} to the remaining lease of this owner's hold (redis-py's extend). A hold
-   * without a lease (the watchdog's) has none to add to: IllegalArgumentException.
+   * Adds {@code time} to the remaining lease of this owner's hold (redis-py's extend), in one
+   * round trip; a read lock's to this owner's own read lease. A hold without a lease (the
+   * watchdog's), or a key without expiry on Redis, has none to add to: IllegalArgumentException,
+   * nothing changed.
    */
   public void addLease(long time, TimeUnit unit) {
     nativeLock.extendBy(positiveMs(time, unit, "time"), currentOwner());

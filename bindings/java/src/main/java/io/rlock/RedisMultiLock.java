@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
+import java.util.function.Predicate;
 
 /**
  * Several locks taken as one: a multi-lock (RedissonMultiLock) holds only when every member
@@ -60,21 +61,62 @@ public final class RedisMultiLock implements Lock {
         RedisLock.threadOwner());
   }
 
+  /**
+   * Tries once: true when the group was acquired. False too when a member is a write lock whose
+   * read lock the calling thread holds, as {@link RedisLock#tryLock()} answers (a member
+   * non-reentrant lock the thread already holds still throws).
+   */
   @Override
   public boolean tryLock() {
-    return nativeMulti.acquire(0, NativeLock.LEASE_DEFAULT, RedisLock.threadOwner());
+    long owner = RedisLock.threadOwner();
+    Predicate<RuntimeException> refusedAsFalse = refusedAsFalse(owner);
+    try {
+      return nativeMulti.acquire(0, NativeLock.LEASE_DEFAULT, owner);
+    } catch (RuntimeException e) {
+      if (refusedAsFalse.test(e)) {
+        return false;
+      }
+      throw e;
+    }
   }
 
+  /** As {@link #tryLock()}, waiting at most {@code time} (0 or less: one try). */
   @Override
   public boolean tryLock(long time, TimeUnit unit) throws InterruptedException {
-    return nativeMulti.acquireInterruptibly(Durations.tryWaitMs(time, unit),
-        NativeLock.LEASE_DEFAULT, RedisLock.threadOwner());
+    return tryLockFor(Durations.tryWaitMs(time, unit), NativeLock.LEASE_DEFAULT);
   }
 
+  /** As {@link #tryLock(long, TimeUnit)}, held for {@code leaseTime} (0 or less: watchdog). */
   public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit)
       throws InterruptedException {
-    return nativeMulti.acquireInterruptibly(Durations.tryWaitMs(waitTime, unit),
-        Durations.leaseMs(leaseTime, unit), RedisLock.threadOwner());
+    return tryLockFor(Durations.tryWaitMs(waitTime, unit), Durations.leaseMs(leaseTime, unit));
+  }
+
+  private boolean tryLockFor(long waitMs, long leaseMs) throws InterruptedException {
+    long owner = RedisLock.threadOwner();
+    Predicate<RuntimeException> refusedAsFalse = refusedAsFalse(owner);
+    try {
+      return nativeMulti.acquireInterruptibly(waitMs, leaseMs, owner);
+    } catch (RuntimeException e) {
+      if (refusedAsFalse.test(e)) {
+        return false;
+      }
+      throw e;
+    }
+  }
+
+  /**
+   * The refusal a try answers with false: a reader asking for a member's write lock. A group
+   * reports every member's RLOCK_EDEADLK alike, so one from a member non-reentrant lock that
+   * the owner holds already (checked before the try; local, no I/O) is left to throw.
+   */
+  private Predicate<RuntimeException> refusedAsFalse(long owner) {
+    for (RedisLock member : members) {
+      if (member.nativeLock.neverReenters() && member.nativeLock.isHeld(owner)) {
+        return failure -> false;
+      }
+    }
+    return RedisLock::readerAsksForTheWriteLock;
   }
 
   /** Releases every member held by the calling thread. */
@@ -104,13 +146,16 @@ public final class RedisMultiLock implements Lock {
     return tryLockAsync(RedisLock.threadOwner());
   }
 
+  /** As {@link #tryLock()}, for {@code threadId}: false too for a reader of a write member. */
   public CompletableFuture<Boolean> tryLockAsync(long threadId) {
-    return nativeMulti.acquireAsync(0, NativeLock.LEASE_DEFAULT, threadId);
+    return nativeMulti.tryAcquireAsync(0, NativeLock.LEASE_DEFAULT, threadId,
+        refusedAsFalse(threadId));
   }
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, TimeUnit unit) {
-    return nativeMulti.acquireAsync(Durations.tryWaitMs(waitTime, unit),
-        NativeLock.LEASE_DEFAULT, RedisLock.threadOwner());
+    long owner = RedisLock.threadOwner();
+    return nativeMulti.tryAcquireAsync(Durations.tryWaitMs(waitTime, unit),
+        NativeLock.LEASE_DEFAULT, owner, refusedAsFalse(owner));
   }
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit) {
@@ -119,8 +164,8 @@ public final class RedisMultiLock implements Lock {
 
   public CompletableFuture<Boolean> tryLockAsync(long waitTime, long leaseTime, TimeUnit unit,
       long threadId) {
-    return nativeMulti.acquireAsync(Durations.tryWaitMs(waitTime, unit),
-        Durations.leaseMs(leaseTime, unit), threadId);
+    return nativeMulti.tryAcquireAsync(Durations.tryWaitMs(waitTime, unit),
+        Durations.leaseMs(leaseTime, unit), threadId, refusedAsFalse(threadId));
   }
 
   /** Starts releasing every member held by the calling thread. */

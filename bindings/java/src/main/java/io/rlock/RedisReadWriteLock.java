@@ -5,7 +5,9 @@ import java.util.concurrent.locks.ReadWriteLock;
 /**
  * A read-write lock (Redisson RReadWriteLock): readers share, a writer excludes everyone else.
  * The writer may also take the read lock (downgrade: unlock the write lock afterwards and keep
- * reading); a reader asking for the write lock gets {@link RedisLockDeadlockException} at once
+ * reading); a reader asking for the write lock cannot get it while it reads: every
+ * {@code tryLock} and {@code tryLockAsync} answers false at once (as Redisson's, which waits
+ * first), {@code lock()} and {@code lockAsync()} fail with {@link RedisLockDeadlockException}
  * instead of waiting for itself.
  */
 public final class RedisReadWriteLock implements ReadWriteLock {

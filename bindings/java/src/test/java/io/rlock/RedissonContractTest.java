@@ -128,12 +128,71 @@ class RedissonContractTest extends ClientTestBase {
     assertFalse(write.tryLock(5, 10, TimeUnit.SECONDS));
     assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(2));
     assertThrows(RedisLockDeadlockException.class, write::lock, "lock() would never return");
-    ExecutionException async = assertThrows(ExecutionException.class,
-        () -> write.tryLockAsync(5, -1, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
-    assertInstanceOf(RedisLockDeadlockException.class, async.getCause());
     read.unlock();
     assertTrue(write.tryLock());
     write.unlock();
+  }
+
+  @Test
+  void aReaderAskingForTheWriteLockGetsFalseFromTryLockAsync() throws Exception {
+    RedisReadWriteLock rw = client.getReadWriteLock(TestRedis.uniqueName("rw-try-async"));
+    RedisLock read = rw.readLock();
+    RedisLock write = rw.writeLock();
+    read.lock();
+    long me = Thread.currentThread().getId();
+    long start = System.nanoTime();
+    assertFalse(write.tryLockAsync().get(10, TimeUnit.SECONDS));
+    assertFalse(write.tryLockAsync(me).get(10, TimeUnit.SECONDS));
+    assertFalse(write.tryLockAsync(5, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS),
+        "false at once: it would wait for itself");
+    assertFalse(write.tryLockAsync(5, -1, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+    assertFalse(write.tryLockAsync(5, 10, TimeUnit.SECONDS, me).get(10, TimeUnit.SECONDS));
+    assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(2));
+    ExecutionException async = assertThrows(ExecutionException.class,
+        () -> write.lockAsync().get(10, TimeUnit.SECONDS));
+    assertInstanceOf(RedisLockDeadlockException.class, async.getCause(),
+        "lockAsync() would never complete");
+    assertFalse(write.isLocked(), "nothing taken");
+    read.unlock();
+    assertTrue(write.tryLockAsync(1, 10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+    write.unlock();
+  }
+
+  @Test
+  void aMultiLockWithAWriteLockItsThreadReadsGetsFalseFromTryLock() throws Exception {
+    String name = TestRedis.uniqueName("multi-rw-try");
+    RedisReadWriteLock rw = client.getReadWriteLock(name);
+    RedisLock plain = client.getLock(name + ":plain");
+    RedisMultiLock group = client.getMultiLock(plain, rw.writeLock());
+    rw.readLock().lock();
+    long start = System.nanoTime();
+    assertFalse(group.tryLock(), "as the write lock's own tryLock");
+    assertFalse(group.tryLock(5, TimeUnit.SECONDS), "false at once: it would wait for itself");
+    assertFalse(group.tryLock(5, 10, TimeUnit.SECONDS));
+    assertFalse(group.tryLockAsync().get(10, TimeUnit.SECONDS));
+    assertFalse(group.tryLockAsync(5, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+    assertFalse(group.tryLockAsync(5, 10, TimeUnit.SECONDS).get(10, TimeUnit.SECONDS));
+    assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(3));
+    assertFalse(plain.isLocked(), "a refused try gave back the member it got");
+    assertThrows(RedisLockDeadlockException.class, group::lock, "lock() would never return");
+    ExecutionException async = assertThrows(ExecutionException.class,
+        () -> group.lockAsync().get(10, TimeUnit.SECONDS));
+    assertInstanceOf(RedisLockDeadlockException.class, async.getCause());
+    assertFalse(plain.isLocked());
+    rw.readLock().unlock();
+    assertTrue(group.tryLock());
+    group.unlock();
+
+    // A member non-reentrant lock its thread holds keeps failing, as that lock's tryLock does.
+    RedisLock once = client.getNonReentrantLock(name + ":once");
+    RedisMultiLock again = client.getMultiLock(plain, once);
+    once.lock();
+    assertThrows(RedisLockDeadlockException.class, again::tryLock);
+    ExecutionException refused = assertThrows(ExecutionException.class,
+        () -> again.tryLockAsync().get(10, TimeUnit.SECONDS));
+    assertInstanceOf(RedisLockDeadlockException.class, refused.getCause());
+    once.unlock();
+    assertFalse(plain.isLocked());
   }
 
   @Test

@@ -4,6 +4,7 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.function.Predicate;
 
 /**
  * The one acquire and release path of locks and groups. An uninterruptible wait on a platform
@@ -42,6 +43,13 @@ final class Acquire {
       long threadId) {
     return PendingAcquire.start(target.owner, target.handle, target.async, waitMs, leaseMs,
         threadId, GRANTED, Boolean.FALSE).future();
+  }
+
+  /** As async, but a failure refusedAsFalse accepts completes the future with false. */
+  static CompletableFuture<Boolean> tryAsync(Target target, long waitMs, long leaseMs,
+      long threadId, Predicate<RuntimeException> refusedAsFalse) {
+    return PendingAcquire.start(target.owner, target.handle, target.async, waitMs, leaseMs,
+        threadId, GRANTED, Boolean.FALSE, refusedAsFalse).future();
   }
 
   /** Waits without being interruptible: true acquired, false when waitMs ran out. */

@@ -2,6 +2,7 @@ package io.rlock.internal;
 
 import java.lang.ref.Cleaner;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
 
 /**
  * An rlock_lock. Internal: use io.rlock.RedisLock. Every call names its owner thread id
@@ -91,6 +92,20 @@ public final class NativeLock implements AutoCloseable {
    */
   public CompletableFuture<Boolean> acquireAsync(long waitMs, long leaseMs, long threadId) {
     return Acquire.async(target, waitMs, leaseMs, threadId);
+  }
+
+  /**
+   * As acquireAsync, but a failure refusedAsFalse accepts completes the future with false (a
+   * try's answer to a refusal, such as a reader's RedisLockDeadlockException).
+   */
+  public CompletableFuture<Boolean> tryAcquireAsync(long waitMs, long leaseMs, long threadId,
+      Predicate<RuntimeException> refusedAsFalse) {
+    return Acquire.tryAsync(target, waitMs, leaseMs, threadId, refusedAsFalse);
+  }
+
+  /** Its holder acquiring again is refused (a non-reentrant kind, or a caller-given id). */
+  public boolean neverReenters() {
+    return async == AsyncTarget.NON_REENTRANT_LOCK;
   }
 
   /** As acquireAsync, waiting forever: the future completes (null) when granted. */

@@ -3,6 +3,7 @@ package io.rlock.internal;
 import java.lang.ref.Cleaner;
 import java.lang.ref.Reference;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
 
 /** An rlock_multi (multi-lock or RedLock). Internal: use io.rlock.RedisMultiLock. */
 public final class NativeMulti implements AutoCloseable {
@@ -52,6 +53,12 @@ public final class NativeMulti implements AutoCloseable {
       RlockNative.multiReleaseFor(group, threadId);
       return null;
     });
+  }
+
+  /** As NativeLock.tryAcquireAsync, for the group. */
+  public CompletableFuture<Boolean> tryAcquireAsync(long waitMs, long leaseMs, long threadId,
+      Predicate<RuntimeException> refusedAsFalse) {
+    return Acquire.tryAsync(target, waitMs, leaseMs, threadId, refusedAsFalse);
   }
 
   /** As NativeLock.acquireAsync, for the group. */

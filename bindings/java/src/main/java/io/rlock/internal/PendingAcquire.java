@@ -3,6 +3,7 @@ package io.rlock.internal;
 import java.lang.ref.Reference;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.Predicate;
 
 /**
  * One asynchronous acquire: its future, its cancel token, and its hold on the handle (entered
@@ -28,6 +29,7 @@ final class PendingAcquire<T> extends NativeCompletion {
   private final long threadId;
   private final Grant<T> grant;
   private final T timedOut;
+  private Predicate<RuntimeException> failureAsTimedOut; // set before the start; null: none
   private long ptr;
   private long cancelToken; // guarded by this; 0 once the acquire ended
   private boolean cancelRequested; // guarded by this
@@ -48,8 +50,19 @@ final class PendingAcquire<T> extends NativeCompletion {
    */
   static <T> PendingAcquire<T> start(Object owner, Handle handle, AsyncTarget target,
       long waitMs, long leaseMs, long threadId, Grant<T> grant, T timedOut) {
+    return start(owner, handle, target, waitMs, leaseMs, threadId, grant, timedOut, null);
+  }
+
+  /**
+   * As start, but a failure that failureAsTimedOut accepts (null: none) completes the future
+   * with timedOut instead: a refusal a try answers as not acquired.
+   */
+  static <T> PendingAcquire<T> start(Object owner, Handle handle, AsyncTarget target,
+      long waitMs, long leaseMs, long threadId, Grant<T> grant, T timedOut,
+      Predicate<RuntimeException> failureAsTimedOut) {
     PendingAcquire<T> pending =
         new PendingAcquire<>(owner, handle, target, threadId, grant, timedOut);
+    pending.failureAsTimedOut = failureAsTimedOut;
     try {
       pending.ptr = handle.enter();
     } catch (RuntimeException e) {
@@ -108,7 +121,12 @@ final class PendingAcquire<T> extends NativeCompletion {
             ? new CancellationException("the wait was cancelled")
             : handle.closedError());
       } else {
-        future.completeExceptionally(target.acquireFailure(Errors.fromCode(status, message)));
+        RuntimeException failure = target.acquireFailure(Errors.fromCode(status, message));
+        if (failureAsTimedOut != null && failureAsTimedOut.test(failure)) {
+          future.complete(timedOut);
+        } else {
+          future.completeExceptionally(failure);
+        }
       }
     } finally {
       handle.exit();
