@@ -442,7 +442,7 @@ TEST(TlsOptions, FieldsAloneWithHostAndPort) {
   PrivateRedis server(TlsServer{});
   const std::string ca = cert("ca.crt");
   rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
-  EXPECT_EQ(opts.version, 4u);
+  EXPECT_EQ(opts.version, 5u);
   EXPECT_EQ(opts.tls, 0);
   EXPECT_EQ(opts.tls_ca_file, nullptr);
   EXPECT_EQ(opts.tls_verify, RLOCK_TLS_VERIFY_FULL);
