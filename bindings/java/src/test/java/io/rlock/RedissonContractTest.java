@@ -209,6 +209,42 @@ class RedissonContractTest extends ClientTestBase {
     assertFalse(group.isHeldByThread(me));
   }
 
+  /**
+   * Redisson's fair-lock drift case: a holder that never unlocks (a 2 s lease) and 8 waiters,
+   * each of which, once it has the lock, also never unlocks (a 500 ms lease). Each lease's end
+   * must hand the lock to the next waiter, so all 8 get it well within their 10 s waits (the
+   * leases add up to 6 s).
+   */
+  @Test
+  void eightFairWaitersEachTakeTheLockWhenTheLeaseBeforeThemEnds() throws Exception {
+    String name = TestRedis.uniqueName("fair-drift");
+    RedisLock holder = client.getFairLock(name);
+    assertTrue(holder.tryLock(0, 2000, TimeUnit.MILLISECONDS));
+    List<Future<Boolean>> waiters = new java.util.ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      final int index = i;
+      // Submitted while the first lease runs: no pool thread is reused (it would re-enter).
+      waiters.add(pool.submit(
+          () -> client.getFairLock(name).tryLock(10_000, 500, TimeUnit.MILLISECONDS)));
+      // Queued one after the other: wait until this one has its place.
+      try (RawRedis raw = new RawRedis(TestRedis.tcpUrl())) {
+        for (int tries = 0; tries < 250; tries++) {
+          if ((Long) raw.command("LLEN", "redisson_lock_queue:{" + name + "}") > index) {
+            break;
+          }
+          Thread.sleep(20);
+        }
+      }
+    }
+    int got = 0;
+    for (Future<Boolean> waiter : waiters) {
+      if (waiter.get(30, TimeUnit.SECONDS)) {
+        got++;
+      }
+    }
+    assertEquals(8, got, "every waiter took the lock when the lease before it ended");
+  }
+
   @Test
   void theFairLockWaitTimeoutIsASetting() throws Exception {
     String name = TestRedis.uniqueName("fair-wait");
