@@ -395,6 +395,8 @@ TEST_F(CapiBadInput, H9_NullHandlesAreEinvalNamingTheArgument) {
   EXPECT_FAIL(rlock_release_for(nullptr, 1), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_extend(nullptr, 1000), RLOCK_EINVAL, "lock");
   EXPECT_FAIL(rlock_extend_for(nullptr, 1, 1000), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_extend_by_for(nullptr, 1, 1000), RLOCK_EINVAL, "lock");
+  EXPECT_FAIL(rlock_client_watch_key_events(nullptr, RLOCK_KEY_EXPIRED), RLOCK_EINVAL, "client");
   EXPECT_FAIL(rlock_force_unlock(&deleted, nullptr), RLOCK_EINVAL, "lock");
   EXPECT_EQ(deleted, 7);
   EXPECT_FAIL(rlock_cancel(nullptr), RLOCK_EINVAL, "lock");
@@ -522,6 +524,10 @@ TEST_F(CapiBadInput, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   const std::string long_name(65, 'n');
   EXPECT_FAIL(rlock_lock_new_n(&out, c, long_name.data(), long_name.size(), nullptr), RLOCK_EINVAL,
               "max_name_len");
+  // Key event kinds beyond expired (1) and deleted (2).
+  for (int bad : {4, -1, 7, 1 << 20}) {
+    EXPECT_FAIL(rlock_client_watch_key_events(c, bad), RLOCK_EINVAL, "key event kinds");
+  }
 
   // Acquire: lease.
   for (int64_t bad : {int64_t{-5}, int64_t{-2}, kMax + 1, int64_t{INT64_MAX}, int64_t{INT64_MIN}}) {
@@ -546,6 +552,7 @@ TEST_F(CapiBadInput, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
     EXPECT_FAIL(rlock_acquire_ex(lock, &ao), RLOCK_EINVAL, "thread_id");
     EXPECT_FAIL(rlock_release_for(lock, bad), RLOCK_EINVAL, "thread_id");
     EXPECT_FAIL(rlock_extend_for(lock, bad, 1000), RLOCK_EINVAL, "thread_id");
+    EXPECT_FAIL(rlock_extend_by_for(lock, bad, 1000), RLOCK_EINVAL, "thread_id");
     rlock_lock_state st = RLOCK_LOCK_STATE_INIT;
     EXPECT_FAIL(rlock_query_for(&st, lock, bad), RLOCK_EINVAL, "thread_id");
     EXPECT_EQ(rlock_is_held_for(lock, bad), 0);
@@ -555,6 +562,7 @@ TEST_F(CapiBadInput, H5_H6_H7_InvalidDurationsAndThreadIdsAreNeverSentToRedis) {
   for (int64_t bad : {int64_t{0}, int64_t{-5}, int64_t{-1}, kMax + 1, int64_t{INT64_MAX}}) {
     EXPECT_FAIL(rlock_extend(lock, bad), RLOCK_EINVAL, "lease_ms");
     EXPECT_FAIL(rlock_extend_for(lock, 5, bad), RLOCK_EINVAL, "lease_ms");
+    EXPECT_FAIL(rlock_extend_by_for(lock, 5, bad), RLOCK_EINVAL, "add_ms");
   }
   // Unknown struct versions.
   for (unsigned int version : {0u, RLOCK_ACQUIRE_OPTIONS_VERSION + 1u, 99u}) {
@@ -963,6 +971,7 @@ TEST_F(CapiBadInput, H19_LockHandlesAfterClientFreeAreEclosed) {
     EXPECT_FAIL(rlock_release_for(lock, 1), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_extend_for(lock, 1, 1000), RLOCK_ECLOSED, "closed");
+    EXPECT_FAIL(rlock_extend_by_for(lock, 1, 1000), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_query_for(&st, lock, RLOCK_THREAD_CURRENT), RLOCK_ECLOSED, "closed");
     EXPECT_FAIL(rlock_force_unlock(&deleted, lock), RLOCK_ECLOSED, "closed");
     EXPECT_EQ(rlock_is_held(lock), 0);
@@ -1164,6 +1173,7 @@ TEST_F(CapiBadInput, H10_UseAfterFreeOfALockIsEbadhandleAndSendsNothing) {
   EXPECT_FAIL(rlock_release_for(lock, 5), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_extend(lock, 1000), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_extend_for(lock, 5, 1000), RLOCK_EBADHANDLE, "rlock_lock");
+  EXPECT_FAIL(rlock_extend_by_for(lock, 5, 1000), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_FAIL(rlock_force_unlock(&deleted, lock), RLOCK_EBADHANDLE, "rlock_lock");
   EXPECT_EQ(deleted, 7);
   EXPECT_FAIL(rlock_cancel(lock), RLOCK_EBADHANDLE, "rlock_lock");
@@ -1208,6 +1218,8 @@ TEST_F(CapiBadInput, H10_UseAfterFreeOfAClientIsEbadhandle) {
   rlock_lock* out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new(&out, c, name.c_str(), nullptr), RLOCK_EBADHANDLE, "rlock_client");
   EXPECT_EQ(out, nullptr);
+  EXPECT_FAIL(rlock_client_watch_key_events(c, RLOCK_KEY_EXPIRED), RLOCK_EBADHANDLE,
+              "rlock_client");
   out = sentinel<rlock_lock>();
   EXPECT_FAIL(rlock_lock_new_n(&out, c, name.data(), name.size(), nullptr), RLOCK_EBADHANDLE,
               "rlock_client");
