@@ -37,9 +37,7 @@ class Fair : public Kind {
   int64_t revisit_ms(int64_t queue_allowance_ms) const override {
     return std::max<int64_t>(1, queue_allowance_ms / 4);
   }
-  const char* refusal() const override {
-    return "already holds it, and the lock is not reentrant (release it first)";
-  }
+  const char* refusal() const override { return kNotReentrant; }
 
   Call acquire(const AcquireRequest& q) const override {
     Strings keys{name_, queue_, deadlines_};

@@ -93,6 +93,9 @@ class Kind {
   virtual int64_t revisit_ms(int64_t /*queue_allowance_ms*/) const { return 0; }
   // Why an acquire answered Refused, said of the owner that asked.
   virtual const char* refusal() const { return "was refused the lock"; }
+  // The refusal of a non-reentrant kind (plain and fair layouts).
+  static constexpr const char* kNotReentrant =
+      "already holds it, and the lock is not reentrant (release it first)";
 
   virtual Call acquire(const AcquireRequest& request) const = 0;
   virtual Call release(const ReleaseRequest& request) const = 0;

@@ -20,9 +20,7 @@ class Plain : public Kind {
   bool spins() const override { return kind_ == LockKind::Spin; }
   // A spin lock has no channel to sleep on.
   bool yields_to_local_waiters() const override { return kind_ != LockKind::Spin; }
-  const char* refusal() const override {
-    return "already holds it, and the lock is not reentrant (release it first)";
-  }
+  const char* refusal() const override { return kNotReentrant; }
 
   Call acquire(const AcquireRequest& q) const override {
     Strings keys{name_};
