@@ -116,6 +116,7 @@ TEST(SemScripts, OnlyPublishingScriptsHaveShardedTwins) {
        {&core::scripts::sem_try_set, &core::scripts::sem_release, &core::scripts::sem_add,
         &core::scripts::psem_acquire, &core::scripts::psem_release,
         &core::scripts::psem_update_lease, &core::scripts::psem_available,
+        &core::scripts::psem_set_permits, &core::scripts::psem_lease_time,
         &core::scripts::latch_try_set, &core::scripts::latch_count_down}) {
     ASSERT_NE(s->sharded, nullptr) << s->name;
     EXPECT_NE(s->sharded->source.find("redis.call('spublish'"), std::string_view::npos);
