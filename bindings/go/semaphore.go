@@ -68,6 +68,23 @@ static inline rlock_go_result rlock_go_semaphore_release(rlock_semaphore *sem, i
   return rlock_go_result_of(rlock_semaphore_release(sem, permits));
 }
 
+static inline rlock_go_result rlock_go_semaphore_release_if_exists(rlock_semaphore *sem,
+                                                                   int64_t permits,
+                                                                   int *released) {
+  return rlock_go_result_of(rlock_semaphore_release_if_exists(released, sem, permits));
+}
+
+static inline rlock_go_result rlock_go_semaphore_set_permits(rlock_semaphore *sem,
+                                                             int64_t permits,
+                                                             int64_t *available) {
+  return rlock_go_result_of(rlock_semaphore_set_permits(available, sem, permits));
+}
+
+static inline rlock_go_result rlock_go_permit_lease_time(rlock_semaphore *sem, const char *id,
+                                                         int64_t *left) {
+  return rlock_go_result_of(rlock_permit_lease_time(left, sem, id));
+}
+
 static inline rlock_go_result rlock_go_semaphore_available(rlock_semaphore *sem,
                                                            int64_t *available, int64_t *held) {
   return rlock_go_result_of(rlock_semaphore_available(available, held, NULL, sem));
@@ -324,6 +341,19 @@ func (s *Semaphore) Release(permits int) error {
 	return err
 }
 
+// ReleaseIfExists is Release, except that a semaphore that no longer exists is no error
+// (Redisson's releaseIfExists): it reports true when the permits were given back, false when
+// the semaphore does not exist (nothing is created, and the permits no longer count as the
+// client's) or permits is 0. ErrNotHeld, with nothing changed, for more than the client holds.
+func (s *Semaphore) ReleaseIfExists(permits int) (bool, error) {
+	var released C.int
+	err := s.use(func(p unsafe.Pointer) error {
+		return check(C.rlock_go_semaphore_release_if_exists(semPtr(p), C.int64_t(permits), &released))
+	})
+	runtime.KeepAlive(s)
+	return released == 1, err
+}
+
 // HeldPermits returns the permits of this semaphore that the client (every value made from
 // it) took and has not released (local view, no network call).
 func (s *Semaphore) HeldPermits() (int64, error) {
@@ -515,6 +545,45 @@ func (s *ExpirableSemaphore) UpdateLease(id string, lease time.Duration) (bool, 
 	return err == nil, err
 }
 
+// SetPermits sets the total of permits (0 to 2147483647), available plus held, as Redisson's
+// setPermits: permits whose lease ran out go back first, then the available count becomes
+// permits minus the permits held (below 0 while more are held than the new total). A
+// semaphore that does not exist is made with permits available. It returns the available
+// count.
+func (s *ExpirableSemaphore) SetPermits(permits int64) (int64, error) {
+	var available C.int64_t
+	err := s.use(func(p unsafe.Pointer) error {
+		return check(C.rlock_go_semaphore_set_permits(semPtr(p), C.int64_t(permits), &available))
+	})
+	runtime.KeepAlive(s)
+	return int64(available), err
+}
+
+// LeaseTime returns the time left on the lease of the held permit id (Redisson's
+// getLeaseTime), or NoLease for a permit that never expires. It returns ErrNotHeld when the
+// permit is not held (never taken, released, or its lease ran out; Redisson throws then).
+// Permits whose lease ran out go back to the semaphore first.
+func (s *ExpirableSemaphore) LeaseTime(id string) (time.Duration, error) {
+	what := s.what + ": LeaseTime"
+	if err := checkPermitID(what, id); err != nil {
+		return 0, err
+	}
+	cid := C.CString(id)
+	defer C.free(unsafe.Pointer(cid))
+	var left C.int64_t
+	err := s.use(func(p unsafe.Pointer) error {
+		return check(C.rlock_go_permit_lease_time(semPtr(p), cid, &left))
+	})
+	runtime.KeepAlive(s)
+	if err != nil {
+		return 0, err
+	}
+	if left == C.RLOCK_LEASE_NONE {
+		return NoLease, nil
+	}
+	return time.Duration(left) * time.Millisecond, nil
+}
+
 // AcquiredPermits returns the permits of the semaphore held now by anyone (after giving back
 // those whose lease ran out), as Redisson's acquiredPermits.
 func (s *ExpirableSemaphore) AcquiredPermits() (int64, error) {
@@ -540,3 +609,6 @@ func (p *Permit) Release() error { return p.sem.Release(p.ID) }
 func (p *Permit) UpdateLease(lease time.Duration) (bool, error) {
 	return p.sem.UpdateLease(p.ID, lease)
 }
+
+// LeaseTime returns the time left on the permit's lease (see ExpirableSemaphore.LeaseTime).
+func (p *Permit) LeaseTime() (time.Duration, error) { return p.sem.LeaseTime(p.ID) }

@@ -1002,3 +1002,117 @@ func ExampleExpirableSemaphore() {
 	defer permit.Release()
 	fmt.Println("holding permit", permit.ID)
 }
+
+// ReleaseIfExists: Redisson's releaseIfExists, with Release's rule of the client's own permits.
+func TestSemaphoreReleaseIfExists(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	s := mustSemaphore(t, c, name)
+	s.TrySetPermits(3, 0)
+	if ok, err := s.TryAcquire(3); !ok || err != nil {
+		t.Fatalf("TryAcquire(3) = %v, %v", ok, err)
+	}
+	if ok, err := s.ReleaseIfExists(2); err != nil || !ok {
+		t.Fatalf("ReleaseIfExists(2) = %v, %v; want true", ok, err)
+	}
+	wantCount(t, name, 2)
+	if ok, err := s.ReleaseIfExists(0); err != nil || ok {
+		t.Fatalf("ReleaseIfExists(0) = %v, %v; want false (as Redisson)", ok, err)
+	}
+	_, err := s.ReleaseIfExists(2)
+	wantCode(t, err, CodeNotHeld, ErrNotHeld)
+	for _, permits := range []int{-1, 1 << 31} {
+		ok, err := s.ReleaseIfExists(permits)
+		wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+		if ok {
+			t.Fatalf("ReleaseIfExists(%d) reported a release", permits)
+		}
+	}
+	wantCount(t, name, 2)
+	redis.Do("DEL", name)
+	if ok, err := s.ReleaseIfExists(1); err != nil || ok {
+		t.Fatalf("ReleaseIfExists of a deleted semaphore = %v, %v; want false, nil", ok, err)
+	}
+	if exists(t, name) {
+		t.Fatal("ReleaseIfExists created the semaphore")
+	}
+	if held, _ := s.HeldPermits(); held != 0 {
+		t.Fatalf("HeldPermits = %d; the permits went with the semaphore", held)
+	}
+}
+
+// SetPermits: Redisson's setPermits sets the total, held permits included.
+func TestExpirableSemaphoreSetPermits(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	s := mustExpirable(t, c, name)
+	if n, err := s.SetPermits(3); err != nil || n != 3 {
+		t.Fatalf("SetPermits(3) of a missing semaphore = %d, %v; want 3", n, err)
+	}
+	wantCount(t, name, 3)
+	held, err := s.AcquireN(bg, 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.SetPermits(5); err != nil || n != 3 {
+		t.Fatalf("SetPermits(5) with 2 held = %d, %v; want 3", n, err)
+	}
+	wantCount(t, name, 3)
+	if n, err := s.SetPermits(1); err != nil || n != -1 {
+		t.Fatalf("SetPermits(1) with 2 held = %d, %v; want -1", n, err)
+	}
+	wantCount(t, name, -1)
+	if err := s.Release(held[0].ID, held[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCount(t, name, 1)
+	for _, permits := range []int64{-1, 2147483648} {
+		_, err := s.SetPermits(permits)
+		wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	}
+	wantCount(t, name, 1)
+}
+
+// LeaseTime: Redisson's getLeaseTime; NoLease for a permit without one, ErrNotHeld when not held.
+func TestExpirableSemaphoreLeaseTime(t *testing.T) {
+	c := newClient(t)
+	name := uniqueName(t)
+	s := mustExpirable(t, c, name)
+	s.TrySetPermits(3)
+	leased, err := s.Acquire(bg, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err := leased.LeaseTime(); err != nil || left <= 50*time.Second || left > time.Minute {
+		t.Fatalf("LeaseTime of a 1 min permit = %v, %v", left, err)
+	}
+	forever, err := s.Acquire(bg, NoLease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, err := s.LeaseTime(forever.ID); err != nil || left != NoLease {
+		t.Fatalf("LeaseTime of a permit without lease = %v, %v; want NoLease", left, err)
+	}
+	if err := leased.Release(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = leased.LeaseTime()
+	wantCode(t, err, CodeNotHeld, ErrNotHeld)
+	_, err = s.LeaseTime("00112233445566778899aabbccddeeff")
+	wantCode(t, err, CodeNotHeld, ErrNotHeld)
+	brief, err := s.Acquire(bg, 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond)
+	_, err = brief.LeaseTime()
+	wantCode(t, err, CodeNotHeld, ErrNotHeld)
+	wantCount(t, name, 2) // the expired permit went back; forever is still held
+	for _, bad := range []string{"", "xyz", "00112233445566778899aabbccddeefg", "00112233445566778899aabbccddeeff00"} {
+		_, err := s.LeaseTime(bad)
+		wantCode(t, err, CodeInvalid, ErrInvalidArgument)
+	}
+	if err := forever.Release(); err != nil {
+		t.Fatal(err)
+	}
+}

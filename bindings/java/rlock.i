@@ -607,6 +607,22 @@ static int64_t rlockj_semaphore_drain(JNIEnv *jenv, rlock_semaphore *sem) {
   return drained;
 }
 
+/* Expirable: sets the total of permits; the available count after it (may be < 0), or an
+ * exception. */
+static int64_t rlockj_semaphore_set_permits(JNIEnv *jenv, rlock_semaphore *sem, int64_t permits) {
+  int64_t available = 0;
+  int rc = rlock_semaphore_set_permits(&available, sem, permits);
+  if (rc != RLOCK_OK) rlockj_throw(jenv, rc);
+  return available;
+}
+
+/* Plain: 1 when the permits were given back, 0 when the semaphore did not exist. */
+static int64_t rlockj_semaphore_release_if_exists(rlock_semaphore *sem, int64_t permits) {
+  int released = 0;
+  int rc = rlock_semaphore_release_if_exists(&released, sem, permits);
+  return rc == RLOCK_OK ? released : rc;
+}
+
 /* 1 when set, 0 when the semaphore existed. */
 static int64_t rlockj_semaphore_try_set_permits(rlock_semaphore *sem, int64_t permits,
                                                 int64_t ttl_ms) {
@@ -706,6 +722,21 @@ static int rlockj_permit_update_lease(JNIEnv *jenv, rlock_semaphore *sem, jbyteA
   rlock_permit_id copy;
   if (rlockj_permit_id_copy(jenv, id, &copy) != 0) return RLOCK_OK; /* exception pending */
   return rlock_permit_update_lease(sem, copy.hex, lease_ms);
+}
+
+/* Expirable: the ms left on a held permit's lease, -1 for one without lease (Redisson's value),
+ * or an exception (RLOCK_ENOTHELD when it is not held). */
+static int64_t rlockj_permit_lease_time(JNIEnv *jenv, rlock_semaphore *sem, jbyteArray id) {
+  rlock_permit_id copy;
+  int64_t left = 0;
+  int rc;
+  if (rlockj_permit_id_copy(jenv, id, &copy) != 0) return 0; /* exception pending */
+  rc = rlock_permit_lease_time(&left, sem, copy.hex);
+  if (rc != RLOCK_OK) {
+    rlockj_throw(jenv, rc);
+    return 0;
+  }
+  return left == RLOCK_LEASE_NONE ? -1 : left;
 }
 
 /* An asynchronous semaphore acquire: the completion's global reference and, for an expirable
@@ -1079,6 +1110,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %apply int64_t RLOCKJ_VALUE {
   int64_t rlockj_lock_token, int64_t rlockj_force_unlock, int64_t rlockj_fenced_write,
   int64_t rlockj_semaphore_try_set_permits, int64_t rlockj_semaphore_held,
+  int64_t rlockj_semaphore_release_if_exists,
   int64_t rlockj_semaphore_delete, int64_t rlockj_latch_try_set_count,
   int64_t rlockj_latch_count_down, int64_t rlockj_latch_count, int64_t rlockj_latch_delete
 };
@@ -1182,6 +1214,9 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %rename(semaphoreAddPermits) rlockj_semaphore_add_permits;
 %rename(semaphoreAcquireAsync) rlockj_semaphore_acquire_async;
 %rename(semaphoreRelease) rlock_semaphore_release;
+%rename(semaphoreReleaseIfExists) rlockj_semaphore_release_if_exists;
+%rename(semaphoreSetPermits) rlockj_semaphore_set_permits;
+%rename(permitLeaseTime) rlockj_permit_lease_time;
 %rename(semaphoreAvailable) rlockj_semaphore_available;
 %rename(semaphoreDrain) rlockj_semaphore_drain;
 %rename(semaphoreDelete) rlockj_semaphore_delete;
@@ -1257,6 +1292,8 @@ rlock_semaphore *rlockj_semaphore_new(rlock_client *client, const char *name, si
                                       int kind, int64_t lease_ms);
 int64_t rlockj_semaphore_try_set_permits(rlock_semaphore *sem, int64_t permits, int64_t ttl_ms);
 int64_t rlockj_semaphore_add_permits(JNIEnv *jenv, rlock_semaphore *sem, int64_t delta);
+int64_t rlockj_semaphore_set_permits(JNIEnv *jenv, rlock_semaphore *sem, int64_t permits);
+int64_t rlockj_semaphore_release_if_exists(rlock_semaphore *sem, int64_t permits);
 int rlockj_semaphore_acquire_async(JNIEnv *jenv, rlock_semaphore *sem, int64_t permits,
                                    int64_t wait_ms, int64_t lease_ms, int expirable,
                                    rlock_cancel_token *cancel, jobject completion);
@@ -1267,6 +1304,7 @@ int64_t rlockj_semaphore_held(rlock_semaphore *sem);
 int rlockj_permit_release(JNIEnv *jenv, rlock_semaphore *sem, jobjectArray ids);
 int rlockj_permit_update_lease(JNIEnv *jenv, rlock_semaphore *sem, jbyteArray id,
                                int64_t lease_ms);
+int64_t rlockj_permit_lease_time(JNIEnv *jenv, rlock_semaphore *sem, jbyteArray id);
 rlock_latch *rlockj_latch_new(rlock_client *client, const char *name, size_t name_len);
 int64_t rlockj_latch_try_set_count(rlock_latch *latch, int64_t count);
 int64_t rlockj_latch_count_down(rlock_latch *latch);

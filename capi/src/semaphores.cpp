@@ -222,6 +222,21 @@ int rlock_semaphore_release(rlock_semaphore* sem, int64_t permits) {
   return with_semaphore(sem, [&](core::Semaphore& s) -> int { return s.release(permits); });
 }
 
+int rlock_semaphore_release_if_exists(int* out_released, rlock_semaphore* sem, int64_t permits) {
+  return with_semaphore(sem, [&](core::Semaphore& s) -> int {
+    bool released = false;
+    const int rc = s.release_if_exists(permits, &released);
+    if (rc == RLOCK_OK && out_released != nullptr) *out_released = released ? 1 : 0;
+    return rc;
+  });
+}
+
+int rlock_semaphore_set_permits(int64_t* out_available, rlock_semaphore* sem, int64_t permits) {
+  return with_semaphore(sem, [&](core::Semaphore& s) -> int {
+    return s.set_permits(permits, out_available, nullptr);
+  });
+}
+
 int rlock_semaphore_available(int64_t* out_available, int64_t* out_held, int* out_exists,
                               rlock_semaphore* sem) {
   return with_semaphore(sem, [&](core::Semaphore& s) -> int {
@@ -297,6 +312,14 @@ int rlock_permit_update_lease(rlock_semaphore* sem, const char* id, int64_t leas
   return with_semaphore(sem, [&](core::Semaphore& s) -> int {
     if (id == nullptr) return invalid("id must not be NULL");
     return s.update_lease(id, lease_ms);
+  });
+}
+
+int rlock_permit_lease_time(int64_t* out_lease_ms, rlock_semaphore* sem, const char* id) {
+  return with_semaphore(sem, [&](core::Semaphore& s) -> int {
+    if (out_lease_ms == nullptr) return invalid("out_lease_ms must not be NULL");
+    if (id == nullptr) return invalid("id must not be NULL");
+    return s.lease_time(id, out_lease_ms);
   });
 }
 

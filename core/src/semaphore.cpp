@@ -432,7 +432,16 @@ int Semaphore::acquire_async(const PermitArgs& args, std::shared_ptr<CancelSet> 
   return PermitWait::start_async(std::move(s));
 }
 
-int Semaphore::release(int64_t permits) {
+int Semaphore::release(int64_t permits) { return give_back(permits, false, nullptr); }
+
+int Semaphore::release_if_exists(int64_t permits, bool* released) {
+  if (released != nullptr) *released = false;
+  return give_back(permits, true, released);
+}
+
+// release and release_if_exists: the same script (it never creates the semaphore); they differ
+// in how a missing semaphore is told, and in release_if_exists answering false for 0 permits.
+int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
   const std::string doing = what(("releasing " + plural(permits, "permit") + " of").c_str());
   if (int c = check_open()) return c;
   if (int c = check_kind(SemaphoreKind::Plain, "releasing permits of")) return c;
@@ -455,8 +464,11 @@ int Semaphore::release(int64_t permits) {
     }
     if (!is_int(r)) return unexpected(doing);
     if (r.integer == -1) {
+      // The permits went with the semaphore: they no longer count as this client's.
+      if (if_exists) return kOk;
       return fail(kLost, doing + ": the semaphore no longer exists (deleted, or expired)");
     }
+    if (released != nullptr) *released = true;
     return kOk;
   } catch (const Error& e) {
     // Not known whether it arrived: counted as given back, so a retry cannot give it twice.
@@ -551,6 +563,60 @@ int Semaphore::update_lease(const std::string& hex, int64_t lease_ms) {
     unwatch({raw});
   }
   return kOk;
+}
+
+int Semaphore::lease_time(const std::string& hex, int64_t* lease_ms) {
+  const std::string doing = what("reading a permit's lease on");
+  if (int c = check_open()) return c;
+  if (int c = check_kind(SemaphoreKind::Expirable, "reading a permit's lease on")) return c;
+  std::string raw;
+  if (!permit_id_raw(hex, &raw)) {
+    return fail(kInvalid, doing + ": a permit id is 32 hex digits, got " + printable(hex));
+  }
+  int64_t left = 0;
+  const std::string now = std::to_string(epoch_ms());
+  if (int c = run_int_script(*client_, scripts::psem_lease_time, {name_, deadlines_, channel_},
+                             {now, raw}, Retry::Once, doing, kSemaphoreCount, "", &left)) {
+    return c;
+  }
+  if (left == -2) {
+    return fail(kNotHeld, doing + ": permit " + hex + " is not held (never taken, released, or " +
+                              "expired)");
+  }
+  if (left == -1) {
+    left = kLeaseNone;
+  } else if (left < 1) {
+    return unexpected(doing);
+  }
+  if (lease_ms != nullptr) *lease_ms = left;
+  return kOk;
+}
+
+int Semaphore::set_permits(int64_t permits, int64_t* available, int64_t* held) {
+  const std::string doing = what("setting the permits of");
+  if (int c = check_open()) return c;
+  if (int c = check_kind(SemaphoreKind::Expirable, "setting the permits of")) return c;
+  if (permits < 0 || permits > kMaxPermits) {
+    return fail(kInvalid, doing + ": permits must be from 0 to " + std::to_string(kMaxPermits) +
+                              ", got " + std::to_string(permits));
+  }
+  try {
+    // Resent once: the script sets a total, so applying it twice gives the same counts.
+    const std::string now = std::to_string(epoch_ms());
+    Reply r =
+        eval_script(client_->transport(), scripts::psem_set_permits, {name_, deadlines_, channel_},
+                    {now, std::to_string(permits)}, Retry::Once);
+    if (r.is_error()) return redis_failure(doing, r);
+    if (r.type != Reply::Type::Array || r.elements.size() != 2 || !is_int(r.elements[0]) ||
+        !is_int(r.elements[1])) {
+      return unexpected(doing);
+    }
+    if (available != nullptr) *available = r.elements[0].integer;
+    if (held != nullptr) *held = r.elements[1].integer;
+    return kOk;
+  } catch (const Error& e) {
+    return fail(e.code(), doing + ": " + e.message(), e.transient());
+  }
 }
 
 int Semaphore::available(int64_t* out, int64_t* held, bool* exists) {

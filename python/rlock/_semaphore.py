@@ -257,6 +257,13 @@ class Semaphore(_Handle):
         expired meanwhile."""
         self._checked().release(_whole(permits, "permits"))
 
+    def release_if_exists(self, permits: int = 1) -> bool:
+        """As ``release``, but only to a semaphore that still exists (Redisson's
+        ``releaseIfExists``): True when the permits were given back; False when the semaphore
+        does not exist (nothing is created, and the permits no longer count as this client's)
+        or ``permits`` is 0. ``NotHeldError`` for more than this client holds."""
+        return self._checked().release_if_exists(_whole(permits, "permits"))
+
     def available_permits(self) -> int:
         """The permits available now (0 when the semaphore does not exist)."""
         return int(self._checked().available()[0])
@@ -347,6 +354,10 @@ class Permit:
     def update_lease(self, lease: Lease = None) -> bool:
         """See ``ExpirableSemaphore.update_lease``."""
         return self._semaphore.update_lease(self._id, lease)
+
+    def lease_time(self) -> Optional[float]:
+        """See ``ExpirableSemaphore.lease_time``."""
+        return self._semaphore.lease_time(self._id)
 
     def __enter__(self) -> "Permit":
         return self
@@ -456,6 +467,22 @@ class ExpirableSemaphore(_Handle):
         expires). False when it is not held (released, or expired)."""
         lease_ms = _permit_lease_ms(lease, self._lease_ms)
         return self._checked().update_lease(_id_text(permit), lease_ms)
+
+    def set_permits(self, permits: int) -> int:
+        """Sets the total of permits, available plus held (Redisson's ``setPermits``):
+        expired permits go back first, then the available count becomes ``permits`` minus the
+        permits held, so it is below 0 while more are held than the new total. A semaphore that
+        does not exist is made with ``permits`` available. Returns the available count."""
+        return self._checked().set_permits(_whole(permits, "permits"))
+
+    def lease_time(self, permit: PermitRef) -> Optional[float]:
+        """Seconds left on a held permit's lease (Redisson's ``getLeaseTime``, in seconds):
+        ``math.inf`` for a permit without lease, None when it is not held (never taken,
+        released, or its lease ran out; Redisson throws). Expired permits go back first."""
+        left = self._checked().lease_time(_id_text(permit))
+        if left is None:
+            return None
+        return math.inf if left == _native.LEASE_NONE else left / 1000.0
 
     def available_permits(self) -> int:
         """The permits available now, after giving expired permits back."""

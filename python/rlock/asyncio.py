@@ -752,6 +752,10 @@ class Semaphore:
     async def release(self, permits: int = 1) -> None:
         await _off_loop(self._sem.release, permits)
 
+    async def release_if_exists(self, permits: int = 1) -> bool:
+        """See ``rlock.Semaphore.release_if_exists``."""
+        return await _off_loop(self._sem.release_if_exists, permits)
+
     async def available_permits(self) -> int:
         return await _off_loop(self._sem.available_permits)
 
@@ -833,6 +837,9 @@ class Permit:
 
     async def update_lease(self, lease: _semaphore.Lease = None) -> bool:
         return await self._semaphore.update_lease(self._id, lease)
+
+    async def lease_time(self) -> Optional[float]:
+        return await self._semaphore.lease_time(self._id)
 
     async def __aenter__(self) -> "Permit":
         return self
@@ -920,6 +927,14 @@ class ExpirableSemaphore:
 
     async def update_lease(self, permit: _PermitRef, lease: _semaphore.Lease = None) -> bool:
         return await _off_loop(self._sem.update_lease, _ids_of(permit)[0], lease)
+
+    async def set_permits(self, permits: int) -> int:
+        """See ``rlock.ExpirableSemaphore.set_permits``."""
+        return await _off_loop(self._sem.set_permits, permits)
+
+    async def lease_time(self, permit: _PermitRef) -> Optional[float]:
+        """See ``rlock.ExpirableSemaphore.lease_time``."""
+        return await _off_loop(self._sem.lease_time, _ids_of(permit)[0])
 
     async def available_permits(self) -> int:
         return await _off_loop(self._sem.available_permits)

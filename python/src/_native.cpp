@@ -1194,6 +1194,35 @@ class NativeSemaphore {
     check(call([&](rlock_semaphore* sem) { return rlock_semaphore_release(sem, permits); }));
   }
 
+  // False when the semaphore does not exist (nothing is created) or permits is 0.
+  bool release_if_exists(int64_t permits) {
+    int released = 0;
+    check(call([&](rlock_semaphore* sem) {
+      return rlock_semaphore_release_if_exists(&released, sem, permits);
+    }));
+    return released == 1;
+  }
+
+  // Expirable: sets the total of permits (available + held); the available count after it.
+  int64_t set_permits(int64_t permits) {
+    int64_t available = 0;
+    check(call([&](rlock_semaphore* sem) {
+      return rlock_semaphore_set_permits(&available, sem, permits);
+    }));
+    return available;
+  }
+
+  // Expirable: the ms left on a held permit's lease (LEASE_NONE: none); None when not held.
+  py::object lease_time(const std::string& id) {
+    check_no_nul(id, "the permit id");
+    int64_t left = 0;
+    const int rc =
+        call([&](rlock_semaphore* sem) { return rlock_permit_lease_time(&left, sem, id.c_str()); });
+    if (rc == RLOCK_ENOTHELD) return py::none();
+    check(rc);
+    return py::int_(left);
+  }
+
   // All or none; ids as text (the library checks them: 32 hex digits each).
   void release_ids(const std::vector<std::string>& ids) {
     std::vector<rlock_permit_id> raw(ids.size());
@@ -1467,6 +1496,9 @@ void def_semaphores(py::module_& m) {
       .def("release", &NativeSemaphore::release, py::arg("permits"))
       .def("release_ids", &NativeSemaphore::release_ids, py::arg("ids"))
       .def("update_lease", &NativeSemaphore::update_lease, py::arg("id"), py::arg("lease_ms"))
+      .def("release_if_exists", &NativeSemaphore::release_if_exists, py::arg("permits"))
+      .def("set_permits", &NativeSemaphore::set_permits, py::arg("permits"))
+      .def("lease_time", &NativeSemaphore::lease_time, py::arg("id"))
       .def("available", &NativeSemaphore::available)
       .def("drain", &NativeSemaphore::drain)
       .def("delete", &NativeSemaphore::remove)

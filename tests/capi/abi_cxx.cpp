@@ -18,6 +18,15 @@ static_assert(std::is_same<decltype(&rlock_acquire), int (*)(rlock_lock*, int64_
               "rlock_acquire signature");
 static_assert(std::is_same<decltype(&rlock_last_error), const rlock_error_info* (*)()>::value,
               "rlock_last_error signature");
+static_assert(std::is_same<decltype(&rlock_semaphore_release_if_exists),
+                           int (*)(int*, rlock_semaphore*, int64_t)>::value,
+              "rlock_semaphore_release_if_exists signature");
+static_assert(std::is_same<decltype(&rlock_semaphore_set_permits),
+                           int (*)(int64_t*, rlock_semaphore*, int64_t)>::value,
+              "rlock_semaphore_set_permits signature");
+static_assert(std::is_same<decltype(&rlock_permit_lease_time),
+                           int (*)(int64_t*, rlock_semaphore*, const char*)>::value,
+              "rlock_permit_lease_time signature");
 
 int main() {
   int failures = 0;

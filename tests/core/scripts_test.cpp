@@ -100,6 +100,8 @@ const std::vector<const Script*>& all_scripts() {
         &scripts::psem_release,
         &scripts::psem_update_lease,
         &scripts::psem_available,
+        &scripts::psem_set_permits,
+        &scripts::psem_lease_time,
         &scripts::latch_try_set,
         &scripts::latch_count_down,
         &scripts::latch_delete,

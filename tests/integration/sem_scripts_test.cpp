@@ -116,6 +116,7 @@ TEST(SemScripts, OnlyPublishingScriptsHaveShardedTwins) {
        {&core::scripts::sem_try_set, &core::scripts::sem_release, &core::scripts::sem_add,
         &core::scripts::psem_acquire, &core::scripts::psem_release,
         &core::scripts::psem_update_lease, &core::scripts::psem_available,
+        &core::scripts::psem_set_permits, &core::scripts::psem_lease_time,
         &core::scripts::latch_try_set, &core::scripts::latch_count_down}) {
     ASSERT_NE(s->sharded, nullptr) << s->name;
     EXPECT_NE(s->sharded->source.find("redis.call('spublish'"), std::string_view::npos);
@@ -603,6 +604,23 @@ TEST(PsemScripts, BadInputIsRefusedAndChangesNothing) {
   EXPECT_TRUE(refused(run(*client, core::scripts::psem_update_lease, keys, {far, far, held})));
   EXPECT_TRUE(refused(run(*client, core::scripts::psem_available, keys, {"soon"})));
   EXPECT_EQ(state(), before);
+  // A total out of range, or a bad clock, is refused before the reclaim (held has expired at
+  // `far`, so a reclaim would show).
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {far, "-1"}, {far, "2147483648"}, {far, "1.5"}, {far}, {"0", "3"}, {"x", "3"}}) {
+    const core::Args args(argv.begin(), argv.end());
+    EXPECT_TRUE(refused(run(*client, core::scripts::psem_set_permits, keys, args))) << argv[0];
+    EXPECT_EQ(state(), before);
+  }
+  // The lease time: one 16-byte id and a good clock, or a refusal before the reclaim.
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {far}, {far, "short"}, {far, held, id}, {"-5", held}, {"soon", held}}) {
+    const core::Args args(argv.begin(), argv.end());
+    EXPECT_TRUE(refused(run(*client, core::scripts::psem_lease_time, keys, args))) << argv[0];
+    EXPECT_EQ(state(), before);
+  }
+  EXPECT_EQ(run(*client, core::scripts::psem_lease_time, keys, {now, held}).integer, 1000);
+  EXPECT_EQ(state(), before) << "nothing had expired yet";
 
   // The deadline set of another type: refused before the reclaim could write.
   SemKeys wrong("psem-bad-set");

@@ -425,6 +425,73 @@ TEST(Semaphore, BadInputIsRefusedWithNothingChanged) {
   EXPECT_EQ(s, nullptr);
 }
 
+// Redisson's releaseIfExists: the permits go back only to a semaphore that still exists, and the
+// answer says which happened; the release's other rules (this client's permits only) stay.
+TEST(Semaphore, ReleaseIfExistsGivesBackOnlyToASemaphoreThatExists) {
+  Keys keys(unique_name("sem-if-exists"));
+  const std::string& name = keys.name;
+  it::Client client = it::make_client();
+  Semaphore sem = make_semaphore(client.get(), name);
+  RedisConn redis(test_redis_url());
+  RedisConn listener(test_redis_url());
+  listener.subscribe(sem_channel(name));
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 3, 0), RLOCK_OK);
+  std::string channel, payload;
+  ASSERT_TRUE(listener.next_message(2000, &channel, &payload));
+  ASSERT_EQ(rlock_semaphore_acquire(sem.get(), 3, 0), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(get(redis, name), "0");
+
+  int released = -1;
+  ASSERT_EQ(rlock_semaphore_release_if_exists(&released, sem.get(), 2), RLOCK_OK)
+      << it::last_error();
+  EXPECT_EQ(released, 1);
+  EXPECT_EQ(get(redis, name), "2");
+  ASSERT_TRUE(listener.next_message(2000, &channel, &payload));
+  EXPECT_EQ(channel, sem_channel(name));
+  EXPECT_EQ(payload, "2") << "publishes the new count, as release does";
+  int64_t held = -1;
+  ASSERT_EQ(rlock_semaphore_held(&held, sem.get()), RLOCK_OK);
+  EXPECT_EQ(held, 1);
+
+  released = -1;
+  ASSERT_EQ(rlock_semaphore_release_if_exists(&released, sem.get(), 0), RLOCK_OK);
+  EXPECT_EQ(released, 0) << "0 permits answer false, as in Redisson";
+  EXPECT_EQ(get(redis, name), "2");
+
+  redis.command({"DEL", name});
+  released = -1;
+  ASSERT_EQ(rlock_semaphore_release_if_exists(&released, sem.get(), 1), RLOCK_OK)
+      << it::last_error();
+  EXPECT_EQ(released, 0);
+  EXPECT_EQ(redis.integer({"EXISTS", name}), 0) << "a missing semaphore must not be created";
+  ASSERT_EQ(rlock_semaphore_held(&held, sem.get()), RLOCK_OK);
+  EXPECT_EQ(held, 0) << "the permits went with the semaphore";
+  EXPECT_FALSE(listener.next_message(200, &channel, &payload)) << "published " << payload;
+  // NULL out_released is allowed.
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 1, 0), RLOCK_OK);
+  ASSERT_EQ(rlock_semaphore_acquire(sem.get(), 1, 0), RLOCK_OK);
+  ASSERT_EQ(rlock_semaphore_release_if_exists(nullptr, sem.get(), 1), RLOCK_OK);
+  EXPECT_EQ(get(redis, name), "1");
+
+  // Bad input: nothing changes, and the message names the problem.
+  EXPECT_FAILS_UNCHANGED(rlock_semaphore_release_if_exists(&released, sem.get(), 1), RLOCK_ENOTHELD,
+                         redis, name);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "holds 0"), nullptr);
+  for (int64_t permits : {int64_t{-1}, int64_t{2147483648}}) {
+    EXPECT_FAILS_UNCHANGED(rlock_semaphore_release_if_exists(&released, sem.get(), permits),
+                           RLOCK_EINVAL, redis, name);
+    EXPECT_NE(std::strstr(rlock_last_error()->message, "permits must be from 0 to"), nullptr)
+        << rlock_last_error()->message;
+  }
+  EXPECT_EQ(rlock_semaphore_release_if_exists(&released, nullptr, 1), RLOCK_EINVAL);
+  Semaphore expirable = make_semaphore(client.get(), name, RLOCK_SEMAPHORE_EXPIRABLE);
+  EXPECT_FAILS_UNCHANGED(rlock_semaphore_release_if_exists(&released, expirable.get(), 1),
+                         RLOCK_EINVAL, redis, name);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "only for a plain semaphore"), nullptr)
+      << rlock_last_error()->message;
+}
+
 TEST(Semaphore, FreeingTheClientGivesBackItsPermits) {
   Keys keys(unique_name("sem-close"));
   RedisConn redis(test_redis_url());
@@ -604,6 +671,158 @@ TEST(ExpirableSemaphore, UpdateLeaseMovesTheDeadline) {
   EXPECT_EQ(rlock_permit_update_lease(sem.get(), id.hex, 1000), RLOCK_ENOTHELD)
       << "an expired permit cannot be revived";
   EXPECT_EQ(get(redis, keys.name), "1") << "the expired permit went back";
+}
+
+// Redisson's setPermits: the total (available + held) becomes the number given; the available
+// count moves by the difference, below 0 while more are held.
+TEST(ExpirableSemaphore, SetPermitsSetsTheTotalCountingHeldPermits) {
+  Keys keys(unique_name("psem-set"));
+  const std::string& name = keys.name;
+  it::Client client = it::make_client();
+  Semaphore sem = make_semaphore(client.get(), name, RLOCK_SEMAPHORE_EXPIRABLE);
+  RedisConn redis(test_redis_url());
+  RedisConn listener(test_redis_url());
+  listener.subscribe(sem_channel(name));
+  std::string channel, payload;
+
+  int64_t available = -100;
+  ASSERT_EQ(rlock_semaphore_set_permits(&available, sem.get(), 3), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(available, 3);
+  EXPECT_EQ(get(redis, name), "3") << "a missing semaphore is made with the total";
+  ASSERT_TRUE(listener.next_message(2000, &channel, &payload));
+  EXPECT_EQ(payload, "3");
+
+  rlock_permit_id ids[2];
+  rlock_permit_options opts = RLOCK_PERMIT_OPTIONS_INIT;
+  opts.permits = 2;
+  opts.wait_ms = 0;
+  opts.lease_ms = 60000;
+  opts.ids = ids;
+  ASSERT_EQ(rlock_semaphore_acquire_ex(sem.get(), &opts), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(get(redis, name), "1");
+
+  ASSERT_EQ(rlock_semaphore_set_permits(&available, sem.get(), 5), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(available, 3) << "5 in all, 2 of them held";
+  EXPECT_EQ(get(redis, name), "3");
+  ASSERT_TRUE(listener.next_message(2000, &channel, &payload));
+  EXPECT_EQ(payload, "3") << "a raised count is published, so waiters try again";
+
+  ASSERT_EQ(rlock_semaphore_set_permits(&available, sem.get(), 1), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(available, -1) << "1 in all while 2 are held";
+  EXPECT_EQ(get(redis, name), "-1");
+  ASSERT_EQ(rlock_semaphore_set_permits(nullptr, sem.get(), 1), RLOCK_OK) << "same total again";
+  EXPECT_EQ(get(redis, name), "-1");
+  EXPECT_FALSE(listener.next_message(200, &channel, &payload))
+      << "a count of 0 or less wakes nobody and is not published; got " << payload;
+  EXPECT_EQ(redis.integer({"ZCARD", deadlines(name)}), 2) << "held permits stay held";
+
+  ASSERT_EQ(rlock_permit_release_n(sem.get(), ids, 2), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(get(redis, name), "1") << "the total is reached as the permits come back";
+
+  // An expired permit goes back before the total is worked out.
+  rlock_permit_id short_lived;
+  ASSERT_EQ(rlock_permit_acquire(&short_lived, sem.get(), 0, 100), RLOCK_OK);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  ASSERT_EQ(rlock_semaphore_set_permits(&available, sem.get(), 2), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(available, 2);
+  EXPECT_EQ(get(redis, name), "2");
+  EXPECT_EQ(redis.integer({"ZCARD", deadlines(name)}), 0);
+  ASSERT_EQ(rlock_semaphore_set_permits(&available, sem.get(), 0), RLOCK_OK);
+  EXPECT_EQ(get(redis, name), "0");
+
+  // Bad input: nothing changes, and the message names the problem.
+  for (int64_t permits : {int64_t{-1}, int64_t{2147483648}}) {
+    EXPECT_FAILS_UNCHANGED(rlock_semaphore_set_permits(&available, sem.get(), permits),
+                           RLOCK_EINVAL, redis, name);
+    EXPECT_NE(std::strstr(rlock_last_error()->message, "permits must be from 0 to 2147483647"),
+              nullptr)
+        << rlock_last_error()->message;
+  }
+  EXPECT_EQ(rlock_semaphore_set_permits(&available, nullptr, 1), RLOCK_EINVAL);
+  Semaphore plain = make_semaphore(client.get(), name);
+  EXPECT_FAILS_UNCHANGED(rlock_semaphore_set_permits(&available, plain.get(), 4), RLOCK_EINVAL,
+                         redis, name);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "only for a permit-expirable semaphore"),
+            nullptr)
+      << rlock_last_error()->message;
+  redis.command({"DEL", deadlines(name)});
+  redis.ok({"SET", deadlines(name), "x"});
+  EXPECT_FAILS_UNCHANGED(rlock_semaphore_set_permits(&available, sem.get(), 4), RLOCK_EREDIS, redis,
+                         name);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "not a sorted set"), nullptr)
+      << rlock_last_error()->message;
+}
+
+// Redisson's getLeaseTime: the ms left on a held permit, -1 (RLOCK_LEASE_NONE in C) for a
+// permit without lease, and "not held" for one that is not held.
+TEST(ExpirableSemaphore, LeaseTimeTellsWhatIsLeftOfAPermitsLease) {
+  Keys keys(unique_name("psem-lease-time"));
+  const std::string& name = keys.name;
+  it::Client client = it::make_client();
+  Semaphore sem = make_semaphore(client.get(), name, RLOCK_SEMAPHORE_EXPIRABLE);
+  RedisConn redis(test_redis_url());
+  int set = 0;
+  ASSERT_EQ(rlock_semaphore_try_set_permits(&set, sem.get(), 4, 0), RLOCK_OK);
+
+  rlock_permit_id leased, forever, watched, brief;
+  ASSERT_EQ(rlock_permit_acquire(&leased, sem.get(), 0, 60000), RLOCK_OK);
+  int64_t left = 0;
+  ASSERT_EQ(rlock_permit_lease_time(&left, sem.get(), leased.hex), RLOCK_OK) << it::last_error();
+  EXPECT_GT(left, 50000);
+  EXPECT_LE(left, 60000);
+  ASSERT_EQ(rlock_permit_acquire(&forever, sem.get(), 0, RLOCK_LEASE_NONE), RLOCK_OK);
+  ASSERT_EQ(rlock_permit_lease_time(&left, sem.get(), forever.hex), RLOCK_OK) << it::last_error();
+  EXPECT_EQ(left, RLOCK_LEASE_NONE);
+  ASSERT_EQ(rlock_permit_acquire(&watched, sem.get(), 0, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+  ASSERT_EQ(rlock_permit_lease_time(&left, sem.get(), watched.hex), RLOCK_OK) << it::last_error();
+  EXPECT_GT(left, 0);
+  EXPECT_LE(left, 30000) << "the watchdog's lease (30 s by default)";
+  // Upper-case hex names the same permit.
+  std::string upper(leased.hex);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  ASSERT_EQ(rlock_permit_lease_time(&left, sem.get(), upper.c_str()), RLOCK_OK);
+  EXPECT_GT(left, 50000);
+  // A deadline written by another client (as Redisson writes it) is read the same way.
+  const std::string other = "00112233445566778899aabbccddeeff";
+  redis.ok({"ZADD", deadlines(name), std::to_string(epoch_ms() + 5000), raw_id(other)});
+  ASSERT_EQ(rlock_permit_lease_time(&left, sem.get(), other.c_str()), RLOCK_OK);
+  EXPECT_GT(left, 3000);
+  EXPECT_LE(left, 5000);
+
+  // Not held: released, never taken, or expired (which also gives the permit back).
+  ASSERT_EQ(rlock_permit_release(sem.get(), leased.hex), RLOCK_OK);
+  left = 77;
+  EXPECT_EQ(rlock_permit_lease_time(&left, sem.get(), leased.hex), RLOCK_ENOTHELD);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "is not held"), nullptr)
+      << rlock_last_error()->message;
+  EXPECT_EQ(left, 77) << "nothing is written on failure";
+  EXPECT_EQ(rlock_permit_lease_time(&left, sem.get(), "ffeeddccbbaa99887766554433221100"),
+            RLOCK_ENOTHELD);
+  ASSERT_EQ(rlock_permit_acquire(&brief, sem.get(), 0, 100), RLOCK_OK);
+  const std::string before = get(redis, name);
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_EQ(rlock_permit_lease_time(&left, sem.get(), brief.hex), RLOCK_ENOTHELD);
+  EXPECT_EQ(std::stoll(get(redis, name)), std::stoll(before) + 1)
+      << "the expired permit went back, as Redisson's getLeaseTime gives it back";
+
+  // Bad input: the message names the problem; nothing changes.
+  for (const char* bad :
+       {"", "xyz", "00112233445566778899aabbccddeeffaa", "0011223344556677889gaabbccddeeff"}) {
+    EXPECT_FAILS_UNCHANGED(rlock_permit_lease_time(&left, sem.get(), bad), RLOCK_EINVAL, redis,
+                           name);
+    EXPECT_NE(std::strstr(rlock_last_error()->message, "a permit id is 32 hex digits"), nullptr)
+        << rlock_last_error()->message;
+  }
+  EXPECT_EQ(rlock_permit_lease_time(nullptr, sem.get(), forever.hex), RLOCK_EINVAL);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "out_lease_ms"), nullptr);
+  EXPECT_EQ(rlock_permit_lease_time(&left, sem.get(), nullptr), RLOCK_EINVAL);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "id must not be NULL"), nullptr);
+  EXPECT_EQ(rlock_permit_lease_time(&left, nullptr, forever.hex), RLOCK_EINVAL);
+  Semaphore plain = make_semaphore(client.get(), name);
+  EXPECT_FAILS_UNCHANGED(rlock_permit_lease_time(&left, plain.get(), forever.hex), RLOCK_EINVAL,
+                         redis, name);
+  EXPECT_NE(std::strstr(rlock_last_error()->message, "only for a permit-expirable semaphore"),
+            nullptr);
 }
 
 TEST(ExpirableSemaphore, BadIdsAndUnknownIdsChangeNothing) {

@@ -7,6 +7,7 @@ and asyncio waits that cost no thread and leave nothing taken when cancelled."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import signal
 import subprocess
@@ -160,6 +161,30 @@ def test_release_after_delete_is_lost(client, r, name):
     with pytest.raises(rlock.LockLostError):
         sem.release()
     assert not r.exists(name)  # the release did not bring it back
+
+
+def test_release_if_exists_gives_back_only_to_a_semaphore_that_exists(client, r, name):
+    sem = client.semaphore(name)
+    sem.try_set_permits(3)
+    assert sem.acquire(3)
+    assert sem.release_if_exists(2) is True
+    assert r.get(name) == b"2"
+    assert sem.release_if_exists(0) is False  # as Redisson's releaseIfExists(0)
+    assert sem.held_permits() == 1
+    with pytest.raises(rlock.NotHeldError):
+        sem.release_if_exists(2)
+    with pytest.raises(rlock.InvalidArgumentError, match="permits must be from 0 to"):
+        sem.release_if_exists(-1)
+    with pytest.raises(TypeError):
+        sem.release_if_exists(1.5)
+    assert r.get(name) == b"2"
+    r.delete(name)
+    assert sem.release_if_exists() is False
+    assert not r.exists(name)  # not created
+    assert sem.held_permits() == 0
+    psem = client.expirable_semaphore(name)
+    with pytest.raises(rlock.InvalidArgumentError, match="only for a plain semaphore"):
+        psem._checked().release_if_exists(1)
 
 
 def test_drain_takes_every_available_permit(client, r, name):
@@ -486,6 +511,58 @@ def test_update_lease(client, r, name):
         psem.update_lease("nothex", 1.0)
 
 
+def test_set_permits_sets_the_total_with_held_permits_counted(client, r, name):
+    psem = client.expirable_semaphore(name, lease=60.0)
+    assert psem.set_permits(3) == 3
+    assert r.get(name) == b"3"  # made with the total
+    held = psem.acquire_many(2)
+    assert r.get(name) == b"1"
+    assert psem.set_permits(5) == 3  # 5 in all, 2 held
+    assert r.get(name) == b"3"
+    assert psem.set_permits(1) == -1  # 1 in all while 2 are held
+    assert r.get(name) == b"-1"
+    assert psem.acquired_permits() == 2
+    psem.release(held)
+    assert r.get(name) == b"1"
+    before = snapshot(r, name)
+    for bad in (-1, 2**31):
+        with pytest.raises(rlock.InvalidArgumentError, match="permits must be from 0 to"):
+            psem.set_permits(bad)
+    with pytest.raises(TypeError):
+        psem.set_permits("3")
+    with pytest.raises(rlock.InvalidArgumentError, match="only for a permit-expirable"):
+        client.semaphore(name)._checked().set_permits(3)
+    assert snapshot(r, name) == before
+
+
+def test_lease_time_of_a_permit(client, r, name):
+    psem = client.expirable_semaphore(name)
+    psem.try_set_permits(4)
+    leased = psem.acquire(lease=60.0)
+    assert 50.0 < psem.lease_time(leased) <= 60.0
+    assert 50.0 < leased.lease_time() <= 60.0
+    assert 50.0 < psem.lease_time(leased.id.upper()) <= 60.0
+    forever = psem.acquire(lease=rlock.NO_LEASE)
+    assert psem.lease_time(forever) == math.inf
+    watched = psem.acquire()  # the watchdog's lease, 30 s by default
+    assert 0.0 < psem.lease_time(watched) <= 30.0
+    leased.release()
+    assert psem.lease_time(leased) is None  # not held: None (Redisson throws)
+    assert psem.lease_time("0123456789abcdef0123456789abcdef") is None
+    brief = psem.acquire(lease=0.1)
+    count = int(r.get(name))
+    time.sleep(0.25)
+    assert brief.lease_time() is None
+    assert int(r.get(name)) == count + 1  # the expired permit went back
+    before = snapshot(r, name)
+    for bad in ("nothex", "", "g123456789abcdef0123456789abcdef", "a\0b"):
+        with pytest.raises(rlock.InvalidArgumentError):
+            psem.lease_time(bad)
+    with pytest.raises(TypeError):
+        psem.lease_time(b"0123456789abcdef0123456789abcdef")
+    assert snapshot(r, name) == before
+
+
 def test_an_expired_lease_frees_the_permit_for_a_waiter(make_client, r, name):
     holder = make_client().expirable_semaphore(name)
     holder.try_set_permits(1)
@@ -702,9 +779,29 @@ def test_async_expirable_semaphore(aclient, r, name):
             await psem.release(permit)
         assert await psem.available_permits() == 2
         assert await psem.acquired_permits() == 0
+        third = await psem.acquire(lease=rlock.NO_LEASE)
+        assert await psem.lease_time(third) == math.inf
+        assert await third.lease_time() == math.inf
+        assert await psem.set_permits(3) == 2
+        await third.release()
+        assert await psem.lease_time(third) is None
+        assert await psem.set_permits(2) == 2
 
     run(main())
     assert r.get(name) == b"2"
+
+
+def test_async_release_if_exists(aclient, r, name):
+    async def main():
+        sem = aclient.semaphore(name)
+        assert await sem.try_set_permits(2)
+        assert await sem.acquire(2)
+        assert await sem.release_if_exists(1) is True
+        r.delete(name)
+        assert await sem.release_if_exists(1) is False
+
+    run(main())
+    assert not r.exists(name)
 
 
 @pytest.mark.parametrize("kind", ["plain", "expirable"])

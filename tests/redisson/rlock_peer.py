@@ -13,6 +13,9 @@ Reads commands on stdin and answers each with one line on stdout (times are epoc
     sem_acquire NAME PERMITS WAIT_MS -> "ok WAITED_MS TIME" or "timeout WAITED_MS"
     sem_release NAME PERMITS -> "released TIME"
     sem_available NAME       -> "COUNT" (available permits; expired expirable ones given back)
+    sem_release_if_exists NAME PERMITS -> "true" / "false" (given back / no semaphore)
+    psem_set_permits NAME N  -> "AVAILABLE" (sets the total, held permits included)
+    psem_lease_time NAME ID  -> "MS" left, "none" (no lease) or "not-held"
     psem_acquire NAME WAIT_MS LEASE_MS -> "ID WAITED_MS TIME" or "timeout WAITED_MS"
     psem_release NAME ID     -> "released TIME"
     latch_set NAME N         -> "true" / "false" (set the count of a new latch)
@@ -102,6 +105,15 @@ class Primitives:
             return f"released {now_ms()}"
         if command == "sem_available":
             return str(self.expirable(name).available_permits())
+        if command == "sem_release_if_exists":
+            return str(self.semaphore(name).release_if_exists(int(words[2]))).lower()
+        if command == "psem_set_permits":
+            return str(self.expirable(name).set_permits(int(words[2])))
+        if command == "psem_lease_time":
+            left = self.expirable(name).lease_time(words[2])
+            if left is None:
+                return "not-held"
+            return "none" if left == float("inf") else str(round(left * 1000))
         if command == "psem_acquire":
             lease = lease_of(words[3])
             return timed(self.expirable(name).acquire(wait_of(words[2]), lease), started)

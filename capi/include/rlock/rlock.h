@@ -916,6 +916,11 @@ RLOCK_API int rlock_semaphore_acquire_ex(rlock_semaphore *sem, const rlock_permi
  * RLOCK_ENOTHELD (nothing changes) for more than it holds; RLOCK_ELOST when the semaphore was
  * deleted or expired. */
 RLOCK_API int rlock_semaphore_release(rlock_semaphore *sem, int64_t permits);
+/* As rlock_semaphore_release, but a semaphore that no longer exists is no failure: *out_released
+ * (optional) is 1 when the permits were given back, 0 when the semaphore did not exist (nothing
+ * is created) or `permits` is 0 (no round trip). Redisson's releaseIfExists. Since 0.3. */
+RLOCK_API int rlock_semaphore_release_if_exists(int *out_released, rlock_semaphore *sem,
+                                                int64_t permits);
 /* Available permits now (expirable: after giving expired permits back). Optional outputs:
  * *out_held the expirable permits held (0 for plain), *out_exists whether the semaphore exists. */
 RLOCK_API int rlock_semaphore_available(int64_t *out_available, int64_t *out_held, int *out_exists,
@@ -942,6 +947,18 @@ RLOCK_API int rlock_permit_release_n(rlock_semaphore *sem, const rlock_permit_id
 /* Expirable: gives a held permit a new lease from now (RLOCK_LEASE_WATCHDOG: renewed by this
  * handle from now on; RLOCK_LEASE_NONE: never expires). RLOCK_ENOTHELD when not held. */
 RLOCK_API int rlock_permit_update_lease(rlock_semaphore *sem, const char *id, int64_t lease_ms);
+/* Expirable: *out_lease_ms gets the ms left on a held permit's lease (1 or more), or
+ * RLOCK_LEASE_NONE for a permit that never expires (Redisson's getLeaseTime answers -1 then).
+ * RLOCK_ENOTHELD when the permit is not held (never taken, released, or its lease ran out;
+ * Redisson throws IllegalArgumentException). Expired permits go back first. Since 0.3. */
+RLOCK_API int rlock_permit_lease_time(int64_t *out_lease_ms, rlock_semaphore *sem, const char *id);
+/* Expirable: sets the total of permits (0 to 2147483647), available plus held, as Redisson's
+ * setPermits: expired permits go back, then the available count moves by the difference
+ * between `permits` and available + held, so it is below 0 while more are held than the new
+ * total. A semaphore that does not exist is made with `permits` available. *out_available
+ * (optional) gets the available count after it. Since 0.3. */
+RLOCK_API int rlock_semaphore_set_permits(int64_t *out_available, rlock_semaphore *sem,
+                                          int64_t permits);
 
 /* rlock_semaphore_acquire_ex, asynchronously (see "Asynchronous calls"): `done`'s value is the
  * number of permits taken. opts->ids, for an expirable semaphore, must stay valid until `done`

@@ -54,6 +54,8 @@ extern const Script psem_acquire;
 extern const Script psem_release;
 extern const Script psem_update_lease;
 extern const Script psem_available;
+extern const Script psem_set_permits;
+extern const Script psem_lease_time;
 extern const Script latch_try_set;
 extern const Script latch_count_down;
 extern const Script latch_delete;

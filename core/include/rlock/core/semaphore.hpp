@@ -75,12 +75,23 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int acquire_async(const PermitArgs& args, std::shared_ptr<CancelSet> keep, PermitCompletion done);
   // Plain: gives back `permits` taken through this client (kNotHeld for more than it holds).
   int release(int64_t permits);
+  // Plain: as release, except that a semaphore that no longer exists is no failure: *released
+  // (optional) tells whether the permits were given back (Redisson's releaseIfExists; 0
+  // permits answer false at once).
+  int release_if_exists(int64_t permits, bool* released);
   // Expirable: gives back permits by id, all or none (kNotHeld naming an id not held, kLost
   // for one whose lease ran out).
   int release_ids(const std::vector<std::string>& ids);
   // Expirable: a held permit's new lease (kLeaseNone, kLeaseWatchdog or 1..kMaxDurationMs);
   // kNotHeld when it is not held (released or expired).
   int update_lease(const std::string& id, int64_t lease_ms);
+  // Expirable: the ms left on a held permit's lease, or kLeaseNone for a permit without one;
+  // kNotHeld when it is not held (never taken, released, or expired). Redisson's getLeaseTime.
+  int lease_time(const std::string& id, int64_t* lease_ms);
+  // Expirable: sets the total of permits (0..kMaxPermits), available plus held, as Redisson's
+  // setPermits: the available count moves by the difference (below 0 when more are held).
+  // *available and *held (optional) get the counts after it.
+  int set_permits(int64_t permits, int64_t* available, int64_t* held);
   // Permits available now (expirable: after giving expired ones back); *exists (optional)
   // tells whether the semaphore exists. Expirable: *held (optional) the permits held.
   int available(int64_t* available, int64_t* held, bool* exists);
@@ -117,6 +128,7 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int check_kind(SemaphoreKind wanted, const char* doing) const;
   int check_open() const;
   int check_permits(int64_t permits, const char* doing) const;
+  int give_back(int64_t permits, bool if_exists, bool* released);
   int resolve_lease(int64_t lease_ms, int64_t* out) const;
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int unexpected(const std::string& doing) const;

@@ -59,6 +59,62 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
     return (int) nativeSemaphore.addPermits(permits);
   }
 
+  /**
+   * Sets the total of permits, available plus held (Redisson's setPermits): expired permits go
+   * back first, then the available count becomes {@code permits} minus the permits held, so it
+   * is below 0 while more are held than the new total. A semaphore that does not exist is made
+   * with {@code permits} available. {@link IllegalArgumentException} for a negative count.
+   */
+  public void setPermits(int permits) {
+    nativeSemaphore.setPermits(permits);
+  }
+
+  /** Starts {@link #setPermits(int)}; the future fails as setPermits would throw. */
+  public CompletableFuture<Void> setPermitsAsync(int permits) {
+    return nativeSemaphore.setPermitsAsync(permits).thenApply(available -> null);
+  }
+
+  /**
+   * The time left on a held permit's lease, in milliseconds; -1 for a permit without lease
+   * (Redisson's getLeaseTime). {@link IllegalArgumentException}, as Redisson's, when the permit
+   * is not held (never taken, released, or its lease ran out) or the id cannot be a permit's
+   * (not 32 hex digits). Expired permits go back to the semaphore first.
+   */
+  public long getLeaseTime(String permitId) {
+    try {
+      return nativeSemaphore.leaseTime(permitId);
+    } catch (LockNotHeldException e) {
+      throw notHeld(permitId, e);
+    }
+  }
+
+  /** Starts {@link #getLeaseTime(String)}; the future fails as getLeaseTime would throw. */
+  public CompletableFuture<Long> getLeaseTimeAsync(String permitId) {
+    return nativeSemaphore.leaseTimeAsync(permitId).handle((left, error) -> {
+      if (error == null) {
+        return left;
+      }
+      Throwable cause = cause(error);
+      if (cause instanceof LockNotHeldException) {
+        throw new CompletionException(notHeld(permitId, cause));
+      }
+      throw error instanceof CompletionException
+          ? (CompletionException) error
+          : new CompletionException(error);
+    });
+  }
+
+  private IllegalArgumentException notHeld(String permitId, Throwable cause) {
+    return new IllegalArgumentException("the permit " + permitId + " of the semaphore '" + name
+        + "' is not held (never taken, released, or its lease ran out)", cause);
+  }
+
+  private static Throwable cause(Throwable error) {
+    return error instanceof CompletionException && error.getCause() != null
+        ? error.getCause()
+        : error;
+  }
+
   /** Waits as long as it takes for one permit, with the default lease: its id. */
   public String acquire() throws InterruptedException {
     return nativeSemaphore.acquireId(NativeSemaphore.WAIT_FOREVER, NativeSemaphore.LEASE_DEFAULT);
@@ -289,6 +345,25 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
           && error.getCause() != null ? error.getCause() : error;
       if (cause instanceof LockNotHeldException) {
         return false;
+      }
+      throw error instanceof CompletionException
+          ? (CompletionException) error
+          : new CompletionException(error);
+    });
+  }
+
+  /**
+   * Starts {@link #tryRelease(List)}: completes with how many were released (the list's size,
+   * or 0 when one is not held or an id cannot be a permit's); other failures fail the future.
+   */
+  public CompletableFuture<Integer> tryReleaseAsync(List<String> permitIds) {
+    return releaseAsync(permitIds).handle((done, error) -> {
+      if (error == null) {
+        return permitIds.size();
+      }
+      Throwable cause = cause(error);
+      if (cause instanceof LockNotHeldException || cause instanceof IllegalArgumentException) {
+        return 0;
       }
       throw error instanceof CompletionException
           ? (CompletionException) error

@@ -116,6 +116,35 @@ public class RedisSemaphore implements AutoCloseable {
     nativeSemaphore.release(permits);
   }
 
+  /**
+   * As {@link #release(int)}, but only to a semaphore that still exists (Redisson's
+   * releaseIfExists): true when the permits were given back; false when the semaphore does not
+   * exist (nothing is created, and the permits no longer count as this client's) or
+   * {@code permits} is 0. {@link LockNotHeldException} for more than this client holds, as
+   * release; {@link IllegalArgumentException} for a negative count.
+   */
+  public boolean releaseIfExists(int permits) {
+    checkNotNegative(permits);
+    return nativeSemaphore.releaseIfExists(permits);
+  }
+
+  /**
+   * Starts {@link #releaseIfExists(int)}; a negative count throws at once (as Redisson's), other
+   * failures fail the future.
+   */
+  public CompletableFuture<Boolean> releaseIfExistsAsync(int permits) {
+    checkNotNegative(permits);
+    return nativeSemaphore.releaseIfExistsAsync(permits);
+  }
+
+  private void checkNotNegative(int permits) {
+    if (permits < 0) {
+      throw new IllegalArgumentException(
+          "releasing permits of the semaphore '" + name + "': permits must not be negative, got "
+              + permits);
+    }
+  }
+
   /** Available permits now (may be below 0 after addPermits with a negative number). */
   public int availablePermits() {
     return (int) nativeSemaphore.available()[0];

@@ -226,6 +226,84 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
   }
 
   @Test
+  void setPermitsSetsTheTotalWithTheHeldPermitsCounted() throws Exception {
+    sem.setPermits(3);
+    assertEquals("3", stored(), "a missing semaphore is made with the total");
+    List<String> ids = sem.acquire(2, 60, TimeUnit.SECONDS);
+    assertEquals("1", stored());
+    sem.setPermits(5);
+    assertEquals("3", stored(), "5 in all, 2 held");
+    assertEquals(5, sem.getPermits());
+    sem.setPermits(1);
+    assertEquals("-1", stored(), "1 in all while 2 are held");
+    assertEquals(-1, sem.availablePermits());
+    assertEquals(2, sem.acquiredPermits());
+    assertNull(await(sem.setPermitsAsync(1)), "the same total changes nothing");
+    assertEquals("-1", stored());
+    sem.release(ids);
+    assertEquals("1", stored(), "the total is reached as the permits come back");
+    assertNull(await(sem.setPermitsAsync(4)));
+    assertEquals("4", stored());
+    assertThrows(IllegalArgumentException.class, () -> sem.setPermits(-1));
+    assertInstanceOf(IllegalArgumentException.class, failure(sem.setPermitsAsync(-2)));
+    assertEquals("4", stored(), "refused counts change nothing");
+  }
+
+  @Test
+  void getLeaseTimeAnswersAsRedissonDoes() throws Exception {
+    sem.trySetPermits(3);
+    String leased = sem.acquire(60, TimeUnit.SECONDS);
+    long left = sem.getLeaseTime(leased);
+    assertTrue(left > 50_000 && left <= 60_000, "left " + left);
+    String forever = sem.acquire(-1, TimeUnit.SECONDS);
+    assertEquals(-1, sem.getLeaseTime(forever), "no lease: -1, as Redisson");
+    assertEquals(-1L, await(sem.getLeaseTimeAsync(forever)));
+    left = await(sem.getLeaseTimeAsync(leased.toUpperCase()));
+    assertTrue(left > 50_000 && left <= 60_000, "left " + left);
+    String watched = sem.acquire();
+    left = sem.getLeaseTime(watched);
+    assertTrue(left > 0 && left <= 30_000, "the watchdog's lease: " + left);
+
+    sem.release(leased);
+    IllegalArgumentException released =
+        assertThrows(IllegalArgumentException.class, () -> sem.getLeaseTime(leased));
+    assertTrue(released.getMessage().contains("is not held"), released.getMessage());
+    assertInstanceOf(IllegalArgumentException.class, failure(sem.getLeaseTimeAsync(leased)));
+    assertThrows(IllegalArgumentException.class,
+        () -> sem.getLeaseTime("0123456789abcdef0123456789abcdef"));
+    // Malformed ids are not a permit's: the same exception (as tryRelease answers false).
+    for (String bad : Arrays.asList("zz", "g123456789abcdef0123456789abcdef", null)) {
+      assertThrows(IllegalArgumentException.class, () -> sem.getLeaseTime(bad), bad);
+      assertInstanceOf(IllegalArgumentException.class, failure(sem.getLeaseTimeAsync(bad)));
+    }
+    // An expired permit is not held, and goes back as Redisson's getLeaseTime gives it back.
+    String brief = sem.acquire(100, TimeUnit.MILLISECONDS);
+    String before = stored();
+    Thread.sleep(250);
+    assertThrows(IllegalArgumentException.class, () -> sem.getLeaseTime(brief));
+    assertEquals(Long.parseLong(before) + 1, Long.parseLong(stored()));
+    sem.release(Arrays.asList(forever, watched));
+  }
+
+  @Test
+  void tryReleaseAsyncOfAListIsAllOrNone() throws Exception {
+    sem.trySetPermits(3);
+    List<String> ids = sem.acquire(2);
+    String unknown = "0123456789abcdef0123456789abcdef";
+    assertEquals(0, await(sem.tryReleaseAsync(Arrays.asList(ids.get(0), unknown))));
+    assertEquals(0, await(sem.tryReleaseAsync(Arrays.asList(ids.get(0), "zz"))));
+    assertEquals(0, await(sem.tryReleaseAsync(Arrays.<String>asList())));
+    assertEquals(0, await(sem.tryReleaseAsync((List<String>) null)));
+    assertEquals("1", stored(), "all or none");
+    assertEquals(2, await(sem.tryReleaseAsync(ids)));
+    assertEquals("3", stored());
+    assertEquals(0, await(sem.tryReleaseAsync(ids)), "released already");
+    sem.close();
+    assertInstanceOf(RedisLockClosedException.class,
+        failure(sem.tryReleaseAsync(Arrays.asList(unknown))), "other failures fail the future");
+  }
+
+  @Test
   void aCancelledWaitTakesNothing() throws Exception {
     sem.trySetPermits(0);
     CompletableFuture<String> waiting = sem.acquireAsync();

@@ -140,6 +140,32 @@ class SemaphoreTest extends ClientTestBase {
   }
 
   @Test
+  void releaseIfExistsGivesBackOnlyToASemaphoreThatExists() throws Exception {
+    sem.trySetPermits(3);
+    sem.acquire(3);
+    assertTrue(sem.releaseIfExists(1));
+    assertEquals("1", stored());
+    assertTrue(sem.releaseIfExistsAsync(1).get(30, TimeUnit.SECONDS));
+    assertEquals("2", stored());
+    assertFalse(sem.releaseIfExists(0), "0 permits: false, as Redisson");
+    assertEquals(1, sem.heldPermits());
+    assertThrows(IllegalArgumentException.class, () -> sem.releaseIfExists(-1));
+    assertThrows(IllegalArgumentException.class, () -> sem.releaseIfExistsAsync(-1),
+        "thrown at once, as Redisson's");
+    assertThrows(LockNotHeldException.class, () -> sem.releaseIfExists(2));
+    assertEquals("2", stored(), "refused calls change nothing");
+    raw.command("DEL", name);
+    assertFalse(sem.releaseIfExists(1));
+    assertNull(stored(), "a missing semaphore is not created");
+    assertEquals(0, sem.heldPermits(), "the permits went with the semaphore");
+    sem.trySetPermits(1);
+    sem.acquire();
+    raw.command("DEL", name);
+    assertFalse(sem.releaseIfExistsAsync(1).get(30, TimeUnit.SECONDS));
+    assertNull(stored());
+  }
+
+  @Test
   void wrongKeyTypeIsAServerError() throws Exception {
     raw.command("HSET", name, "f", "v");
     assertThrows(RedisLockServerException.class, () -> sem.tryAcquire());

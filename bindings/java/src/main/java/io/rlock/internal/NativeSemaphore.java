@@ -132,6 +132,48 @@ public final class NativeSemaphore implements AutoCloseable {
     }));
   }
 
+  /** Plain: as release, but true/false for a semaphore that exists or not (no exception). */
+  public boolean releaseIfExists(long permits) {
+    return Offload.call(() -> handle.call(this,
+        p -> RlockNative.semaphoreReleaseIfExists(p, permits) == 1));
+  }
+
+  public CompletableFuture<Boolean> releaseIfExistsAsync(long permits) {
+    return Offload.supply(() -> handle.call(this,
+        p -> RlockNative.semaphoreReleaseIfExists(p, permits) == 1));
+  }
+
+  /** Expirable: sets the total of permits (available + held): the available count after it. */
+  public long setPermits(long permits) {
+    return handle.call(this, p -> RlockNative.semaphoreSetPermits(p, permits));
+  }
+
+  public CompletableFuture<Long> setPermitsAsync(long permits) {
+    return Offload.supply(() -> handle.call(this,
+        p -> RlockNative.semaphoreSetPermits(p, permits)));
+  }
+
+  /**
+   * Expirable: the ms left on a held permit's lease, -1 for one without lease;
+   * LockNotHeldException when it is not held.
+   */
+  public long leaseTime(String id) {
+    byte[] bytes = idBytes(Collections.singletonList(id))[0];
+    return handle.call(this, p -> RlockNative.permitLeaseTime(p, bytes));
+  }
+
+  public CompletableFuture<Long> leaseTimeAsync(String id) {
+    byte[] bytes;
+    try {
+      bytes = idBytes(Collections.singletonList(id))[0];
+    } catch (RuntimeException e) {
+      CompletableFuture<Long> failed = new CompletableFuture<>();
+      failed.completeExceptionally(e);
+      return failed;
+    }
+    return Offload.supply(() -> handle.call(this, p -> RlockNative.permitLeaseTime(p, bytes)));
+  }
+
   /** Expirable: gives back permits by id, all or none. */
   public void releaseIds(List<String> ids) {
     byte[][] bytes = idBytes(ids);

@@ -169,6 +169,65 @@ class SemaphoreInteropTest extends InteropTest {
   }
 
   @Test
+  void permitTotalsSetByEitherSideAreSeenByTheOther() throws Exception {
+    try (Peer peer = new Peer()) {
+      String name = unique("psem-set-permits");
+      RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name);
+      assertEquals("3", peer.ask("psem_set_permits " + name + " 3"), "made with the total");
+      assertFalse(semaphore.trySetPermits(7), "Redisson must see it exists");
+      assertEquals(3, semaphore.getPermits());
+      String redissonId = semaphore.tryAcquire(0, 60_000, TimeUnit.MILLISECONDS);
+      assertNotNull(redissonId);
+      // rlock counts Redisson's held permit in the total, as Redisson's setPermits does.
+      assertEquals("4", peer.ask("psem_set_permits " + name + " 5"));
+      assertEquals(5, semaphore.getPermits());
+      assertEquals(4, semaphore.availablePermits());
+      assertEquals("-1", peer.ask("psem_set_permits " + name + " 0"), "1 held, 0 in all");
+      assertEquals(-1, semaphore.availablePermits());
+      // Redisson's setPermits counts rlock's held permit the same way.
+      semaphore.release(redissonId);
+      semaphore.setPermits(1);
+      String rlockId = permitId(peer.ask("psem_acquire " + name + " 0 60000"));
+      semaphore.setPermits(3);
+      assertEquals("2", peer.ask("sem_available " + name), "3 in all, 1 held by rlock");
+      semaphore.setPermits(3);
+      assertEquals("2", peer.ask("sem_available " + name), "the same total changes nothing");
+      // The lease of one side's permit, read by the other.
+      long left = Long.parseLong(peer.ask("psem_lease_time " + name + " " + rlockId));
+      assertTrue(left > 50_000 && left <= 60_000, "rlock's view of its own lease: " + left);
+      String leased = semaphore.tryAcquire(0, 60_000, TimeUnit.MILLISECONDS);
+      left = Long.parseLong(peer.ask("psem_lease_time " + name + " " + leased));
+      assertTrue(left > 50_000 && left <= 60_000, "rlock reads Redisson's 60 s lease: " + left);
+      semaphore.release(leased);
+      assertEquals("not-held", peer.ask("psem_lease_time " + name + " " + leased));
+      assertReleased(peer.ask("psem_release " + name + " " + rlockId));
+      String forever = semaphore.tryAcquire(0, -1, TimeUnit.MILLISECONDS);
+      assertEquals("none", peer.ask("psem_lease_time " + name + " " + forever),
+          "Redisson's permit without lease");
+      semaphore.release(forever);
+      assertEquals(3, semaphore.getPermits());
+      assertTrue(semaphore.delete());
+    }
+  }
+
+  @Test
+  void releaseIfExistsOfEitherSideNeverCreatesTheSemaphore() throws Exception {
+    try (Peer peer = new Peer()) {
+      String name = unique("sem-release-if-exists");
+      RSemaphore semaphore = redisson.getSemaphore(name);
+      assertTrue(semaphore.trySetPermits(2));
+      assertOk(peer.ask("sem_acquire " + name + " 2 0"));
+      assertEquals("true", peer.ask("sem_release_if_exists " + name + " 1"));
+      assertEquals(1, semaphore.availablePermits(), "rlock's release, seen by Redisson");
+      assertTrue(semaphore.delete());
+      assertEquals("false", peer.ask("sem_release_if_exists " + name + " 1"));
+      assertFalse(semaphore.isExists(), "rlock must not create it");
+      assertFalse(semaphore.releaseIfExists(1), "Redisson's own answer on the same name");
+      assertFalse(semaphore.isExists());
+    }
+  }
+
+  @Test
   void expiredRlockPermitIsReclaimedByRedissonAcquire() throws Exception {
     try (Peer peer = new Peer()) {
       String name = unique("psem-rlock-expires");
