@@ -337,13 +337,19 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
 
   /** Starts {@link #tryRelease(String)}. */
   public CompletableFuture<Boolean> tryReleaseAsync(String permitId) {
-    return releaseAsync(permitId).handle((done, error) -> {
+    CompletableFuture<Void> release;
+    try {
+      release = releaseAsync(permitId);
+    } catch (IllegalArgumentException notAPermit) { // as tryRelease: an id no permit can have
+      return CompletableFuture.completedFuture(false);
+    }
+    return release.handle((done, error) -> {
       if (error == null) {
         return true;
       }
       Throwable cause = error instanceof CompletionException
           && error.getCause() != null ? error.getCause() : error;
-      if (cause instanceof LockNotHeldException) {
+      if (cause instanceof LockNotHeldException || cause instanceof IllegalArgumentException) {
         return false;
       }
       throw error instanceof CompletionException

@@ -217,6 +217,7 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
     String theirs = await(waiting);
     assertNotNull(score(theirs));
     assertFalse(await(sem.tryReleaseAsync(id)));
+    assertFalse(await(sem.tryReleaseAsync("zz")), "a malformed id: false, as tryRelease");
     assertInstanceOf(LockNotHeldException.class, failure(sem.releaseAsync(id)));
     assertTrue(await(sem.tryReleaseAsync(theirs)), "any client may release an id");
     assertEquals("1", stored());
