@@ -54,21 +54,20 @@ std::string missing_notifications(Transport& transport, int kinds) {
 void Client::watch_key_events(int kinds) {
   if ((kinds & ~(kKeyExpired | kKeyDeleted)) != 0) {
     throw Error(kInvalid,
-                "key event kinds must be a combination of expired (1) and deleted (2), "
-                "got " +
+                "key event kinds must be a combination of expired (1) and deleted (2), got " +
                     std::to_string(kinds));
   }
-  if (closed()) throw Error(kClosed, "the rlock client was closed");
-  if (kinds != 0 && config_.topology == Topology::Cluster) {
-    throw Error(kUnsupported,
-                "key events are not available on Redis Cluster: each node publishes only its "
-                "own keys' notifications");
-  }
   std::lock_guard<std::mutex> guard(key_watch_mutex_);
-  if (kinds == 0) {
+  if (kinds == 0) {  // stopping: also after close (nothing to stop then)
     subscriber_.set_key_event_hook(nullptr);
     key_watch_.reset();  // unsubscribes
     return;
+  }
+  if (closed()) throw Error(kClosed, "the rlock client was closed");
+  if (config_.topology == Topology::Cluster) {
+    throw Error(kUnsupported,
+                "key events are not available on Redis Cluster: each node publishes only its "
+                "own keys' notifications");
   }
   if (key_watch_ != nullptr && key_watch_->kinds == kinds) return;
   const std::string missing = missing_notifications(*transport_, kinds);
@@ -81,18 +80,28 @@ void Client::watch_key_events(int kinds) {
   // The hook runs on the subscriber's thread with its lock held: it only queues an event.
   const std::string prefix = config_.key_prefix;
   Events* events = &this->events();
-  subscriber_.set_key_event_hook(
-      [events, prefix, expired](const std::string& channel, const std::string& key) {
-        if (key.compare(0, prefix.size(), prefix) != 0) return;
-        Event e;
-        e.kind = channel == expired ? Event::KeyExpired : Event::KeyDeleted;
-        e.name = key;  // as every event's: the C API gives it without the prefix
-        events->emit(std::move(e));
-      });
-  if ((kinds & kKeyExpired) != 0)
+  subscriber_.set_key_event_hook([events, prefix, expired, deleted, kinds](
+                                     const std::string& channel, const std::string& key) {
+    // Keys of the client's names only (not the bare prefix), and only the kinds asked for: a
+    // channel of an earlier watch may linger a moment.
+    if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) return;
+    Event e;
+    if (channel == expired && (kinds & kKeyExpired) != 0) {
+      e.kind = Event::KeyExpired;
+    } else if (channel == deleted && (kinds & kKeyDeleted) != 0) {
+      e.kind = Event::KeyDeleted;
+    } else {
+      return;
+    }
+    e.name = key;  // as every event's: the C API gives it without the prefix
+    events->emit(std::move(e));
+  });
+  if ((kinds & kKeyExpired) != 0) {
     watch->channels.push_back(subscriber_.join(expired, 0, watch.get()));
-  if ((kinds & kKeyDeleted) != 0)
+  }
+  if ((kinds & kKeyDeleted) != 0) {
     watch->channels.push_back(subscriber_.join(deleted, 0, watch.get()));
+  }
   // As Redisson's addListener: return once the server confirmed the subscriptions, so that
   // what happens after this call is reported.
   const auto deadline =
@@ -104,10 +113,11 @@ void Client::watch_key_events(int kinds) {
     return true;
   };
   while (!confirmed()) {
+    if (closed()) throw Error(kClosed, "the rlock client was closed");
     if (std::chrono::steady_clock::now() >= deadline) {
       throw Error(kConn,
-                  "key events: the server did not confirm the subscription within the "
-                  "command timeout");
+                  "key events: the server did not confirm the subscription within the command "
+                  "timeout");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

@@ -382,8 +382,9 @@ void Lock::leave_queue(const Plan& plan) {
     if (e.code() != kConn) return;  // the client closed: the entry ends by its deadline
   }
   // Unknown or not tried: left to the background (before our next acquire), or the entry is
-  // dropped when its deadline passes.
-  clean_up_later(plan.owner, *leave);
+  // dropped when its deadline passes. Not for an owner id: by then the entry may be another
+  // process's wait with the same id.
+  if (options_.owner_id.empty()) clean_up_later(plan.owner, *leave);
 }
 
 int Lock::give_up(int last_code, int64_t wait_ms) {

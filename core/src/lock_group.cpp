@@ -209,7 +209,9 @@ class LockGroup::Wait final : public Engine::Task, public Cancellable {
     args_.wait_ms = 0;
     args_.lease_ms = lease_ms;
     args_.thread_id = thread_id;
-    args_.undo_lost_reply = false;  // a failed round releases every member
+    // A member's acquire whose reply was lost is taken back by the member itself, checked
+    // against the owner's count (a release would free a hold the owner had before the try).
+    args_.undo_lost_reply = true;
   }
   int outcome() const { return outcome_; }
   int64_t validity_ms() const { return validity_ms_; }
@@ -325,17 +327,18 @@ void LockGroup::Wait::after_round() {
     validity_ms_ = round_.validity_ms;
     return end(kOk);
   }
-  // All of them (a member whose reply was lost may hold it anyway), except those that refused
-  // this owner (kDeadlock) and changed nothing: their release would take a hold the owner had
-  // before the group's try (a non-reentrant member it holds).
-  std::vector<const Lock*> refused;
+  // One hold of each member that granted it this round. No other: a refusal (kDeadlock), a
+  // time-out or an error changed nothing; a grant not synced or arriving after its lease was
+  // taken back already; a lost reply is taken back by the member, checked against the owner's
+  // count. Releasing those would free a hold the owner had before the group's try.
+  std::vector<const Lock*> granted;
   for (size_t i = 0; i < round_.outcomes.size(); ++i) {
-    if (round_.outcomes[i].code == kDeadlock) refused.push_back(group_.members_[i].get());
+    if (round_.outcomes[i].code == kOk) granted.push_back(group_.members_[i].get());
   }
   phase_ = Phase::Releasing;
   const int64_t owner = args_.thread_id;
-  on_members([owner, refused](Lock& m) -> int {
-    if (std::find(refused.begin(), refused.end(), &m) != refused.end()) return kOk;
+  on_members([owner, granted](Lock& m) -> int {
+    if (std::find(granted.begin(), granted.end(), &m) == granted.end()) return kOk;
     return m.release(owner);
   });
 }

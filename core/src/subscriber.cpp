@@ -300,7 +300,10 @@ void Subscriber::handle_message_locked(Channel& c, const std::string& payload) {
   c.mark = next_mark();
   switch (c.rule) {
     case Rule::KeyEvent:
-      if (key_event_hook_) key_event_hook_(*c.name, payload);
+      try {
+        if (key_event_hook_) key_event_hook_(*c.name, payload);
+      } catch (...) {  // no memory for the event: it is dropped, the subscriber goes on
+      }
       return;
     case Rule::Lock:
       if (payload == "0") {

@@ -340,9 +340,9 @@ public class RedisLock implements Lock {
     return client.addObjectListener(name, listener);
   }
 
-  /** Removes a listener {@link #addListener} added; an unknown id does nothing. */
+  /** Removes a listener {@link #addListener} added to this object; another id does nothing. */
   public void removeListener(int listenerId) {
-    client.removeObjectListener(listenerId);
+    client.removeObjectListener(name, listenerId);
   }
 
   /**

@@ -44,10 +44,14 @@ public final class RedisLockClient implements AutoCloseable {
 
   private final NativeClient nativeClient;
   private final long fairWaitMs; // 0: the library default
-  // The event listener and the objects' key listeners (addListener), guarded by objectListeners.
+  // The event listener and the objects' key listeners (addListener), guarded by objectListeners;
+  // the event thread reads them through `listeners`. Native calls (which may wait for the event
+  // thread) are made with no lock held: a listener may add or remove listeners itself.
   private final Map<Integer, NamedListener> objectListeners = new HashMap<>();
-  private RedisLockEventListener eventListener;
+  private final Listeners listeners = new Listeners();
+  private final EventDispatch dispatch = new EventDispatch(listeners); // the one handler
   private int nextListenerId = 1;
+  private boolean dispatchInstalled;
   private int watchedKinds;
 
   private RedisLockClient(NativeClient nativeClient, long fairWaitMs) {
@@ -458,15 +462,17 @@ public final class RedisLockClient implements AutoCloseable {
    */
   public void setEventListener(RedisLockEventListener listener) {
     synchronized (objectListeners) {
-      eventListener = listener;
-      installEventDispatch();
+      listeners.events = listener;
     }
+    // Always set again: the native call returns once a running callback has returned, so the
+    // previous listener gets nothing more.
+    syncEventDispatch(true);
   }
 
   /**
    * Adds a listener of the key of {@code name} (a lock's, semaphore's or latch's
    * {@code addListener}); returns its id for {@link #removeObjectListener}. The first one of a
-   * kind subscribes to the server's key events of that kind.
+   * kind subscribes to the server's key events of that kind, once the listener can be told.
    */
   int addObjectListener(String name, ObjectListener listener) {
     if (listener == null) {
@@ -477,50 +483,87 @@ public final class RedisLockClient implements AutoCloseable {
       throw new IllegalArgumentException("listener must be an ExpiredObjectListener or a "
           + "DeletedObjectListener (or both), not " + listener.getClass().getName());
     }
+    int id;
     synchronized (objectListeners) {
-      int id = nextListenerId++;
+      id = nextListenerId++;
       objectListeners.put(id, new NamedListener(name, listener));
-      try {
-        watchKeyEvents();
-      } catch (RuntimeException e) {
-        objectListeners.remove(id);
-        throw e;
+      listeners.objects = Map.copyOf(objectListeners);
+    }
+    try {
+      syncEventDispatch(false);
+      syncKeyEvents();
+    } catch (RuntimeException | Error e) {
+      removeObjectListener(name, id);
+      throw e;
+    }
+    return id;
+  }
+
+  /** Removes a listener of {@code name} that {@link #addObjectListener} added; else nothing. */
+  void removeObjectListener(String name, int id) {
+    synchronized (objectListeners) {
+      NamedListener l = objectListeners.get(id);
+      if (l == null || !l.name.equals(name)) {
+        return;
       }
-      installEventDispatch();
-      return id;
+      objectListeners.remove(id);
+      listeners.objects = Map.copyOf(objectListeners);
+    }
+    try {
+      syncKeyEvents();
+    } catch (RedisLockClosedException closed) {
+      // nothing is subscribed any more
+    } finally {
+      syncEventDispatch(false);
     }
   }
 
-  /** Removes a listener {@link #addObjectListener} added; an unknown id does nothing. */
-  void removeObjectListener(int id) {
-    synchronized (objectListeners) {
-      if (objectListeners.remove(id) == null) {
-        return;
+  /**
+   * Installs the native event handler while a listener needs it, else clears it (events then
+   * cost nothing). {@code always}: set it again even when already in that state.
+   */
+  private void syncEventDispatch(boolean always) {
+    boolean force = always;
+    while (true) {
+      boolean want;
+      synchronized (objectListeners) {
+        want = listeners.events != null || !objectListeners.isEmpty();
+        if (want == dispatchInstalled && !force) {
+          return;
+        }
       }
-      installEventDispatch();
-      watchKeyEvents();
+      nativeClient.setEventHandler(want ? dispatch : null);
+      synchronized (objectListeners) {
+        dispatchInstalled = want;
+      }
+      force = false;
     }
   }
 
   /** Subscribes to the key events the listeners need (none: unsubscribes). */
-  private void watchKeyEvents() {
-    int kinds = 0;
-    for (NamedListener l : objectListeners.values()) {
-      kinds |= (l.listener instanceof ExpiredObjectListener ? KEY_EXPIRED : 0)
-          | (l.listener instanceof DeletedObjectListener ? KEY_DELETED : 0);
-    }
-    if (kinds != watchedKinds) {
-      nativeClient.watchKeyEvents(kinds);
-      watchedKinds = kinds;
+  private void syncKeyEvents() {
+    while (true) {
+      int want = 0;
+      synchronized (objectListeners) {
+        for (NamedListener l : objectListeners.values()) {
+          want |= (l.listener instanceof ExpiredObjectListener ? KEY_EXPIRED : 0)
+              | (l.listener instanceof DeletedObjectListener ? KEY_DELETED : 0);
+        }
+        if (want == watchedKinds) {
+          return;
+        }
+      }
+      nativeClient.watchKeyEvents(want);
+      synchronized (objectListeners) {
+        watchedKinds = want;
+      }
     }
   }
 
-  /** Sets the native event handler for the event listener and the object listeners now. */
-  private void installEventDispatch() {
-    RedisLockEventListener events = eventListener;
-    Map<Integer, NamedListener> snapshot = Map.copyOf(objectListeners);
-    nativeClient.setEventHandler(events == null && snapshot.isEmpty()
-        ? null : new EventDispatch(events, snapshot));
+  /** What the event thread tells: written under the client's objectListeners lock. */
+  private static final class Listeners {
+    volatile RedisLockEventListener events;
+    volatile Map<Integer, NamedListener> objects = Map.of();
   }
 
   private static final int KEY_EXPIRED = 1;
@@ -541,13 +584,10 @@ public final class RedisLockClient implements AutoCloseable {
    * only, not to the client.
    */
   private static final class EventDispatch implements NativeEventHandler {
-    private final RedisLockEventListener listener; // may be null
-    private final Map<Integer, NamedListener> objectListeners;
+    private final Listeners listeners;
 
-    EventDispatch(RedisLockEventListener listener,
-        Map<Integer, NamedListener> objectListeners) {
-      this.listener = listener;
-      this.objectListeners = objectListeners;
+    EventDispatch(Listeners listeners) {
+      this.listeners = listeners;
     }
 
     @Override
@@ -563,6 +603,7 @@ public final class RedisLockClient implements AutoCloseable {
         if (k == RedisLockEvent.Kind.KEY_EXPIRED || k == RedisLockEvent.Kind.KEY_DELETED) {
           tellObjectListeners(k, event.getName());
         }
+        RedisLockEventListener listener = listeners.events;
         if (listener != null) {
           listener.onEvent(event);
         }
@@ -572,7 +613,7 @@ public final class RedisLockClient implements AutoCloseable {
     }
 
     private void tellObjectListeners(RedisLockEvent.Kind kind, String name) {
-      for (NamedListener l : objectListeners.values()) {
+      for (NamedListener l : listeners.objects.values()) {
         if (!l.name.equals(name)) {
           continue;
         }

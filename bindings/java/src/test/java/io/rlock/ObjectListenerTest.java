@@ -63,6 +63,39 @@ class ObjectListenerTest extends ClientTestBase {
     assertEquals(null, told.poll(200, TimeUnit.MILLISECONDS), "removed listeners are not told");
   }
 
+  /**
+   * A listener adds and removes listeners from the event thread while another thread keeps
+   * adding and removing them: no call waits for another for ever (the native handler is set
+   * with no lock held), and the listeners added on the event thread are told.
+   */
+  @Test
+  @org.junit.jupiter.api.Timeout(60)
+  void listenersMayAddAndRemoveListenersFromTheEventThread() throws Exception {
+    String name = TestRedis.uniqueName("listener-churn");
+    RedisLock lock = client.getLock(name);
+    BlockingQueue<String> told = new LinkedBlockingQueue<>();
+    java.util.concurrent.atomic.AtomicInteger self = new java.util.concurrent.atomic.AtomicInteger();
+    self.set(lock.addListener((DeletedObjectListener) n -> {
+      lock.removeListener(self.get()); // itself, on the event thread
+      lock.addListener((DeletedObjectListener) m -> told.add("second " + m));
+      told.add("first " + n);
+    }));
+    java.util.concurrent.Future<?> churn = pool.submit(() -> {
+      for (int i = 0; i < 100; i++) {
+        lock.removeListener(lock.addListener((ExpiredObjectListener) n -> { }));
+      }
+      return null;
+    });
+    for (int round = 0; round < 20 && told.size() < 2; round++) {
+      assertTrue(lock.tryLock(0, 30, TimeUnit.SECONDS));
+      lock.unlock();
+      Thread.sleep(50);
+    }
+    churn.get(30, TimeUnit.SECONDS);
+    assertEquals("first " + name, told.poll(5, TimeUnit.SECONDS));
+    assertEquals("second " + name, told.poll(5, TimeUnit.SECONDS));
+  }
+
   @Test
   void aSemaphoresDeleteIsTold() throws Exception {
     String name = TestRedis.uniqueName("listener-sem");

@@ -186,23 +186,30 @@ public final class NativeClient implements AutoCloseable {
 
   /**
    * Sets (null: clears) the client's event handler. When this returns, a call of the previous
-   * handler has returned and it gets no more events. Not from the handler itself: it would wait
-   * for its own return.
+   * handler has returned and it gets no more events (from the handler itself it returns at once).
+   * Setting the installed handler again, or none, holds no lock while the native call waits for
+   * a running callback, so that callback may itself set it.
    */
   public void setEventHandler(NativeEventHandler handler) {
+    if (handler == null || handler == installedHandler) {
+      // No lock held while the native call waits for a running callback (which may call this);
+      // the payload stays until the client is freed.
+      long payload = handler == null ? 0 : handle.aux();
+      handle.execute(this, client -> RlockNative.eventCallbackSet(client, payload));
+      return;
+    }
     synchronized (eventLock) {
       handle.execute(this, client -> {
         long previous = handle.aux();
-        long payload = handler == null ? 0 : RlockNative.eventPayloadNew(handler);
+        long payload = RlockNative.eventPayloadNew(handler);
         try {
           RlockNative.eventCallbackSet(client, payload);
         } catch (RuntimeException | Error e) {
-          if (payload != 0) {
-            RlockNative.eventPayloadFree(payload);
-          }
+          RlockNative.eventPayloadFree(payload);
           throw e;
         }
         handle.setAux(payload); // freed with the client from now on
+        installedHandler = handler;
         if (previous != 0) {
           RlockNative.eventPayloadFree(previous);
         }
@@ -211,6 +218,7 @@ public final class NativeClient implements AutoCloseable {
   }
 
   private final Object eventLock = new Object();
+  private volatile NativeEventHandler installedHandler; // the handler of the payload in aux
 
   /** rlock_fenced_write: true when written, false when refused for a newer token. */
   public boolean fencedWrite(byte[] key, byte[] value, long token) {
