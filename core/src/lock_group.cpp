@@ -209,9 +209,7 @@ class LockGroup::Wait final : public Engine::Task, public Cancellable {
     args_.wait_ms = 0;
     args_.lease_ms = lease_ms;
     args_.thread_id = thread_id;
-    // A member's acquire whose reply was lost is taken back by the member itself, checked
-    // against the owner's count (a release would free a hold the owner had before the try).
-    args_.undo_lost_reply = true;
+    args_.undo_lost_reply = false;  // a failed round takes back what may have landed itself
   }
   int outcome() const { return outcome_; }
   int64_t validity_ms() const { return validity_ms_; }
@@ -327,16 +325,21 @@ void LockGroup::Wait::after_round() {
     validity_ms_ = round_.validity_ms;
     return end(kOk);
   }
-  // One hold of each member that granted it this round. No other: a refusal (kDeadlock), a
+  // One hold of each member that granted it this round, and every hold of a member whose reply
+  // was lost where the owner held nothing before (what landed is only this round's; kept and
+  // sent again while the member is down, one per owner). No other: a refusal (kDeadlock), a
   // time-out or an error changed nothing; a grant not synced or arriving after its lease was
-  // taken back already; a lost reply is taken back by the member, checked against the owner's
-  // count. Releasing those would free a hold the owner had before the group's try.
+  // taken back already; and a lost reply where the owner held the member before is left to the
+  // owner's last release (which takes every hold the server counts) or to the lease. Releasing
+  // those would free a hold the owner had before the group's try.
+  const int64_t owner = args_.thread_id;
   std::vector<const Lock*> granted;
   for (size_t i = 0; i < round_.outcomes.size(); ++i) {
-    if (round_.outcomes[i].code == kOk) granted.push_back(group_.members_[i].get());
+    const Lock* m = group_.members_[i].get();
+    const int code = round_.outcomes[i].code;
+    if (code == kOk || (code == kConn && !m->is_held(owner))) granted.push_back(m);
   }
   phase_ = Phase::Releasing;
-  const int64_t owner = args_.thread_id;
   on_members([owner, granted](Lock& m) -> int {
     if (std::find(granted.begin(), granted.end(), &m) == granted.end()) return kOk;
     return m.release(owner);
