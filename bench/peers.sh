@@ -32,11 +32,13 @@ setup_python() {
   "$venv/bin/python" -c 'import redis, redis_lock' 2>/dev/null ||
     "$venv/bin/pip" install -q redis python-redis-lock
   local wheel stamp
-  wheel=$(ls -t "$root"/build/wheelhouse/rlock-*manylinux*.whl 2>/dev/null | head -n 1 || true)
+  wheel=$(ls -t "$root"/build/wheelhouse/rlock_redis-*manylinux*.whl 2>/dev/null | head -n 1 || true)
   if [ -n "$wheel" ]; then
     # pip keeps an installed version even when the wheel was rebuilt, so reinstall on change.
     stamp="$wheel $(stat -c '%s %Y' "$wheel")"
     if [ "$(cat "$venv/.rlock-wheel" 2>/dev/null)" != "$stamp" ]; then
+      # A venv from before the rename may hold the distribution "rlock": it shares the package.
+      "$venv/bin/pip" uninstall -q -y rlock 2>/dev/null || true
       "$venv/bin/pip" install -q --force-reinstall --no-deps "$wheel"
       echo "$stamp" > "$venv/.rlock-wheel"
     fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds every release artifact into dist/ (see docs/packaging.md):
-#   wheels  rlock-<v>-cp3N-cp3N-manylinux_2_31_{x86_64,aarch64}.whl for CPython 3.9-3.13, an sdist
+#   wheels  rlock_redis-<v>-cp3N-cp3N-manylinux_2_31_{x86_64,aarch64}.whl for CPython 3.9-3.13, an sdist
+#           (the PyPI distribution rlock-redis; the package is rlock)
 #   jar     rlock-<v>.jar with native/linux-x86_64 and native/linux-aarch64
 #   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
 # Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap

@@ -23,10 +23,13 @@ rm -rf "$dist" "$wheelhouse"
 echo "-- building the wheel"
 "$venv/bin/python" -m pip wheel -q --no-deps -w "$dist" \
   -C cmake.define.RLOCK_WARNINGS_AS_ERRORS="${RLOCK_WARNINGS_AS_ERRORS:-OFF}" "$root"
-PATH="$venv/bin:$PATH" "$venv/bin/python" -m auditwheel repair -w "$wheelhouse" "$dist"/rlock-*.whl \
+PATH="$venv/bin:$PATH" "$venv/bin/python" -m auditwheel repair -w "$wheelhouse" "$dist"/rlock_redis-*.whl \
   2>&1 | grep -E "Fixed-up wheel|Error|error" || true
-wheel=$(ls "$wheelhouse"/rlock-*manylinux*.whl)
+wheel=$(ls "$wheelhouse"/rlock_redis-*manylinux*.whl)
 echo "-- installing $(basename "$wheel")"
+# A venv from before the rename to rlock-redis may hold the distribution "rlock", which shares
+# the package directory (rlock warns on import; the tests make warnings errors).
+"$venv/bin/python" -m pip uninstall -q -y rlock 2>/dev/null || true
 "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
 
 export RLOCK_TEST_WHEEL=$wheel

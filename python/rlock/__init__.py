@@ -45,6 +45,36 @@ from ._stats import Event, EventKind, Histogram, Stats
 
 __version__: str = _native.version()
 
+
+def _warn_if_sharing_the_package() -> None:
+    # The PyPI name "rlock" is another project that installs a package "rlock" too, as did this
+    # project's builds before its distribution became rlock-redis: either one beside us owns our
+    # files as well, and uninstalling it deletes them.
+    import os
+    import warnings
+
+    site = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return
+    others = sorted(
+        n
+        for n in names
+        if n.lower().startswith("rlock-") and n.endswith((".dist-info", ".egg-info"))
+    )
+    if others:
+        warnings.warn(
+            f"a distribution named 'rlock' ({others[0]}) is installed in {site} beside "
+            "rlock-redis and shares its package directory 'rlock'; uninstalling either deletes "
+            "files of the other. Run: pip uninstall rlock rlock-redis && pip install rlock-redis",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+_warn_if_sharing_the_package()
+
 __all__ = [
     "__version__",
     "Client",

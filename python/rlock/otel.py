@@ -1,6 +1,6 @@
 """rlock's statistics as OpenTelemetry metrics.
 
-Needs ``pip install rlock[otel]`` (opentelemetry-api 1.30 or later; an SDK, or another
+Needs ``pip install "rlock-redis[otel]"`` (opentelemetry-api 1.30 or later; an SDK, or another
 implementation of the API, to export them). ::
 
     from opentelemetry.sdk.metrics import MeterProvider

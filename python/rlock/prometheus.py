@@ -1,6 +1,6 @@
 """rlock's statistics as Prometheus metrics: a ``prometheus_client`` collector.
 
-Needs ``pip install rlock[prometheus]``. ::
+Needs ``pip install "rlock-redis[prometheus]"``. ::
 
     from prometheus_client import REGISTRY, start_http_server
     from rlock.prometheus import RlockCollector

@@ -18,6 +18,9 @@ release_openssl_sha256=a8c0d28a529ca480f9f36cf5792e2cd21984552a3c8e4aa11a24aa31a
 release_openssl_options=(no-shared no-tests no-docs no-apps no-quic no-legacy no-engine no-dso
   no-module no-comp no-ssl3 no-srp -fPIC)
 
+# The Python distribution's name as wheel and sdist file names spell it (PyPI's rlock-redis).
+release_python_dist=rlock_redis
+
 log() { echo "-- $*"; }
 die() { echo "build-release: $*" >&2; exit 1; }
 

@@ -37,9 +37,14 @@ def main() -> None:
     if not found:
         raise SystemExit(f"{args.pkg_info}: no Version line")
     version = found.group(1).decode()
+    found = re.search(rb"^Name: (\S+)$", metadata, re.M)
+    if not found:
+        raise SystemExit(f"{args.pkg_info}: no Name line")
+    # The file names spell the distribution's name normalized (PEP 427, PEP 503).
+    dist_name = re.sub(r"[-_.]+", "_", found.group(1).decode()).lower()
     if not re.fullmatch(r"cp3\d+-cp3\d+-linux_(x86_64|aarch64)", args.tag):
         raise SystemExit(f"--tag {args.tag!r} is not cp3N-cp3N-linux_<x86_64|aarch64>")
-    dist_info = f"rlock-{version}.dist-info"
+    dist_info = f"{dist_name}-{version}.dist-info"
     files: list[tuple[str, bytes]] = []
     for path in sorted(args.package.iterdir()):
         if path.is_file() and path.suffix in (".py", ".pyi", ".typed"):
@@ -57,7 +62,7 @@ def main() -> None:
     files.append((f"{dist_info}/RECORD", record.encode()))
 
     args.out.mkdir(parents=True, exist_ok=True)
-    wheel = args.out / f"rlock-{version}-{args.tag}.whl"
+    wheel = args.out / f"{dist_name}-{version}-{args.tag}.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files:
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))

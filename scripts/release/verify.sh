@@ -8,7 +8,7 @@ verify_wheels() {
   local v minor wheel python venv arch so tmp
   for v in "${release_python_versions[@]}"; do
     minor=${v#3.}
-    wheel=$(ls "$dist"/rlock-"$version"-cp3"$minor"-cp3"$minor"-manylinux_2_31_x86_64.whl) ||
+    wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp3"$minor"-cp3"$minor"-manylinux_2_31_x86_64.whl) ||
       die "no x86_64 wheel for Python $v"
     python=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v" | sort -V | tail -n1)
     venv=$work/venv-$v
@@ -23,23 +23,27 @@ verify_wheels() {
       tests/python/test_tls.py -x) || die "the tests failed with the Python $v wheel"
   done
   for arch in "${arches[@]}"; do
-    for wheel in "$dist"/rlock-"$version"-cp3*-manylinux_2_31_"$arch".whl; do
+    for wheel in "$dist"/"$release_python_dist"-"$version"-cp3*-manylinux_2_31_"$arch".whl; do
       tmp=$(mktemp -d)
       python3 -m zipfile -e "$wheel" "$tmp"
       so=$(ls "$tmp"/rlock/_native.*.so)
       check_elf "$so" "$arch" '^PyInit__native$' >/dev/null
-      [ ! -d "$tmp/rlock.libs" ] || die "$wheel carries grafted libraries: $(ls "$tmp/rlock.libs")"
+      [ -z "$(ls -d "$tmp"/*.libs 2>/dev/null)" ] || die "$wheel carries grafted libraries: $(ls "$tmp"/*.libs)"
       rm -rf "$tmp"
     done
     log "$arch wheels: modules for $arch, glibc <= 2.31, only PyInit__native exported, no libssl"
   done
+  # What PyPI's upload checks: the metadata, and a long description that renders.
+  "$(release_tools_venv)/bin/twine" check --strict "$dist"/"$release_python_dist"-"$version"* \
+    >"$work/twine.log" 2>&1 || die "twine check refused the wheels or the sdist; see $work/twine.log"
+  log "wheels and sdist: twine check --strict passed ($(grep -c PASSED "$work/twine.log") files)"
 }
 
 # The cp39 wheel installed with pip into Debian 11's own Python 3.9 in the release root (glibc
 # 2.31 really loads it), taking a lock on a server on the host's loopback.
 verify_wheel_in_root() {
   local wheel
-  wheel=$(ls "$dist"/rlock-"$version"-cp39-cp39-manylinux_2_31_x86_64.whl)
+  wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp39-cp39-manylinux_2_31_x86_64.whl)
   in_root "$root" bash -c 'command -v pip3 >/dev/null' ||
     in_root "$root" apt-get install -y -q --no-install-recommends python3-pip >"$work/root-pip.log" 2>&1 ||
     die "installing python3-pip in the root failed; see $work/root-pip.log"
@@ -66,14 +70,14 @@ verify_sdist() {
   local venv=$work/venv-sdist
   [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
   log "building from the sdist with pip (a few minutes)"
-  "$venv/bin/python" -m pip install -q --force-reinstall --no-binary rlock \
-    "$dist/rlock-$version.tar.gz" >"$work/sdist-install.log" 2>&1 ||
+  "$venv/bin/python" -m pip install -q --force-reinstall --no-binary rlock-redis \
+    "$dist/$release_python_dist-$version.tar.gz" >"$work/sdist-install.log" 2>&1 ||
     die "pip could not build and install the sdist; see $work/sdist-install.log"
   "$venv/bin/python" -c 'import rlock; print("sdist installed: rlock", rlock.__version__)'
   # Where a build needs what is missing, the error says what to install: hiredis hidden from
   # CMake here, and no C++ compiler.
   local src=$work/sdist-src out
-  rm -rf "$src" && mkdir -p "$src" && tar -xzf "$dist/rlock-$version.tar.gz" -C "$src" --strip-components=1
+  rm -rf "$src" && mkdir -p "$src" && tar -xzf "$dist/$release_python_dist-$version.tar.gz" -C "$src" --strip-components=1
   out=$(cmake -S "$src" -B "$src/build-nohiredis" -DRLOCK_BUILD_TESTS=OFF \
     "-DCMAKE_IGNORE_PATH=/usr/include;/usr/lib/$(uname -m)-linux-gnu" 2>&1) &&
     die "the sdist configured without hiredis"

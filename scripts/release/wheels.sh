@@ -7,7 +7,7 @@ build_wheels() {
   venv=$(release_tools_venv)
   pkg_info=$(sdist_pkg_info)
   notices=$(third_party_notices)
-  rm -f "$dist"/rlock-*.whl
+  rm -f "$dist"/"$release_python_dist"-*.whl
   raw=$work/raw-wheels
   for arch in "${arches[@]}"; do
     for v in "${release_python_versions[@]}"; do
@@ -23,9 +23,9 @@ build_wheels() {
       PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --only-plat --plat auto \
         -w "$dist" "$raw"/*.whl >"$work/auditwheel-$arch-$v.log" 2>&1 ||
         die "auditwheel refused the $arch wheel for Python $v; see $work/auditwheel-$arch-$v.log"
-      [ -f "$dist/rlock-$version-cp3$minor-cp3$minor-manylinux_2_31_$arch.whl" ] ||
+      [ -f "$dist/$release_python_dist-$version-cp3$minor-cp3$minor-manylinux_2_31_$arch.whl" ] ||
         die "the $arch wheel for Python $v is not manylinux_2_31: $(ls "$dist" | grep "cp3$minor-.*$arch" || true)"
     done
   done
-  log "wheels: $(ls "$dist"/rlock-*.whl | wc -l)"
+  log "wheels: $(ls "$dist"/"$release_python_dist"-*.whl | wc -l)"
 }

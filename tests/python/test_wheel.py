@@ -31,7 +31,40 @@ def test_version_matches_the_header():
     assert rlock.__version__ == ".".join(parts)
     from importlib.metadata import version
 
-    assert version("rlock") == rlock.__version__
+    assert version("rlock-redis") == rlock.__version__
+
+
+def test_the_distribution_is_rlock_redis_and_owns_the_package():
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    dist = distribution("rlock-redis")
+    assert dist.metadata["Name"] == "rlock-redis"
+    assert any(str(f) == "rlock/__init__.py" for f in dist.files or [])
+    with pytest.raises(PackageNotFoundError):
+        distribution("rlock")  # the unrelated PyPI project, or a build from before the rename
+    urls = dict(u.split(", ", 1) for u in dist.metadata.get_all("Project-URL") or [])
+    assert {"Homepage", "Documentation", "Source", "Issues", "Changelog"} <= set(urls), urls
+    assert "pip install rlock-redis" in (dist.metadata.get_payload() or "")  # the long description
+
+
+def test_import_warns_when_a_distribution_named_rlock_shares_the_package(tmp_path):
+    """Another distribution "rlock" in the same site directory overwrote, or will overwrite, our
+    files: import says so and how to repair it."""
+    site = tmp_path / "site"
+    installed = Path(rlock.__file__).parent
+    shutil.copytree(installed, site / "rlock")
+    if (installed.parent / "rlock_redis.libs").is_dir():  # what auditwheel grafted (test lane)
+        shutil.copytree(installed.parent / "rlock_redis.libs", site / "rlock_redis.libs")
+    script = "import warnings; warnings.simplefilter('error'); import rlock"
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    clean = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr
+    (site / "rlock-0.0.5.dist-info").mkdir()
+    (site / "rlock-0.0.5.dist-info" / "METADATA").write_text("Name: rlock\nVersion: 0.0.5\n")
+    shared = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+    assert shared.returncode != 0
+    assert "RuntimeWarning" in shared.stderr and "rlock-0.0.5.dist-info" in shared.stderr
+    assert "pip uninstall rlock rlock-redis" in shared.stderr, shared.stderr
 
 
 def test_typing_files_are_installed():
@@ -76,7 +109,7 @@ def _elf_exports(path: Path) -> list:
 # OpenSSL (the core's TLS) is on no manylinux list. The release wheels (scripts/build-release.sh,
 # RLOCK_TEST_RELEASE=1) link a static OpenSSL into the module; the wheel of the test lane links
 # the build machine's libssl and libcrypto, which auditwheel repair copies into the wheel
-# (rlock.libs/, renamed with a hash).
+# (rlock_redis.libs/, named after the distribution, the libraries renamed with a hash).
 _OPENSSL = re.compile(r"^(libssl|libcrypto)(-[0-9a-f]{8})?\.so\.3$")
 RELEASE = os.environ.get("RLOCK_TEST_RELEASE") == "1"
 
@@ -94,13 +127,13 @@ def test_extension_needs_only_the_c_runtime_and_openssl():
     openssl = [lib for lib in needed if _OPENSSL.match(lib)]
     if RELEASE:
         assert openssl == [], needed  # test_tls.py, run beside, shows that TLS works
-        assert not (ext.parent.parent / "rlock.libs").exists()
+        assert not (ext.parent.parent / "rlock_redis.libs").exists()
     else:
         assert sorted(lib.split("-")[0].split(".")[0] for lib in openssl) == ["libcrypto", "libssl"]
     assert all(allowed.match(lib) for lib in needed if lib not in openssl), needed
     for lib in openssl:
         if "-" in lib:  # grafted by auditwheel: shipped in the wheel itself
-            assert (ext.parent.parent / "rlock.libs" / lib).is_file(), lib
+            assert (ext.parent.parent / "rlock_redis.libs" / lib).is_file(), lib
     assert _elf_exports(ext) == ["PyInit__native"]
 
 
