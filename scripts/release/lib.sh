@@ -70,6 +70,65 @@ ensure_release_root() {
   echo "$root"
 }
 
+# CPython 3.14, for the cp314 and cp314t modules' headers and the interpreters that test them:
+# pyenv's are 3.9 to 3.13, Debian ships 3.14 only in sid and no free-threaded build at all, so
+# both flavours are compiled on this host from the upstream tarball of Debian's python3.14
+# source package. The mirror keeps 3.14.7's (sid's Sources index now lists a later one), so
+# the SHA-256 pinned here is the one recorded at the first download of those bytes.
+release_cpython_version=3.14.7
+release_cpython_sha256=3b48dac8fb59f62eaa67ac83c1eb12bda1b7a08406dd286e252c11a66be27f81
+
+# cpython_prefix 3.14|3.14t: where that interpreter is installed (on the host).
+cpython_prefix() { echo "$release_cache/cpython-$release_cpython_version${1#3.14}"; }
+
+# Builds CPython 3.14 (3.14t: free-threaded, --disable-gil) once, with pip (ensurepip), into
+# cpython_prefix; about 5 minutes each on 2 cores, then cached.
+ensure_cpython() {
+  local flavour=$1 prefix tarball src gil=()
+  prefix=$(cpython_prefix "$flavour")
+  [ -x "$prefix/bin/python$flavour" ] && [ -f "$prefix/.rlock-ready" ] && return 0
+  [ "$flavour" = 3.14t ] && gil=(--disable-gil)
+  mkdir -p "$release_cache"
+  tarball=$release_cache/python3.14_$release_cpython_version.orig.tar.xz
+  if ! echo "$release_cpython_sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
+    log "fetching CPython $release_cpython_version's source from Debian" >&2
+    command -v curl >/dev/null || "$repo/scripts/install-deps.sh" curl
+    curl -fsSL -o "$tarball.part" \
+      "$release_mirror/pool/main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz" ||
+      die "could not download CPython $release_cpython_version's source from $release_mirror"
+    echo "$release_cpython_sha256  $tarball.part" | sha256sum -c --status ||
+      die "CPython's source does not have the pinned SHA-256 ($release_cpython_sha256)"
+    mv "$tarball.part" "$tarball"
+  fi
+  # What the interpreter's own modules need to build (ssl, zlib and ctypes for pip and pytest).
+  "$repo/scripts/install-deps.sh" libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev >&2
+  log "building CPython $release_cpython_version ($flavour) in $prefix: about 5 minutes, once" >&2
+  src=$(mktemp -d)
+  (
+    cd "$src"
+    tar -xJf "$tarball" --strip-components=1
+    ./configure --prefix="$prefix" --with-ensurepip=install "${gil[@]}"
+    make -j"${RLOCK_JOBS:-2}"
+    rm -rf "$prefix"
+    make install
+  ) >"$release_cache/cpython-$flavour.log" 2>&1 || {
+    rm -rf "$src"
+    die "building CPython $flavour failed; see $release_cache/cpython-$flavour.log"
+  }
+  rm -rf "$src"
+  "$prefix/bin/python$flavour" -c 'import ssl, zlib, ctypes' ||
+    die "CPython $flavour was built without ssl, zlib or ctypes; see $release_cache/cpython-$flavour.log"
+  touch "$prefix/.rlock-ready"
+}
+
+# The interpreter of a release Python version: pyenv's (3.9 to 3.13), or built by ensure_cpython.
+release_python_bin() {
+  case $1 in
+    3.14 | 3.14t) ensure_cpython "$1" && echo "$(cpython_prefix "$1")/bin/python$1" ;;
+    *) ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$1".*/bin/python"$1" 2>/dev/null | sort -V | tail -n1 ;;
+  esac
+}
+
 openssl_prefix() { echo "/opt/openssl-$1"; }  # inside the root
 
 # Builds OpenSSL's static libraries for an architecture inside the root, once.

@@ -42,8 +42,8 @@ def main() -> None:
         raise SystemExit(f"{args.pkg_info}: no Name line")
     # The file names spell the distribution's name normalized (PEP 427, PEP 503).
     dist_name = re.sub(r"[-_.]+", "_", found.group(1).decode()).lower()
-    if not re.fullmatch(r"cp3\d+-cp3\d+-linux_(x86_64|aarch64)", args.tag):
-        raise SystemExit(f"--tag {args.tag!r} is not cp3N-cp3N-linux_<x86_64|aarch64>")
+    if not re.fullmatch(r"(cp3\d+t?)-\1-linux_(x86_64|aarch64)", args.tag):
+        raise SystemExit(f"--tag {args.tag!r} is not cp3N[t]-cp3N[t]-linux_<x86_64|aarch64>")
     dist_info = f"{dist_name}-{version}.dist-info"
     files: list[tuple[str, bytes]] = []
     for path in sorted(args.package.iterdir()):

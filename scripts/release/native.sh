@@ -3,16 +3,19 @@
 # librlock (shared and static), the rlock CLI and one Python extension per Python version.
 # Needs: $repo, $root (release root), $work (host dir for outputs), lib.sh sourced.
 
-release_python_versions=(3.9 3.10 3.11 3.12 3.13)
+# 3.14t: the free-threaded build (cp314t).
+release_python_versions=(3.9 3.10 3.11 3.12 3.13 3.14 3.14t)
 release_pybind11=3.1.0
 
-# Python's headers come from the pyenv interpreters of this machine (one per version); pybind11's
-# from its wheel on PyPI. Both are copied into the root under /opt.
+# Python's headers come from this machine's interpreters (pyenv's, and the 3.14 builds of
+# ensure_cpython), one per version; pybind11's from its wheel on PyPI. Both are copied into the
+# root under /opt.
 stage_python_headers() {
-  local v dir
+  local v dir python
   for v in "${release_python_versions[@]}"; do
-    dir=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/include/python"$v" 2>/dev/null | sort -V | tail -n1)
-    [ -n "$dir" ] && [ -f "$dir/Python.h" ] ||
+    python=$(release_python_bin "$v")
+    dir=${python%/bin/*}/include/python$v
+    [ -n "$python" ] && [ -f "$dir/Python.h" ] ||
       die "no headers for Python $v: install it with pyenv (pyenv install $v) or set PYENV_ROOT"
     mkdir -p "$root/opt/python/$v"
     rm -rf "$root/opt/python/$v/include" && cp -r "$dir" "$root/opt/python/$v/include"

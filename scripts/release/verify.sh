@@ -2,25 +2,43 @@
 # defines verify_<stage>; verify_release runs them, then loads the cp39 wheel in Debian 11's
 # Python. The ELF and redis-server helpers are lib.sh's. Needs $repo, $root, $dist, $work, $version.
 
-# Each x86_64 wheel in a venv of its own Python version: the wheel, lock, exit and TLS tests.
+# Each x86_64 wheel in a venv of its own Python version: the wheel, lock, exit and TLS tests; the
+# free-threaded cp314t wheel the whole suite, with the GIL off (PYTHON_GIL=0), after showing that
+# importing rlock leaves it off where nothing forces it (the module declares it needs no GIL).
 # Every wheel's module: ELF machine, glibc floor, exports and needed libraries (check_elf).
 verify_wheels() {
-  local v minor wheel python venv arch so tmp
+  local v minor wheel python venv arch so tmp tests gil
   for v in "${release_python_versions[@]}"; do
     minor=${v#3.}
     wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp3"$minor"-cp3"$minor"-manylinux_2_31_x86_64.whl) ||
       die "no x86_64 wheel for Python $v"
-    python=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/python"$v" | sort -V | tail -n1)
+    python=$(release_python_bin "$v")
+    [ -x "$python" ] || die "no Python $v interpreter to test its wheel with"
     venv=$work/venv-$v
     [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$venv/bin/python" -m pip install -q pytest pytest-timeout redis auditwheel >/dev/null
+    tests=(tests/python/test_wheel.py tests/python/test_locks.py tests/python/test_exit.py tests/python/test_tls.py -x)
+    gil=()
+    if [ "$v" = 3.14t ]; then
+      "$venv/bin/python" -m pip install -q -r "$repo/tests/python/requirements.txt" >/dev/null ||
+        die "installing the Python suite's requirements into the $v venv failed"
+      tests=(tests/python)
+      gil=(PYTHON_GIL=0)
+    else
+      "$venv/bin/python" -m pip install -q pytest pytest-timeout redis auditwheel >/dev/null
+    fi
     "$venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel"
     log "Python $v: $(basename "$wheel")"
-    (cd "$repo" && RLOCK_TEST_WHEEL=$wheel RLOCK_TEST_RELEASE=1 RLOCK_REQUIRE_CLI=0 \
+    if [ "$v" = 3.14t ]; then
+      env -u PYTHON_GIL "$venv/bin/python" -W error -c '
+import sys, rlock
+assert not sys._is_gil_enabled(), "importing rlock turned the GIL on"' ||
+        die "the cp314t module does not declare that it runs without the GIL"
+      log "Python $v: the GIL stays off after import rlock"
+    fi
+    (cd "$repo" && env "${gil[@]}" RLOCK_TEST_WHEEL="$wheel" RLOCK_TEST_RELEASE=1 RLOCK_REQUIRE_CLI=0 \
       "$venv/bin/python" -m pytest -q -p no:cacheprovider -o addopts="--import-mode=importlib" \
-      tests/python/test_wheel.py tests/python/test_locks.py tests/python/test_exit.py \
-      tests/python/test_tls.py -x) || die "the tests failed with the Python $v wheel"
+      "${tests[@]}") || die "the tests failed with the Python $v wheel"
   done
   for arch in "${arches[@]}"; do
     for wheel in "$dist"/"$release_python_dist"-"$version"-cp3*-manylinux_2_31_"$arch".whl; do

@@ -11,7 +11,7 @@ build_wheels() {
   raw=$work/raw-wheels
   for arch in "${arches[@]}"; do
     for v in "${release_python_versions[@]}"; do
-      minor=${v#3.}
+      minor=${v#3.}  # 14t for the free-threaded 3.14t
       module=$(ls "$root"/build/native-"$arch"/python/cp3"$minor"/_native.cpython-3"$minor"-*.so) ||
         die "no Python $v module for $arch: run the native stage"
       rm -rf "$raw" && mkdir -p "$raw"
