@@ -1,5 +1,7 @@
-# Stage "jar" of scripts/build-release.sh (sourced): rlock-<v>.jar with librlock_jni.so for
-# linux-x86_64 and linux-aarch64, and rlock-<v>-sources.jar.
+# Stage "jar" of scripts/build-release.sh (sourced): rlock-<v>.jar (module io.rlock) with
+# librlock_jni.so for linux-x86_64 and linux-aarch64, rlock-<v>-sources.jar, rlock-<v>-javadoc.jar
+# and rlock-<v>.pom (the POM as published, coordinates $jar_group:rlock), each with .md5 and .sha1
+# as Maven Central asks; not signed (docs/packaging.md).
 # The JNI library is compiled by the native stage inside the release root (glibc 2.31, OpenSSL and
 # hiredis static), which has neither SWIG nor a JDK: stage_jni, run before build_native, runs SWIG
 # here on the host once (the C wrapper for every architecture and the .java classes from the same
@@ -10,6 +12,7 @@
 # the JDK's include directory (jni.h, linux/jni_md.h).
 jar_swig=/build/jar-swig
 jar_jni_include=/opt/jni/include
+jar_group=io.github.rlock  # bindings/java/pom.xml's groupId
 
 # The cmake options build_native adds so that the JNI library is built too.
 jar_native_cmake_options() {
@@ -52,9 +55,10 @@ jar_native_lib() {
   echo "$root${RLOCK_JAR_NATIVE_TREES:-/build/native-}$1/bindings/java/native/librlock_jni.so"
 }
 
-# Maven on the dev build's pom: the libraries of $work/jar/natives, the classes of the SWIG run.
+# Maven on the dev build's pom: the libraries of $work/jar/natives, the classes of the SWIG run;
+# its release profile adds the javadoc jar and the published POM.
 jar_mvn() {
-  mvn -B -Dstyle.color=never -f "$repo/bindings/java/pom.xml" "$@" package \
+  mvn -B -Dstyle.color=never -f "$repo/bindings/java/pom.xml" -Prelease "$@" package \
     "-Drevision=$version" \
     "-Drlock.build.dir=$work/jar/maven" \
     "-Drlock.native.dir=$work/jar/natives/native/linux-x86_64" \
@@ -98,7 +102,8 @@ build_jar() {
     log "Maven lacks plugins offline; running it online"
     jar_mvn "${its[@]}" || die "Maven failed to pack the jar; see $work/jar.log"
   }
-  cp "$work/jar/maven/rlock-$version.jar" "$dist/"
+  cp "$work/jar/maven/rlock-$version.jar" "$work/jar/maven/rlock-$version-javadoc.jar" \
+    "$work/jar/maven/rlock-$version.pom" "$dist/"
   mkdir -p "$work/jar/meta/META-INF"
   cp "$(third_party_notices)" "$work/jar/meta/META-INF/"
   "$jdk/bin/jar" --update --file "$dist/rlock-$version.jar" -C "$work/jar/meta" META-INF/THIRD-PARTY-NOTICES
@@ -106,12 +111,58 @@ build_jar() {
   rm -f "$dist/rlock-$version-sources.jar"
   "$jdk/bin/jar" --create --file "$dist/rlock-$version-sources.jar" \
     -C "$repo/bindings/java/src/main/java" . -C "$root$jar_swig/java" .
+  local f
+  for f in "" -sources.jar -javadoc.jar .pom; do
+    f=$dist/rlock-$version${f:-.jar}
+    md5sum "$f" | cut -d' ' -f1 >"$f.md5"
+    sha1sum "$f" | cut -d' ' -f1 >"$f.sha1"
+  done
+}
+
+# A named-module user of the jar (tests/release/java/modular, without Micrometer): compiled for
+# Java 11 against the jar as a module, run with both on the module path; it takes and releases a
+# lock, so the module's descriptor, exports and the JNI library's loading from it all work.
+# Runs while verify_jar's redis-server does (stopped here on failure).
+jar_modular_check() {
+  local jar=$1 tmp=$2 jdk=$3 sources
+  mapfile -t sources < <(find "$repo/tests/release/java/modular" -name '*.java')
+  rm -rf "$tmp/modular" && mkdir -p "$tmp/modular"
+  "$jdk/bin/javac" --release 11 -Xlint:all -Werror --module-path "$jar" -d "$tmp/modular" \
+    "${sources[@]}" >"$tmp/modular.log" 2>&1 || {
+    stop_redis
+    die "verify_jar: the modular user (requires io.rlock) did not compile against $jar;" \
+      "see $tmp/modular.log"
+  }
+  "$jdk/bin/java" -Djava.library.path="$tmp/empty" --module-path "$jar:$tmp/modular" \
+    -m rlock.release.modular/rlock.release.modular.ModularLock \
+    "redis://127.0.0.1:$redis_port" "$version" >"$tmp/modular.log" 2>&1 || {
+    stop_redis
+    die "verify_jar: the modular user did not take a lock with module io.rlock;" \
+      "see $tmp/modular.log"
+  }
+  log "jar: modular: $(cat "$tmp/modular.log")"
 }
 
 verify_jar() {
   local jar=$dist/rlock-$version.jar tmp=$work/verify-jar arch so summary url rc=0 jdk
   jdk=$(jar_jdk_home)
   [ -f "$jar" ] || die "verify_jar: no $jar (run the jar stage)"
+  python3 "$repo/scripts/release/check_central.py" "$dist" "$jar_group" rlock "$version" \
+    --optional io.micrometer:micrometer-core --release 11 >"$work/central.log" 2>&1 ||
+    die "verify_jar: the Java artifacts miss what Maven Central requires:" \
+      "$(tr '\n' ';' <"$work/central.log")"
+  log "jar: $(cat "$work/central.log")"
+  # The jar is module io.rlock, exporting its API and not io.rlock.internal (the SWIG classes).
+  summary=$("$jdk/bin/jar" --describe-module --file "$jar" 2>&1) ||
+    die "verify_jar: jar --describe-module failed on $jar: $summary"
+  grep -q "^io\.rlock@$version jar:" <<<"$summary" &&
+    grep -qx 'exports io\.rlock' <<<"$summary" &&
+    grep -qx 'exports io\.rlock\.micrometer' <<<"$summary" &&
+    ! grep -q '^exports io\.rlock\.internal' <<<"$summary" ||
+    die "verify_jar: $jar is not module io.rlock@$version exporting io.rlock and" \
+      "io.rlock.micrometer only: $(tr '\n' ';' <<<"$summary")"
+  log "jar: module $(head -n1 <<<"$summary" | cut -d' ' -f1)," \
+    "exports $(grep '^exports' <<<"$summary" | cut -d' ' -f2 | paste -sd' ')"
   rm -rf "$tmp" && mkdir -p "$tmp/x" "$tmp/empty"
   (cd "$tmp/x" && unzip -q "$jar") || die "verify_jar: $jar is not a zip file"
   for f in io/rlock/RedisLockClient.class io/rlock/internal/RlockNativeJNI.class \
@@ -136,6 +187,7 @@ verify_jar() {
     [ "$rc" = 0 ] || break
     log "jar: ${url%%\?*}: $(cat "$tmp/java.log")"
   done
+  [ "$rc" != 0 ] || jar_modular_check "$jar" "$tmp" "$jdk"
   stop_redis
   [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock at $url;" \
     "see $tmp/java.log"

@@ -58,6 +58,9 @@ import java.util.function.ToDoubleFunction;
  * <p>A client built with statistics off binds nothing. After the client is closed, the meters
  * keep the last values read. Lock names are never tags (they are unbounded).
  */
+// "exports": its API is Micrometer's, which module io.rlock requires static but not transitive
+// (module-info.java says why); its users require micrometer.core themselves.
+@SuppressWarnings("exports")
 public final class RedisLockMetrics implements MeterBinder {
   private final RedisLockClient client;
   private final Tags tags;
