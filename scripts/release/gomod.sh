@@ -49,9 +49,9 @@ build_gomod() {
 # path pointing at a librlock.
 gomod_env() {
   local proxy=$1 home=$2
-  echo GOPROXY=file://$proxy GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local GOWORK=off \
-    GOTELEMETRY=off GOPATH=$home/gopath GOMODCACHE=$home/gopath/pkg/mod PKG_CONFIG=/bin/false \
-    PKG_CONFIG_PATH= LIBRARY_PATH= LD_LIBRARY_PATH= CGO_ENABLED=1
+  echo "GOPROXY=file://$proxy GOSUMDB=off GOFLAGS=-mod=mod GOTOOLCHAIN=local GOWORK=off" \
+    "GOTELEMETRY=off GOPATH=$home/gopath GOMODCACHE=$home/gopath/pkg/mod PKG_CONFIG=/bin/false" \
+    "PKG_CONFIG_PATH= LIBRARY_PATH= LD_LIBRARY_PATH= CGO_ENABLED=1"
 }
 
 # The consumer of tests/release/gomod built on this host as a new user would, then run.
@@ -90,7 +90,7 @@ gomod_build_in_root() {
   local arch=$1 v=/build/gomod-verify cc=gcc goarch
   goarch=$(gomod_goarch "$arch")
   [ "$arch" = aarch64 ] && cc=aarch64-linux-gnu-gcc
-  rm -rf "$root$v/$arch" && mkdir -p "$root$v/$arch"
+  rm -rf "${root:?}$v/$arch" && mkdir -p "$root$v/$arch"
   cp -r "$repo/tests/release/gomod" "$root$v/$arch/src"
   # shellcheck disable=SC2046 # gomod_env's words are NAME=value pairs without spaces
   in_root "$root" env PATH=/build/deb-go/bin:/usr/bin:/bin GOROOT=/build/deb-go HOME=/root \

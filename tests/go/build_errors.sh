@@ -42,8 +42,10 @@ cd "$tmp"
 
 out=$(CGO_ENABLED=0 "$go" build -o /dev/null . 2>&1) && fail "the consumer built with CGO_ENABLED=0"
 errors=$(grep -v '^#' <<<"$out" || true)
-[ "$(grep -c . <<<"$errors")" = 1 ] && grep -q 'undefined: rlock_needs_cgo__set_CGO_ENABLED_1_and_install_gcc$' <<<"$errors" ||
+if [ "$(grep -c . <<<"$errors")" != 1 ] ||
+  ! grep -q 'undefined: rlock_needs_cgo__set_CGO_ENABLED_1_and_install_gcc$' <<<"$errors"; then
   fail "CGO_ENABLED=0: not the one cgo error: $out"
+fi
 echo "CGO_ENABLED=0: $errors"
 
 if [ -d "$binding/internal/native/include" ]; then
@@ -56,12 +58,13 @@ else
   first=$(grep -m1 'error' <<<"$out" || true)
   grep -q 'no bundled librlock in this copy of the rlock Go module.*-tags rlock_shared' <<<"$first" ||
     fail "without a bundled librlock the first error is not the message: $out"
-  echo "no bundled librlock: $(sed 's/.*error: //' <<<"$first")"
+  echo "no bundled librlock: ${first#*error: }"
 fi
 
 files=$(GOOS=freebsd GOARCH=amd64 CGO_ENABLED=1 "$go" list -f '{{join .CgoFiles " "}}' "$binding")
-grep -qw link_unsupported.go <<<"$files" && ! grep -qw link_bundled.go <<<"$files" ||
+if ! grep -qw link_unsupported.go <<<"$files" || grep -qw link_bundled.go <<<"$files"; then
   fail "for freebsd/amd64 the package's cgo files are not link_unsupported.go without link_bundled.go: $files"
+fi
 out=$("${CC:-cc}" -fsyntax-only -I"$binding/internal/native/unsupported" -x c "$binding/shim.h" 2>&1) &&
   fail "shim.h compiled with the unsupported platform's rlock.h"
 grep -q 'bundles librlock only for linux/amd64 and linux/arm64.*-tags rlock_shared.*-tags rlock_static' <<<"$out" ||
