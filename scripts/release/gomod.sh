@@ -62,7 +62,9 @@ gomod_check_host() {
   (cd "$tmp/src" && env "${env[@]}" GOCACHE="$work/gocache" go get "$gomod_path@v$version" &&
     env "${env[@]}" GOCACHE="$work/gocache" go build -o "$tmp/out/rlock-gomod-check" .) >>"$log" 2>&1 ||
     die "go get + go build of the consumer against the module proxy files failed; see $log"
-  log "gomod: go get wrote to go.sum: $(grep "^$gomod_path v$version h1:" "$tmp/src/go.sum" || echo nothing)"
+  gomod_sum=$(sed -n "s|^$gomod_path v$version \(h1:.*\)|\1|p" "$tmp/src/go.sum")
+  [ -n "$gomod_sum" ] || die "go get wrote no hash of $gomod_path v$version to go.sum; see $log"
+  log "gomod: go get wrote to go.sum: $gomod_path v$version $gomod_sum"
   gomod_check_binary "$tmp/out/rlock-gomod-check" x86_64
   # Without cgo the package's one error says what to do.
   out=$(cd "$tmp/src" && env "${env[@]}" CGO_ENABLED=0 GOCACHE="$work/gocache" go build -o /dev/null . 2>&1) &&
@@ -73,6 +75,29 @@ gomod_check_host() {
     die "CGO_ENABLED=0 go build of the consumer did not fail with just the cgo message: $out"
   fi
   log "gomod: with CGO_ENABLED=0 the build fails with: $(grep -v '^#' <<<"$out")"
+}
+
+# The release tag at work: a clone of this repository with bindings/go replaced by the module
+# tree, committed and tagged bindings/go/v<version> as docs/go.md says; the go command fetches
+# the module from that tag (git's insteadOf points github.com/rlock/rlock at the clone) and must
+# get the same h1: hash as from the proxy zip, i.e. the same files.
+gomod_check_tag() {
+  local tmp=$1 want=$2 tree=$work/gomod/$gomod_path@v$version clone=$1/tag-repo got
+  git clone -q "$repo" "$clone" || die "git clone of $repo failed"
+  find "$clone/bindings/go" -mindepth 1 -maxdepth 1 ! -name otel -exec rm -rf {} +
+  cp -a "$tree/." "$clone/bindings/go/"
+  git -C "$clone" add -A -f bindings/go
+  git -C "$clone" -c user.name="rlock release" -c user.email=release@rlock.invalid \
+    commit -q -m "Go module v$version with librlock bundled" || die "committing the module tree failed"
+  git -C "$clone" tag "bindings/go/v$version"
+  printf '[url "file://%s"]\n\tinsteadOf = https://github.com/rlock/rlock\n' "$clone" >"$tmp/gitconfig"
+  got=$(cd "$tmp" && env GIT_CONFIG_GLOBAL="$tmp/gitconfig" GOPROXY=direct GOPRIVATE=github.com/rlock \
+    GOSUMDB=off GOFLAGS= GOTOOLCHAIN=local GOTELEMETRY=off GOPATH="$tmp/tag-gopath" \
+    GOMODCACHE="$tmp/tag-gopath/pkg/mod" go mod download -json "$gomod_path@v$version" 2>>"$work/gomod-verify.log" |
+    sed -n 's/^[[:space:]]*"Sum": "\(.*\)",*$/\1/p')
+  [ -n "$got" ] || die "the go command could not fetch the module from a tag bindings/go/v$version; see $work/gomod-verify.log"
+  [ "$got" = "$want" ] || die "the module from the tag bindings/go/v$version has $got, the proxy zip $want: their files differ"
+  log "gomod: a release tag bindings/go/v$version of the module tree gives the zip's hash ($got)"
 }
 
 # An ARCH executable linking librlock.a: no RPATH/RUNPATH, no librlock needed.
@@ -127,6 +152,7 @@ verify_gomod() {
   if in_root "$root" ldconfig -p | grep -q librlock; then die "the release root has a librlock installed: dpkg -r librlock there"; fi
   tmp=$(mktemp -d)
   gomod_check_host "$tmp"
+  gomod_check_tag "$tmp" "$gomod_sum"
   deb_ensure_go
   rm -rf "$root/build/gomod-verify" && mkdir -p "$root/build/gomod-verify"
   cp -r "$dist/goproxy" "$root/build/gomod-verify/goproxy"
