@@ -52,7 +52,7 @@ setup_go() {
     die "build/pkgconfig/rlock-uninstalled.pc is missing: build the main tree first (cmake --build build)"
   mkdir -p "$out/go"
   (cd "$root/bench/go" &&
-    PKG_CONFIG_PATH=$root/build/pkgconfig GOTOOLCHAIN=local go build -o "$go_bin" .)
+    PKG_CONFIG_PATH=$root/build/pkgconfig GOTOOLCHAIN=local go build -tags rlock_shared -o "$go_bin" .)
 }
 
 setup_java() {

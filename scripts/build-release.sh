@@ -1,29 +1,30 @@
 #!/usr/bin/env bash
 # Builds every release artifact into dist/ (see docs/packaging.md):
-#   wheels  rlock_redis-<v>-cp3N-cp3N-manylinux_2_31_{x86_64,aarch64}.whl for CPython 3.9-3.13, an sdist
+#   wheels  rlock_redis-<v>-cp3N-cp3N-manylinux_2_31_{x86_64,aarch64}.whl for CPython 3.9-3.14 and 3.14t, an sdist
 #           (the PyPI distribution rlock-redis; the package is rlock)
 #   jar     rlock-<v>.jar with native/linux-x86_64 and native/linux-aarch64
 #   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
+#   gomod   goproxy/github.com/rlock/rlock/bindings/go/@v/: the Go module with librlock.a bundled
 # Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap
 # and cached in $RLOCK_RELEASE_CACHE (default /var/cache/rlock-release); needs root.
 # Usage: scripts/build-release.sh [--verify | --verify-only] [--arch x86_64|aarch64|all] [--only STAGES]
 #   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
 #   --verify-only  checks the artifacts already in dist/, builds nothing
 #   --arch         the architectures to build (default all)
-#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb (default all)
+#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod (default all)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 verify=0
 build=1
 arches=(x86_64 aarch64)
-only=native,sdist,wheels,jar,deb
+only=native,sdist,wheels,jar,deb,gomod
 while [ $# -gt 0 ]; do
   case $1 in
     --verify) verify=1 ;;
     --verify-only) verify=1; build=0 ;;
     --arch) shift; case ${1:-} in all) ;; x86_64|aarch64) arches=("$1") ;; *) echo "--arch: x86_64, aarch64 or all" >&2; exit 2 ;; esac ;;
     --only) shift; only=${1:?--only needs a list of stages} ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -49,7 +50,7 @@ if [ "$build" = 1 ] && wants native; then
   for arch in "${arches[@]}"; do build_native "$arch"; done
 fi
 stages=()
-for stage in sdist wheels jar deb; do
+for stage in sdist wheels jar deb gomod; do
   if [ -f "$repo/scripts/release/$stage.sh" ]; then
     [ "$stage" = jar ] || source "$repo/scripts/release/$stage.sh"
     stages+=("$stage")

@@ -73,9 +73,9 @@ go_checks() {
   out=$(gofmt -l bindings/go bench/go)
   [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; return 1; }
   (cd bindings/go &&
-    env PKG_CONFIG_PATH="$build/pkgconfig" GOTOOLCHAIN=local CGO_ENABLED=1 go vet ./... &&
+    env PKG_CONFIG_PATH="$build/pkgconfig" GOTOOLCHAIN=local CGO_ENABLED=1 go vet -tags rlock_shared ./... &&
     env PKG_CONFIG_PATH="$build/pkgconfig" GOTOOLCHAIN=local CGO_ENABLED=1 \
-      "$tools/staticcheck" ./...)
+      "$tools/staticcheck" -tags rlock_shared ./...)
 }
 
 # Maven, showing only javac's warnings and the errors (-q would hide which warning failed).

@@ -1,10 +1,12 @@
 // Package rlock provides distributed locks on Redis that keep Redisson's on-Redis layout, so
 // Go programs contend for the same locks as rlock's C, Python and Java users and as JVMs using
-// Redisson. It wraps the rlock C library through cgo (#cgo pkg-config: rlock).
+// Redisson. It wraps the rlock C library through cgo.
 //
-// Built with -tags rlock_static, it links the static librlock.a instead (#cgo pkg-config:
-// rlock-static, which names the archive with hiredis and OpenSSL inside), so the program needs
-// no librlock.so at run time; libstdc++ and libc stay shared.
+// A released module carries the static librlock.a (hiredis and OpenSSL inside) for linux/amd64
+// and linux/arm64, which the default build links: go get and go build need only Go and
+// gcc/g++, and the program needs no librlock at run time; libstdc++ and libc stay shared.
+// -tags rlock_static links an installed librlock.a instead (#cgo pkg-config: rlock-static),
+// -tags rlock_shared an installed or built librlock.so (#cgo pkg-config: rlock).
 //
 //	client, err := rlock.NewClient("redis://127.0.0.1:6379") // "" = $RLOCK_URL or that default
 //	if err != nil {

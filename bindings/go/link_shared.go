@@ -1,9 +1,9 @@
-//go:build !rlock_static
+//go:build rlock_shared && !rlock_static
 
 package rlock
 
-// The default: link librlock.so, found through rlock.pc (the build tree's rlock-uninstalled.pc
-// in the project's own tests).
+// go build -tags rlock_shared: link librlock.so, found through rlock.pc (an installed .deb's, or
+// a build tree's rlock-uninstalled.pc, as the project's own tests use).
 
 /*
 #cgo pkg-config: rlock

@@ -1,4 +1,4 @@
-//go:build !rlock_static
+//go:build rlock_shared && !rlock_static
 
 package main
 
