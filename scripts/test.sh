@@ -7,7 +7,7 @@
 # Redisson interop tests (tests/redisson, JUnit
 # with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
 # a build without TLS (scripts/test-notls.sh), the release artifacts built in a Debian 11 root
-# and checked (scripts/build-release.sh --verify: wheels for CPython 3.9-3.13, the sdist, the
+# and checked (scripts/build-release.sh --verify: wheels for CPython 3.9-3.14 and 3.14t, the sdist, the
 # jar, the .deb, the Go module; needs root),
 # then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
 # 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
