@@ -11,7 +11,8 @@
 #   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
 #   --verify-only  checks the artifacts already in dist/, builds nothing
 #   --arch         the architectures to build (default all)
-#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod (default all)
+#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod (default all); with
+#                  --verify-only, "arm64" runs only the aarch64 wheel and jar under qemu
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 verify=0
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     --verify-only) verify=1; build=0 ;;
     --arch) shift; case ${1:-} in all) ;; x86_64|aarch64) arches=("$1") ;; *) echo "--arch: x86_64, aarch64 or all" >&2; exit 2 ;; esac ;;
     --only) shift; only=${1:?--only needs a list of stages} ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -34,6 +35,7 @@ wants() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 source "$repo/scripts/release/lib.sh"
 source "$repo/scripts/release/native.sh"
 source "$repo/scripts/release/jar.sh"  # stage_jni and the JNI library's cmake options, for native
+source "$repo/scripts/release/arm64.sh"  # verify_arm64_run: the aarch64 wheel and jar under qemu
 dist=$repo/dist
 work=$repo/build/release
 mkdir -p "$dist" "$work"

@@ -1,6 +1,6 @@
 # Checks the release artifacts (sourced by scripts/build-release.sh --verify): each stage file
 # defines verify_<stage>; verify_release runs them, then loads the cp39 wheel in Debian 11's
-# Python. The ELF and redis-server helpers are lib.sh's. Needs $repo, $root, $dist, $work, $version.
+# Python and runs the aarch64 wheel and jar under qemu (arm64.sh). The ELF and redis-server helpers are lib.sh's. Needs $repo, $root, $dist, $work, $version.
 
 # Each x86_64 wheel in a venv of its own Python version: the wheel, lock, exit and TLS tests; the
 # free-threaded cp314t wheel the whole suite, with the GIL off (PYTHON_GIL=0), after showing that
@@ -126,5 +126,9 @@ verify_release() {
     fi
   done
   if wants wheels; then verify_wheel_in_root; fi
+  if [[ " ${arches[*]} " == *" aarch64 "* ]] && { wants wheels || wants jar || wants arm64; }; then
+    log "verifying the aarch64 wheel and jar by running them (qemu)"
+    verify_arm64_run
+  fi
   log "release artifacts verified"
 }
