@@ -42,8 +42,9 @@ def main() -> None:
         raise SystemExit(f"{args.pkg_info}: no Name line")
     # The file names spell the distribution's name normalized (PEP 427, PEP 503).
     dist_name = re.sub(r"[-_.]+", "_", found.group(1).decode()).lower()
-    if not re.fullmatch(r"(cp3\d+t?)-\1-linux_(x86_64|aarch64)", args.tag):
-        raise SystemExit(f"--tag {args.tag!r} is not cp3N[t]-cp3N[t]-linux_<x86_64|aarch64>")
+    # A free-threaded build's ABI tag ends in t; its Python tag does not (cp314-cp314t).
+    if not re.fullmatch(r"(cp3\d+)-\1t?-linux_(x86_64|aarch64)", args.tag):
+        raise SystemExit(f"--tag {args.tag!r} is not cp3N-cp3N[t]-linux_<x86_64|aarch64>")
     dist_info = f"{dist_name}-{version}.dist-info"
     files: list[tuple[str, bytes]] = []
     for path in sorted(args.package.iterdir()):

@@ -10,7 +10,7 @@ verify_wheels() {
   local v minor wheel python venv arch so tmp tests gil
   for v in "${release_python_versions[@]}"; do
     minor=${v#3.}
-    wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp3"$minor"-cp3"$minor"-manylinux_2_31_x86_64.whl) ||
+    wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp3"${minor%t}"-cp3"$minor"-manylinux_2_31_x86_64.whl) ||
       die "no x86_64 wheel for Python $v"
     python=$(release_python_bin "$v")
     [ -x "$python" ] || die "no Python $v interpreter to test its wheel with"

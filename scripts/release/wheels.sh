@@ -11,19 +11,19 @@ build_wheels() {
   raw=$work/raw-wheels
   for arch in "${arches[@]}"; do
     for v in "${release_python_versions[@]}"; do
-      minor=${v#3.}  # 14t for the free-threaded 3.14t
+      minor=${v#3.}  # 14t for the free-threaded 3.14t, whose wheels are cp314-cp314t
       module=$(ls "$root"/build/native-"$arch"/python/cp3"$minor"/_native.cpython-3"$minor"-*.so) ||
         die "no Python $v module for $arch: run the native stage"
       rm -rf "$raw" && mkdir -p "$raw"
       "$venv/bin/python" "$repo/scripts/release/make_wheel.py" --pkg-info "$pkg_info" \
         --package "$repo/python/rlock" --module "$module" --license "$repo/LICENSE" --license "$notices" \
-        --tag "cp3$minor-cp3$minor-linux_$arch" --out "$raw" >/dev/null
+        --tag "cp3${minor%t}-cp3$minor-linux_$arch" --out "$raw" >/dev/null
       # --plat auto: auditwheel names only the host's architecture among its --plat choices, but
       # reads the policy of the wheel's own; the name it gives is checked below.
       PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair --only-plat --plat auto \
         -w "$dist" "$raw"/*.whl >"$work/auditwheel-$arch-$v.log" 2>&1 ||
         die "auditwheel refused the $arch wheel for Python $v; see $work/auditwheel-$arch-$v.log"
-      [ -f "$dist/$release_python_dist-$version-cp3$minor-cp3$minor-manylinux_2_31_$arch.whl" ] ||
+      [ -f "$dist/$release_python_dist-$version-cp3${minor%t}-cp3$minor-manylinux_2_31_$arch.whl" ] ||
         die "the $arch wheel for Python $v is not manylinux_2_31: $(ls "$dist" | grep "cp3$minor-.*$arch" || true)"
     done
   done
