@@ -173,18 +173,22 @@ def _acquire(attempt: Callable[[bool, List[Any]], _T], undo: Callable[[], None])
 # ---- client ---------------------------------------------------------------------------------
 
 _live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+# Iterating a WeakSet runs Python code, during which another thread may add to it ("changed size
+# during iteration"), with or without the GIL.
+_live_clients_mu = threading.Lock()
 
-# Guards a forked child's reconnects; made anew in each child, since a thread of the parent
-# may have held it at the fork.
+# Guards a forked child's reconnects. Both locks are made anew in each child, since a thread of
+# the parent may have held one at the fork.
 _reconnect_mu = threading.Lock()
 
 
-def _new_reconnect_lock() -> None:
-    global _reconnect_mu
+def _new_locks() -> None:
+    global _reconnect_mu, _live_clients_mu
     _reconnect_mu = threading.Lock()
+    _live_clients_mu = threading.Lock()
 
 
-os.register_at_fork(after_in_child=_new_reconnect_lock)
+os.register_at_fork(after_in_child=_new_locks)
 
 
 def _made_here(pid: int, what: str) -> None:
@@ -202,7 +206,9 @@ def _at_exit() -> None:
     # No lost-lock callback may enter Python once the interpreter starts finalizing.
     _native._shutdown()
     # Release what is still held (best effort) rather than leave it until the lease runs out.
-    for client in list(_live_clients):
+    with _live_clients_mu:
+        clients = list(_live_clients)
+    for client in clients:
         try:
             client.close()
         except Exception:
@@ -328,7 +334,8 @@ class Client:
         )
         self._pid = os.getpid()
         self._native = self._connect()
-        _live_clients.add(self)
+        with _live_clients_mu:
+            _live_clients.add(self)
 
     # -- lifetime
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import sys
 import threading
 import uuid
@@ -32,6 +33,15 @@ CALLING_THREAD = 0  # RLOCK_THREAD_CURRENT: the library uses the calling OS thre
 
 _numbers = itertools.count(1 << 40)
 _numbers_mu = threading.Lock()
+
+
+def _new_lock() -> None:
+    # A thread of the parent may have held it at the fork.
+    global _numbers_mu
+    _numbers_mu = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock)
 
 
 def new_number() -> int:

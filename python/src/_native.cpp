@@ -68,18 +68,24 @@ void check(int rc) {
 }
 
 // code -> exception class, set once by rlock/_errors.py. Kept alive for the life of the process
-// (never decref'd at exit, when the interpreter may be gone).
-PyObject* g_error_classes = nullptr;  // dict
-PyObject* g_error_default = nullptr;  // class
+// (never decref'd at exit, when the interpreter may be gone). The dict is a private copy that
+// nothing mutates, so the borrowed lookups below stay valid without the GIL; atomics because
+// any thread may raise while the module is still being imported by another.
+std::atomic<PyObject*> g_error_classes{nullptr};  // dict
+std::atomic<PyObject*> g_error_default{nullptr};  // class
 
 void raise_native(const NativeError& e) {
   PyObject* cls = nullptr;
-  if (g_error_classes != nullptr) {
+  PyObject* classes = g_error_classes.load();
+  if (classes != nullptr) {
     py::int_ key(e.code);
-    cls = PyDict_GetItemWithError(g_error_classes, key.ptr());  // borrowed
+    cls = PyDict_GetItemWithError(classes, key.ptr());  // borrowed
     if (cls == nullptr && PyErr_Occurred()) return;
   }
-  if (cls == nullptr) cls = g_error_default != nullptr ? g_error_default : PyExc_RuntimeError;
+  if (cls == nullptr) {
+    PyObject* fallback = g_error_default.load();
+    cls = fallback != nullptr ? fallback : PyExc_RuntimeError;
+  }
   py::object exc = py::reinterpret_borrow<py::object>(cls)(py::str(e.message));
   exc.attr("code") = e.code;
   PyErr_SetObject(cls, exc.ptr());
@@ -454,20 +460,23 @@ class Handle {
     });
   }
 
+  // Runs fn(raw) with the handle kept open; the caller has released the GIL (close() may hold
+  // mu_ while it waits for a callback that needs the GIL).
+  template <class F>
+  auto locked(F&& fn) {
+    std::shared_lock<std::shared_mutex> guard(mu_);
+    if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
+    return fn(raw_);
+  }
+
   // Runs fn(raw) with the GIL released and the handle kept open.
   template <class F>
   auto call(F&& fn) {
-    return without_gil([&] {
-      std::shared_lock<std::shared_mutex> guard(mu_);
-      if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
-      return fn(raw_);
-    });
+    return without_gil([&] { return locked(std::forward<F>(fn)); });
   }
 
   T* raw() {
-    std::shared_lock<std::shared_mutex> guard(mu_);
-    if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
-    return raw_;
+    return call([](T* raw) { return raw; });
   }
 
   // One acquire through attempt(raw, wait_ms, owner, cancel_token) -> status. True when
@@ -603,15 +612,18 @@ class NativeClient {
 
   ~NativeClient() { close(); }
 
+  // mu_ is taken without the GIL: a call holding it shared (set_event_callback(None)) may be
+  // waiting for an event callback that needs the GIL.
   void close() {
-    rlock_client* client;
-    {
-      std::unique_lock<std::shared_mutex> guard(mu_);
-      client = std::exchange(client_, nullptr);
-    }
-    if (client == nullptr) return;
-    if (forked_since(pid_)) return;                              // see the file comment
-    maybe_without_gil([client] { rlock_client_free(client); });  // releases holds: round trips
+    maybe_without_gil([this] {
+      rlock_client* client;
+      {
+        std::unique_lock<std::shared_mutex> guard(mu_);
+        client = std::exchange(client_, nullptr);
+      }
+      if (client == nullptr || forked_since(pid_)) return;  // see the file comment
+      rlock_client_free(client);                            // releases holds: round trips
+    });
   }
 
   bool closed() {
@@ -680,10 +692,10 @@ class NativeClient {
         return with_client(
             [&](rlock_client* c) { return rlock_client_set_event_callback(c, nullptr, nullptr); });
       }));
-      event_callback_ = py::none();
+      swap_event_callback(py::none());
       return;
     }
-    event_callback_ = std::move(fn);  // read under the GIL by the trampoline
+    swap_event_callback(std::move(fn));
     check(without_gil([&] {
       return with_client([&](rlock_client* c) {
         return rlock_client_set_event_callback(c, &NativeClient::event_trampoline, this);
@@ -698,6 +710,22 @@ class NativeClient {
   }
 
  private:
+  // The trampoline reads event_callback_ on the event thread while Python threads replace it:
+  // without the GIL (free-threaded build) a bare read could take a reference to an object being
+  // freed. The old one is dropped after the mutex, as dropping it may run Python code.
+  void swap_event_callback(py::object fn) {
+    py::object old;
+    {
+      std::lock_guard<std::mutex> guard(callback_mu_);
+      old = std::exchange(event_callback_, std::move(fn));
+    }
+  }
+
+  py::object event_callback() {
+    std::lock_guard<std::mutex> guard(callback_mu_);
+    return event_callback_;
+  }
+
   static py::tuple histogram(const rlock_histogram& h) {
     py::list buckets(RLOCK_HISTOGRAM_BUCKETS);
     for (size_t i = 0; i < RLOCK_HISTOGRAM_BUCKETS; ++i) buckets[i] = py::int_(h.buckets[i]);
@@ -715,7 +743,7 @@ class NativeClient {
     try {
       py::gil_scoped_acquire gil;
       auto* self = static_cast<NativeClient*>(payload);
-      py::object fn = self->event_callback_;
+      py::object fn = self->event_callback();
       if (!fn.is_none()) {
         try {
           fn(static_cast<int>(event->kind), event->unix_time_us,
@@ -739,7 +767,9 @@ class NativeClient {
   pid_t pid_ = getpid();
   std::shared_ptr<ProbeCount> probes_ = std::make_shared<ProbeCount>();
   // Declared after client_ but only dropped by the destructor after close() freed the client,
-  // which waits for a running event callback.
+  // which waits for a running event callback. Held only to copy or swap the pointer: nothing
+  // that needs the GIL or another lock is done under it.
+  std::mutex callback_mu_;
   py::object event_callback_ = py::none();
 };
 
@@ -946,14 +976,24 @@ class NativeLock {
   }
 
   // fn(name: bytes, thread_id: int, reason: int) on the watchdog thread, or None to clear.
+  // Threads may call it at once: the registration is made once (register_mu_, without the
+  // GIL), and callback_ is swapped under callback_mu_, the old one dropped after it.
   void set_lost_callback(py::object fn) {
-    if (!registered_ && !fn.is_none()) {
-      check(call([&](rlock_lock* lock) {
-        return rlock_lock_set_lost_callback(lock, &NativeLock::lost_trampoline, this);
-      }));
-      registered_ = true;
+    if (!fn.is_none()) {
+      without_gil([this] {
+        std::lock_guard<std::mutex> guard(register_mu_);
+        if (registered_) return;
+        check(handle_.locked([this](rlock_lock* lock) {
+          return rlock_lock_set_lost_callback(lock, &NativeLock::lost_trampoline, this);
+        }));
+        registered_ = true;
+      });
     }
-    callback_ = std::move(fn);  // read under the GIL by the trampoline
+    py::object old;
+    {
+      std::lock_guard<std::mutex> guard(callback_mu_);
+      old = std::exchange(callback_, std::move(fn));
+    }
   }
 
   rlock_lock* raw() { return handle_.raw(); }
@@ -969,7 +1009,11 @@ class NativeLock {
     try {
       py::gil_scoped_acquire gil;
       auto* self = static_cast<NativeLock*>(payload);
-      py::object fn = self->callback_;
+      py::object fn;
+      {
+        std::lock_guard<std::mutex> guard(self->callback_mu_);
+        fn = self->callback_;
+      }
       if (!fn.is_none()) {
         try {
           fn(py::bytes(name, name_len), thread_id, static_cast<int>(reason));
@@ -984,10 +1028,12 @@ class NativeLock {
     if (--g_inflight == 0) g_inflight_cv.notify_all();
   }
 
-  // Declared before handle_ so that it outlives it: freeing the handle waits for a running
-  // callback, which reads callback_.
+  // Declared before handle_ so that they outlive it: freeing the handle waits for a running
+  // callback, which reads callback_ (under callback_mu_, only to copy it).
+  std::mutex callback_mu_;
   py::object callback_ = py::none();
-  bool registered_ = false;
+  std::mutex register_mu_;
+  bool registered_ = false;  // under register_mu_
   Handle<rlock_lock, rlock_cancel, rlock_lock_free> handle_;
   std::shared_ptr<ProbeCount> probes_;  // the client's
 };
@@ -1374,9 +1420,13 @@ bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& v
 }
 
 void set_error_classes(const py::dict& classes, const py::object& fallback) {
-  if (g_error_classes != nullptr) return;  // once per process
-  g_error_classes = classes.inc_ref().ptr();
-  g_error_default = fallback.inc_ref().ptr();
+  static std::once_flag once;  // once per process
+  std::call_once(once, [&] {
+    PyObject* copy = PyDict_Copy(classes.ptr());
+    if (copy == nullptr) throw py::error_already_set();
+    g_error_default.store(fallback.inc_ref().ptr());
+    g_error_classes.store(copy);
+  });
 }
 
 // Called from an atexit handler: after it returns no lost-lock callback runs Python code.
@@ -1567,7 +1617,9 @@ void def_stats_constants(py::module_& m) {
 
 }  // namespace
 
-PYBIND11_MODULE(_native, m) {
+// Free-threaded CPython (3.13t+): the module's state is guarded by its own mutexes, not by the
+// GIL (docs/threading.md), so importing it leaves the GIL off.
+PYBIND11_MODULE(_native, m, py::mod_gil_not_used()) {
   m.doc() = "rlock's native layer over the C ABI. Use the rlock package, not this module.";
   g_main_thread =
       py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
+import sysconfig
 import time
 from pathlib import Path
 
@@ -11,6 +13,26 @@ import pytest
 import rlock
 
 _REPO = Path(__file__).resolve().parents[2]
+
+
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
+
+
+def require_green(module: str) -> None:
+    """In a green-thread test (or at its module's top): `module` (gevent, eventlet) must be
+    installed, as tests/python/requirements-green.txt lists it; only on a free-threaded build,
+    which may have no wheel of it, does its absence skip. Not imported (see test_eventlet.py)."""
+    if importlib.util.find_spec(module) is not None:
+        return
+    if FREE_THREADED:
+        pytest.skip(
+            f"{module} is not installed: no wheel of it for free-threaded CPython",
+            allow_module_level=True,
+        )
+    pytest.fail(
+        f"{module} is missing although tests/python/requirements-green.txt lists it",
+        pytrace=False,
+    )
 
 
 def owner_field(client: rlock.Client, thread_id: int) -> bytes:

@@ -3,21 +3,20 @@ are owners of their own (by default and sharing one lock object), a waiting one 
 run, and one whose wait an eventlet.Timeout ends leaves nothing held (each scenario in a process
 of its own: eventlet_worker.py)."""
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import require_green
 
 WORKER = Path(__file__).with_name("eventlet_worker.py")
 GREENLETS, ROUNDS = 8, 5  # as in eventlet_worker.py
 
-# tests/python/requirements.txt installs it. Not imported here: importing eventlet makes every
-# later fork() in this process warn, which the fork tests treat as an error.
-if importlib.util.find_spec("eventlet") is None:
-    pytest.skip("eventlet is not installed", allow_module_level=True)
+# Not imported here: importing eventlet makes every later fork() in this process warn, which the
+# fork tests treat as an error.
+require_green("eventlet")
 
 
 def run_eventlet(redis_url: str, name: str, scenario: str) -> dict:

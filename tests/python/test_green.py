@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 import rlock
+from helpers import require_green
 
 WORKER = Path(__file__).with_name("green_worker.py")
 GREENLETS, ROUNDS = 8, 5  # as in green_worker.py
 
-pytest.importorskip("gevent")  # tests/python/requirements.txt installs it
-
 
 def run_green(redis_url: str, name: str, scenario: str) -> dict:
+    require_green("gevent")  # the real-thread tests below run without it
     out = subprocess.run(
         [sys.executable, str(WORKER), redis_url, name, scenario],
         capture_output=True,
