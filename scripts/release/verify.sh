@@ -22,6 +22,12 @@ verify_wheels() {
     if [ "$v" = 3.14t ]; then
       "$venv/bin/python" -m pip install -q -r "$repo/tests/python/requirements.txt" >/dev/null ||
         die "installing the Python suite's requirements into the $v venv failed"
+      # The green-thread libraries where they have a free-threaded wheel (eventlet; not gevent):
+      # their tests skip, naming it, what is missing (as scripts/test-python.sh does).
+      grep -v '^#' "$repo/tests/python/requirements-green.txt" | while read -r req; do
+        [ -z "$req" ] || "$venv/bin/python" -m pip install -q --only-binary=:all: "$req" >/dev/null 2>&1 ||
+          log "Python $v: $req has no free-threaded wheel; its tests skip"
+      done
       tests=(tests/python)
       gil=(PYTHON_GIL=0)
     else
