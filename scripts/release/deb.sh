@@ -94,7 +94,7 @@ deb_check_static() {
       die "$deb: /$f needs GLIBC_$glibc but the package depends on libc6 (>= $floor) only"
     log "deb $darch: /$f: $summary"
   done
-  readelf -h "$root$dir/usr/$libdir/librlock.a" | grep -q "Machine: *$machine$" ||
+  grep -q "Machine: *$machine$" <<<"$(readelf -h "$root$dir/usr/$libdir/librlock.a")" ||
     die "$deb: librlock.a holds no $machine object"
   # The archive too defines rlock_* only as global symbols; "u" (GNU unique) are function-local
   # statics of inline functions, which the C++ ABI wants shared.
@@ -165,7 +165,7 @@ deb_check_amd64() {
       in_root "$root" "$v/out/$i" "$url" "deb-check-$i" >>"$work/deb-verify.log" 2>&1 ||
         die "$i (built against the package) failed in the root; see $work/deb-verify.log"
     done
-    in_root "$root" ldd "$v/out/consumer-pc" | grep -Eq "librlock\.so\.0 => (/usr)?/lib/x86_64-linux-gnu/librlock\.so\.0 " ||
+    grep -Eq "librlock\.so\.0 => (/usr)?/lib/x86_64-linux-gnu/librlock\.so\.0 " <<<"$(in_root "$root" ldd "$v/out/consumer-pc")" ||
       die "consumer-pc does not load the packaged librlock.so.0"
     in_root "$root" rlock exec --url "$url" --wait 5 deb-check-cli -- true >>"$work/deb-verify.log" 2>&1 ||
       die "the packaged rlock CLI failed to run a command under a lock; see $work/deb-verify.log"
@@ -177,7 +177,7 @@ deb_check_amd64() {
     "$root$v/out/rlock-release-check" "$url" deb-check-go-host >>"$work/deb-verify.log" 2>&1 ||
       die "the Go program failed on the host; see $work/deb-verify.log"
     for i in rlock-release-check consumer-static consumer-cmake-static; do
-      if readelf -d "$root$v/out/$i" | grep NEEDED | grep -q librlock; then
+      if grep -q 'NEEDED.*librlock' <<<"$(readelf -d "$root$v/out/$i")"; then
         die "$i, linked with the static librlock.a, needs librlock.so"
       fi
     done

@@ -103,9 +103,9 @@ gomod_check_tag() {
 # An ARCH executable linking librlock.a: no RPATH/RUNPATH, no librlock needed.
 gomod_check_binary() {
   local bin=$1 arch=$2
-  readelf -h "$bin" | grep -q "Machine: *$(elf_machine_name "$arch")$" || die "$bin is not an $arch program"
-  if readelf -dW "$bin" | grep -Eq '\((RPATH|RUNPATH)\)'; then die "$bin has an RPATH or RUNPATH"; fi
-  if elf_needed "$bin" | grep -q librlock; then die "$bin needs a shared librlock"; fi
+  grep -q "Machine: *$(elf_machine_name "$arch")$" <<<"$(readelf -h "$bin")" || die "$bin is not an $arch program"
+  if grep -Eq '\((RPATH|RUNPATH)\)' <<<"$(readelf -dW "$bin")"; then die "$bin has an RPATH or RUNPATH"; fi
+  if grep -q librlock <<<"$(elf_needed "$bin")"; then die "$bin needs a shared librlock"; fi
   log "gomod: $arch consumer, $(stat -c %s "$bin") bytes, needs $(elf_needed "$bin" | paste -sd' '), no RPATH"
 }
 
@@ -145,11 +145,11 @@ verify_gomod() {
     internal/native/linux_amd64/librlock.a internal/native/linux_arm64/librlock.a internal/native/THIRD-PARTY-NOTICES; do
     grep -qx "$gomod_path@v$version/$f" <<<"$entries" || die "$zip lacks $f"
   done
-  if grep -v "^$gomod_path@v$version/" <<<"$entries" | grep -q .; then die "$zip has entries outside $gomod_path@v$version/"; fi
+  if [ -n "$(grep -v "^$gomod_path@v$version/" <<<"$entries")" ]; then die "$zip has entries outside $gomod_path@v$version/"; fi
   if grep -q "/otel/" <<<"$entries"; then die "$zip carries the otel module"; fi
   : >"$work/gomod-verify.log"
-  if ldconfig -p | grep -q librlock; then die "this host has a librlock installed (ldconfig -p): the check needs none"; fi
-  if in_root "$root" ldconfig -p | grep -q librlock; then die "the release root has a librlock installed: dpkg -r librlock there"; fi
+  if grep -q librlock <<<"$(ldconfig -p)"; then die "this host has a librlock installed (ldconfig -p): the check needs none"; fi
+  if grep -q librlock <<<"$(in_root "$root" ldconfig -p)"; then die "the release root has a librlock installed: dpkg -r librlock there"; fi
   tmp=$(mktemp -d)
   gomod_check_host "$tmp"
   gomod_check_tag "$tmp" "$gomod_sum"

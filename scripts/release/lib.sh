@@ -211,6 +211,8 @@ elf_exports() {
     awk '$5 ~ /GLOBAL|WEAK/ && $7 != "UND" && $7 != "ABS" { sub(/@.*/, "", $8); print $8 }'
 }
 
+# (The checks grep a command's captured output, not a pipe: under pipefail a grep -q that stops
+# at its first match can make the writer die of SIGPIPE, failing the pipeline.)
 elf_needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 
 # check_elf FILE ARCH EXPORTS [SHARED_OK]: FILE is an ARCH ELF file needing glibc 2.31 at most,
@@ -220,7 +222,7 @@ elf_needed() { readelf -dW "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 check_elf() {
   local file=$1 arch=$2 exports=$3 shared_ok=${4:-} machine glibc bad needed banned='libssl|libcrypto|libhiredis|libstdc\+\+'
   machine=$(elf_machine_name "$arch")
-  readelf -h "$file" | grep -q "Machine: *$machine$" ||
+  grep -q "Machine: *$machine$" <<<"$(readelf -h "$file")" ||
     die "$file is not an $arch ELF file: $(readelf -h "$file" | grep Machine)"
   glibc=$(elf_highest_glibc "$file")
   printf '%s\n2.31\n' "$glibc" | sort -CV || die "$file needs glibc $glibc, newer than 2.31"
@@ -228,7 +230,7 @@ check_elf() {
   [ -z "$bad" ] || die "$file exports more than $exports: $(echo "$bad" | head -n5 | paste -sd' ')"
   needed=$(elf_needed "$file" | paste -sd' ')
   [ "$shared_ok" = libstdc++ ] && banned='libssl|libcrypto|libhiredis'
-  if elf_needed "$file" | grep -Eq "^($banned)"; then
+  if grep -Eq "^($banned)" <<<"$(elf_needed "$file")"; then
     die "$file needs a shared library that should be linked in: $needed"
   fi
   echo "$machine, GLIBC_$glibc, needs $needed, $(stat -c %s "$file") bytes"
