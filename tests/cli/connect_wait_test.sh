@@ -50,7 +50,10 @@ wait "$exec_pid"
 code=$?
 set -e
 took=$(elapsed_since "$t")
-[ "$code" -eq 0 ] || fail "exec --wait 5 exited $code with Redis starting late"
+if [ "$code" -ne 0 ]; then
+  cp "$work/late/log" "$work/out" 2>/dev/null || true
+  fail "exec --wait 5 exited $code with Redis starting late (stdout shows the server's log)"
+fi
 [ -e "$ran" ] || fail "the command did not run"
 [ ! -s "$work/err" ] || fail "retrying printed something"
 check "$took" ">=" 1.5 && check "$took" "<" 5 || fail "exec took $took s (Redis came at 1.5 s)"

@@ -29,11 +29,15 @@ fail() {
 
 step() { echo "-- $*"; }
 
-# free_port: a loopback port nothing listens on.
+# free_port: a loopback port nothing listens on, below the kernel's ephemeral range: a port in
+# that range can be taken as the source port of any client's connection before a late server
+# binds it (the server then exits with "address in use" and the test sees only refusals).
 free_port() {
-  local port
+  local port low=32768 span
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  span=$(( low > 21024 ? low - 20000 : 1024 ))
   for _ in $(seq 1 50); do
-    port=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+    port=$(( (low > 21024 ? 20000 : 10000) + (RANDOM * 32768 + RANDOM) % span ))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
       echo "$port"
       return 0
