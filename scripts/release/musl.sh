@@ -249,7 +249,8 @@ ensure_musl_python() {
 
 # The x86_64 cp314 wheel unpacked into a site-packages directory of its own, on the musl Python,
 # with pytest and redis-py (pure Python) put beside it by the host's pip; then the wheel, lock and
-# TLS tests. Every musl wheel's module: machine, needed libraries (musl's libc alone), exports.
+# TLS tests. Every musl wheel: auditwheel's tag; its module's machine, needed libraries (musl's
+# libc alone) and exports.
 verify_musl() {
   local python site wheel arch tmp so needed
   ensure_musl_python
@@ -259,18 +260,24 @@ verify_musl() {
   site=$work/musl-site/site-packages
   rm -rf "$site" && mkdir -p "$site"
   python3 -m pip install -q --target "$site" --python-version 3.14 --only-binary=:all: \
-    --platform any pytest pytest-timeout redis auditwheel pyelftools >"$work/musl-pip.log" 2>&1 ||
+    --platform any pytest pytest-timeout redis >"$work/musl-pip.log" 2>&1 ||
     die "pip install --target of the test tools failed; see $work/musl-pip.log"
   python3 -m zipfile -e "$wheel" "$site"
   "$python" -c 'import rlock._native as m; assert m.__file__.endswith("-x86_64-linux-musl.so"), m.__file__' ||
     die "the musl Python does not load the musllinux module"
   log "musl Python $release_cpython_version: $(basename "$wheel")"
-  (cd "$repo" && PYTHONPATH=$site RLOCK_TEST_WHEEL="$wheel" RLOCK_TEST_RELEASE=1 RLOCK_REQUIRE_CLI=0 \
+  # No RLOCK_TEST_WHEEL: auditwheel needs zlib, which this Python lacks; the host's checks it below.
+  (cd "$repo" && PYTHONPATH=$site RLOCK_TEST_RELEASE=1 RLOCK_REQUIRE_CLI=0 \
     "$python" -m pytest -q -p no:cacheprovider -o addopts="--import-mode=importlib" \
     tests/python/test_wheel.py tests/python/test_locks.py tests/python/test_exit.py tests/python/test_tls.py -x) ||
     die "the tests failed with the musllinux wheel on the musl Python"
   for arch in "${arches[@]}"; do
     for wheel in "$dist"/"$release_python_dist"-"$version"-cp3*-musllinux_1_2_"$arch".whl; do
+      "$(musl_cache)/tools/bin/auditwheel" show "$wheel" >"$work/auditwheel-show.log" 2>&1 ||
+        die "auditwheel show failed on $wheel; see $work/auditwheel-show.log"
+      tr -s ' \n' ' ' <"$work/auditwheel-show.log" |
+        grep -q "consistent with the following platform tag: \"musllinux_1_2_$arch\"" ||
+        die "auditwheel does not find $wheel musllinux_1_2_$arch; see $work/auditwheel-show.log"
       tmp=$(mktemp -d)
       python3 -m zipfile -e "$wheel" "$tmp"
       so=$(ls "$tmp"/rlock/_native.*-linux-musl.so) || die "$wheel has no -linux-musl module"
@@ -281,6 +288,6 @@ verify_musl() {
       [ -z "$(ls -d "$tmp"/*.libs 2>/dev/null)" ] || die "$wheel carries grafted libraries"
       rm -rf "$tmp"
     done
-    log "$arch musllinux wheels: needs libc.musl-$arch.so.1 only, only PyInit__native exported"
+    log "$arch musllinux wheels: musllinux_1_2 to auditwheel, need libc.musl-$arch.so.1 only, export only PyInit__native"
   done
 }

@@ -152,8 +152,6 @@ def test_wheel_is_manylinux():
     if not wheel:
         pytest.skip("RLOCK_TEST_WHEEL (the built wheel) is not set")
     tag = r"manylinux_2_31_x86_64" if RELEASE else r"manylinux_\d+_\d+_x86_64"
-    if MUSL:
-        tag = r"musllinux_1_2_x86_64"
     assert re.search(tag, Path(wheel).name), wheel
     out = subprocess.run(
         [sys.executable, "-m", "auditwheel", "show", wheel],
@@ -163,5 +161,5 @@ def test_wheel_is_manylinux():
     ).stdout
     text = " ".join(out.split())
     assert "is consistent with the following platform tag" in text, out
-    assert ("musllinux" if MUSL else "manylinux") in text
+    assert "manylinux" in text
     assert "external versioned symbols" not in text or "libstdc++" not in text
