@@ -161,7 +161,7 @@ musl_notices() {
     echo
     echo "== hiredis $release_hiredis_version (BSD 3-clause)"
     echo
-    cat "$(musl_cache)/hiredis-x86_64/COPYING"
+    cat "$(musl_cache)/hiredis-${arches[0]}/COPYING"
     echo
     echo "== musl, libc++, libc++abi, libunwind: see the notices zig $release_zig_version ships"
   } >"$out"
@@ -263,7 +263,7 @@ verify_musl() {
     --platform any pytest pytest-timeout redis >"$work/musl-pip.log" 2>&1 ||
     die "pip install --target of the test tools failed; see $work/musl-pip.log"
   python3 -m zipfile -e "$wheel" "$site"
-  "$python" -c 'import rlock._native as m; assert m.__file__.endswith("-x86_64-linux-musl.so"), m.__file__' ||
+  PYTHONPATH=$site "$python" -c 'import rlock._native as m; assert m.__file__.endswith("-x86_64-linux-musl.so"), m.__file__' ||
     die "the musl Python does not load the musllinux module"
   log "musl Python $release_cpython_version: $(basename "$wheel")"
   # No RLOCK_TEST_WHEEL: auditwheel needs zlib, which this Python lacks; the host's checks it below.
