@@ -10,8 +10,12 @@ function(rlock_link_self_contained target version_script)
   target_link_libraries(${target} PRIVATE rlock_static)
   target_link_options(${target} PRIVATE
     -static-libstdc++
-    "-Wl,--version-script=${version_script}"
-    "-Wl,--exclude-libs,ALL")
+    "-Wl,--version-script=${version_script}")
+  # zig's linker driver (the musl toolchain files) refuses --exclude-libs; the version script
+  # alone already keeps the archives' symbols out of the dynamic table.
+  if(NOT RLOCK_ZIG_TOOLCHAIN)
+    target_link_options(${target} PRIVATE "-Wl,--exclude-libs,ALL")
+  endif()
   if("NO_UNDEFINED" IN_LIST ARGN)
     target_link_options(${target} PRIVATE "-Wl,--no-undefined")
   endif()

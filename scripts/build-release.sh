@@ -5,14 +5,16 @@
 #   jar     rlock-<v>.jar with native/linux-x86_64 and native/linux-aarch64
 #   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
 #   gomod   goproxy/github.com/rlock/rlock/bindings/go/@v/: the Go module with librlock.a bundled
+#   musl    rlock_redis-<v>-cp3N-cp3N-musllinux_1_2_{x86_64,aarch64}.whl for CPython 3.11-3.14, built
+#           with zig on this host (scripts/release/musl.sh); only when --only names it
 # Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap
 # and cached in $RLOCK_RELEASE_CACHE (default /var/cache/rlock-release); needs root.
 # Usage: scripts/build-release.sh [--verify | --verify-only] [--arch x86_64|aarch64|all] [--only STAGES]
 #   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
 #   --verify-only  checks the artifacts already in dist/, builds nothing
 #   --arch         the architectures to build (default all)
-#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod (default all); with
-#                  --verify-only, "arm64" runs only the aarch64 wheel and jar under qemu
+#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod,musl (default all
+#                  but musl); with --verify-only, "arm64" runs only the aarch64 wheel and jar under qemu
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 verify=0
@@ -25,7 +27,7 @@ while [ $# -gt 0 ]; do
     --verify-only) verify=1; build=0 ;;
     --arch) shift; case ${1:-} in all) ;; x86_64|aarch64) arches=("$1") ;; *) echo "--arch: x86_64, aarch64 or all" >&2; exit 2 ;; esac ;;
     --only) shift; only=${1:?--only needs a list of stages} ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -43,7 +45,11 @@ start=$SECONDS
 version=$(sed -n 's/^#define RLOCK_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/\2/p' \
   "$repo/capi/include/rlock/version.h" | paste -sd.)
 
-root=$(ensure_release_root)
+# The sdist and musl stages alone need no Debian root (musl.sh compiles on this host).
+root=
+for stage in native wheels jar deb gomod arm64; do
+  if wants "$stage"; then root=$(ensure_release_root); break; fi
+done
 if [ "$build" = 1 ] && wants native; then
   for arch in "${arches[@]}"; do ensure_openssl "$root" "$arch"; done
   stage_python_headers
@@ -52,7 +58,7 @@ if [ "$build" = 1 ] && wants native; then
   for arch in "${arches[@]}"; do build_native "$arch"; done
 fi
 stages=()
-for stage in sdist wheels jar deb gomod; do
+for stage in sdist wheels jar deb gomod musl; do
   if [ -f "$repo/scripts/release/$stage.sh" ]; then
     [ "$stage" = jar ] || source "$repo/scripts/release/$stage.sh"
     stages+=("$stage")

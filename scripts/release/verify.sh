@@ -125,7 +125,7 @@ verify_sdist() {
 
 verify_release() {
   local stage
-  for stage in sdist wheels jar deb gomod; do
+  for stage in sdist wheels jar deb gomod musl; do
     if declare -F "verify_$stage" >/dev/null && wants "$stage"; then
       log "verifying $stage"
       "verify_$stage"

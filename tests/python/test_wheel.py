@@ -112,6 +112,10 @@ def _elf_exports(path: Path) -> list:
 # (rlock_redis.libs/, named after the distribution, the libraries renamed with a hash).
 _OPENSSL = re.compile(r"^(libssl|libcrypto)(-[0-9a-f]{8})?\.so\.3$")
 RELEASE = os.environ.get("RLOCK_TEST_RELEASE") == "1"
+# A musllinux wheel (scripts/release/musl.sh) runs on a musl Python: zig links libc++ and its
+# unwinder in, so the module needs musl's libc alone, named libc.so by zig's musl stub or
+# libc.musl-<arch>.so.1 as Alpine names it.
+MUSL = rlock._native.__file__.endswith("-linux-musl.so")
 
 
 @pytest.mark.skipif(shutil.which("readelf") is None, reason="binutils not installed")
@@ -122,6 +126,12 @@ def test_extension_needs_only_the_c_runtime_and_openssl():
     module carries OpenSSL)."""
     ext = Path(rlock._native.__file__)
     needed = _elf_needed(ext)
+    if MUSL:
+        assert RELEASE, "a musl module is a release build"
+        assert len(needed) == 1 and re.fullmatch(r"libc\.so|libc\.musl-[a-z0-9_]+\.so\.1", needed[0]), needed
+        assert not (ext.parent.parent / "rlock_redis.libs").exists()
+        assert _elf_exports(ext) == ["PyInit__native"]
+        return
     assert "libgcc_s.so.1" in needed
     allowed = re.compile(r"^(libc|libm|libpthread|libdl|librt|libgcc_s|ld-linux-x86-64)\.so\.\d+$")
     openssl = [lib for lib in needed if _OPENSSL.match(lib)]
