@@ -63,7 +63,7 @@ clang_format() {
 # would see as two modules of the same name.
 mypy_all() {
   "$venv/bin/mypy" --strict python/rlock &&
-    MYPYPATH=tests/python "$venv/bin/mypy" tests/python &&
+    MYPYPATH=tests/python:tests/faults "$venv/bin/mypy" tests/python &&
     MYPYPATH=tests/faults "$venv/bin/mypy" tests/faults &&
     "$venv/bin/mypy" bench/python bench/report.py
 }

@@ -34,6 +34,7 @@ from typing import (
 )
 
 import redis
+from ports import free_port
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -266,12 +267,6 @@ def make_tls_certs(directory: Path) -> Path:
     if out.returncode != 0:
         raise RuntimeError(f"tls-certs.sh failed: {out.stderr.strip()[-2000:]}")
     return directory
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def now_ns() -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -17,6 +16,7 @@ from typing import Any, Callable, Iterator, Optional
 import pytest
 import redis
 import rlock
+from ports import free_port
 
 # Processes the tests start get Ctrl-C (SIGINT) as they would from a terminal. A run started in
 # the background by a non-interactive shell (nohup, `cmd &`, some CI runners) ignores SIGINT,
@@ -75,7 +75,7 @@ class RedisServer:
 
     def __init__(self, tls: Optional[TlsFiles] = None) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix="rlock-pytest-"))
-        self.port = _free_port()
+        self.port = free_port()
         self.socket = self.dir / "redis.sock"
         self.tls = tls
         self.proc: Optional[subprocess.Popen] = None
@@ -147,12 +147,6 @@ class RedisServer:
     def cleanup(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

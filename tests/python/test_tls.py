@@ -4,7 +4,6 @@ only TLS (certificates from tests/fixtures/tls-certs.sh), and TLSError."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import subprocess
 import threading
@@ -16,6 +15,7 @@ import redis
 import rlock
 import rlock.asyncio
 from helpers import Holder, wait_until
+from ports import free_port
 
 PASSWORD = "pw-never-shown-4711"
 
@@ -401,7 +401,7 @@ def test_messages_never_show_the_password(tls_redis, private_redis, start_tls_re
 def tls_sentinel(start_tls_redis, tls_certs, tmp_path):
     """(a TLS master, a sentinel watching it over TLS with a plaintext port and a TLS port)."""
     master = start_tls_redis()
-    plain, tls = _free_port(), _free_port()
+    plain, tls = free_port(), free_port()
     conf = tmp_path / "sentinel.conf"
     conf.write_text(
         f"port {plain}\ntls-port {tls}\nbind 127.0.0.1\ndir {tmp_path}\n"
@@ -424,12 +424,6 @@ def tls_sentinel(start_tls_redis, tls_certs, tmp_path):
     finally:
         proc.kill()
         proc.wait(10)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _sentinel_knows_master(sentinel, port: int) -> bool:
