@@ -6,21 +6,21 @@
 #   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
 #   gomod   goproxy/github.com/rlock/rlock/bindings/go/@v/: the Go module with librlock.a bundled
 #   musl    rlock_redis-<v>-cp3N-cp3N-musllinux_1_2_{x86_64,aarch64}.whl for CPython 3.11-3.14, built
-#           with zig on this host (scripts/release/musl.sh); only when --only names it
+#           with zig on this host (scripts/release/musl.sh)
 # Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap
 # and cached in $RLOCK_RELEASE_CACHE (default /var/cache/rlock-release); needs root.
 # Usage: scripts/build-release.sh [--verify | --verify-only] [--arch x86_64|aarch64|all] [--only STAGES]
 #   --verify       then checks the artifacts (scripts/release/verify.sh): what .ci/run does
 #   --verify-only  checks the artifacts already in dist/, builds nothing
 #   --arch         the architectures to build (default all)
-#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod,musl (default all
-#                  but musl); with --verify-only, "arm64" runs only the aarch64 wheel and jar under qemu
+#   --only STAGES  comma-separated subset of: native,sdist,wheels,jar,deb,gomod,musl (default all);
+#                  with --verify-only, "arm64" runs only the aarch64 wheel and jar under qemu
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 verify=0
 build=1
 arches=(x86_64 aarch64)
-only=native,sdist,wheels,jar,deb,gomod
+only=native,sdist,wheels,jar,deb,gomod,musl
 while [ $# -gt 0 ]; do
   case $1 in
     --verify) verify=1 ;;

@@ -8,7 +8,7 @@
 # with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
 # a build without TLS (scripts/test-notls.sh), the release artifacts built in a Debian 11 root
 # and checked (scripts/build-release.sh --verify: wheels for CPython 3.9-3.14 and 3.14t, the sdist, the
-# jar, the .deb, the Go module; needs root),
+# jar, the .deb, the Go module, musllinux wheels for CPython 3.11-3.14; needs root),
 # then builds again with ASan/UBSan (unit and integration tests, then the fault cases marked
 # 'sanitized') and with TSan (integration tests and the fault cases marked 'threads').
 # This full run is what CI executes.
@@ -16,7 +16,7 @@
 #   --quick: the day-to-day lane: static checks, build, the CTest suite and pytest only (no
 #            fault catalog, valgrind, Redisson interop, bench smoke, fuzzing or sanitizers).
 #   RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes; RLOCK_FUZZ_SECONDS=N fuzzes each target
-#   N s, default 30; RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 180;
+#   N s, default 30; RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 120;
 #   RLOCK_FAULT_CYCLES=N cycles per criterion-1 fault class, 20000.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -122,7 +122,7 @@ setsid chrt --idle 0 nice -n 19 "$root/scripts/build-release.sh" >"$release_log"
 release_pid=$!
 
 stage faults "fault-injection catalog (tests/faults): workers under injected faults, four checkers"
-RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-180} "$root/scripts/test-faults.sh" -q --durations=15
+RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-120} "$root/scripts/test-faults.sh" -q --durations=15
 
 stage release "release artifacts: built in a Debian 11 root (scripts/build-release.sh, in the background since the catalog began), then checked"
 if ! wait "$release_pid"; then

