@@ -3,7 +3,7 @@
 # root) with zig's clang, libc++ and musl (the ziglang wheel from PyPI; Debian's musl-gcc is C
 # only), OpenSSL and hiredis built for musl from Debian's upstream tarballs and linked in
 # statically, so a module needs musl's libc alone. Checked by auditwheel (musllinux policy) and
-# run on a musl CPython built here from Debian's python3.14 tarball with Debian's musl-gcc.
+# run on musl CPythons (3.11, 3.13, 3.14) built here from Debian's tarballs with Debian's musl-gcc.
 # Needs: $repo, $dist, $work, $version, lib.sh, native.sh and sdist.sh sourced.
 
 release_musl_python_versions=(3.11 3.12 3.13 3.14)
@@ -196,73 +196,91 @@ build_musl() {
   log "musllinux wheels: $(ls "$dist"/"$release_python_dist"-*musllinux*.whl | wc -l)"
 }
 
-# A musl CPython 3.14 to run the x86_64 wheel with: Debian's python3.14 tarball (ensure_cpython's)
-# compiled with Debian's musl-gcc; it runs here through musl's loader (Debian's musl package).
-# Its ssl module (the rlock package imports ssl) links the static musl OpenSSL built for the
-# wheels; no zlib, libffi, bz2 or lzma (none exists for musl here, and the tests need none).
-musl_python_prefix() { echo "$(musl_cache)/python-$release_cpython_version"; }
+# musl CPythons to run the x86_64 wheels with, from Debian's source tarballs (SHA-256 from the
+# Sources index of the suite named) compiled with Debian's musl-gcc; they run here through musl's
+# loader (Debian's musl package). VERSION:POOL_FILE:SHA256. No python3.12 source is left in
+# Debian (bookworm has 3.11, trixie 3.13, sid 3.14), so the cp312 wheel is not run.
+release_musl_test_pythons=(
+  "3.11.2:main/p/python3.11/python3.11_3.11.2.orig.tar.gz:2411c74bda5bbcfcddaf4531f66d1adc73f247f529aee981b029513aefdbf849"
+  "3.13.5:main/p/python3.13/python3.13_3.13.5.orig.tar.xz:93e583f243454e6e9e4588ca2c2662206ad961659863277afcdb96801647d640"
+  "$release_cpython_version:main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz:$release_cpython_sha256"
+)
 
+musl_python_prefix() { echo "$(musl_cache)/python-$1"; }
+
+# ensure_musl_python VERSION POOL_FILE SHA256: builds it once. Its ssl module (the rlock package
+# imports ssl) links the static musl OpenSSL built for the wheels; no zlib, libffi, bz2 or lzma
+# (none exists for musl here, and the tests need none).
 ensure_musl_python() {
-  local prefix src cc
-  prefix=$(musl_python_prefix)
+  local full=$1 pool=$2 sha=$3 prefix src cc tarball
+  prefix=$(musl_python_prefix "$full")
   [ -f "$prefix/.rlock-ready" ] && return 0
   ensure_musl_openssl x86_64 "$(ensure_zig)"
   [ -x /lib/ld-musl-x86_64.so.1 ] && command -v musl-gcc >/dev/null ||
     "$repo/scripts/install-deps.sh" musl musl-tools musl-dev >&2
-  local tarball
-  tarball=$(fetch_pinned "main/p/python3.14/python3.14_$release_cpython_version.orig.tar.xz" \
-    "$release_cpython_sha256") || exit 1
+  tarball=$(fetch_pinned "$pool" "$sha") || exit 1
   # musl-gcc wraps the host gcc, whose --print-multiarch (x86_64-linux-gnu) CPython's configure
   # checks against the musl triplet.
   cc=$(musl_cache)/bin/musl-gcc-cpython
   mkdir -p "${cc%/*}"
   printf '#!/bin/sh\ncase "$*" in --print-multiarch|-print-multiarch) echo x86_64-linux-musl; exit 0 ;; esac\nexec musl-gcc "$@"\n' >"$cc"
   chmod +x "$cc"
-  log "building a musl CPython $release_cpython_version in $prefix: about 5 minutes, once"
+  log "building a musl CPython $full in $prefix: about 4 minutes, once"
   src=$(mktemp -d)
   (
     cd "$src"
-    tar -xJf "$tarball" --strip-components=1
+    tar -xf "$tarball" --strip-components=1
     # No pkg-config: it would hand the host's glibc zlib and OpenSSL flags to musl-gcc.
     CC=$cc ./configure --prefix="$prefix" --without-ensurepip --disable-test-modules --with-pkg-config=no \
       --with-openssl="$(musl_cache)/openssl-x86_64"
     make -j"${RLOCK_JOBS:-2}"
     rm -rf "$prefix"
     make install
-  ) >"$(musl_cache)/python.log" 2>&1 || {
+  ) >"$(musl_cache)/python-$full.log" 2>&1 || {
     rm -rf "$src"
-    die "building the musl CPython failed; see $(musl_cache)/python.log"
+    die "building the musl CPython $full failed; see $(musl_cache)/python-$full.log"
   }
   rm -rf "$src"
-  "$prefix/bin/python3.14" -c 'import socket, select, ssl, threading' ||
-    die "the musl CPython misses socket, select, ssl or threading; see $(musl_cache)/python.log"
+  "$prefix/bin/python${full%.*}" -c 'import socket, select, ssl, threading' ||
+    die "the musl CPython $full misses socket, select, ssl or threading; see $(musl_cache)/python-$full.log"
   touch "$prefix/.rlock-ready"
 }
 
-# The x86_64 cp314 wheel unpacked into a site-packages directory of its own, on the musl Python,
-# with pytest and redis-py (pure Python) put beside it by the host's pip; then the wheel, lock and
-# TLS tests. Every musl wheel: auditwheel's tag; its module's machine, needed libraries (musl's
-# libc alone) and exports.
-verify_musl() {
-  local python site wheel arch tmp so needed
-  ensure_musl_python
-  python=$(musl_python_prefix)/bin/python3.14
-  wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp314-cp314-musllinux_1_2_x86_64.whl) ||
-    die "no cp314 musllinux x86_64 wheel in $dist: run the musl stage"
-  site=$work/musl-site/site-packages
+# verify_musl_on FULL_VERSION POOL_FILE SHA256: that version's x86_64 wheel unpacked into a
+# site-packages directory of its own, on the musl Python, with pytest and redis-py (pure Python)
+# put beside it by the host's pip (which judges markers by its own Python: redis-py needs
+# async-timeout below 3.11.3); then the wheel, lock, exit and TLS tests.
+verify_musl_on() {
+  local full=$1 v python site wheel
+  v=${full%.*}
+  ensure_musl_python "$@"
+  python=$(musl_python_prefix "$full")/bin/python$v
+  wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp3${v#3.}-cp3${v#3.}-musllinux_1_2_x86_64.whl) ||
+    die "no cp3${v#3.} musllinux x86_64 wheel in $dist: run the musl stage"
+  site=$work/musl-site-$v/site-packages
   rm -rf "$site" && mkdir -p "$site"
-  python3 -m pip install -q --target "$site" --python-version 3.14 --only-binary=:all: \
-    --platform any pytest pytest-timeout redis >"$work/musl-pip.log" 2>&1 ||
-    die "pip install --target of the test tools failed; see $work/musl-pip.log"
+  python3 -m pip install -q --target "$site" --python-version "$full" --only-binary=:all: \
+    --platform any pytest pytest-timeout redis async-timeout >"$work/musl-pip.log" 2>&1 ||
+    die "pip install --target of the test tools for Python $v failed; see $work/musl-pip.log"
   python3 -m zipfile -e "$wheel" "$site"
   PYTHONPATH=$site "$python" -c 'import rlock._native as m; assert m.__file__.endswith("-x86_64-linux-musl.so"), m.__file__' ||
-    die "the musl Python does not load the musllinux module"
-  log "musl Python $release_cpython_version: $(basename "$wheel")"
+    die "the musl Python $full does not load the musllinux module"
+  log "musl Python $full: $(basename "$wheel")"
   # No RLOCK_TEST_WHEEL: auditwheel needs zlib, which this Python lacks; the host's checks it below.
   (cd "$repo" && PYTHONPATH=$site RLOCK_TEST_RELEASE=1 RLOCK_REQUIRE_CLI=0 \
     "$python" -m pytest -q -p no:cacheprovider -o addopts="--import-mode=importlib" \
     tests/python/test_wheel.py tests/python/test_locks.py tests/python/test_exit.py tests/python/test_tls.py -x) ||
-    die "the tests failed with the musllinux wheel on the musl Python"
+    die "the tests failed with the cp3${v#3.} musllinux wheel on the musl Python $full"
+}
+
+# The x86_64 wheels of the versions above on their musl Pythons; every musl wheel: auditwheel's
+# tag; its module's machine, needed libraries (musl's libc alone) and exports.
+verify_musl() {
+  local entry parts arch wheel tmp so needed
+  for entry in "${release_musl_test_pythons[@]}"; do
+    IFS=: read -r -a parts <<<"$entry"
+    verify_musl_on "${parts[@]}"
+  done
   for arch in "${arches[@]}"; do
     for wheel in "$dist"/"$release_python_dist"-"$version"-cp3*-musllinux_1_2_"$arch".whl; do
       "$(musl_cache)/tools/bin/auditwheel" show "$wheel" >"$work/auditwheel-show.log" 2>&1 ||
