@@ -104,6 +104,57 @@ int g_inflight = 0;
 
 bool forked_since(pid_t pid) { return getpid() != pid; }
 
+// A Python callable that Python threads replace while a library thread reads it: without the GIL
+// (free-threaded build) a bare read could take a reference to an object being freed. The old one
+// is dropped after the mutex, as dropping it may run Python code. Nothing that needs the GIL or
+// another lock is done under the mutex.
+class GuardedCallback {
+ public:
+  void set(py::object fn) {
+    py::object old;
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      old = std::exchange(fn_, std::move(fn));
+    }
+  }
+
+  py::object get() {
+    std::lock_guard<std::mutex> guard(mu_);
+    return fn_;
+  }
+
+ private:
+  std::mutex mu_;
+  py::object fn_ = py::none();
+};
+
+// Calls call(fn) with the GIL on a library thread (watchdog, event thread), if fn is set: never
+// after _shutdown(), counted in flight meanwhile, a Python error reported as unraisable under
+// `what`, and nothing unwinds into the C library.
+template <class Call>
+void call_from_library_thread(GuardedCallback& callback, const char* what, Call&& call) noexcept {
+  {
+    std::lock_guard<std::mutex> guard(g_inflight_mu);
+    if (g_shutdown.load()) return;
+    ++g_inflight;
+  }
+  try {
+    py::gil_scoped_acquire gil;
+    py::object fn = callback.get();
+    if (!fn.is_none()) {
+      try {
+        call(fn);
+      } catch (py::error_already_set& e) {
+        e.discard_as_unraisable(what);
+      }
+    }
+  } catch (...) {
+    // Nothing may unwind into the C library.
+  }
+  std::lock_guard<std::mutex> guard(g_inflight_mu);
+  if (--g_inflight == 0) g_inflight_cv.notify_all();
+}
+
 // ---- The GIL -------------------------------------------------------------------------------
 
 // Runs fn() with the GIL released. The GIL is taken back in plain code, not in a destructor:
@@ -692,10 +743,10 @@ class NativeClient {
         return with_client(
             [&](rlock_client* c) { return rlock_client_set_event_callback(c, nullptr, nullptr); });
       }));
-      swap_event_callback(py::none());
+      event_callback_.set(py::none());
       return;
     }
-    swap_event_callback(std::move(fn));
+    event_callback_.set(std::move(fn));
     check(without_gil([&] {
       return with_client([&](rlock_client* c) {
         return rlock_client_set_event_callback(c, &NativeClient::event_trampoline, this);
@@ -710,22 +761,6 @@ class NativeClient {
   }
 
  private:
-  // The trampoline reads event_callback_ on the event thread while Python threads replace it:
-  // without the GIL (free-threaded build) a bare read could take a reference to an object being
-  // freed. The old one is dropped after the mutex, as dropping it may run Python code.
-  void swap_event_callback(py::object fn) {
-    py::object old;
-    {
-      std::lock_guard<std::mutex> guard(callback_mu_);
-      old = std::exchange(event_callback_, std::move(fn));
-    }
-  }
-
-  py::object event_callback() {
-    std::lock_guard<std::mutex> guard(callback_mu_);
-    return event_callback_;
-  }
-
   static py::tuple histogram(const rlock_histogram& h) {
     py::list buckets(RLOCK_HISTOGRAM_BUCKETS);
     for (size_t i = 0; i < RLOCK_HISTOGRAM_BUCKETS; ++i) buckets[i] = py::int_(h.buckets[i]);
@@ -735,30 +770,13 @@ class NativeClient {
   // Runs on the client's event thread, as lost_trampoline does on the watchdog's: with the GIL,
   // never after _shutdown(), and nothing unwinds into the library.
   static void event_trampoline(const rlock_event* event, void* payload) noexcept {
-    {
-      std::lock_guard<std::mutex> guard(g_inflight_mu);
-      if (g_shutdown.load()) return;
-      ++g_inflight;
-    }
-    try {
-      py::gil_scoped_acquire gil;
-      auto* self = static_cast<NativeClient*>(payload);
-      py::object fn = self->event_callback();
-      if (!fn.is_none()) {
-        try {
-          fn(static_cast<int>(event->kind), event->unix_time_us,
-             py::bytes(event->name, event->name_len), py::bytes(event->owner, event->owner_len),
-             event->thread_id, event->duration_us, event->token, event->reason,
-             text_of(std::string(event->detail, event->detail_len)));
-        } catch (py::error_already_set& e) {
-          e.discard_as_unraisable("rlock event handler");
-        }
-      }
-    } catch (...) {
-      // Nothing may unwind into the C library.
-    }
-    std::lock_guard<std::mutex> guard(g_inflight_mu);
-    if (--g_inflight == 0) g_inflight_cv.notify_all();
+    auto* self = static_cast<NativeClient*>(payload);
+    call_from_library_thread(self->event_callback_, "rlock event handler", [&](py::object& fn) {
+      fn(static_cast<int>(event->kind), event->unix_time_us,
+         py::bytes(event->name, event->name_len), py::bytes(event->owner, event->owner_len),
+         event->thread_id, event->duration_us, event->token, event->reason,
+         text_of(std::string(event->detail, event->detail_len)));
+    });
   }
 
   std::shared_mutex mu_;
@@ -767,10 +785,8 @@ class NativeClient {
   pid_t pid_ = getpid();
   std::shared_ptr<ProbeCount> probes_ = std::make_shared<ProbeCount>();
   // Declared after client_ but only dropped by the destructor after close() freed the client,
-  // which waits for a running event callback. Held only to copy or swap the pointer: nothing
-  // that needs the GIL or another lock is done under it.
-  std::mutex callback_mu_;
-  py::object event_callback_ = py::none();
+  // which waits for a running event callback.
+  GuardedCallback event_callback_;
 };
 
 class CancelToken {
@@ -977,7 +993,7 @@ class NativeLock {
 
   // fn(name: bytes, thread_id: int, reason: int) on the watchdog thread, or None to clear.
   // Threads may call it at once: the registration is made once (register_mu_, without the
-  // GIL), and callback_ is swapped under callback_mu_, the old one dropped after it.
+  // GIL), and callback_ is a GuardedCallback.
   void set_lost_callback(py::object fn) {
     if (!fn.is_none()) {
       without_gil([this] {
@@ -989,11 +1005,7 @@ class NativeLock {
         registered_ = true;
       });
     }
-    py::object old;
-    {
-      std::lock_guard<std::mutex> guard(callback_mu_);
-      old = std::exchange(callback_, std::move(fn));
-    }
+    callback_.set(std::move(fn));
   }
 
   rlock_lock* raw() { return handle_.raw(); }
@@ -1001,37 +1013,15 @@ class NativeLock {
  private:
   static void lost_trampoline(rlock_lock*, const char* name, size_t name_len, int64_t thread_id,
                               rlock_lost_reason reason, void* payload) noexcept {
-    {
-      std::lock_guard<std::mutex> guard(g_inflight_mu);
-      if (g_shutdown.load()) return;
-      ++g_inflight;
-    }
-    try {
-      py::gil_scoped_acquire gil;
-      auto* self = static_cast<NativeLock*>(payload);
-      py::object fn;
-      {
-        std::lock_guard<std::mutex> guard(self->callback_mu_);
-        fn = self->callback_;
-      }
-      if (!fn.is_none()) {
-        try {
-          fn(py::bytes(name, name_len), thread_id, static_cast<int>(reason));
-        } catch (py::error_already_set& e) {
-          e.discard_as_unraisable("rlock lost-lock callback");
-        }
-      }
-    } catch (...) {
-      // Nothing may unwind into the C library.
-    }
-    std::lock_guard<std::mutex> guard(g_inflight_mu);
-    if (--g_inflight == 0) g_inflight_cv.notify_all();
+    auto* self = static_cast<NativeLock*>(payload);
+    call_from_library_thread(self->callback_, "rlock lost-lock callback", [&](py::object& fn) {
+      fn(py::bytes(name, name_len), thread_id, static_cast<int>(reason));
+    });
   }
 
-  // Declared before handle_ so that they outlive it: freeing the handle waits for a running
-  // callback, which reads callback_ (under callback_mu_, only to copy it).
-  std::mutex callback_mu_;
-  py::object callback_ = py::none();
+  // Declared before handle_ so that it outlives it: freeing the handle waits for a running
+  // callback, which reads callback_.
+  GuardedCallback callback_;
   std::mutex register_mu_;
   bool registered_ = false;  // under register_mu_
   Handle<rlock_lock, rlock_cancel, rlock_lock_free> handle_;
