@@ -285,10 +285,16 @@ PY
     die "verify_jar: $(basename "$pom"): $ga is version ${got#* }, not $want"
 }
 
+# The ShedLock release the module's jar is run with (docs/shedlock.md: 6.x and 7.x are tested
+# by CTest); its shedlock-core and SLF4J's API come from the local Maven repository.
+jar_shedlock_version=7.10.1
+jar_slf4j_version=2.0.17
+
 # rlock-shedlock: the provider class, the automatic module name, and shedlock-core as a provided
-# dependency (the application brings its ShedLock 6 or 7; docs/shedlock.md).
+# dependency (the application brings its ShedLock 6 or 7; docs/shedlock.md); then a JVM with the
+# released jars and ShedLock's core runs a task under the provider (tests/release/java).
 verify_jar_module_shedlock() {
-  local jar=$1 pom=$2 listing manifest
+  local jar=$1 pom=$2 listing manifest tmp=$work/verify-jar-shedlock cp a
   listing=$(unzip -Z1 "$jar") || die "verify_jar: $jar is not a zip file"
   grep -qx 'io/rlock/shedlock/RlockLockProvider.class' <<<"$listing" ||
     die "verify_jar: $jar lacks io/rlock/shedlock/RlockLockProvider.class"
@@ -299,4 +305,21 @@ verify_jar_module_shedlock() {
     die "verify_jar: $jar's manifest has no Automatic-Module-Name: io.rlock.shedlock"
   jar_pom_dependency "$pom" net.javacrumbs.shedlock:shedlock-core provided
   log "jar: rlock-shedlock: RlockLockProvider, module io.rlock.shedlock, shedlock-core provided"
+  rm -rf "$tmp" && mkdir -p "$tmp/lib"
+  for a in "net.javacrumbs.shedlock:shedlock-core:$jar_shedlock_version" \
+           "org.slf4j:slf4j-api:$jar_slf4j_version"; do
+    mvn -B -Dstyle.color=never dependency:copy "-Dartifact=$a" "-DoutputDirectory=$tmp/lib" \
+      >>"$tmp/mvn.log" 2>&1 || die "verify_jar: Maven could not fetch $a; see $tmp/mvn.log"
+  done
+  cp=$dist/rlock-$version.jar:$jar:$tmp/lib/shedlock-core-$jar_shedlock_version.jar
+  cp=$cp:$tmp/lib/slf4j-api-$jar_slf4j_version.jar
+  start_redis
+  "$(jar_jdk_home)/bin/java" -cp "$cp" "$repo/tests/release/java/ShedLockJar.java" \
+    "redis://127.0.0.1:$redis_port" >"$tmp/java.log" 2>&1 || {
+    stop_redis
+    die "verify_jar: a JVM with $(basename "$jar") and ShedLock $jar_shedlock_version did not" \
+      "run a task under RlockLockProvider; see $tmp/java.log"
+  }
+  stop_redis
+  log "jar: rlock-shedlock with ShedLock $jar_shedlock_version: $(grep -v '^SLF4J' "$tmp/java.log")"
 }
