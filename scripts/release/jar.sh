@@ -1,7 +1,8 @@
 # Stage "jar" of scripts/build-release.sh (sourced): rlock-<v>.jar (module io.rlock) with
 # librlock_jni.so for linux-x86_64 and linux-aarch64, rlock-<v>-sources.jar, rlock-<v>-javadoc.jar
 # and rlock-<v>.pom (the POM as published, coordinates $jar_group:rlock), each with .md5 and .sha1
-# as Maven Central asks; not signed (docs/packaging.md).
+# as Maven Central asks; not signed (docs/packaging.md). Then the same four files of each module
+# built on it ($jar_modules: rlock-shedlock, ...), with their own artifact ids.
 # The JNI library is compiled by the native stage inside the release root (glibc 2.31, OpenSSL and
 # hiredis static), which has neither SWIG nor a JDK: stage_jni, run before build_native, runs SWIG
 # here on the host once (the C wrapper for every architecture and the .java classes from the same
@@ -13,6 +14,9 @@
 jar_swig=/build/jar-swig
 jar_jni_include=/opt/jni/include
 jar_group=io.github.rlock  # bindings/java/pom.xml's groupId
+# The modules built on the base jar, ARTIFACT:DIR (DIR under bindings/java, its pom's artifactId
+# ARTIFACT); each has a verify_jar_module_<DIR> with its own checks (a '-' in DIR as '_').
+jar_modules=(rlock-shedlock:shedlock)
 
 # The cmake options build_native adds so that the JNI library is built too.
 jar_native_cmake_options() {
@@ -111,12 +115,60 @@ build_jar() {
   rm -f "$dist/rlock-$version-sources.jar"
   "$jdk/bin/jar" --create --file "$dist/rlock-$version-sources.jar" \
     -C "$repo/bindings/java/src/main/java" . -C "$root$jar_swig/java" .
+  jar_checksums rlock
+  local module
+  for module in "${jar_modules[@]}"; do
+    jar_build_module "${module%%:*}" "${module#*:}"
+  done
+}
+
+# The .md5 and .sha1 Maven Central asks for, of ARTIFACT's jar, sources, javadoc and POM in $dist.
+jar_checksums() {
   local f
   for f in "" -sources.jar -javadoc.jar .pom; do
-    f=$dist/rlock-$version${f:-.jar}
+    f=$dist/$1-$version${f:-.jar}
     md5sum "$f" | cut -d' ' -f1 >"$f.md5"
     sha1sum "$f" | cut -d' ' -f1 >"$f.sha1"
   done
+}
+
+# A module built on the base jar (ARTIFACT DIR, from $jar_modules): its jar, javadoc jar and POM
+# as published by its pom's release profile, its sources jar, into $dist. Its tests run in the
+# dev build (CTest, label java). Maven resolves io.github.rlock:rlock:$version from the local
+# repository (~/.m2), so the base jar just built is installed there first with its published POM.
+jar_mvn_module() {  # DIR, then Maven's options
+  local dir=$1; shift
+  mvn -B -Dstyle.color=never -f "$repo/bindings/java/$dir/pom.xml" -Prelease "$@" package \
+    "-Drevision=$version" "-Drlock.build.dir=$work/jar/$dir" -DskipTests >"$work/jar-$dir.log" 2>&1
+}
+
+jar_build_module() {
+  local artifact=$1 dir=$2 log=$work/jar-$2.log out=$work/jar/$2
+  if [ -z "${jar_base_installed:-}" ]; then
+    mvn -B -Dstyle.color=never org.apache.maven.plugins:maven-install-plugin:3.1.1:install-file \
+      "-Dfile=$dist/rlock-$version.jar" "-DpomFile=$dist/rlock-$version.pom" \
+      >"$work/jar-install.log" 2>&1 ||
+      die "installing $dist/rlock-$version.jar into the local Maven repository failed;" \
+        "see $work/jar-install.log"
+    jar_base_installed=1
+  fi
+  log "packing $artifact (bindings/java/$dir)"
+  rm -rf "$out"
+  jar_mvn_module "$dir" -o || {
+    grep -q 'in offline mode' "$log" || die "Maven failed to pack $artifact; see $log"
+    log "Maven lacks plugins or dependencies offline; running it online"
+    jar_mvn_module "$dir" || die "Maven failed to pack $artifact; see $log"
+  }
+  local f
+  for f in "" -javadoc.jar .pom; do
+    f=$out/$artifact-$version${f:-.jar}
+    [ -f "$f" ] || die "Maven made no $f; see $log"
+    cp "$f" "$dist/"
+  done
+  rm -f "$dist/$artifact-$version-sources.jar"
+  "$(jar_jdk_home)/bin/jar" --create --file "$dist/$artifact-$version-sources.jar" \
+    -C "$repo/bindings/java/$dir/src/main/java" .
+  jar_checksums "$artifact"
 }
 
 # A named-module user of the jar (tests/release/java/modular, without Micrometer): compiled for
@@ -192,4 +244,82 @@ verify_jar() {
   [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock at $url;" \
     "see $tmp/java.log"
   log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
+  local module
+  for module in "${jar_modules[@]}"; do
+    jar_verify_module "${module%%:*}" "${module#*:}"
+  done
+}
+
+# What every module built on the base jar must be: Maven Central's requirements (Java 17 class
+# files), and a POM depending on io.github.rlock:rlock:$version (compile); then the module's own
+# checks, verify_jar_module_<DIR> (jar, summary: the files' paths).
+jar_verify_module() {
+  local artifact=$1 dir=$2 jar=$dist/$1-$version.jar pom=$dist/$1-$version.pom
+  python3 "$repo/scripts/release/check_central.py" "$dist" "$jar_group" "$artifact" "$version" \
+    --release 17 >"$work/central-$dir.log" 2>&1 ||
+    die "verify_jar: $artifact misses what Maven Central requires:" \
+      "$(tr '\n' ';' <"$work/central-$dir.log")"
+  log "jar: $(cat "$work/central-$dir.log")"
+  jar_pom_dependency "$pom" "$jar_group:rlock" compile "$version"
+  "verify_jar_module_${dir//-/_}" "$jar" "$pom"
+  log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
+}
+
+# Dies unless POM has the dependency G:A with SCOPE (and VERSION when given).
+jar_pom_dependency() {
+  local pom=$1 ga=$2 scope=$3 want=${4:-} got
+  got=$(python3 - "$pom" "$ga" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+ns = "{http://maven.apache.org/POM/4.0.0}"
+for dep in ET.parse(sys.argv[1]).getroot().iter(ns + "dependency"):
+    g, a = (dep.findtext(ns + t, "").strip() for t in ("groupId", "artifactId"))
+    if f"{g}:{a}" == sys.argv[2]:
+        print(dep.findtext(ns + "scope", "compile").strip(), dep.findtext(ns + "version", "").strip())
+PY
+  ) || die "verify_jar: cannot read $pom as a POM"
+  [ -n "$got" ] || die "verify_jar: $(basename "$pom") has no dependency $ga"
+  [ "${got%% *}" = "$scope" ] ||
+    die "verify_jar: $(basename "$pom"): $ga has scope ${got%% *}, not $scope"
+  [ -z "$want" ] || [ "${got#* }" = "$want" ] ||
+    die "verify_jar: $(basename "$pom"): $ga is version ${got#* }, not $want"
+}
+
+# The ShedLock release the module's jar is run with (docs/shedlock.md: 6.x and 7.x are tested
+# by CTest); its shedlock-core and SLF4J's API come from the local Maven repository.
+jar_shedlock_version=7.10.1
+jar_slf4j_version=2.0.17
+
+# rlock-shedlock: the provider class, the automatic module name, and shedlock-core as a provided
+# dependency (the application brings its ShedLock 6 or 7; docs/shedlock.md); then a JVM with the
+# released jars and ShedLock's core runs a task under the provider (tests/release/java).
+verify_jar_module_shedlock() {
+  local jar=$1 pom=$2 listing manifest tmp=$work/verify-jar-shedlock cp a
+  listing=$(unzip -Z1 "$jar") || die "verify_jar: $jar is not a zip file"
+  grep -qx 'io/rlock/shedlock/RlockLockProvider.class' <<<"$listing" ||
+    die "verify_jar: $jar lacks io/rlock/shedlock/RlockLockProvider.class"
+  ! grep -q '^io/rlock/[^/]*\.class$' <<<"$listing" ||
+    die "verify_jar: $jar carries classes of the base jar (io/rlock/*.class)"
+  manifest=$(unzip -p "$jar" META-INF/MANIFEST.MF | tr -d '\r')
+  grep -qx 'Automatic-Module-Name: io.rlock.shedlock' <<<"$manifest" ||
+    die "verify_jar: $jar's manifest has no Automatic-Module-Name: io.rlock.shedlock"
+  jar_pom_dependency "$pom" net.javacrumbs.shedlock:shedlock-core provided
+  log "jar: rlock-shedlock: RlockLockProvider, module io.rlock.shedlock, shedlock-core provided"
+  rm -rf "$tmp" && mkdir -p "$tmp/lib"
+  for a in "net.javacrumbs.shedlock:shedlock-core:$jar_shedlock_version" \
+           "org.slf4j:slf4j-api:$jar_slf4j_version"; do
+    mvn -B -Dstyle.color=never dependency:copy "-Dartifact=$a" "-DoutputDirectory=$tmp/lib" \
+      >>"$tmp/mvn.log" 2>&1 || die "verify_jar: Maven could not fetch $a; see $tmp/mvn.log"
+  done
+  cp=$dist/rlock-$version.jar:$jar:$tmp/lib/shedlock-core-$jar_shedlock_version.jar
+  cp=$cp:$tmp/lib/slf4j-api-$jar_slf4j_version.jar
+  start_redis
+  "$(jar_jdk_home)/bin/java" -cp "$cp" "$repo/tests/release/java/ShedLockJar.java" \
+    "redis://127.0.0.1:$redis_port" >"$tmp/java.log" 2>&1 || {
+    stop_redis
+    die "verify_jar: a JVM with $(basename "$jar") and ShedLock $jar_shedlock_version did not" \
+      "run a task under RlockLockProvider; see $tmp/java.log"
+  }
+  stop_redis
+  log "jar: rlock-shedlock with ShedLock $jar_shedlock_version: $(grep -v '^SLF4J' "$tmp/java.log")"
 }
