@@ -1,7 +1,9 @@
 # Stage "jar" of scripts/build-release.sh (sourced): rlock-<v>.jar (module io.rlock) with
 # librlock_jni.so for linux-x86_64 and linux-aarch64, rlock-<v>-sources.jar, rlock-<v>-javadoc.jar
 # and rlock-<v>.pom (the POM as published, coordinates $jar_group:rlock), each with .md5 and .sha1
-# as Maven Central asks; not signed (docs/packaging.md).
+# as Maven Central asks; not signed (docs/packaging.md). Then each add-on module of $jar_modules
+# (its own artifactId, depending on the base jar): <artifactId>-<v>.jar, -sources.jar,
+# -javadoc.jar and .pom, the same way.
 # The JNI library is compiled by the native stage inside the release root (glibc 2.31, OpenSSL and
 # hiredis static), which has neither SWIG nor a JDK: stage_jni, run before build_native, runs SWIG
 # here on the host once (the C wrapper for every architecture and the .java classes from the same
@@ -13,6 +15,8 @@
 jar_swig=/build/jar-swig
 jar_jni_include=/opt/jni/include
 jar_group=io.github.rlock  # bindings/java/pom.xml's groupId
+# The add-on modules: Maven projects under bindings/java, each a jar of its own on the base jar.
+jar_modules=(spring-integration)
 
 # The cmake options build_native adds so that the JNI library is built too.
 jar_native_cmake_options() {
@@ -117,6 +121,84 @@ build_jar() {
     md5sum "$f" | cut -d' ' -f1 >"$f.md5"
     sha1sum "$f" | cut -d' ' -f1 >"$f.sha1"
   done
+  local module
+  for module in "${jar_modules[@]}"; do
+    build_jar_module "$repo/bindings/java/$module"
+  done
+}
+
+# The artifactId of a module's pom.xml (the project's own, not its parent's or a dependency's).
+jar_pom_artifact() {
+  python3 -c 'import sys, xml.etree.ElementTree as ET
+print(ET.parse(sys.argv[1]).getroot().findtext("{http://maven.apache.org/POM/4.0.0}artifactId"))' "$1"
+}
+
+# Maven, offline first (~/.m2 has every plugin after a dev build), online if it lacks some.
+# jar_mvn_logged LOG ARGS...
+jar_mvn_logged() {
+  local log_file=$1
+  shift
+  mvn -B -Dstyle.color=never -o "$@" >"$log_file" 2>&1 && return 0
+  grep -q 'in offline mode' "$log_file" || return 1
+  log "Maven lacks plugins offline; running it online"
+  mvn -B -Dstyle.color=never "$@" >"$log_file" 2>&1
+}
+
+# An add-on module (bindings/java/<dir>): its jar, sources, javadoc and published POM into $dist.
+# It resolves io.github.rlock:rlock:$version from the local repository, so the base jar just built
+# (with its published POM) is installed there first.
+build_jar_module() {
+  local dir=$1 artifact out jdk f
+  jdk=$(jar_jdk_home)
+  artifact=$(jar_pom_artifact "$dir/pom.xml")
+  [ -n "$artifact" ] || die "no artifactId in $dir/pom.xml"
+  out=$work/jar/$artifact
+  jar_mvn_logged "$work/jar-install-base.log" install:install-file \
+    "-Dfile=$dist/rlock-$version.jar" "-DpomFile=$dist/rlock-$version.pom" ||
+    die "installing the base jar into ~/.m2 for $artifact failed; see $work/jar-install-base.log"
+  log "packing $artifact"
+  # Its tests run in the dev build (CTest); here only the jar, javadoc and POM.
+  jar_mvn_logged "$work/jar-$artifact.log" -f "$dir/pom.xml" -Prelease package -DskipTests \
+    "-Drevision=$version" "-Drlock.build.dir=$out" ||
+    die "Maven failed to pack $artifact; see $work/jar-$artifact.log"
+  cp "$out/$artifact-$version.jar" "$out/$artifact-$version-javadoc.jar" \
+    "$out/$artifact-$version.pom" "$dist/"
+  rm -f "$dist/$artifact-$version-sources.jar"
+  "$jdk/bin/jar" --create --file "$dist/$artifact-$version-sources.jar" -C "$dir/src/main/java" .
+  for f in "" -sources.jar -javadoc.jar .pom; do
+    f=$dist/$artifact-$version${f:-.jar}
+    md5sum "$f" | cut -d' ' -f1 >"$f.md5"
+    sha1sum "$f" | cut -d' ' -f1 >"$f.sha1"
+  done
+}
+
+# An add-on module's artifacts: what Central requires, Java 17 class files (Spring's baseline),
+# an Automatic-Module-Name, and a POM depending on this version of the base jar.
+verify_jar_module() {
+  local dir=$1 artifact jar manifest
+  artifact=$(jar_pom_artifact "$dir/pom.xml")
+  jar=$dist/$artifact-$version.jar
+  [ -f "$jar" ] || die "verify_jar: no $jar (run the jar stage)"
+  python3 "$repo/scripts/release/check_central.py" "$dist" "$jar_group" "$artifact" "$version" \
+    --release 17 >"$work/central-$artifact.log" 2>&1 ||
+    die "verify_jar: the $artifact artifacts miss what Maven Central requires:" \
+      "$(tr '\n' ';' <"$work/central-$artifact.log")"
+  manifest=$(unzip -p "$jar" META-INF/MANIFEST.MF | tr -d '\r')
+  grep -q '^Automatic-Module-Name: io\.rlock\.' <<<"$manifest" ||
+    die "verify_jar: $jar has no Automatic-Module-Name io.rlock.*"
+  python3 - "$dist/$artifact-$version.pom" "$jar_group" "$version" <<'PY' ||
+import sys, xml.etree.ElementTree as ET
+ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+pom, group, version = sys.argv[1:]
+deps = ET.parse(pom).getroot().findall("m:dependencies/m:dependency", ns)
+sys.exit(0 if any(d.findtext("m:groupId", namespaces=ns) == group
+                  and d.findtext("m:artifactId", namespaces=ns) == "rlock"
+                  and d.findtext("m:version", namespaces=ns) == version
+                  and d.findtext("m:scope", namespaces=ns) == "compile" for d in deps) else 1)
+PY
+    die "verify_jar: $artifact-$version.pom does not depend on $jar_group:rlock:$version (compile)"
+  log "jar: $(cat "$work/central-$artifact.log")"
+  log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
 }
 
 # A named-module user of the jar (tests/release/java/modular, without Micrometer): compiled for
@@ -192,4 +274,8 @@ verify_jar() {
   [ "$rc" = 0 ] || die "verify_jar: a JVM with only the jar did not take a lock at $url;" \
     "see $tmp/java.log"
   log "jar: $(basename "$jar"), $(stat -c %s "$jar") bytes, verified"
+  local module
+  for module in "${jar_modules[@]}"; do
+    verify_jar_module "$repo/bindings/java/$module"
+  done
 }
