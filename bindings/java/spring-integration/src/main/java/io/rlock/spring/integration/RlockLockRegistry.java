@@ -92,8 +92,8 @@ public final class RlockLockRegistry
 
   /**
    * Drops the locks that no thread holds through this registry and that were last acquired
-   * (or obtained) more than {@code age} ms ago. A dropped lock still works for whoever kept it:
-   * ownership lives on Redis, not in the object.
+   * (or made, if never acquired) more than {@code age} ms ago. A dropped lock still works for
+   * whoever kept it: ownership lives on Redis, not in the object.
    */
   @Override
   public void expireUnusedOlderThan(long age) {
