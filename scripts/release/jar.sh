@@ -2,7 +2,8 @@
 # librlock_jni.so for linux-x86_64 and linux-aarch64, rlock-<v>-sources.jar, rlock-<v>-javadoc.jar
 # and rlock-<v>.pom (the POM as published, coordinates $jar_group:rlock), each with .md5 and .sha1
 # as Maven Central asks; not signed (docs/packaging.md). Then the same four files of each module
-# built on it ($jar_modules: rlock-shedlock, ...), with their own artifact ids.
+# built on it ($jar_modules: rlock-shedlock, rlock-spring-integration), with their own artifact
+# ids.
 # The JNI library is compiled by the native stage inside the release root (glibc 2.31, OpenSSL and
 # hiredis static), which has neither SWIG nor a JDK: stage_jni, run before build_native, runs SWIG
 # here on the host once (the C wrapper for every architecture and the .java classes from the same
@@ -16,7 +17,7 @@ jar_jni_include=/opt/jni/include
 jar_group=io.github.rlock  # bindings/java/pom.xml's groupId
 # The modules built on the base jar, ARTIFACT:DIR (DIR under bindings/java, its pom's artifactId
 # ARTIFACT); each has a verify_jar_module_<DIR> with its own checks (a '-' in DIR as '_').
-jar_modules=(rlock-shedlock:shedlock)
+jar_modules=(rlock-shedlock:shedlock rlock-spring-integration:spring-integration)
 
 # The cmake options build_native adds so that the JNI library is built too.
 jar_native_cmake_options() {
@@ -322,4 +323,22 @@ verify_jar_module_shedlock() {
   }
   stop_redis
   log "jar: rlock-shedlock with ShedLock $jar_shedlock_version: $(grep -v '^SLF4J' "$tmp/java.log")"
+}
+
+# rlock-spring-integration: the registry class, the automatic module name, and Spring
+# Integration as a provided dependency (the application's own 7.x; docs/spring-integration.md).
+# Its behaviour is tested by CTest (java_spring_integration).
+verify_jar_module_spring_integration() {
+  local jar=$1 pom=$2 listing manifest
+  listing=$(unzip -Z1 "$jar") || die "verify_jar: $jar is not a zip file"
+  grep -qx 'io/rlock/spring/integration/RlockLockRegistry.class' <<<"$listing" ||
+    die "verify_jar: $jar lacks io/rlock/spring/integration/RlockLockRegistry.class"
+  ! grep -q '^io/rlock/[^/]*\.class$' <<<"$listing" ||
+    die "verify_jar: $jar carries classes of the base jar (io/rlock/*.class)"
+  manifest=$(unzip -p "$jar" META-INF/MANIFEST.MF | tr -d '\r')
+  grep -qx 'Automatic-Module-Name: io.rlock.spring.integration' <<<"$manifest" ||
+    die "verify_jar: $jar's manifest has no Automatic-Module-Name: io.rlock.spring.integration"
+  jar_pom_dependency "$pom" org.springframework.integration:spring-integration-core provided
+  log "jar: rlock-spring-integration: RlockLockRegistry, module io.rlock.spring.integration," \
+    "spring-integration-core provided"
 }
