@@ -18,9 +18,10 @@ build=$(realpath -m "${1:-$root/build}")
 jobs=${RLOCK_JOBS:-2}
 venv=$root/build/venv-lint
 tools=$root/build/go-tools
-# The exporters' packages too: mypy checks rlock.prometheus and rlock.otel against their types.
+# The exporters' packages and Celery too: mypy checks rlock.prometheus, rlock.otel and rlock.celery
+# against them.
 python_tools=(ruff==0.17.6 mypy==2.4.1 lizard==1.24.3 prometheus-client==0.26.0 opentelemetry-api==1.45.2
-  opentelemetry-sdk==1.45.2)
+  opentelemetry-sdk==1.45.2 celery==5.7.0)
 staticcheck_version=v0.8.2
 
 "$root/scripts/install-deps.sh" clang-format-14 clang-tidy-14 default-jdk-headless maven

@@ -26,7 +26,7 @@ from typing import (
     Union,
 )
 
-from . import _green, _native, _owners, _tls
+from . import _decorate, _green, _native, _owners, _tls
 from ._errors import ClientClosedError, ForkedError, InvalidArgumentError, LockTimeoutError
 from ._owners import Owners
 from ._stats import Event, LostReason, Stats, event_dispatcher
@@ -38,6 +38,7 @@ __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReaso
 
 Name = Union[str, bytes]
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _DEFAULT_URL = "redis://127.0.0.1:6379"
 _DEFAULT_TLS_URL = "rediss://" + _DEFAULT_URL.partition("://")[2]  # with ssl=True
@@ -463,6 +464,34 @@ class Client:
             thread_local,
             owner_id=owner_id,
         )
+
+    def locked(
+        self,
+        name: "Union[str, Callable[..., Any]]",
+        *,
+        wait: Optional[float] = None,
+        lease: Optional[float] = None,
+        on_held: str = "raise",
+        default: Any = None,
+        min_hold: Optional[float] = None,
+    ) -> "Callable[[_F], _F]":
+        """A decorator: each call of the function runs holding the lock named ``name`` formatted
+        with the call's arguments (``"report:{0}"`` by position, ``"user:{user_id}"`` by name,
+        defaults applied), or ``name(*args, **kwargs)`` when ``name`` is callable.
+
+        ``wait``: None waits for the lock as long as it takes, 0 tries once, seconds bound the
+        wait. When the lock stays held, ``on_held="raise"`` raises ``LockTimeoutError`` and
+        ``on_held="skip"`` returns ``default`` without calling the function. ``lease``: as for
+        ``lock()`` (None: the watchdog). The owner is the calling thread, so a nested call of
+        the same name re-enters. ``min_hold`` (seconds, with a ``lease`` at least as long):
+        a call that returns sooner leaves the lock held until ``min_hold`` after it was taken
+        (its lease is cut to what is left) instead of releasing it, so a scheduler on another
+        host whose timer fires a little later finds the tick taken; each call is then an owner
+        of its own (no re-entry). A field no call can fill is
+        refused here; coroutine and
+        generator functions are refused too (use ``rlock.asyncio.Client.locked`` for
+        ``async def``)."""
+        return _decorate.locked_sync(self, name, wait, lease, on_held, default, min_hold)
 
     def fenced_lock(
         self,

@@ -19,7 +19,7 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from . import _client, _errors, _native, _owners, _semaphore
+from . import _client, _decorate, _errors, _native, _owners, _semaphore
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
 from ._errors import InvalidArgumentError, LockError, LockTimeoutError
 from ._stats import Event, Stats
@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _current_task() -> "asyncio.Task[Any]":
@@ -249,6 +250,21 @@ class Client:
             owner=owner,
             task_local=task_local,
         )
+
+    def locked(
+        self,
+        name: "Union[str, Callable[..., Any]]",
+        *,
+        wait: Optional[float] = None,
+        lease: Optional[float] = None,
+        on_held: str = "raise",
+        default: Any = None,
+        min_hold: Optional[float] = None,
+    ) -> "Callable[[_F], _F]":
+        """See ``rlock.Client.locked``: the same decorator for ``async def`` functions, waiting
+        without blocking the event loop. The owner is the task, so a nested call of the same
+        name in the task re-enters. Plain functions are refused (use ``rlock.Client.locked``)."""
+        return _decorate.locked_async(self, name, wait, lease, on_held, default, min_hold)
 
     def fenced_lock(
         self,

@@ -73,6 +73,25 @@ def test_typing_files_are_installed():
     assert (package_dir / "_native.pyi").exists()
 
 
+def test_the_celery_integration_ships_with_its_extra():
+    """rlock.celery is in the wheel, its framework an extra (rlock-redis[celery]) that a plain
+    install does not pull in, and importing rlock does not import celery."""
+    from importlib.metadata import distribution
+
+    dist = distribution("rlock-redis")
+    assert any(str(f) == "rlock/celery.py" for f in dist.files or [])
+    assert "celery" in (dist.metadata.get_all("Provides-Extra") or [])
+    requires = dist.metadata.get_all("Requires-Dist") or []
+    assert any(r.startswith("celery") and 'extra == "celery"' in r for r in requires), requires
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys, rlock; print('celery' in sys.modules)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    assert out.strip() == "False"
+
+
 def test_every_public_name_is_documented():
     for name in rlock.__all__:
         obj = getattr(rlock, name)
