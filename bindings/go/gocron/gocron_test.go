@@ -93,6 +93,8 @@ func (r *runLog) add(scheduler int) {
 	r.mu.Unlock()
 }
 
+func (r run) String() string { return fmt.Sprintf("s%d@%s", r.scheduler, r.at.Format("05.000")) }
+
 func (r *runLog) snapshot() []run {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -132,7 +134,7 @@ func ticksOnce(t *testing.T, locker func(i int) gocron.Locker) (map[int][]int, i
 // Three schedulers, one Locker each: every tick runs at most once, and ticks do run.
 func TestLockerRunsEachTickOnce(t *testing.T) {
 	perTick, ticks := ticksOnce(t, func(int) gocron.Locker {
-		l, err := rlockgocron.NewLocker(newClient(t))
+		l, err := rlockgocron.NewLocker(newClient(t), rlockgocron.WithMinHold(150*time.Millisecond))
 		must(t, err)
 		return l
 	})
