@@ -147,6 +147,7 @@ verify_gomod() {
   done
   if [ -n "$(grep -v "^$gomod_path@v$version/" <<<"$entries")" ]; then die "$zip has entries outside $gomod_path@v$version/"; fi
   if grep -q "/otel/" <<<"$entries"; then die "$zip carries the otel module"; fi
+  if grep -q "/gocron/" <<<"$entries"; then die "$zip carries the gocron module"; fi
   : >"$work/gomod-verify.log"
   if grep -q librlock <<<"$(ldconfig -p)"; then die "this host has a librlock installed (ldconfig -p): the check needs none"; fi
   if grep -q librlock <<<"$(in_root "$root" ldconfig -p)"; then die "the release root has a librlock installed: dpkg -r librlock there"; fi

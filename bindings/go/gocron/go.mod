@@ -1,6 +1,6 @@
 module github.com/rlock/rlock/bindings/go/gocron
 
-go 1.26.0
+go 1.22
 
 require (
 	github.com/go-co-op/gocron/v2 v2.21.2
