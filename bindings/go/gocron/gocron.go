@@ -256,6 +256,7 @@ func (e *Elector) term(ctx context.Context) error {
 		return err
 	}
 	defer l.Close()
+	defer e.leader.CompareAndSwap(l, nil)
 	lost := make(chan struct{}, 1)
 	if err := l.OnLost(func(rlock.LostReason) {
 		e.leader.Store(nil) // IsLeader fails from now on
