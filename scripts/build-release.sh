@@ -4,7 +4,8 @@
 #           (the PyPI distribution rlock-redis; the package is rlock)
 #   jar     rlock-<v>.jar with native/linux-x86_64 and native/linux-aarch64
 #   deb     librlock_<v>_{amd64,arm64}.deb: library, headers, pkg-config, CMake files, the CLI
-#   gomod   goproxy/github.com/rlock/rlock/bindings/go/@v/: the Go module with librlock.a bundled
+#   gomod   goproxy/github.com/rlock/rlock/bindings/go/@v/: the Go module with librlock.a bundled,
+#           and goproxy/.../bindings/go/gocron/@v/: the gocron module
 #   musl    rlock_redis-<v>-cp3N-cp3N-musllinux_1_2_{x86_64,aarch64}.whl for CPython 3.11-3.14, built
 #           with zig on this host (scripts/release/musl.sh)
 # Everything native is compiled in a Debian 11 root (glibc 2.31, gcc 10) made once by debootstrap

@@ -5,9 +5,12 @@
 #     self-contained librlock.a for linux_amd64 and linux_arm64, THIRD-PARTY-NOTICES. The release
 #     tag bindings/go/v<version> is a commit of this tree (docs/packaging.md).
 #   $dist/goproxy/<module>/@v/{list,v<version>.info,.mod,.zip}  what a module proxy serves for it.
+#   The same for the gocron module (bindings/go/gocron, tag bindings/go/gocron/v<version>): its
+#   files and LICENSE, its go.mod requiring the base module at v<version>, without the replace.
 # Needs: $repo, $root, $dist, $work, $version, lib.sh sourced (deb.sh for deb_ensure_go).
 
 gomod_path=github.com/rlock/rlock/bindings/go
+gomod_gocron_path=$gomod_path/gocron
 
 gomod_goarch() {
   case $1 in x86_64) echo amd64 ;; aarch64) echo arm64 ;; *) die "no Go architecture for $1" ;; esac
@@ -42,6 +45,27 @@ build_gomod() {
     --time "$time" --tree "$tree" --out "$out" >"$work/gomod.log" 2>&1 ||
     die "writing the module proxy files failed; see $work/gomod.log"
   log "Go module: $(cat "$work/gomod.log"), v$version.zip $(stat -c %s "$out/v$version.zip") bytes"
+  build_gomod_gocron "$time"
+}
+
+# The gocron module: in the repository its go.mod requires the base module as v0.0.0 replaced by
+# ../; the released one requires the base module of the same release.
+build_gomod_gocron() {
+  local time=$1 src=$repo/bindings/go/gocron tree=$work/gomod/$gomod_gocron_path@v$version
+  local out=$dist/goproxy/$gomod_gocron_path/@v
+  log "Go module $gomod_gocron_path v$version"
+  rm -rf "$tree" && mkdir -p "$tree" "$out"
+  git -C "$src" ls-files -co --exclude-standard -z . | (cd "$src" && tar --null -T - -cf -) | tar -xf - -C "$tree"
+  cp "$repo/LICENSE" "$tree/LICENSE"
+  sed -e "s|^\([[:space:]]*\)$gomod_path v0\.0\.0\$|\1$gomod_path v$version|" -e '/^replace /d' \
+    "$src/go.mod" >"$tree/go.mod"
+  grep -q "^[[:space:]]*$gomod_path v$version\$" "$tree/go.mod" ||
+    die "$src/go.mod has no require of $gomod_path v0.0.0 to make v$version of: see $tree/go.mod"
+  if grep -q '^replace' "$tree/go.mod"; then die "$tree/go.mod keeps a replace"; fi
+  python3 "$repo/scripts/release/make_gomod_zip.py" --module "$gomod_gocron_path" --version "v$version" \
+    --time "$time" --tree "$tree" --out "$out" >"$work/gomod-gocron.log" 2>&1 ||
+    die "writing the gocron module's proxy files failed; see $work/gomod-gocron.log"
+  log "Go module: $(cat "$work/gomod-gocron.log"), v$version.zip $(stat -c %s "$out/v$version.zip") bytes"
 }
 
 # The environment of a new user's go command: the release's proxy files only, a module cache of
@@ -75,6 +99,29 @@ gomod_check_host() {
     die "CGO_ENABLED=0 go build of the consumer did not fail with just the cgo message: $out"
   fi
   log "gomod: with CGO_ENABLED=0 the build fails with: $(grep -v '^#' <<<"$out")"
+}
+
+# The consumer of tests/release/gomod-gocron: go get of the gocron module from the release's proxy
+# files (the base module from there too), gocron and its dependencies from the public proxy,
+# checked against the hashes bindings/go/gocron/go.sum pins.
+gomod_check_gocron() {
+  local tmp=$1 log=$work/gomod-verify.log env zip=$dist/goproxy/$gomod_gocron_path/@v/v$version.zip entries f
+  [ -f "$zip" ] || die "no $zip: run the gomod stage"
+  entries=$(python3 -c 'import sys, zipfile; print("\n".join(zipfile.ZipFile(sys.argv[1]).namelist()))' "$zip")
+  for f in go.mod LICENSE gocron.go; do
+    grep -qx "$gomod_gocron_path@v$version/$f" <<<"$entries" || die "$zip lacks $f"
+  done
+  cp -r "$repo/tests/release/gomod-gocron" "$tmp/gocron-src"
+  cp "$repo/bindings/go/gocron/go.sum" "$tmp/gocron-src/go.sum"
+  read -ra env <<<"$(gomod_env "$dist/goproxy" "$tmp")"
+  (cd "$tmp/gocron-src" && env "${env[@]}" GOPROXY="file://$dist/goproxy,https://proxy.golang.org" GOCACHE="$work/gocache" \
+    go get "$gomod_gocron_path@v$version" &&
+    env "${env[@]}" GOPROXY="file://$dist/goproxy,https://proxy.golang.org" GOCACHE="$work/gocache" \
+      go build -o "$tmp/out/rlock-gomod-gocron-check" .) >>"$log" 2>&1 ||
+    die "go get + go build of the gocron consumer against the module proxy files failed; see $log"
+  grep -q "^$gomod_path v$version " "$tmp/gocron-src/go.sum" ||
+    die "the gocron consumer did not get $gomod_path v$version with the gocron module; see $tmp/gocron-src/go.sum"
+  log "gomod: go get $gomod_gocron_path@v$version and go build of a gocron consumer work"
 }
 
 # The release tag at work: a clone of this repository with bindings/go replaced by the module
@@ -134,7 +181,7 @@ gomod_run() {
     "$@" "$url" "$name" >>"$work/gomod-verify.log" 2>&1 || rc=$?
     [ "$rc" = 0 ] || die "the $what consumer failed at ${url%%\?*}; see $work/gomod-verify.log"
   done
-  log "gomod: the $what consumer took and released a lock, and woke a waiter, over redis:// and rediss://"
+  log "gomod: the $what consumer ${gomod_says:-took and released a lock, and woke a waiter}, over redis:// and rediss://"
 }
 
 verify_gomod() {
@@ -147,12 +194,14 @@ verify_gomod() {
   done
   if [ -n "$(grep -v "^$gomod_path@v$version/" <<<"$entries")" ]; then die "$zip has entries outside $gomod_path@v$version/"; fi
   if grep -q "/otel/" <<<"$entries"; then die "$zip carries the otel module"; fi
+  if grep -q "/gocron/" <<<"$entries"; then die "$zip carries the gocron module"; fi
   : >"$work/gomod-verify.log"
   if grep -q librlock <<<"$(ldconfig -p)"; then die "this host has a librlock installed (ldconfig -p): the check needs none"; fi
   if grep -q librlock <<<"$(in_root "$root" ldconfig -p)"; then die "the release root has a librlock installed: dpkg -r librlock there"; fi
   tmp=$(mktemp -d)
   gomod_check_host "$tmp"
   gomod_check_tag "$tmp" "$gomod_sum"
+  gomod_check_gocron "$tmp"
   deb_ensure_go
   rm -rf "$root/build/gomod-verify" && mkdir -p "$root/build/gomod-verify"
   cp -r "$dist/goproxy" "$root/build/gomod-verify/goproxy"
@@ -165,6 +214,8 @@ verify_gomod() {
   (
     trap stop_redis EXIT
     gomod_run host "$root$certs/ca.crt" "$tmp/out/rlock-gomod-check"
+    gomod_says="ran a job through the Locker, saw a held job lock refused, and passed an Elector's leadership on" \
+      gomod_run "gocron host" "$root$certs/ca.crt" "$tmp/out/rlock-gomod-gocron-check"
     gomod_run "bullseye amd64" "$certs/ca.crt" in_root "$root" /build/gomod-verify/x86_64/rlock-gomod-check
     gomod_run "arm64 (qemu)" "$root$certs/ca.crt" qemu-aarch64-static -L "$root/usr/aarch64-linux-gnu" \
       "$root/build/gomod-verify/aarch64/rlock-gomod-check"
