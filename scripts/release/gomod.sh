@@ -56,6 +56,7 @@ build_gomod_gocron() {
   log "Go module $gomod_gocron_path v$version"
   rm -rf "$tree" && mkdir -p "$tree" "$out"
   git -C "$src" ls-files -co --exclude-standard -z . | (cd "$src" && tar --null -T - -cf -) | tar -xf - -C "$tree"
+  rm -f "$tree"/go-gocron-*.mod "$tree"/go-gocron-*.sum  # the dev build's test of an older gocron
   cp "$repo/LICENSE" "$tree/LICENSE"
   sed -e "s|^\([[:space:]]*\)$gomod_path v0\.0\.0\$|\1$gomod_path v$version|" -e '/^replace /d' \
     "$src/go.mod" >"$tree/go.mod"
