@@ -127,19 +127,38 @@ def _hold_left(min_hold: Optional[float], start: float) -> float:
     return left if left >= 0.001 else 0
 
 
-def _not_acquired(lock_name: Any, wait: Optional[float]) -> LockTimeoutError:
-    return LockTimeoutError(
+def _when_held(on_held: str, default: Any, lock_name: Any, wait: Optional[float]) -> Any:
+    """What a call that did not get the lock returns (on_held="skip"), or raises."""
+    if on_held == "skip":
+        return default
+    raise LockTimeoutError(
         f"lock {lock_name!r} is held elsewhere"
         + (" (tried once)" if not wait else f" and was not acquired within {wait} s")
     )
 
 
-def _refuse_generators(fn: Callable[..., Any]) -> None:
+def _prepare(fn: Any, name: NameTemplate, coroutine: bool) -> Callable[[Tuple[Any, ...], Any], str]:
+    """Refuses what the decorator cannot lock correctly (not a function, the wrong kind for the
+    client, a generator function); returns what names a call's lock."""
+    if not callable(fn):
+        raise TypeError(f"locked() decorates a function, not {type(fn).__name__}")
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise TypeError(
             f"{fn.__qualname__} is a generator function: the lock would be released when the "
             "generator is made, before its body runs; lock inside it instead"
         )
+    if coroutine and not inspect.iscoroutinefunction(fn):
+        raise TypeError(
+            f"{fn.__qualname__} is not a coroutine function: the locked() of an "
+            "rlock.asyncio.Client decorates 'async def' functions; use an rlock.Client's "
+            "locked() for plain ones"
+        )
+    if not coroutine and inspect.iscoroutinefunction(fn):
+        raise TypeError(
+            f"{fn.__qualname__} is a coroutine function: decorate it with the locked() "
+            "of an rlock.asyncio.Client, which waits without blocking the event loop"
+        )
+    return _namer(name, fn)
 
 
 def locked_sync(
@@ -155,15 +174,7 @@ def locked_sync(
     _check_min_hold(min_hold, lease)
 
     def decorate(fn: _F) -> _F:
-        if not callable(fn):
-            raise TypeError(f"locked() decorates a function, not {type(fn).__name__}")
-        if inspect.iscoroutinefunction(fn):
-            raise TypeError(
-                f"{fn.__qualname__} is a coroutine function: decorate it with the locked() "
-                "of an rlock.asyncio.Client, which waits without blocking the event loop"
-            )
-        _refuse_generators(fn)
-        make_name = _namer(name, fn)
+        make_name = _prepare(fn, name, coroutine=False)
 
         @functools.wraps(fn)
         def run(*args: Any, **kwargs: Any) -> Any:
@@ -173,9 +184,7 @@ def locked_sync(
             # its own: a hold left to run out belongs to no later call.
             lock = client.lock(lock_name, lease=lease, owner="object" if min_hold else "thread")
             if not lock.acquire(blocking, timeout):
-                if on_held == "skip":
-                    return default
-                raise _not_acquired(lock_name, wait)
+                return _when_held(on_held, default, lock_name, wait)
             start = time.monotonic()
             try:
                 return fn(*args, **kwargs)
@@ -204,16 +213,7 @@ def locked_async(
     _check_min_hold(min_hold, lease)
 
     def decorate(fn: _F) -> _F:
-        if not callable(fn):
-            raise TypeError(f"locked() decorates a function, not {type(fn).__name__}")
-        _refuse_generators(fn)
-        if not inspect.iscoroutinefunction(fn):
-            raise TypeError(
-                f"{fn.__qualname__} is not a coroutine function: the locked() of an "
-                "rlock.asyncio.Client decorates 'async def' functions; use an rlock.Client's "
-                "locked() for plain ones"
-            )
-        make_name = _namer(name, fn)
+        make_name = _prepare(fn, name, coroutine=True)
 
         @functools.wraps(fn)
         async def run(*args: Any, **kwargs: Any) -> Any:
@@ -222,9 +222,7 @@ def locked_async(
             # min_hold each call is an owner of its own, as in locked_sync).
             lock = client.lock(lock_name, lease=lease, owner="object" if min_hold else "task")
             if not await lock.acquire(blocking, timeout):
-                if on_held == "skip":
-                    return default
-                raise _not_acquired(lock_name, wait)
+                return _when_held(on_held, default, lock_name, wait)
             start = time.monotonic()
             try:
                 return await fn(*args, **kwargs)
