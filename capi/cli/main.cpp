@@ -2,10 +2,11 @@
 // process and host that uses the same Redis. Uses only the stable C ABI (rlock/rlock.h), and
 // the core's number parser (rlock/core/parse.hpp, linked in statically).
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <rlock/rlock.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +39,7 @@ constexpr int kExitNotLocked = 1;
 constexpr int kExitUsage = 64;        // EX_USAGE
 constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
 constexpr int kExitSoftware = 70;     // EX_SOFTWARE
+constexpr int kExitLost = 74;         // exec: the lock was lost and COMMAND stopped
 constexpr int kExitTempFail = 75;     // EX_TEMPFAIL
 constexpr int kExitCannotRun = 126;   // like shells
 constexpr int kExitNotFound = 127;    // like shells
@@ -46,6 +48,7 @@ constexpr const char *kDefaultUrl = "redis://127.0.0.1:6379";
 
 const char kUsage[] =
     "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
+    "                  [--on-lost term|kill|ignore] [--kill-after SECONDS]\n"
     "                  [--permits N] NAME -- COMMAND [ARGS...]\n"
     "       rlock status [--url URL] [TLS OPTIONS] [--json] NAME\n"
     "       rlock list [--url URL] [TLS OPTIONS] [--match PATTERN] [--json]\n"
@@ -135,9 +138,16 @@ const char kHelp[] =
     "\n"
     "exec and lost locks:\n"
     "  If the lock is lost while COMMAND runs (a --lease ran out, Redis could not be reached\n"
-    "  to renew it in time, or someone ran 'rlock unlock --force'), rlock prints a warning\n"
-    "  to stderr as soon as rlock finds out (a renewal every 10 s, or the release at the\n"
-    "  end). COMMAND is not stopped and its exit status is still passed on.\n"
+    "  to renew it before the lease ran out, or someone ran 'rlock unlock --force'), rlock\n"
+    "  acts as soon as it finds out (a renewal every 10 s, or the end of --lease):\n"
+    "  --on-lost term   (default) sends COMMAND SIGTERM, then SIGKILL if it still runs\n"
+    "                   --kill-after SECONDS later (default 10; 0: at once); exits 74\n"
+    "  --on-lost kill   sends COMMAND SIGKILL; exits 74\n"
+    "  --on-lost ignore prints a warning; COMMAND runs on, unprotected, and its exit\n"
+    "                   status is passed on\n"
+    "  A lock lost before COMMAND starts means COMMAND is not run (exit 74).\n"
+    "  COMMAND dies with rlock: if rlock is killed (even by SIGKILL) the kernel sends\n"
+    "  COMMAND SIGKILL, so it never runs on after the lock's lease ends.\n"
     "  If the lock cannot be released at the end (Redis unreachable), rlock warns too; the\n"
     "  lock then expires by its lease.\n"
     "\n"
@@ -150,6 +160,8 @@ const char kHelp[] =
     "  69       Redis unavailable: unreachable, credentials refused, TLS failed (handshake or\n"
     "           certificate verification: rlock says why), or it refused the request\n"
     "  70       internal error\n"
+    "  74       exec: the lock was lost; COMMAND was stopped (--on-lost term or kill) or\n"
+    "           not started\n"
     "  75       exec: the lock was busy (or every permit taken) and --wait ran out\n"
     "  126      exec: COMMAND was found but could not be run\n"
     "  127      exec: COMMAND was not found\n"
@@ -175,8 +187,10 @@ struct Args {
   // TLS settings (rlock_client_options version 3); empty = not given.
   std::string ca_file, ca_dir, cert_file, key_file, server_name;
   bool insecure = false;
-  std::vector<char *> argv;  // exec: COMMAND [ARGS...]
-  int64_t permits = 0;       // exec: > 0 takes a permit of a semaphore of this many
+  std::vector<char *> argv;       // exec: COMMAND [ARGS...]
+  int64_t permits = 0;            // exec: > 0 takes a permit of a semaphore of this many
+  std::string on_lost = "term";   // exec: what a lost lock does to COMMAND: term, kill, ignore
+  int64_t kill_after_ms = 10000;  // exec: SIGKILL this long after --on-lost term's SIGTERM
 };
 
 // Plain decimal seconds only ("5", "0.5"): no sign, blank, "nan", "inf", hex or exponent.
@@ -221,6 +235,15 @@ void set_permits(Args &args, const std::string &value) {
   }
   args.permits = n;
 }
+void set_on_lost(Args &args, const std::string &value) {
+  if (value != "term" && value != "kill" && value != "ignore") {
+    throw UsageError{"--on-lost must be term, kill or ignore, got '" + value + "'"};
+  }
+  args.on_lost = value;
+}
+void set_kill_after(Args &args, const std::string &value) {
+  args.kill_after_ms = parse_seconds("--kill-after", value, true);
+}
 void set_force(Args &args, const std::string &) { args.force = true; }
 void set_match(Args &args, const std::string &value) {
   if (value.empty()) throw UsageError{"option --match needs a value, got ''"};
@@ -261,6 +284,8 @@ const Option kOptions[] = {
     {"--wait", "exec", true, set_wait},
     {"--lease", "exec", true, set_lease},
     {"--permits", "exec", true, set_permits},
+    {"--on-lost", "exec", true, set_on_lost},
+    {"--kill-after", "exec", true, set_kill_after},
     {"--force", "unlock", false, set_force},
     {"--match", "list", true, set_match},
     {"--json", "status list", false, set_json},
@@ -1012,6 +1037,8 @@ struct SignalState {
   std::condition_variable stopped;  // notified when stop_signal is set
   rlock_cancel_token *token = nullptr;
   sigset_t watched;
+  bool lock_lost = false;         // the lock was lost: COMMAND must not start (or was told to stop)
+  bool stopped_for_lost = false;  // --on-lost term or kill signalled COMMAND
 };
 
 // Library calls are not async-signal-safe, so signals stay blocked in every thread and this
@@ -1041,20 +1068,50 @@ void signal_thread(SignalState *state) {
 
 struct LostNotice {
   std::string name;
+  std::string mode;  // --on-lost
+  int64_t kill_after_ms = 0;
+  SignalState *signals = nullptr;
   std::atomic<bool> reported{false};
 };
 
-// Runs on the library's watchdog thread; only prints.
+// --on-lost term: SIGKILL after --kill-after unless COMMAND ended. The pid stays valid while
+// signals->child holds it (wait_command clears it before reaping).
+void kill_after(SignalState *signals, pid_t pid, int64_t ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  std::lock_guard<std::mutex> guard(signals->mu);
+  if (signals->child == pid) {
+    std::fprintf(stderr, "rlock: the command did not end within --kill-after %g s; sent SIGKILL\n",
+                 static_cast<double>(ms) / 1000.0);
+    kill(pid, SIGKILL);
+  }
+}
+
+// Runs on the library's watchdog thread: says so, and stops COMMAND as --on-lost asks. The
+// watchdog reports a loss before the lease lapses (or once the key is gone), so COMMAND is
+// told before another holder can get the lock.
 void on_lost(rlock_lock *, const char *, size_t, int64_t, rlock_lost_reason reason, void *payload) {
   auto *notice = static_cast<LostNotice *>(payload);
   const char *why = reason == RLOCK_LOST_EXPIRED       ? "its --lease ran out"
                     : reason == RLOCK_LOST_UNREACHABLE ? "Redis could not be reached to renew it"
                                                        : "it was deleted or taken by another owner";
-  std::fprintf(stderr,
-               "rlock: warning: lost the lock '%s' while the command is still running (%s); "
-               "the command is no longer protected by it\n",
-               notice->name.c_str(), why);
+  SignalState *signals = notice->signals;
+  std::lock_guard<std::mutex> guard(signals->mu);
+  signals->lock_lost = true;
+  if (signals->child <= 0) return;  // not started (start_command says so) or already ended
   notice->reported = true;
+  if (notice->mode == "ignore") {
+    std::fprintf(stderr,
+                 "rlock: warning: lost the lock '%s' while the command is still running (%s); "
+                 "the command is no longer protected by it (--on-lost ignore)\n",
+                 notice->name.c_str(), why);
+    return;
+  }
+  const bool term = notice->mode == "term";
+  std::fprintf(stderr, "rlock: lost the lock '%s' while the command was running (%s); sent it %s\n",
+               notice->name.c_str(), why, term ? "SIGTERM" : "SIGKILL");
+  signals->stopped_for_lost = true;
+  kill(signals->child, term ? SIGTERM : SIGKILL);
+  if (term) std::thread(kill_after, signals, signals->child, notice->kill_after_ms).detach();
 }
 
 int exit_status_of(int status) {
@@ -1238,16 +1295,79 @@ int acquire_for_exec(const Args &args, const Session &session, SignalState *sign
   return stopped_by_signal(args, signals);
 }
 
-// posix_spawnp with the signal mask and dispositions COMMAND should have; 0 or an errno.
+// The file execve runs for COMMAND: argv[0] itself when it has a '/', else the first
+// executable of that name on $PATH (as execvp searches; an empty $PATH entry is the current
+// directory). Empty, with an errno in *error, when there is none.
+std::string find_command(const char *name, int *error) {
+  *error = ENOENT;
+  if (*name == '\0') return "";
+  if (std::strchr(name, '/')) {
+    if (access(name, X_OK) == 0) return name;
+    *error = errno;
+    return "";
+  }
+  const char *path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t begin = 0;
+  for (;;) {
+    size_t end = dirs.find(':', begin);
+    std::string dir =
+        dirs.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (errno == EACCES) *error = EACCES;  // found but not runnable, unless a later one is
+    if (end == std::string::npos) return "";
+    begin = end + 1;
+  }
+}
+
+// Starts COMMAND with the signal mask and dispositions it should have, and with a parent-death
+// signal: if rlock itself dies (SIGKILL, a crash) the kernel kills COMMAND, which would
+// otherwise run on unprotected once the lock expires. fork, not posix_spawn, which cannot set
+// it. Returns 0 or an errno (from finding or running COMMAND).
 int spawn(const Args &args, const SignalState &signals, const sigset_t &original_mask, pid_t *pid) {
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setsigmask(&attr, &original_mask);
-  posix_spawnattr_setsigdefault(&attr, &signals.watched);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  int error = posix_spawnp(pid, args.argv[0], nullptr, &attr, args.argv.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  return error;
+  int error = 0;
+  const std::string file = find_command(args.argv[0], &error);
+  if (file.empty()) return error;
+  int report_pipe[2];
+  if (pipe2(report_pipe, O_CLOEXEC) != 0) return errno;
+  const pid_t parent = getpid();
+  const pid_t child = fork();
+  if (child < 0) {
+    error = errno;
+    close(report_pipe[0]);
+    close(report_pipe[1]);
+    return error;
+  }
+  if (child == 0) {
+    // Only async-signal-safe calls here: other threads held locks when we forked. The signal
+    // goes when the forking thread ends: the main thread, which lives until rlock exits.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(kExitSoftware);
+    struct sigaction dfl;
+    std::memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig : kForwarded) {
+      if (sigismember(&signals.watched, sig)) sigaction(sig, &dfl, nullptr);
+    }
+    sigprocmask(SIG_SETMASK, &original_mask, nullptr);
+    execve(file.c_str(), args.argv.data(), environ);
+    error = errno;
+    ssize_t ignored = write(report_pipe[1], &error, sizeof error);
+    (void)ignored;
+    _exit(kExitCannotRun);
+  }
+  close(report_pipe[1]);
+  ssize_t n;
+  while ((n = read(report_pipe[0], &error, sizeof error)) < 0 && errno == EINTR) {
+  }
+  close(report_pipe[0]);
+  if (n == static_cast<ssize_t>(sizeof error)) {  // execve failed: reap the child
+    while (waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return error;
+  }
+  *pid = child;
+  return 0;
 }
 
 // Starts COMMAND unless a signal came first. Returns 0 once it runs, or the exit code after
@@ -1256,16 +1376,23 @@ int start_command(const Args &args, SignalState *signals, const sigset_t &origin
                   pid_t *pid) {
   int spawn_error = 0;
   int stop_signal = 0;
+  bool lost = false;
   {
     // Holding the mutex while spawning: a signal arriving now waits until the child's pid
     // is known and is then forwarded; one that came already means "do not start".
     std::lock_guard<std::mutex> guard(signals->mu);
     stop_signal = signals->stop_signal;
-    if (!stop_signal) {
+    lost = signals->lock_lost;
+    if (!stop_signal && !lost) {
       spawn_error = spawn(args, *signals, original_mask, pid);
       if (spawn_error == 0) signals->child = *pid;
     }
-    if (stop_signal || spawn_error) signals->done = true;
+    if (stop_signal || lost || spawn_error) signals->done = true;
+  }
+  if (lost && !stop_signal) {
+    std::fprintf(stderr, "rlock: lost the lock '%s' before the command started; it was not run\n",
+                 args.name.c_str());
+    return kExitLost;
   }
   if (stop_signal) {
     std::fprintf(stderr, "rlock: got %s before the command started; it was not run\n",
@@ -1285,11 +1412,16 @@ int wait_command(pid_t pid, SignalState *signals) {
   siginfo_t info;
   while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
   }
-  stop_signal_handling(signals);
+  stop_signal_handling(signals);  // from now on a lost lock no longer signals COMMAND
+  bool stopped_for_lost = false;
+  {
+    std::lock_guard<std::mutex> guard(signals->mu);
+    stopped_for_lost = signals->stopped_for_lost;
+  }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  return exit_status_of(status);
+  return stopped_for_lost ? kExitLost : exit_status_of(status);
 }
 
 // Gives the permit back after COMMAND; warns if it was lost or could not be given back.
@@ -1328,6 +1460,9 @@ int run_exec(const Args &args) {
 
   LostNotice notice;
   notice.name = args.name;
+  notice.mode = args.on_lost;
+  notice.kill_after_ms = args.kill_after_ms;
+  notice.signals = signals;
   int code = 0;
   {
     Session session;
