@@ -39,7 +39,7 @@ constexpr int kExitNotLocked = 1;
 constexpr int kExitUsage = 64;        // EX_USAGE
 constexpr int kExitUnavailable = 69;  // EX_UNAVAILABLE
 constexpr int kExitSoftware = 70;     // EX_SOFTWARE
-constexpr int kExitLost = 74;         // exec: the lock was lost and COMMAND stopped
+constexpr int kExitLost = 74;         // exec, elect: the lock was lost and COMMAND stopped
 constexpr int kExitTempFail = 75;     // EX_TEMPFAIL
 constexpr int kExitCannotRun = 126;   // like shells
 constexpr int kExitNotFound = 127;    // like shells
@@ -50,6 +50,9 @@ const char kUsage[] =
     "usage: rlock exec [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
     "                  [--on-lost term|kill|ignore] [--kill-after SECONDS]\n"
     "                  [--permits N] NAME -- COMMAND [ARGS...]\n"
+    "       rlock elect [--url URL] [TLS OPTIONS] [--wait SECONDS] [--lease SECONDS]\n"
+    "                   [--on-lost term|kill] [--kill-after SECONDS] [--term-env VAR]\n"
+    "                   NAME -- COMMAND [ARGS...]\n"
     "       rlock status [--url URL] [TLS OPTIONS] [--json] NAME\n"
     "       rlock list [--url URL] [TLS OPTIONS] [--match PATTERN] [--json]\n"
     "       rlock watch [--url URL] [TLS OPTIONS] [--interval SECONDS] NAME\n"
@@ -65,6 +68,10 @@ const char kHelp[] =
     "  exec     take the lock NAME, run COMMAND while holding it, release it when COMMAND\n"
     "           ends, and exit with COMMAND's exit status. With --permits N, take one of\n"
     "           the N permits of the semaphore NAME instead (a distributed sem(1))\n"
+    "  elect    campaign to be the leader of NAME among every 'rlock elect' (and every\n"
+    "           program using rlock's leader election) on NAME; once leader, run COMMAND,\n"
+    "           stop it the moment leadership is lost, and resign when it ends. Exits\n"
+    "           with COMMAND's exit status (docs/leader.md)\n"
     "  status   show whether NAME is locked, its owner (<client-id>:<thread-id>), hold count\n"
     "           and remaining TTL, its kind, fair queue, waiters and fencing token; for a\n"
     "           semaphore its free and held permits and the next lease to end (a plain\n"
@@ -87,7 +94,8 @@ const char kHelp[] =
     "                   redis-cluster://[[user]:password@]host[:port][,host...]\n"
     "                   (default: $RLOCK_URL, then redis://127.0.0.1:6379); rediss://,\n"
     "                   rediss-sentinel:// and rediss-cluster:// are the same over TLS\n"
-    "  --wait SECONDS   exec: wait at most this long for the lock; 0 = try once\n"
+    "  --wait SECONDS   exec: wait at most this long for the lock; 0 = try once. elect:\n"
+    "                   campaign at most this long (more than 0)\n"
     "                   (default: wait forever). A --wait above 0 also covers connecting:\n"
     "                   while Redis cannot be reached or is still loading its data, rlock\n"
     "                   keeps trying until the wait runs out (without --wait, or with 0,\n"
@@ -95,12 +103,16 @@ const char kHelp[] =
     "  --lease SECONDS  exec: the lock expires this long after it was taken, even if COMMAND\n"
     "                   still runs. Default: no fixed lease; a watchdog renews a 30 s lease\n"
     "                   while COMMAND runs, so if this host dies the lock frees itself\n"
-    "                   within 30 s\n"
+    "                   within 30 s. elect: the leadership's lease, renewed while COMMAND\n"
+    "                   runs (default 30): a leader that dies is replaced within it\n"
     "  --permits N      exec: NAME is a semaphore of N permits (Redisson's\n"
     "                   RPermitExpirableSemaphore), made with N permits if it does not\n"
     "                   exist (an existing one keeps its count: rlock warns if it differs);\n"
     "                   at most N commands run at once. --wait and --lease apply to the\n"
     "                   permit as they do to the lock\n"
+    "  --term-env VAR   elect: pass the term (the leadership's fencing token, a number that\n"
+    "                   grows with every new leader of NAME) to COMMAND in the environment\n"
+    "                   variable VAR\n"
     "  --force          unlock: required, since it breaks whoever holds the lock\n"
     "  --match PATTERN  list: only names matching the Redis glob PATTERN (* ? [abc] \\x)\n"
     "  --json           status, list: JSON instead of text: status one object, list one\n"
@@ -136,7 +148,7 @@ const char kHelp[] =
     "  While rlock is still waiting for the lock, any of them stops the wait and rlock exits\n"
     "  with 128+signal, holding nothing. Signals ignored when rlock starts stay ignored.\n"
     "\n"
-    "exec and lost locks:\n"
+    "exec, elect and lost locks:\n"
     "  If the lock is lost while COMMAND runs (a --lease ran out, Redis could not be reached\n"
     "  to renew it before the lease ran out, or someone ran 'rlock unlock --force'), rlock\n"
     "  acts as soon as it finds out (a renewal every 10 s, or the end of --lease):\n"
@@ -146,13 +158,15 @@ const char kHelp[] =
     "  --on-lost ignore prints a warning; COMMAND runs on, unprotected, and its exit\n"
     "                   status is passed on\n"
     "  A lock lost before COMMAND starts means COMMAND is not run (exit 74).\n"
+    "  elect: leadership is the lock NAME, held under a watchdog (a renewal every third of\n"
+    "  --lease); losing it acts as --on-lost term (the default) or kill (ignore is refused).\n"
     "  COMMAND dies with rlock: if rlock is killed (even by SIGKILL) the kernel sends\n"
     "  COMMAND SIGKILL, so it never runs on after the lock's lease ends.\n"
     "  If the lock cannot be released at the end (Redis unreachable), rlock warns too; the\n"
     "  lock then expires by its lease.\n"
     "\n"
     "Exit status:\n"
-    "  exec     COMMAND's exit status, or 128+N if COMMAND was killed by signal N\n"
+    "  exec, elect  COMMAND's exit status, or 128+N if COMMAND was killed by signal N\n"
     "  0        status, list: done. watch: stopped by Ctrl-C or SIGTERM.\n"
     "           unlock: a lock was deleted\n"
     "  1        unlock: NAME was not locked\n"
@@ -160,12 +174,14 @@ const char kHelp[] =
     "  69       Redis unavailable: unreachable, credentials refused, TLS failed (handshake or\n"
     "           certificate verification: rlock says why), or it refused the request\n"
     "  70       internal error\n"
-    "  74       exec: the lock was lost; COMMAND was stopped (--on-lost term or kill) or\n"
+    "  74       exec, elect: the lock (leadership) was lost; COMMAND was stopped (--on-lost term "
+    "or kill) or\n"
     "           not started\n"
-    "  75       exec: the lock was busy (or every permit taken) and --wait ran out\n"
-    "  126      exec: COMMAND was found but could not be run\n"
-    "  127      exec: COMMAND was not found\n"
-    "  128+N    exec: rlock got signal N while still waiting for the lock\n";
+    "  75       exec: the lock was busy (or every permit taken) and --wait ran out.\n"
+    "           elect: not leader when --wait ran out\n"
+    "  126      exec, elect: COMMAND was found but could not be run\n"
+    "  127      exec, elect: COMMAND was not found\n"
+    "  128+N    exec, elect: rlock got signal N while still waiting for the lock\n";
 
 // A bad command line: main prints the message and the usage and exits 64.
 struct UsageError {
@@ -191,6 +207,7 @@ struct Args {
   int64_t permits = 0;            // exec: > 0 takes a permit of a semaphore of this many
   std::string on_lost = "term";   // exec: what a lost lock does to COMMAND: term, kill, ignore
   int64_t kill_after_ms = 10000;  // exec: SIGKILL this long after --on-lost term's SIGTERM
+  std::string term_env;           // elect: the environment variable that gets the term
 };
 
 // Plain decimal seconds only ("5", "0.5"): no sign, blank, "nan", "inf", hex or exponent.
@@ -244,6 +261,20 @@ void set_on_lost(Args &args, const std::string &value) {
 void set_kill_after(Args &args, const std::string &value) {
   args.kill_after_ms = parse_seconds("--kill-after", value, true);
 }
+void set_term_env(Args &args, const std::string &value) {
+  bool valid = !value.empty() && !(value[0] >= '0' && value[0] <= '9');
+  for (char c : value) {
+    valid = valid && (c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                      (c >= '0' && c <= '9'));
+  }
+  if (!valid) {
+    throw UsageError{
+        "--term-env needs an environment variable name (letters, digits and _, "
+        "not starting with a digit), got '" +
+        value + "'"};
+  }
+  args.term_env = value;
+}
 void set_force(Args &args, const std::string &) { args.force = true; }
 void set_match(Args &args, const std::string &value) {
   if (value.empty()) throw UsageError{"option --match needs a value, got ''"};
@@ -278,14 +309,15 @@ struct Option {
   void (*set)(Args &args, const std::string &value);
 };
 
-#define RLOCK_CLI_ALL "exec status unlock list watch"
+#define RLOCK_CLI_ALL "exec elect status unlock list watch"
 const Option kOptions[] = {
     {"--url", RLOCK_CLI_ALL, true, set_url},
-    {"--wait", "exec", true, set_wait},
-    {"--lease", "exec", true, set_lease},
+    {"--wait", "exec elect", true, set_wait},
+    {"--lease", "exec elect", true, set_lease},
     {"--permits", "exec", true, set_permits},
-    {"--on-lost", "exec", true, set_on_lost},
-    {"--kill-after", "exec", true, set_kill_after},
+    {"--on-lost", "exec elect", true, set_on_lost},
+    {"--kill-after", "exec elect", true, set_kill_after},
+    {"--term-env", "elect", true, set_term_env},
     {"--force", "unlock", false, set_force},
     {"--match", "list", true, set_match},
     {"--json", "status list", false, set_json},
@@ -312,15 +344,15 @@ bool valid_for(const Option &option, const std::string &command) {
 
 // Reads argv[1], the command. False when there is nothing more to read (--help, --version).
 bool parse_command(int argc, char **argv, Args &args) {
-  if (argc < 2) throw UsageError{"missing command (exec, status, unlock, list or watch)"};
+  if (argc < 2) throw UsageError{"missing command (exec, elect, status, unlock, list or watch)"};
   args.command = argv[1];
   if (args.command == "-h" || args.command == "--help" || args.command == "help") {
     args.help = true;
     return false;
   }
   if (args.command == "--version") return false;
-  if (args.command != "exec" && args.command != "status" && args.command != "unlock" &&
-      args.command != "list" && args.command != "watch") {
+  if (args.command != "exec" && args.command != "elect" && args.command != "status" &&
+      args.command != "unlock" && args.command != "list" && args.command != "watch") {
     if (!args.command.empty() && args.command[0] == '-') {
       throw UsageError{"unknown option '" + args.command + "' (expected a command first)"};
     }
@@ -357,7 +389,7 @@ int parse_option(int argc, char **argv, int i, Args &args) {
 
 void set_name(Args &args, const std::string &arg) {
   if (args.has_name || args.command == "list") {
-    throw UsageError{args.command == "exec"
+    throw UsageError{args.command == "exec" || args.command == "elect"
                          ? "unexpected argument '" + arg + "': missing '--' before the command?"
                          : "unexpected argument '" + arg + "'"};
   }
@@ -368,7 +400,7 @@ void set_name(Args &args, const std::string &arg) {
 // What follows "--" (`rest`, `count` arguments): exec's COMMAND, or for status and unlock a
 // NAME, which may then start with '-'.
 void parse_after_separator(bool saw_separator, int count, char **rest, Args &args) {
-  if (args.command == "exec") {
+  if (args.command == "exec" || args.command == "elect") {
     if (!saw_separator) {
       throw UsageError{args.has_name ? "missing '--' before the command" : "missing lock NAME"};
     }
@@ -417,6 +449,14 @@ void check_complete(Args &args) {
   if (args.command != "list") {
     if (!args.has_name) throw UsageError{"missing lock NAME"};
     if (args.name.empty()) throw UsageError{"the lock NAME is empty"};
+  }
+  if (args.command == "elect") {
+    if (args.on_lost == "ignore") {
+      throw UsageError{
+          "--on-lost ignore is not for elect: a command that outlives its "
+          "leadership is what elect exists to prevent"};
+    }
+    if (args.wait_ms == 0) throw UsageError{"elect: --wait must be more than 0"};
   }
   if (args.command == "unlock" && !args.force) {
     throw UsageError{"unlock needs --force (it deletes the lock whoever holds it)"};
@@ -508,7 +548,9 @@ struct Session {
   rlock_lock *lock = nullptr;
   rlock_semaphore *semaphore = nullptr;  // exec --permits
   rlock_permit_id permit{};              // the one it holds
+  rlock_election *election = nullptr;    // elect
   ~Session() {
+    rlock_election_free(election);
     rlock_semaphore_free(semaphore);
     rlock_lock_free(lock);
     rlock_client_free(client);
@@ -527,6 +569,8 @@ int new_client(const Args &args, rlock_client **out) {
   opts.tls_key_file = or_null(args.key_file);
   opts.tls_server_name = or_null(args.server_name);
   if (args.insecure) opts.tls_verify = RLOCK_TLS_VERIFY_NONE;
+  // elect: --lease is the leadership's lease, which the watchdog renews.
+  if (args.command == "elect" && args.lease_ms > 0) opts.watchdog_lease_ms = args.lease_ms;
   return rlock_client_new(out, &opts);
 }
 
@@ -1039,6 +1083,11 @@ struct SignalState {
   sigset_t watched;
   bool lock_lost = false;         // the lock was lost: COMMAND must not start (or was told to stop)
   bool stopped_for_lost = false;  // --on-lost term or kill signalled COMMAND
+  // elect: the campaign's outcome, told by the election's callbacks (notifying `stopped`).
+  int64_t term = 0;            // > 0 once leader
+  bool campaign_over = false;  // ended without leadership: campaign_error says why
+  int campaign_error = 0;
+  std::string campaign_message;
 };
 
 // Library calls are not async-signal-safe, so signals stay blocked in every thread and this
@@ -1068,7 +1117,8 @@ void signal_thread(SignalState *state) {
 
 struct LostNotice {
   std::string name;
-  std::string mode;  // --on-lost
+  std::string what = "the lock";  // what was lost: "the lock", "leadership of"
+  std::string mode;               // --on-lost
   int64_t kill_after_ms = 0;
   SignalState *signals = nullptr;
   std::atomic<bool> reported{false};
@@ -1089,11 +1139,7 @@ void kill_after(SignalState *signals, pid_t pid, int64_t ms) {
 // Runs on the library's watchdog thread: says so, and stops COMMAND as --on-lost asks. The
 // watchdog reports a loss before the lease lapses (or once the key is gone), so COMMAND is
 // told before another holder can get the lock.
-void on_lost(rlock_lock *, const char *, size_t, int64_t, rlock_lost_reason reason, void *payload) {
-  auto *notice = static_cast<LostNotice *>(payload);
-  const char *why = reason == RLOCK_LOST_EXPIRED       ? "its --lease ran out"
-                    : reason == RLOCK_LOST_UNREACHABLE ? "Redis could not be reached to renew it"
-                                                       : "it was deleted or taken by another owner";
+void stop_for_loss(LostNotice *notice, const char *why) {
   SignalState *signals = notice->signals;
   std::lock_guard<std::mutex> guard(signals->mu);
   signals->lock_lost = true;
@@ -1101,17 +1147,24 @@ void on_lost(rlock_lock *, const char *, size_t, int64_t, rlock_lost_reason reas
   notice->reported = true;
   if (notice->mode == "ignore") {
     std::fprintf(stderr,
-                 "rlock: warning: lost the lock '%s' while the command is still running (%s); "
+                 "rlock: warning: lost %s '%s' while the command is still running (%s); "
                  "the command is no longer protected by it (--on-lost ignore)\n",
-                 notice->name.c_str(), why);
+                 notice->what.c_str(), notice->name.c_str(), why);
     return;
   }
   const bool term = notice->mode == "term";
-  std::fprintf(stderr, "rlock: lost the lock '%s' while the command was running (%s); sent it %s\n",
-               notice->name.c_str(), why, term ? "SIGTERM" : "SIGKILL");
+  std::fprintf(stderr, "rlock: lost %s '%s' while the command was running (%s); sent it %s\n",
+               notice->what.c_str(), notice->name.c_str(), why, term ? "SIGTERM" : "SIGKILL");
   signals->stopped_for_lost = true;
   kill(signals->child, term ? SIGTERM : SIGKILL);
   if (term) std::thread(kill_after, signals, signals->child, notice->kill_after_ms).detach();
+}
+
+void on_lost(rlock_lock *, const char *, size_t, int64_t, rlock_lost_reason reason, void *payload) {
+  const char *why = reason == RLOCK_LOST_EXPIRED       ? "its --lease ran out"
+                    : reason == RLOCK_LOST_UNREACHABLE ? "Redis could not be reached to renew it"
+                                                       : "it was deleted or taken by another owner";
+  stop_for_loss(static_cast<LostNotice *>(payload), why);
 }
 
 int exit_status_of(int status) {
@@ -1211,6 +1264,13 @@ int connect_for_exec(const Args &args, Session &session, SignalState *signals,
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     *wait_left_ms = std::max<int64_t>(0, left.count());  // 0: one try, the wait is spent
+  }
+  if (args.command == "elect") {
+    rlock_election_options opts = RLOCK_ELECTION_OPTIONS_INIT;
+    opts.requeue = 0;  // one leadership: COMMAND runs once
+    int rc = rlock_election_new(&session.election, session.client, args.name.data(),
+                                args.name.size(), &opts);
+    return rc == RLOCK_OK ? 0 : report(rc);
   }
   if (args.permits > 0) {
     rlock_semaphore_options opts = RLOCK_SEMAPHORE_OPTIONS_INIT;
@@ -1325,7 +1385,8 @@ std::string find_command(const char *name, int *error) {
 // signal: if rlock itself dies (SIGKILL, a crash) the kernel kills COMMAND, which would
 // otherwise run on unprotected once the lock expires. fork, not posix_spawn, which cannot set
 // it. Returns 0 or an errno (from finding or running COMMAND).
-int spawn(const Args &args, const SignalState &signals, const sigset_t &original_mask, pid_t *pid) {
+int spawn(const Args &args, const SignalState &signals, const sigset_t &original_mask,
+          char *const *envp, pid_t *pid) {
   int error = 0;
   const std::string file = find_command(args.argv[0], &error);
   if (file.empty()) return error;
@@ -1350,7 +1411,7 @@ int spawn(const Args &args, const SignalState &signals, const sigset_t &original
       if (sigismember(&signals.watched, sig)) sigaction(sig, &dfl, nullptr);
     }
     sigprocmask(SIG_SETMASK, &original_mask, nullptr);
-    execve(file.c_str(), args.argv.data(), environ);
+    execve(file.c_str(), args.argv.data(), envp);
     error = errno;
     ssize_t ignored = write(report_pipe[1], &error, sizeof error);
     (void)ignored;
@@ -1372,8 +1433,8 @@ int spawn(const Args &args, const SignalState &signals, const sigset_t &original
 
 // Starts COMMAND unless a signal came first. Returns 0 once it runs, or the exit code after
 // printing why it does not.
-int start_command(const Args &args, SignalState *signals, const sigset_t &original_mask,
-                  pid_t *pid) {
+int start_command(const Args &args, SignalState *signals, const sigset_t &original_mask, pid_t *pid,
+                  char *const *envp = environ) {
   int spawn_error = 0;
   int stop_signal = 0;
   bool lost = false;
@@ -1384,14 +1445,14 @@ int start_command(const Args &args, SignalState *signals, const sigset_t &origin
     stop_signal = signals->stop_signal;
     lost = signals->lock_lost;
     if (!stop_signal && !lost) {
-      spawn_error = spawn(args, *signals, original_mask, pid);
+      spawn_error = spawn(args, *signals, original_mask, envp, pid);
       if (spawn_error == 0) signals->child = *pid;
     }
     if (stop_signal || lost || spawn_error) signals->done = true;
   }
   if (lost && !stop_signal) {
-    std::fprintf(stderr, "rlock: lost the lock '%s' before the command started; it was not run\n",
-                 args.name.c_str());
+    std::fprintf(stderr, "rlock: lost %s '%s' before the command started; it was not run\n",
+                 args.command == "elect" ? "leadership of" : "the lock", args.name.c_str());
     return kExitLost;
   }
   if (stop_signal) {
@@ -1489,6 +1550,136 @@ int run_exec(const Args &args) {
   return code;
 }
 
+// ---- elect ----------------------------------------------------------------------------------
+
+struct Campaign {
+  SignalState *signals = nullptr;
+  LostNotice *notice = nullptr;
+};
+
+void on_elected(rlock_election *, int64_t term, void *payload) {
+  SignalState *signals = static_cast<Campaign *>(payload)->signals;
+  std::lock_guard<std::mutex> guard(signals->mu);
+  signals->term = term;
+  signals->stopped.notify_all();
+}
+
+// A loss stops COMMAND as a lost lock does for exec; a campaign that ended (term 0) wakes the
+// main thread with the error.
+void on_revoked(rlock_election *, int64_t term, rlock_revoke_reason reason, void *payload) {
+  auto *campaign = static_cast<Campaign *>(payload);
+  if (reason == RLOCK_REVOKED_RESIGNED) return;  // we resigned: COMMAND has ended
+  if (term == 0) {
+    const rlock_error_info *info = rlock_last_error();
+    std::lock_guard<std::mutex> guard(campaign->signals->mu);
+    campaign->signals->campaign_over = true;
+    campaign->signals->campaign_error =
+        reason == RLOCK_REVOKED_CLOSED ? RLOCK_ECLOSED : static_cast<int>(info->code);
+    campaign->signals->campaign_message = info->message;
+    campaign->signals->stopped.notify_all();
+    return;
+  }
+  stop_for_loss(campaign->notice, reason == RLOCK_REVOKED_UNREACHABLE
+                                      ? "Redis could not be reached to renew it"
+                                  : reason == RLOCK_REVOKED_CLOSED
+                                      ? "the client closed"
+                                      : "its lock was deleted or taken by another owner");
+}
+
+// The environment of COMMAND: ours, with --term-env set to the term. The strings live in
+// `storage`.
+std::vector<char *> environment_with_term(const Args &args, int64_t term,
+                                          std::vector<std::string> *storage) {
+  const std::string prefix = args.term_env + "=";
+  for (char **e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0) storage->push_back(*e);
+  }
+  storage->push_back(prefix + std::to_string(term));
+  std::vector<char *> envp;
+  for (std::string &entry : *storage) envp.push_back(&entry[0]);
+  envp.push_back(nullptr);
+  return envp;
+}
+
+// Waits until leader, or until a signal, --wait or a failed campaign ends the wait. Returns 0
+// once leader, or the exit code after saying why not.
+int wait_to_lead(const Args &args, SignalState *signals) {
+  using Clock = std::chrono::steady_clock;
+  const bool bounded = args.wait_ms > 0;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(args.wait_ms);
+  std::unique_lock<std::mutex> guard(signals->mu);
+  auto over = [signals] {
+    return signals->term > 0 || signals->campaign_over || signals->stop_signal != 0;
+  };
+  if (bounded) {
+    signals->stopped.wait_until(guard, deadline, over);
+  } else {
+    signals->stopped.wait(guard, over);
+  }
+  if (signals->stop_signal != 0) {
+    guard.unlock();
+    return stopped_by_signal(args, signals);
+  }
+  if (signals->term > 0) return 0;
+  if (signals->campaign_over) {
+    const int rc = signals->campaign_error;
+    const std::string message = signals->campaign_message;
+    guard.unlock();
+    std::fprintf(stderr, "rlock: the campaign for leader of '%s' ended: %s\n", args.name.c_str(),
+                 message.empty() ? rlock_strerror(rc) : message.c_str());
+    return finish(signals, exit_code_for(rc));
+  }
+  guard.unlock();
+  std::fprintf(stderr, "rlock: not the leader of '%s' after --wait %s\n", args.name.c_str(),
+               seconds_text(args.wait_ms).c_str());
+  return finish(signals, kExitTempFail);
+}
+
+int run_elect(const Args &args) {
+  SignalState *signals = nullptr;
+  sigset_t original_mask;
+  if (int code = start_signal_thread(&signals, &original_mask)) return code;
+
+  LostNotice notice;
+  notice.name = args.name;
+  notice.what = "leadership of";
+  notice.mode = args.on_lost;
+  notice.kill_after_ms = args.kill_after_ms;
+  notice.signals = signals;
+  Campaign campaign{signals, &notice};
+  int code = 0;
+  {
+    Session session;
+    int64_t wait_ms = args.wait_ms;
+    if ((code = connect_for_exec(args, session, signals, &wait_ms))) return finish(signals, code);
+    int rc = rlock_election_campaign(session.election, on_elected, on_revoked, &campaign);
+    if (rc != RLOCK_OK) return finish(signals, report(rc));
+    Args rest = args;
+    rest.wait_ms = args.wait_ms > 0 ? std::max<int64_t>(1, wait_ms) : args.wait_ms;
+    if ((code = wait_to_lead(rest, signals))) return code;
+    int64_t term = 0;
+    {
+      std::lock_guard<std::mutex> guard(signals->mu);
+      term = signals->term;
+    }
+    std::vector<std::string> storage;
+    std::vector<char *> envp;
+    if (!args.term_env.empty()) envp = environment_with_term(args, term, &storage);
+    pid_t pid = 0;
+    code = start_command(args, signals, original_mask, &pid,
+                         args.term_env.empty() ? environ : envp.data());
+    if (code == 0) code = wait_command(pid, signals);
+    rc = rlock_election_resign(session.election);
+    if (rc != RLOCK_OK) {
+      report(rc, "warning: leadership was not given up, its lock will expire by its lease: ");
+    }
+  }  // frees the election (waiting for a running callback) and the client
+  stop_signal_handling(signals);
+  rlock_cancel_token_free(signals->token);
+  signals->token = nullptr;
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -1512,5 +1703,6 @@ int main(int argc, char **argv) {
   if (args.command == "unlock") return run_unlock(args);
   if (args.command == "list") return run_list(args);
   if (args.command == "watch") return run_watch(args);
+  if (args.command == "elect") return run_elect(args);
   return run_exec(args);
 }

@@ -15,7 +15,15 @@
 
 namespace rlock::capi {
 
-enum class Kind : uint32_t { Client = 1, Lock = 2, Multi = 3, Token = 4, Semaphore = 5, Latch = 6 };
+enum class Kind : uint32_t {
+  Client = 1,
+  Lock = 2,
+  Multi = 3,
+  Token = 4,
+  Semaphore = 5,
+  Latch = 6,
+  Election = 7
+};
 
 class Handles {
  public:

@@ -10,6 +10,7 @@
 
 #include "handles.hpp"
 #include "rlock/core/client.hpp"
+#include "rlock/core/election.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
 #include "rlock/core/lock_group.hpp"
@@ -42,6 +43,10 @@ struct SemaphoreObj {
 
 struct LatchObj {
   std::shared_ptr<core::Latch> core;
+};
+
+struct ElectionObj {
+  std::shared_ptr<core::Election> core;
 };
 
 namespace rlock::capi {
@@ -103,6 +108,12 @@ struct Traits<LatchObj> {
   using Handle = rlock_latch;
   static constexpr Kind kind = Kind::Latch;
   static constexpr const char* type = "rlock_latch";
+};
+template <>
+struct Traits<ElectionObj> {
+  using Handle = rlock_election;
+  static constexpr Kind kind = Kind::Election;
+  static constexpr const char* type = "rlock_election";
 };
 template <>
 struct Traits<TokenObj> {

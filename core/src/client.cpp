@@ -316,8 +316,33 @@ void Client::recount_replicas() {
   replicas_ = -1;
 }
 
+uint64_t Client::add_close_hook(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(close_hooks_mutex_);
+  if (closed_.load()) return 0;
+  const uint64_t id = next_close_hook_++;
+  close_hooks_.emplace(id, std::move(fn));
+  return id;
+}
+
+void Client::remove_close_hook(uint64_t id) {
+  std::lock_guard<std::mutex> lock(close_hooks_mutex_);
+  close_hooks_.erase(id);
+}
+
 void Client::close() {
-  if (closed_.exchange(true)) return;
+  std::map<uint64_t, std::function<void()>> hooks;
+  {
+    std::lock_guard<std::mutex> lock(close_hooks_mutex_);
+    if (closed_.exchange(true)) return;
+    hooks.swap(close_hooks_);
+  }
+  for (auto& [id, hook] : hooks) {
+    try {
+      hook();
+    } catch (...) {
+      // A hook tells its owner; a failure there must not stop the close.
+    }
+  }
   holds_.stop();
   subscriber_.stop();
   {

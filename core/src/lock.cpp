@@ -303,6 +303,7 @@ int Lock::make_plan(const AcquireArgs& a, Plan* plan) const {
   plan->watchdog = lease == kLeaseWatchdog;
   plan->lease_ms = plan->watchdog ? client_->config().watchdog_lease_ms : lease;
   plan->fenced = kind_->always_fenced() || a.token != nullptr;
+  plan->poll_cap_ms = a.poll_cap_ms > 0 ? a.poll_cap_ms : client_->config().poll_cap_ms;
   plan->undo_lost_reply = a.undo_lost_reply;
   if (plan->fenced && kind_->fencing_unavailable() != nullptr) {
     return fail(kInvalid, "lock " + printable(name_) + ": " + kind_->fencing_unavailable());

@@ -209,7 +209,7 @@ void Lock::Wait::join() {
     return;
   }
   phase_ = Phase::Subscribing;
-  const auto poll_cap = std::chrono::milliseconds(lock_.client_->config().poll_cap_ms);
+  const auto poll_cap = std::chrono::milliseconds(plan_.poll_cap_ms);
   wake_at_ = wake_time(Clock::now(), poll_cap, deadline_);
   subscribing();
 }
@@ -303,7 +303,7 @@ void Lock::Wait::arm_timer(bool polls) {
     // messages. A queued waiter (fair lock) comes back in time to keep its place.
     auto sleep = std::chrono::milliseconds::max();
     if (polls) {
-      sleep = std::chrono::milliseconds(lock_.client_->config().poll_cap_ms);
+      sleep = std::chrono::milliseconds(plan_.poll_cap_ms);
       // PTTL is whole milliseconds, rounded down: one more lands after the lease, not just
       // before it (which would cost another trip, or a poll cap for a fair waiter).
       if (last_.pttl >= 0) sleep = std::min(sleep, std::chrono::milliseconds(last_.pttl + 1));
@@ -324,7 +324,7 @@ void Lock::Wait::listen_again() {
   waiter_.reset();
   waiter_ = lock_.client_->subscriber_for(lock_.channel_).join(lock_.wake_channel(plan_), 0, this);
   phase_ = Phase::Subscribing;
-  const auto poll_cap = std::chrono::milliseconds(lock_.client_->config().poll_cap_ms);
+  const auto poll_cap = std::chrono::milliseconds(plan_.poll_cap_ms);
   wake_at_ = wake_time(Clock::now(), poll_cap, deadline_);
   subscribing();
 }

@@ -30,6 +30,13 @@
 //     "failed T RC"), holds for HOLD_MS, prints "releasing T MONO_US", releases and prints
 //     "released T RC". Exit 0 when every owner acquired and released.
 //
+//   rlock_it_worker elect URL NAME RESOURCE WATCHDOG_LEASE_MS
+//     Campaigns in an election on NAME. Prints "elected TERM MONO_US" and "revoked TERM REASON
+//     MONO_US" from the callbacks. Every 10 ms, while rlock_election_is_leader says so, writes
+//     "<pid>:<term>" to RESOURCE with rlock_fenced_write and the term, and prints
+//     "write TERM accepted MONO_US" for the first accepted write of a term and
+//     "write TERM refused MONO_US" for every refused one. Runs until killed.
+//
 //   rlock_it_worker hold URL NAME LEASE_MS WATCHDOG_LEASE_MS
 //     Acquires NAME with LEASE_MS (-1 = watchdog; WATCHDOG_LEASE_MS 0 = default), prints
 //     "acquired BEFORE_US AFTER_US OWNER" (monotonic time before and after the acquire call)
@@ -298,6 +305,56 @@ int run_fenced(char** argv) {
 
 std::mutex g_out_mutex;
 
+void print_line(const char* format, ...) {
+  std::lock_guard<std::mutex> lock(g_out_mutex);
+  va_list args;
+  va_start(args, format);
+  std::vprintf(format, args);
+  va_end(args);
+  std::fflush(stdout);
+}
+
+void print_elected(rlock_election*, int64_t term, void*) {
+  print_line("elected %" PRId64 " %" PRId64 "\n", term, rlock_test::mono_us());
+}
+
+void print_revoked(rlock_election*, int64_t term, rlock_revoke_reason reason, void*) {
+  print_line("revoked %" PRId64 " %d %" PRId64 "\n", term, static_cast<int>(reason),
+             rlock_test::mono_us());
+}
+
+int run_elect(char** argv) {
+  const char* url = argv[2];
+  const std::string name = argv[3];
+  const std::string resource = argv[4];
+  rlock_client* client = connect(url, std::strtoll(argv[5], nullptr, 10), 0);
+  rlock_election* election = nullptr;
+  int rc = rlock_election_new(&election, client, name.data(), name.size(), nullptr);
+  if (rc == RLOCK_OK) rc = rlock_election_campaign(election, print_elected, print_revoked, nullptr);
+  if (rc != RLOCK_OK) {
+    report("rlock_election_new/campaign", rc);
+    return 2;
+  }
+  const std::string me = std::to_string(getpid());
+  int64_t reported_term = 0;
+  for (;;) {
+    int64_t term = 0;
+    if (rlock_election_is_leader(election) && rlock_election_term(&term, election) == RLOCK_OK) {
+      const std::string value = me + ":" + std::to_string(term);
+      int accepted = -1;
+      rc = rlock_fenced_write(&accepted, client, resource.data(), resource.size(), value.data(),
+                              value.size(), term);
+      if (rc == RLOCK_OK && !accepted) {
+        print_line("write %" PRId64 " refused %" PRId64 "\n", term, rlock_test::mono_us());
+      } else if (rc == RLOCK_OK && term != reported_term) {
+        reported_term = term;
+        print_line("write %" PRId64 " accepted %" PRId64 "\n", term, rlock_test::mono_us());
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 // One whole line on stdout at a time, flushed at once (the test reads them as they come).
 void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 void say(const char* format, ...) {
@@ -418,6 +475,7 @@ int run_hold(char** argv) {
 int main(int argc, char** argv) {
   if ((argc == 8 || argc == 9) && std::strcmp(argv[1], "mutex") == 0) return run_mutex(argv);
   if (argc == 6 && std::strcmp(argv[1], "fenced") == 0) return run_fenced(argv);
+  if (argc == 6 && std::strcmp(argv[1], "elect") == 0) return run_elect(argv);
   if (argc == 7 && std::strcmp(argv[1], "rw") == 0) return run_rw(argv);
   if (argc == 6 && std::strcmp(argv[1], "hold") == 0) return run_hold(argv);
   if ((argc == 8 || argc == 9) && std::strcmp(argv[1], "fair") == 0) return run_fair(argc, argv);

@@ -993,6 +993,87 @@ RLOCK_API int rlock_latch_await_async(rlock_latch *latch, int64_t wait_ms,
 RLOCK_API int rlock_latch_delete(int *out_deleted, rlock_latch *latch);
 RLOCK_API int rlock_latch_cancel(rlock_latch *latch);
 
+/* ---- Leader election (docs/leader.md) ---------------------------------------------------- */
+/* Candidates on one name wait for the name's fenced lock (RLOCK_LOCK_FENCED, so Redisson's
+ * RFencedLock and rlock_inspect see it as one) as an asynchronous acquire: a candidate costs no
+ * thread. The one that gets it is the leader until it resigns, its client is freed, or its
+ * hold is lost; the watchdog renews it (the client's watchdog_lease_ms is the lease: a dead
+ * leader is replaced within about that long). Its term is the fencing token of its acquire:
+ * it grows with every new leader of the name, in any process or language, so a store that
+ * accepts a write only with a term at least the highest it has seen (rlock_fenced_write)
+ * refuses an old leader's writes. */
+typedef struct rlock_election rlock_election;
+
+/* Why a leadership, or a campaign, ended. 1..3 are the rlock_lost_reason values. */
+typedef enum rlock_revoke_reason {
+  RLOCK_REVOKED_GONE = 1,        /* the key was deleted, or is held by another owner */
+  RLOCK_REVOKED_UNREACHABLE = 2, /* renewals failed until the hold's validity deadline, which
+                                    comes before the lease can run out on Redis */
+  RLOCK_REVOKED_RESIGNED = 4,    /* rlock_election_resign or rlock_election_free */
+  RLOCK_REVOKED_CLOSED = 5,      /* the client was freed (told before it releases the lock) */
+  RLOCK_REVOKED_FAILED = 6       /* the campaign met an error that does not pass by itself (a
+                                    wrong-type key, an ACL refusal): rlock_last_error() inside
+                                    the callback says which. Connection failures do pass: the
+                                    campaign waits them out. */
+} rlock_revoke_reason;
+
+/* Called when this candidate becomes leader of `term` (> 0). */
+typedef void (*rlock_elected_cb)(rlock_election *election, int64_t term, void *payload);
+/* Called when the leadership of `term` ends, or a campaign ends without one (term 0: reasons
+ * CLOSED or FAILED; a resign while campaigning calls nothing). */
+typedef void (*rlock_revoked_cb)(rlock_election *election, int64_t term, rlock_revoke_reason reason,
+                                 void *payload);
+/* Both run with no library lock held, one at a time and in order (elected, then the revoked of
+ * that term): elected on a waiting-engine thread, revoked on a watchdog thread (a loss), on the
+ * thread calling rlock_election_resign / rlock_election_free (RESIGNED) or rlock_client_free
+ * (CLOSED). They may call any rlock function, rlock_election_resign of their own election
+ * included, and must not block for long. A revoked leader must stop acting at once: the
+ * callback for a loss runs at the hold's validity deadline at the latest, and another
+ * candidate can take over from then on. */
+
+typedef struct rlock_election_options {
+  unsigned int version;
+  /* After a leadership ends by loss (GONE, UNREACHABLE), campaign again: 1 (the default) or 0
+   * (the election then stops; rlock_election_campaign starts it again). */
+  int requeue;
+} rlock_election_options;
+
+#define RLOCK_ELECTION_OPTIONS_VERSION 1
+#define RLOCK_ELECTION_OPTIONS_INIT \
+  { RLOCK_ELECTION_OPTIONS_VERSION, 1 }
+
+RLOCK_API int rlock_election_options_init(rlock_election_options *opts, unsigned int version);
+
+/* An election on a name of `name_len` bytes (the lock name: the client's key_prefix applies).
+ * Does no I/O. NULL opts = RLOCK_ELECTION_OPTIONS_INIT. Owned: free with rlock_election_free. */
+RLOCK_API int rlock_election_new(rlock_election **out, rlock_client *client, const char *name,
+                                 size_t name_len, const rlock_election_options *opts);
+
+/* Starts campaigning and returns at once; `elected` and `revoked` (either may be NULL) are
+ * called as leaderships come and go. RLOCK_EINVAL while this election campaigns or leads,
+ * RLOCK_ECLOSED once the client is freed. */
+RLOCK_API int rlock_election_campaign(rlock_election *election, rlock_elected_cb elected,
+                                      rlock_revoked_cb revoked, void *payload);
+
+/* Stops campaigning, or leading: a leader's revoked(term, RLOCK_REVOKED_RESIGNED) runs on this
+ * thread, then the lock is released (one round trip) so another candidate takes over at once.
+ * Returns the release's status (RLOCK_OK when there was nothing to release, or the hold was
+ * already lost). Idempotent. */
+RLOCK_API int rlock_election_resign(rlock_election *election);
+
+/* Local view, no I/O: 1 while this election leads and its hold is within its validity deadline
+ * (checked against the clock on every call: a process paused past its lease sees 0 as soon as
+ * it runs again, before the watchdog has told it), else 0. Never fails (0 for NULL). Check it
+ * before each action of a leader, and fence the action with the term. */
+RLOCK_API int rlock_election_is_leader(const rlock_election *election);
+
+/* The term of the current leadership, under the same check; RLOCK_ENOTHELD when not leader. */
+RLOCK_API int rlock_election_term(int64_t *out, const rlock_election *election);
+
+/* Resigns (as rlock_election_resign, errors ignored), waits for a callback running on another
+ * thread to return, and frees. No callback runs after it. NULL is a no-op. */
+RLOCK_API void rlock_election_free(rlock_election *election);
+
 /* ---- Deprecated ----------------------------------------------------------------------------- */
 
 #if !defined(RLOCK_DEPRECATE_HARD)

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -88,6 +90,11 @@ class Client {
   // Idempotent.
   void close();
   bool closed() const { return closed_.load(); }
+  // Runs `fn` first thing in close(), on the closing thread, before anything is released (an
+  // election tells its leader then). The id is for remove_close_hook; 0 when already closed
+  // (`fn` is not kept).
+  uint64_t add_close_hook(std::function<void()> fn);
+  void remove_close_hook(uint64_t id);
 
   // Held shared by each acquire round trip; close() takes it exclusively before releasing, so a
   // grant that lands while the client closes is recorded first and released with the rest.
@@ -112,6 +119,9 @@ class Client {
   Holds holds_;
   const std::shared_ptr<Engine> engine_ = std::make_shared<Engine>();
   std::atomic<bool> closed_{false};
+  std::mutex close_hooks_mutex_;
+  std::map<uint64_t, std::function<void()>> close_hooks_;
+  uint64_t next_close_hook_ = 1;
   std::shared_mutex acquire_gate_;
   // Sharded pub/sub: one subscriber per node ("host:port"), with the node as its master.
   struct NodeSubscriber {

@@ -53,6 +53,7 @@ struct AcquireArgs {
                                    // for it advances the token sequence too
   bool undo_lost_reply = true;     // take back an acquire whose reply was lost (a lock group
                                    // releases every member itself instead)
+  int64_t poll_cap_ms = 0;         // a waiter's longest sleep without retrying; 0 = the client's
 };
 
 // Read and Write are the two halves of one read-write lock: handles of both kinds on one name
@@ -151,6 +152,7 @@ class Lock : public std::enable_shared_from_this<Lock> {
     bool fenced;
     int64_t fair_allowance_ms;  // fair lock: how long our place in the queue is kept
     bool undo_lost_reply;
+    int64_t poll_cap_ms;  // the client's, or the acquire's own
     // The call's wait ends at wait_end, and the call itself by call_end: one command timeout
     // later, so every request it sends answers by then (docs/errors.md, "How long a call takes").
     std::chrono::steady_clock::time_point wait_end;

@@ -1,0 +1,202 @@
+#include "rlock/core/election.hpp"
+
+#include <algorithm>
+#include <atomic>
+
+#include "rlock/core/error.hpp"
+
+namespace rlock::core {
+namespace {
+
+// Owners of elections: numbers no OS thread id (below 2^22) nor a binding's own task numbers
+// (from 2^40) reach, so an election's hold is never re-entered by a caller's acquire.
+std::atomic<int64_t> next_election_owner{int64_t{1} << 50};
+
+}  // namespace
+
+std::shared_ptr<Election> Election::create(std::shared_ptr<Client> client, const std::string& name,
+                                           const ElectionOptions& options) {
+  std::shared_ptr<Election> e(new Election(std::move(client), name, options));
+  std::weak_ptr<Election> weak = e;
+  e->lock_->set_lost_callback([weak](const std::string&, int64_t, int reason) {
+    if (auto self = weak.lock()) self->lost(reason);
+  });
+  e->close_hook_ = e->client_->add_close_hook([weak] {
+    if (auto self = weak.lock()) self->client_closing();
+  });
+  return e;
+}
+
+Election::Election(std::shared_ptr<Client> client, const std::string& name,
+                   const ElectionOptions& options)
+    : client_(std::move(client)),
+      options_(options),
+      thread_id_(next_election_owner.fetch_add(1, std::memory_order_relaxed)) {
+  LockOptions lock_options;
+  lock_options.kind = LockKind::Fenced;
+  lock_options.lease_ms = kLeaseWatchdog;
+  lock_ = std::make_shared<Lock>(client_, name, lock_options);
+}
+
+Election::~Election() {
+  client_->remove_close_hook(close_hook_);
+  lock_->set_lost_callback(nullptr);
+  lock_->close_waits();
+}
+
+int Election::campaign(Elected elected, Revoked revoked) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (active_) {
+    return fail(kInvalid, "election " + printable(name()) + " is already campaigning or leading");
+  }
+  if (client_->closed()) return fail(kClosed, "the client is closed");
+  elected_ = std::move(elected);
+  revoked_ = std::move(revoked);
+  const int rc = start_round_locked(++round_);
+  if (rc == kOk) active_ = true;
+  return rc;
+}
+
+int Election::start_round_locked(uint64_t round) {
+  cancel_ = std::make_shared<CancelSet>();
+  AcquireArgs args;
+  args.wait_ms = kWaitForever;
+  args.lease_ms = kLeaseWatchdog;
+  args.thread_id = thread_id_;
+  args.cancel = cancel_.get();
+  // A candidate mostly waits for a lock whose lease is renewed: the unlock message or the end
+  // of the lease wakes it, so it polls no more often than the leader renews.
+  args.poll_cap_ms =
+      std::max(client_->config().poll_cap_ms, client_->config().watchdog_lease_ms / 3);
+  std::weak_ptr<Election> weak = weak_from_this();
+  return lock_->acquire_async(args, cancel_, [weak, round](int status, int64_t token) {
+    if (auto self = weak.lock()) self->granted(round, status, token);
+  });
+}
+
+void Election::granted(uint64_t round, int status, int64_t token) {
+  std::lock_guard<std::recursive_mutex> serial(callbacks_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (round != round_ || !active_) {
+    // Resigned or closed meanwhile: a grant that raced the cancel is given back.
+    lock.unlock();
+    if (status == kOk) (void)lock_->release(thread_id_);
+    return;
+  }
+  if (status == kOk && !lock_->is_held(thread_id_)) {
+    // Lost between the grant and now (its loss found no leader to tell): campaign again.
+    (void)lock_->release(thread_id_);
+    if (start_round_locked(++round_) != kOk) {
+      active_ = false;
+      Revoked revoked = revoked_;
+      lock.unlock();
+      tell_revoked(revoked, 0, kRevokedClosed);
+    }
+    return;
+  }
+  if (status == kOk) {
+    leader_ = true;
+    term_ = token;
+    Elected elected = elected_;
+    lock.unlock();
+    try {
+      if (elected) elected(token);
+    } catch (...) {
+      // A callback must not take a library thread down; bindings report their own failures.
+    }
+    return;
+  }
+  // The campaign ended without leadership: closed, or an error that does not pass by itself
+  // (a waiting acquire retries those that do). kCanceled comes only from resign, whose round
+  // is over.
+  active_ = false;
+  Revoked revoked = revoked_;
+  lock.unlock();
+  tell_revoked(revoked, 0, status == kClosed ? kRevokedClosed : kRevokedFailed);
+}
+
+void Election::lost(int reason) {
+  std::lock_guard<std::recursive_mutex> serial(callbacks_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!leader_) return;
+  leader_ = false;
+  const int64_t term = term_;
+  term_ = 0;
+  Revoked revoked = revoked_;
+  bool again = options_.requeue && !client_->closed();
+  if (again) again = start_round_locked(++round_) == kOk;
+  if (!again) active_ = false;
+  lock.unlock();
+  tell_revoked(revoked, term, reason);
+}
+
+int Election::resign() {
+  std::lock_guard<std::recursive_mutex> serial(callbacks_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!active_) return kOk;
+  active_ = false;
+  ++round_;
+  const bool was_leader = leader_;
+  const int64_t term = term_;
+  leader_ = false;
+  term_ = 0;
+  std::shared_ptr<CancelSet> cancel = std::move(cancel_);
+  Revoked revoked = revoked_;
+  lock.unlock();
+  if (cancel) cancel->cancel_all(true);
+  if (!was_leader) return kOk;
+  // Told before the release, so nobody else can be leader while this one still acts.
+  tell_revoked(revoked, term, kRevokedResigned);
+  const int rc = lock_->release(thread_id_);
+  // A hold already lost or expired needs no release.
+  return rc == kNotHeld || rc == kLost || rc == kNotOwner ? kOk : rc;
+}
+
+void Election::close() {
+  (void)resign();
+  std::lock_guard<std::recursive_mutex> serial(callbacks_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  elected_ = nullptr;
+  revoked_ = nullptr;
+}
+
+void Election::client_closing() {
+  std::lock_guard<std::recursive_mutex> serial(callbacks_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!active_) return;
+  active_ = false;
+  ++round_;
+  const int64_t term = leader_ ? term_ : 0;
+  leader_ = false;
+  term_ = 0;
+  Revoked revoked = revoked_;
+  lock.unlock();
+  // The closing client releases the hold after this returns.
+  tell_revoked(revoked, term, kRevokedClosed);
+}
+
+void Election::tell_revoked(const Revoked& revoked, int64_t term, int reason) {
+  if (!revoked) return;
+  try {
+    revoked(term, reason);
+  } catch (...) {
+    // As in granted().
+  }
+}
+
+bool Election::is_leader() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leader_ && lock_->is_held(thread_id_);
+}
+
+int64_t Election::term() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return leader_ && lock_->is_held(thread_id_) ? term_ : 0;
+}
+
+bool Election::campaigning() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return active_ && !leader_;
+}
+
+}  // namespace rlock::core
