@@ -32,6 +32,7 @@ from ._errors import (
     RedisError,
     TLSError,
 )
+from ._leader import Election, Leadership, LeadershipLostError, RevokeReason
 from ._semaphore import (
     NO_LEASE,
     WATCHDOG,
@@ -89,6 +90,9 @@ __all__ = [
     "NO_LEASE",
     "WATCHDOG",
     "CountDownLatch",
+    "Election",
+    "Leadership",
+    "RevokeReason",
     "LostReason",
     "Stats",
     "Histogram",
@@ -99,6 +103,7 @@ __all__ = [
     "NotHeldError",
     "NotSyncedError",
     "LockLostError",
+    "LeadershipLostError",
     "AcquireCancelledError",
     "DeadlockError",
     "ConnectionError",

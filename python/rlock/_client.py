@@ -32,6 +32,7 @@ from ._owners import Owners
 from ._stats import Event, LostReason, Stats, event_dispatcher
 
 if TYPE_CHECKING:
+    from . import _leader
     from ._semaphore import CountDownLatch, ExpirableSemaphore, PermitLease, Semaphore
 
 __all__ = ["Client", "Lock", "ReadWriteLock", "MultiLock", "RedLock", "LostReason"]
@@ -68,6 +69,14 @@ def _duration_ms(value: Any, what: str) -> int:
     if seconds > _MAX_SECONDS:
         raise InvalidArgumentError(f"{what} is too large: {value!r} (at most {_MAX_SECONDS:.0f} s)")
     return max(1, math.ceil(seconds * 1000.0))
+
+
+def _wait_s(wait: Optional[float]) -> Optional[float]:
+    """A wait in seconds: None (as long as it takes) or a positive number."""
+    if wait is None:
+        return None
+    _duration_ms(wait, "wait")
+    return float(wait)
 
 
 def _lease_ms(lease: Optional[float]) -> int:
@@ -492,6 +501,35 @@ class Client:
         generator functions are refused too (use ``rlock.asyncio.Client.locked`` for
         ``async def``)."""
         return _decorate.locked_sync(self, name, wait, lease, on_held, default, min_hold)
+
+    def leader(self, name: Name, *, wait: Optional[float] = None) -> "_leader.Leading":
+        """Leader election (docs/leader.md): ``with client.leader("scheduler") as lead:`` waits
+        until this process leads ``name`` among every candidate on the same Redis (any process,
+        host or language), then runs the body. ``lead.term`` grows with every new leader: pass
+        it to ``fenced_write`` (or your store's own check) with each write. ``lead.is_leader()``
+        is False, and ``lead.lost`` True, from the moment leadership ends (the key was deleted
+        or taken, Redis stayed unreachable until the lease's deadline, the client closed);
+        check it before each action. Leaving the block resigns, so another candidate takes
+        over at once; if leadership was lost inside, leaving raises ``LeadershipLostError``.
+        ``wait``: None campaigns as long as it takes, seconds bound it (``LockTimeoutError``).
+        The lease is the client's ``watchdog_lease``: a leader that dies is replaced within it.
+        """
+        from . import _leader
+
+        return _leader.Leading(self._new_election(name, False), _name_bytes(name), _wait_s(wait))
+
+    def election(self, name: Name, *, requeue: bool = True) -> "_leader.Election":
+        """The callback form of ``leader()``: ``election.campaign(on_elected, on_revoked)``
+        (called on library threads with the term, and the term and a ``RevokeReason``);
+        after a loss it campaigns again unless ``requeue=False``. ``close()`` resigns."""
+        from . import _leader
+
+        if not isinstance(requeue, bool):
+            raise TypeError(f"requeue must be a bool, not {type(requeue).__name__}")
+        return _leader.Election(self._new_election(name, requeue), _name_bytes(name))
+
+    def _new_election(self, name: Name, requeue: bool) -> "_native.Election":
+        return _native.Election(self._checked(), _name_bytes(name, "election name"), requeue)
 
     def fenced_lock(
         self,

@@ -19,7 +19,7 @@ import threading
 import weakref
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, TypeVar, Union
 
-from . import _client, _decorate, _errors, _native, _owners, _semaphore
+from . import _client, _decorate, _errors, _leader, _native, _owners, _semaphore
 from ._client import LostReason, Name, _duration_ms, _lease_ms, _ttl_seconds, _wait_ms
 from ._errors import InvalidArgumentError, LockError, LockTimeoutError
 from ._stats import Event, Stats
@@ -265,6 +265,19 @@ class Client:
         without blocking the event loop. The owner is the task, so a nested call of the same
         name in the task re-enters. Plain functions are refused (use ``rlock.Client.locked``)."""
         return _decorate.locked_async(self, name, wait, lease, on_held, default, min_hold)
+
+    def leader(self, name: Name, *, wait: Optional[float] = None) -> "_leader.AsyncLeading":
+        """See ``rlock.Client.leader``: ``async with client.leader(name) as lead:`` campaigns on
+        the event loop (no thread waits); ``await lead.wait_lost()`` returns the reason once
+        leadership ends. Leaving resigns off the loop."""
+        return _leader.AsyncLeading(
+            self._sync._new_election(name, False), _client._name_bytes(name), _client._wait_s(wait)
+        )
+
+    def election(self, name: Name, *, requeue: bool = True) -> "_leader.Election":
+        """See ``rlock.Client.election`` (its callbacks run on library threads: hop to the loop
+        with ``loop.call_soon_threadsafe``)."""
+        return self._sync.election(name, requeue=requeue)
 
     def fenced_lock(
         self,

@@ -1396,6 +1396,80 @@ class NativeLatch {
   Handle<rlock_latch, rlock_latch_cancel, rlock_latch_free> handle_;
 };
 
+// Elections have nothing to cancel: closing one resigns (rlock_election_free).
+int no_cancel(rlock_election*) { return RLOCK_OK; }
+
+rlock_election* new_election(NativeClient& client, const py::bytes& name, bool requeue) {
+  std::string_view view = name;
+  rlock_election_options opts = RLOCK_ELECTION_OPTIONS_INIT;
+  opts.requeue = requeue ? 1 : 0;
+  rlock_election* election = nullptr;
+  check(client.with_client([&](rlock_client* c) {
+    return rlock_election_new(&election, c, view.data(), view.size(), &opts);
+  }));
+  return election;
+}
+
+// A leader election on a name (docs/leader.md). campaign(fn) reports to
+// fn(elected: bool, term: int, reason: int, code: int, message: str) on library threads (and on
+// the thread calling resign or close, for the resign's own revoked): elected (reason 0), or
+// revoked with an rlock_revoke_reason; code and message are the error that ended a failed
+// campaign (term 0, reason FAILED).
+class NativeElection {
+ public:
+  NativeElection(NativeClient& client, const py::bytes& name, bool requeue)
+      : handle_(new_election(client, name, requeue), "the election is closed") {}
+
+  void close() { handle_.close(); }
+
+  void campaign(py::object fn) {
+    callback_.set(std::move(fn));
+    check(handle_.call([this](rlock_election* e) {
+      return rlock_election_campaign(e, &NativeElection::elected, &NativeElection::revoked, this);
+    }));
+  }
+
+  void resign() {
+    check(handle_.call([](rlock_election* e) { return rlock_election_resign(e); }));
+  }
+
+  bool is_leader() {
+    return handle_.call([](rlock_election* e) { return rlock_election_is_leader(e); }) == 1;
+  }
+
+  py::object term() {
+    int64_t value = 0;
+    int rc = handle_.call([&](rlock_election* e) { return rlock_election_term(&value, e); });
+    if (rc == RLOCK_ENOTHELD) return py::none();
+    check(rc);
+    return py::int_(value);
+  }
+
+ private:
+  static void elected(rlock_election*, int64_t term, void* payload) noexcept {
+    auto* self = static_cast<NativeElection*>(payload);
+    call_from_library_thread(self->callback_, "rlock election callback",
+                             [&](py::object& fn) { fn(true, term, 0, 0, ""); });
+  }
+
+  static void revoked(rlock_election*, int64_t term, rlock_revoke_reason reason,
+                      void* payload) noexcept {
+    auto* self = static_cast<NativeElection*>(payload);
+    // Read before taking the GIL: Python code may fail calls of its own meanwhile.
+    const rlock_error_info* info = rlock_last_error();
+    const int code = reason == RLOCK_REVOKED_FAILED ? static_cast<int>(info->code) : 0;
+    const std::string message = reason == RLOCK_REVOKED_FAILED ? info->message : "";
+    call_from_library_thread(self->callback_, "rlock election callback", [&](py::object& fn) {
+      fn(false, term, static_cast<int>(reason), code, message);
+    });
+  }
+
+  // Declared before handle_ so that it outlives it: freeing the handle waits for a running
+  // callback, which reads callback_.
+  GuardedCallback callback_;
+  Handle<rlock_election, no_cancel, rlock_election_free> handle_;
+};
+
 bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& value,
                   int64_t token) {
   std::string_view k = key;
@@ -1545,6 +1619,14 @@ void def_semaphores(py::module_& m) {
       .def("held", &NativeSemaphore::held)
       .def("cancel", &NativeSemaphore::cancel)
       .def("close", &NativeSemaphore::close);
+  py::class_<NativeElection>(m, "Election")
+      .def(py::init<NativeClient&, const py::bytes&, bool>(), py::arg("client"), py::arg("name"),
+           py::arg("requeue"))
+      .def("campaign", &NativeElection::campaign, py::arg("fn"))
+      .def("resign", &NativeElection::resign)
+      .def("is_leader", &NativeElection::is_leader)
+      .def("term", &NativeElection::term)
+      .def("close", &NativeElection::close);
   py::class_<NativeLatch>(m, "Latch")
       .def(py::init<NativeClient&, const py::bytes&>(), py::arg("client"), py::arg("name"))
       .def("try_set_count", &NativeLatch::try_set_count, py::arg("count"))
