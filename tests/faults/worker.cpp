@@ -13,9 +13,14 @@
 //   --read 1              hold mode with --kind rw: hold the read half (default the write half)
 //   --fair-wait-ms N      fair kind: how long a queued waiter keeps its place (fair_wait_ms)
 //   --names A,B,...       lock names (loop picks one at random per cycle); default "fault"
-//   --kind K              reentrant | fenced | fair | spin | rw | semaphore | permits
+//   --kind K              reentrant | fenced | fair | spin | rw | semaphore | permits | election
 //                         (semaphore: a plain semaphore, permits: a permit-expirable one; each
-//                         section holds one permit; the history's MODE is S)
+//                         section holds one permit; the history's MODE is S. election, loop
+//                         mode only: each thread is a candidate for the first name; a
+//                         leadership is one hold (acq when elected, TOKEN the term) of up to
+//                         --sections N (default 5) sections, each made only while
+//                         rlock_election_is_leader says so, then a resign (rel; RC RLOCK_ELOST when
+//                         leadership was lost first))
 //   --permits N           semaphore, permits: the semaphore is set to N permits if missing
 //   --lease-ms L          -1 = watchdog (default), else the explicit lease
 //   --watchdog-lease-ms W client's watchdog lease (default the library's)
@@ -63,6 +68,7 @@
 
 #include <atomic>
 #include <cinttypes>
+#include <condition_variable>
 #include <csignal>
 #include <cstdarg>
 #include <cstdio>
@@ -105,6 +111,7 @@ struct Options {
   int64_t duration_ms = 0;
   int64_t min_duration_ms = 0;
   int hold_us = 2000;
+  int64_t sections = 5;  // election: sections per leadership at most
   double write_share = 0.25;
   std::string log;
   std::string counter_dir;
@@ -187,6 +194,8 @@ Options parse(int argc, char** argv) {
       o.min_duration_ms = number(key, v);
     else if (key == "--hold-us")
       o.hold_us = static_cast<int>(number(key, v));
+    else if (key == "--sections")
+      o.sections = number(key, v);
     else if (key == "--write-share")
       o.write_share = std::atof(v.c_str());
     else if (key == "--log")
@@ -213,8 +222,8 @@ Options parse(int argc, char** argv) {
   if (o.url.empty() && o.redlock.empty()) usage("--url or --redlock is required");
   if (o.names.empty()) usage("--names is empty");
   if (o.threads < 1) usage("--threads must be at least 1");
-  static const char* kinds[] = {"reentrant", "fenced",    "fair",   "spin",
-                                "rw",        "semaphore", "permits"};
+  static const char* kinds[] = {"reentrant", "fenced",    "fair",    "spin",
+                                "rw",        "semaphore", "permits", "election"};
   bool known = false;
   for (const char* k : kinds) known = known || o.kind == k;
   if (!known) usage("unknown --kind '" + o.kind + "'");
@@ -388,6 +397,8 @@ void build(World& w, bool print_lost) {
         usage("rlock_semaphore_new_n: " + std::string(rlock_last_error()->message));
       rc = rlock_semaphore_try_set_permits(nullptr, t.semaphore, o.permits, 0);
       if (rc != RLOCK_OK) usage("try_set_permits: " + std::string(rlock_last_error()->message));
+    } else if (o.kind == "election") {
+      // Each candidate thread makes its own elections (run_elections).
     } else if (o.kind == "rw") {
       t.lock = new_lock(w, w.client, name, RLOCK_LOCK_READ);
       t.write = new_lock(w, w.client, name, RLOCK_LOCK_WRITE);
@@ -640,6 +651,132 @@ int run_loop(World& w) {
   return 0;
 }
 
+// One candidate's election, as its callbacks report it.
+struct Candidate {
+  World* w = nullptr;
+  std::string owner, name;
+  std::mutex mu;
+  std::condition_variable changed;
+  int64_t term = 0;
+  bool ended = false;  // the leadership (or campaign) is over
+  int reason = 0;
+};
+
+void candidate_elected(rlock_election*, int64_t term, void* payload) {
+  auto* c = static_cast<Candidate*>(payload);
+  std::lock_guard<std::mutex> guard(c->mu);
+  c->term = term;
+  c->changed.notify_all();
+}
+
+void candidate_revoked(rlock_election*, int64_t term, rlock_revoke_reason reason, void* payload) {
+  auto* c = static_cast<Candidate*>(payload);
+  if (term > 0 && reason != RLOCK_REVOKED_RESIGNED) {
+    c->w->history->line("lost %s %s %" PRId64 " %d", c->owner.c_str(), c->name.c_str(), mono_ns(),
+                        static_cast<int>(reason));
+  }
+  std::lock_guard<std::mutex> guard(c->mu);
+  c->ended = true;
+  c->reason = static_cast<int>(reason);
+  c->changed.notify_all();
+}
+
+// Waits (in slices, so a stop request is seen) until elected, the campaign ends, or the wait
+// or the run is over. The term, or 0.
+int64_t wait_to_lead(Candidate& c, int64_t wait_ms, int64_t run_deadline) {
+  const int64_t give_up =
+      wait_ms < 0 ? run_deadline : std::min(run_deadline, mono_ns() + wait_ms * 1000000);
+  std::unique_lock<std::mutex> guard(c.mu);
+  while (c.term == 0 && !c.ended && !g_stop_requested && mono_ns() < give_up) {
+    c.changed.wait_for(guard, std::chrono::milliseconds(50));
+  }
+  return c.term;
+}
+
+// One leadership of a candidate thread: campaign, up to --sections sections while leader,
+// resign.
+// Returns the campaign's status (0 when it led).
+int lead_once(World& w, Target& t, const std::string& owner, int64_t run_deadline,
+              std::mt19937& rng) {
+  Candidate c;
+  c.w = &w;
+  c.owner = owner;
+  c.name = t.name;
+  rlock_election_options eo = RLOCK_ELECTION_OPTIONS_INIT;
+  eo.requeue = 0;
+  rlock_election* e = nullptr;
+  int rc = rlock_election_new(&e, w.client, t.name.data(), t.name.size(), &eo);
+  if (rc == RLOCK_OK) rc = rlock_election_campaign(e, candidate_elected, candidate_revoked, &c);
+  const int64_t start = mono_ns();
+  const int64_t term = rc == RLOCK_OK ? wait_to_lead(c, w.o.wait_ms, run_deadline) : 0;
+  const int64_t elected = mono_ns();
+  if (term == 0 && rc == RLOCK_OK) {
+    std::lock_guard<std::mutex> guard(c.mu);
+    rc = c.ended ? RLOCK_ECONN : RLOCK_ETIMEDOUT;
+  }
+  w.history->line("acq %s %s X %" PRId64 " %" PRId64 " %d %" PRId64, owner.c_str(), t.name.c_str(),
+                  start, elected, term > 0 ? 0 : rc, term);
+  if (term == 0) {
+    rlock_election_free(e);
+    return rc;
+  }
+  for (int64_t k = 0; k < w.o.sections && rlock_election_is_leader(e) && mono_ns() < run_deadline &&
+                      !g_stop_requested;
+       ++k) {
+    if (t.counter_fd >= 0) {
+      bump_counter(t.counter_fd, w.o.hold_us, rng);
+      w.history->line("wrote %s %s", owner.c_str(), t.name.c_str());
+    }
+    if (w.resource != nullptr) fenced_write(w, t, owner, term);
+  }
+  const int64_t leave = mono_ns();
+  w.history->line("leave %s %s X %" PRId64, owner.c_str(), t.name.c_str(), leave);
+  bool lost = false;
+  {
+    std::lock_guard<std::mutex> guard(c.mu);
+    lost = c.ended;
+  }
+  rc = rlock_election_resign(e);
+  w.history->line("rel %s %s X %" PRId64 " %" PRId64 " %d", owner.c_str(), t.name.c_str(), leave,
+                  mono_ns(), lost ? RLOCK_ELOST : rc);
+  rlock_election_free(e);
+  return RLOCK_OK;
+}
+
+// The election kind of loop mode: each thread campaigns for the first name, leads, resigns.
+int run_elections(World& w) {
+  const Options& o = w.o;
+  build(w, false);
+  struct sigaction on_term {};
+  on_term.sa_handler = request_stop;
+  sigaction(SIGTERM, &on_term, nullptr);
+  const int64_t deadline = o.duration_ms > 0 ? mono_ns() + o.duration_ms * 1000000 : INT64_MAX;
+  std::atomic<int64_t> cycles{0}, led{0}, errors{0};
+  std::vector<std::thread> pool;
+  for (int i = 0; i < o.threads; ++i) {
+    pool.emplace_back([&, i] {
+      const std::string owner = register_owner(w, i);
+      std::mt19937 rng(o.seed * 7919u + static_cast<unsigned>(getpid()) * 131u +
+                       static_cast<unsigned>(i));
+      for (int64_t c = 0; c < o.cycles && mono_ns() < deadline && !g_stop_requested; ++c) {
+        ++cycles;
+        const int rc = lead_once(w, w.targets.front(), owner, deadline, rng);
+        if (rc == RLOCK_OK) ++led;
+        if (rc != RLOCK_OK && rc != RLOCK_ETIMEDOUT) {
+          ++errors;
+          usleep(5000);
+        }
+        usleep(1000);  // let another candidate in: the lock is not fair
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  teardown(w);
+  say("done cycles=%" PRId64 " acquired=%" PRId64 " errors=%" PRId64, cycles.load(), led.load(),
+      errors.load());
+  return 0;
+}
+
 int run_hold(World& w) {
   build(w, true);
   Target& t = w.targets.front();
@@ -688,5 +825,7 @@ int main(int argc, char** argv) {
   w.o = parse(argc, argv);
   History history(w.o.log);
   w.history = &history;
+  if (w.o.mode == "loop" && w.o.kind == "election") return run_elections(w);
+  if (w.o.kind == "election") usage("--kind election is for loop mode");
   return w.o.mode == "loop" ? run_loop(w) : run_hold(w);
 }
