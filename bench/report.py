@@ -148,6 +148,16 @@ SCENARIOS = {
         "rounds, in microseconds. Lower is better. A waiter released before the count-down, or "
         "not within 10 s of it, fails the run.",
     ),
+    "leader": (
+        "Scenario 10: leader election",
+        "rlock-c only (`rlock_election_*`). {candidates} candidates for one name on 10 clients "
+        "of one process: while one leads, the requests per second Redis gets from all of them "
+        "(INFO commandstats, as in the herd; lower is better) and per candidate; then rounds "
+        "of the leader resigning, timed from the resign call to the next candidate's elected "
+        "callback (handover p50 and p99). Then rounds of a leader in another process (lease "
+        "2 s) exiting without resigning, timed from its exit to a waiting candidate's "
+        "election: the failover after a crash, bounded by the lease.",
+    ),
     "ping": (
         "Baseline: PING round trip",
         "One connection sending PING and waiting for each reply: the network and Redis "
@@ -219,6 +229,17 @@ WIDE["semaphore"] = {
         ("scripts_per_pair", "scripts / pair"),
     ],
     "chart": ["pairs_per_s"],
+}
+WIDE["leader"] = {
+    "columns": [
+        ("requests_per_s", "idle requests/s"),
+        ("requests_per_candidate_per_s", "per candidate /s"),
+        ("handover_p50_ms", "handover p50 (ms)"),
+        ("handover_p99_ms", "handover p99 (ms)"),
+        ("dead_leader_failover_ms", "crash failover (ms)"),
+    ],
+    "extras": [("candidates", "candidates"), ("threads_added", "threads added")],
+    "chart": ["handover_p50_ms"],
 }
 WIDE["latch"] = {
     "columns": [
@@ -750,6 +771,7 @@ def scenario_shape(records, scenario):
         "sem_threads": get("threads"),
         "permits": get("permits"),
         "rounds": get("rounds"),
+        "candidates": get("candidates"),
     }
 
 

@@ -37,7 +37,7 @@ is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
 scenarios_of() {
   case "$1" in
     rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters \
-      semaphore latch ;;
+      semaphore latch leader ;;
     rlock-c-tls) echo uncontended throughput handoff ;;
     rlock-c-nostats) echo uncontended throughput ;;
     rlock-java) echo uncontended throughput handoff herd herd-fair many-waiters ;;

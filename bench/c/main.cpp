@@ -28,7 +28,7 @@ constexpr char kUsage[] =
     "                   [--processes P] [--locks N] [--waiters N] [--scripts DIR]\n"
     "  ping goes with scenario ping (PING round trips); hiredis-floor with uncontended or\n"
     "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory,\n"
-    "  many-waiters, semaphore, latch. rlock-c-tls is rlock-c on a rediss:// --url; it\n"
+    "  many-waiters, semaphore, latch, leader. rlock-c-tls is rlock-c on a rediss:// --url; it\n"
     "  needs --admin-url, a plaintext URL of the same server for the harness's own\n"
     "  connection (hiredis 0.14 has no TLS). rlock-c-nostats is rlock-c with its client's\n"
     "  statistics off.\n"
@@ -36,7 +36,7 @@ constexpr char kUsage[] =
     "  --names (default 256): throughput; --processes (default 8): herd;\n"
     "  --locks (default 10000): watchdog and memory; in many-waiters the locks the waiters\n"
     "  spread over (default 1);\n"
-    "  --waiters (default 1000): memory and many-waiters.\n";
+    "  --waiters (default 1000): memory and many-waiters; leader: the candidates.\n";
 
 struct Usage : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -96,7 +96,7 @@ void check_scenario(const Options& o) {
                  : o.contender == "hiredis-floor" ? "uncontended or throughput"
                                                   : "uncontended, throughput, handoff, herd, "
                                                     "herd-fair, watchdog, memory, "
-                                                    "many-waiters, semaphore or latch") +
+                                                    "many-waiters, semaphore, latch or leader") +
                 ", got '" + o.scenario + "'");
   }
 }

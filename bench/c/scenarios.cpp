@@ -1262,11 +1262,177 @@ std::vector<Result> latch(const Options& o, redisContext* admin) {
           {"median_p99_us", quantile(median, 0.99), "us", extra}};
 }
 
+// ---- scenario 10: leader ----
+
+// Leader elections (rlock_election_*): what idle candidates cost Redis, and how long the lead
+// takes to move when the leader resigns and when it dies.
+struct ElectedAt {
+  std::mutex mu;
+  std::condition_variable cv;
+  int64_t at = 0;  // when the latest leader was elected (now_ns), 0 before
+  int index = -1;  // which candidate
+  int64_t term = 0;
+};
+
+struct BenchCandidate {
+  ElectedAt* elected;
+  int index;
+};
+
+void bench_elected(rlock_election*, int64_t term, void* payload) {
+  auto* c = static_cast<BenchCandidate*>(payload);
+  std::lock_guard<std::mutex> g(c->elected->mu);
+  if (term <= c->elected->term) return;  // terms only grow: an older one would be a bug
+  c->elected->at = now_ns();
+  c->elected->index = c->index;
+  c->elected->term = term;
+  c->elected->cv.notify_all();
+}
+
+struct ElectionFree {
+  void operator()(rlock_election* e) const { rlock_election_free(e); }
+};
+using Election = std::unique_ptr<rlock_election, ElectionFree>;
+
+Election new_election(rlock_client* client, const std::string& name) {
+  rlock_election* e = nullptr;
+  check(rlock_election_new(&e, client, name.data(), name.size(), nullptr), "rlock_election_new");
+  return Election(e);
+}
+
+// Waits for a leader with a term above `after`; its index.
+int wait_elected(ElectedAt* e, int64_t after, const char* what) {
+  std::unique_lock<std::mutex> g(e->mu);
+  if (!e->cv.wait_for(g, std::chrono::seconds(30), [&] { return e->term > after; })) {
+    throw Failure(std::string("no leader within 30 s ") + what);
+  }
+  return e->index;
+}
+
+constexpr int kLeaderClients = 10;      // the candidates are spread over these clients
+constexpr int64_t kDeadLeaseMs = 2000;  // the lease of the leaders that die
+
+// Rounds of: a leader in a child process (lease kDeadLeaseMs) that exits without resigning
+// once a candidate here waits; the time from its exit to the candidate's election.
+std::vector<double> dead_leader_failovers(const Options& o, int rounds) {
+  const std::string name = lock_name(o, "leader-dead", 0);
+  Shared shared(sizeof(Word) * 3 * static_cast<size_t>(rounds));
+  Word* go = shared.at<Word>(0);
+  Word* led = go + rounds;
+  Word* die = led + rounds;
+  // Forked before this process makes a client of its own.
+  Children children(rounds, [&](int r) {
+    while (go[r].load() == 0) futex_wait(&go[r], 0, 100000000);
+    Client client = new_client(o.url, kDeadLeaseMs);
+    Election e = new_election(client.get(), name);
+    check(rlock_election_campaign(e.get(), nullptr, nullptr, nullptr), "campaign");
+    const int64_t give_up = now_ns() + int64_t{30} * 1000000000;
+    while (!rlock_election_is_leader(e.get())) {
+      if (now_ns() > give_up) throw Failure("the dying leader was not elected within 30 s");
+      sleep_ns(1000000);
+    }
+    set_and_wake(&led[r], 1);
+    while (die[r].load() == 0) futex_wait(&die[r], 0, 100000000);
+    _exit(0);  // no resign, no release: the lock stays until its lease runs out
+  });
+  Client client = new_client(o.url);
+  std::vector<double> ms;
+  for (int r = 0; r < rounds; ++r) {
+    set_and_wake(&go[r], 1);
+    // Not wait_ready: the children of earlier rounds have exited, as they should.
+    const int64_t give_up = now_ns() + int64_t{60} * 1000000000;
+    while (led[r].load() == 0) {
+      if (now_ns() > give_up) throw Failure("the dying leader was not elected within a minute");
+      futex_wait(&led[r], 0, 10000000);
+    }
+    ElectedAt elected;
+    BenchCandidate me{&elected, 0};
+    Election e = new_election(client.get(), name);
+    check(rlock_election_campaign(e.get(), bench_elected, nullptr, &me), "campaign");
+    sleep_ns(100000000);
+    if (elected.term != 0) throw Failure("elected while the dying leader still led");
+    const int64_t t0 = now_ns();
+    set_and_wake(&die[r], 1);
+    wait_elected(&elected, 0, "after the leader died");
+    ms.push_back((elected.at - t0) / 1e6);
+  }
+  children.join();
+  return ms;
+}
+
+std::vector<Result> leader(const Options& o, redisContext* admin) {
+  const int rounds_dead = o.seconds < 1 ? 1 : 3;
+  std::vector<double> dead_ms = dead_leader_failovers(o, rounds_dead);
+  const std::string name = lock_name(o, "leader", 0);
+  std::vector<Client> clients;
+  for (int i = 0; i < kLeaderClients; ++i) clients.push_back(new_client(o.url));
+  sleep_ns(100000000);
+  const int64_t threads_before = os_threads();
+  ElectedAt elected;
+  std::vector<BenchCandidate> who(static_cast<size_t>(o.waiters));
+  std::vector<Election> elections;
+  for (int i = 0; i < o.waiters; ++i) {
+    who[static_cast<size_t>(i)] = {&elected, i};
+    elections.push_back(new_election(clients[static_cast<size_t>(i % kLeaderClients)].get(), name));
+    check(rlock_election_campaign(elections.back().get(), bench_elected, nullptr,
+                                  &who[static_cast<size_t>(i)]),
+          "rlock_election_campaign");
+  }
+  int leader_index = wait_elected(&elected, 0, "among the candidates");
+  sleep_ns(1000000000);  // every candidate has made its first attempt and waits
+  // Idle: one leader, the rest waiting, for the measured window.
+  const std::map<std::string, int64_t> before = command_calls(admin);
+  const int64_t t0 = now_ns();
+  sleep_ns(static_cast<int64_t>(std::max(o.seconds, 1.0) * 1e9));
+  const int64_t threads_waiting = os_threads();
+  const Traffic idle = waiting_traffic(before, command_calls(admin));
+  const double window_s = (now_ns() - t0) / 1e9;
+  // Handovers: the leader resigns; the time until the next is elected. It campaigns again.
+  std::vector<double> handover_ms;
+  const int rounds = std::max(10, static_cast<int>(o.seconds * 5));
+  for (int r = 0; r < rounds; ++r) {
+    int64_t term;
+    {
+      std::lock_guard<std::mutex> g(elected.mu);
+      term = elected.term;
+    }
+    const size_t outgoing = static_cast<size_t>(leader_index);
+    const int64_t start = now_ns();
+    check(rlock_election_resign(elections[outgoing].get()), "rlock_election_resign");
+    leader_index = wait_elected(&elected, term, "after a resign");
+    handover_ms.push_back((elected.at - start) / 1e6);
+    check(
+        rlock_election_campaign(elections[outgoing].get(), bench_elected, nullptr, &who[outgoing]),
+        "rlock_election_campaign");
+  }
+  elections.clear();
+  clients.clear();
+  check_clean(admin, {name});
+  std::sort(handover_ms.begin(), handover_ms.end());
+  std::sort(dead_ms.begin(), dead_ms.end());
+  const double per_s = idle.requests / window_s;
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"candidates", number(int64_t{o.waiters})},
+      {"clients", number(int64_t{kLeaderClients})},
+      {"threads_added", number(threads_waiting - threads_before)},
+      {"window_s", number(window_s)},
+      {"requests_per_s_by_command", per_handoff(idle.by_command, window_s)},
+      {"handover_rounds", number(int64_t{rounds})},
+      {"dead_leader_lease_ms", number(kDeadLeaseMs)},
+      {"dead_leader_rounds", number(int64_t{rounds_dead})},
+      {"async", "true"}};
+  return {{"requests_per_s", per_s, "requests/s", extra},
+          {"requests_per_candidate_per_s", per_s / o.waiters, "requests/s", extra},
+          {"handover_p50_ms", quantile(handover_ms, 0.50), "ms", extra},
+          {"handover_p99_ms", quantile(handover_ms, 0.99), "ms", extra},
+          {"dead_leader_failover_ms", dead_ms.back(), "ms", extra}};
+}
+
 }  // namespace
 
 bool is_rlock_only_scenario(const std::string& s) {
   return s == "handoff" || s == "herd" || s == "herd-fair" || s == "watchdog" || s == "memory" ||
-         s == "many-waiters" || s == "semaphore" || s == "latch";
+         s == "many-waiters" || s == "semaphore" || s == "latch" || s == "leader";
 }
 
 std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
@@ -1277,6 +1443,7 @@ std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
   if (o.scenario == "many-waiters") return many_waiters(o, admin);
   if (o.scenario == "semaphore") return semaphore(o, admin);
   if (o.scenario == "latch") return latch(o, admin);
+  if (o.scenario == "leader") return leader(o, admin);
   return memory(o, admin);
 }
 

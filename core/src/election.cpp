@@ -8,6 +8,8 @@
 namespace rlock::core {
 namespace {
 
+thread_local Election* in_callback_ = nullptr;  // the election whose callback runs here
+
 // Owners of elections: numbers no OS thread id (below 2^22) nor a binding's own task numbers
 // (from 2^40) reach, so an election's hold is never re-entered by a caller's acquire.
 std::atomic<int64_t> next_election_owner{int64_t{1} << 50};
@@ -69,15 +71,46 @@ int Election::start_round_locked(uint64_t round) {
   args.poll_cap_ms =
       std::max(client_->config().poll_cap_ms, client_->config().watchdog_lease_ms / 3);
   std::weak_ptr<Election> weak = weak_from_this();
-  return lock_->acquire_async(args, cancel_, [weak, round](int status, int64_t token) {
-    if (auto self = weak.lock()) self->granted(round, status, token);
-  });
+  const int rc = lock_->acquire_async(
+      args, cancel_, [weak, round, lock = lock_, owner = thread_id_](int status, int64_t token) {
+        if (auto self = weak.lock()) {
+          self->granted(round, status, token);
+          std::lock_guard<std::mutex> guard(self->mutex_);
+          --self->outstanding_;
+          self->settled_.notify_all();
+        } else if (status == kOk) {
+          (void)lock->release(owner);  // granted as the election ended: nobody leads with it
+        }
+      });
+  if (rc == kOk) ++outstanding_;
+  return rc;
+}
+
+bool Election::stale_locked(uint64_t round) const { return round != round_ || !active_; }
+
+void Election::settle() {
+  // On a library thread (a callback of ours, or another completion) the outcome may need this
+  // very thread to arrive: its release then happens when it does, without waiting here.
+  if (Engine::on_engine_thread() || in_callback_ == this) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto bound = std::chrono::milliseconds(client_->config().command_timeout_ms + 1000);
+  settled_.wait_for(lock, bound, [this] { return outstanding_ == 0; });
 }
 
 void Election::granted(uint64_t round, int status, int64_t token) {
+  {
+    // A stale outcome needs no callback: checked first, so that a resign holding the callback
+    // mutex while it waits for this outcome (settle) is not waited for in turn.
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (stale_locked(round)) {
+      lock.unlock();
+      if (status == kOk) (void)lock_->release(thread_id_);  // a grant that raced the cancel
+      return;
+    }
+  }
   std::lock_guard<std::recursive_mutex> serial(callbacks_);
   std::unique_lock<std::mutex> lock(mutex_);
-  if (round != round_ || !active_) {
+  if (stale_locked(round)) {
     // Resigned or closed meanwhile: a grant that raced the cancel is given back.
     lock.unlock();
     if (status == kOk) (void)lock_->release(thread_id_);
@@ -99,11 +132,14 @@ void Election::granted(uint64_t round, int status, int64_t token) {
     term_ = token;
     Elected elected = elected_;
     lock.unlock();
+    Election* outer = in_callback_;
+    in_callback_ = this;
     try {
       if (elected) elected(token);
     } catch (...) {
       // A callback must not take a library thread down; bindings report their own failures.
     }
+    in_callback_ = outer;
     return;
   }
   // The campaign ended without leadership: closed, or an error that does not pass by itself
@@ -131,6 +167,12 @@ void Election::lost(int reason) {
 }
 
 int Election::resign() {
+  const int rc = resign_now();
+  settle();
+  return rc;
+}
+
+int Election::resign_now() {
   std::lock_guard<std::recursive_mutex> serial(callbacks_);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!active_) return kOk;
@@ -154,6 +196,9 @@ int Election::resign() {
 
 void Election::close() {
   (void)resign();
+  // A grant racing the resign is given back (by granted(), or by the lock when its waits are
+  // closed), not left to its lease.
+  lock_->close_waits();
   std::lock_guard<std::recursive_mutex> serial(callbacks_);
   std::lock_guard<std::mutex> lock(mutex_);
   elected_ = nullptr;
@@ -177,11 +222,14 @@ void Election::client_closing() {
 
 void Election::tell_revoked(const Revoked& revoked, int64_t term, int reason) {
   if (!revoked) return;
+  Election* outer = in_callback_;
+  in_callback_ = this;
   try {
     revoked(term, reason);
   } catch (...) {
     // As in granted().
   }
+  in_callback_ = outer;
 }
 
 bool Election::is_leader() const {

@@ -49,7 +49,7 @@ def _leader(case: Case, exclude: tuple = ()) -> Optional[checkers.Hold]:
     return max(open_now, key=lambda x: x.start) if open_now else None
 
 
-def _first_after(case: Case, at_ns: int, exclude: tuple = ()) -> Optional[checkers.Hold]:
+def _first_after(case: Case, at_ns: float, exclude: tuple = ()) -> Optional[checkers.Hold]:
     h = checkers.read_history(case.log, case.ended())
     later = [x for x in h.holds if x.start > at_ns and x.pid not in exclude and x.token > 0]
     return min(later, key=lambda x: x.start) if later else None

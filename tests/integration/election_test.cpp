@@ -428,3 +428,27 @@ TEST(Election, KilledAndPausedLeaderAreReplaced) {
   redis.del(resource);
   redis.del("rlock_fence:{" + resource + "}");
 }
+
+// Freeing candidates while the lead moves among them: a grant that races a free is given back
+// before rlock_election_free returns, so nothing is left held once they are all freed.
+TEST(Election, FreeingEveryCandidateLeavesNothingHeld) {
+  const std::string name = unique_name("election-free-all");
+  LockKeys keys(name);
+  RedisConn redis(test_redis_url());
+  std::vector<it::Client> clients;
+  for (int i = 0; i < 2; ++i) clients.push_back(it::make_client());
+  for (int round = 0; round < 5; ++round) {
+    Seen seen;  // outlives the elections
+    std::vector<Election> elections;
+    for (int i = 0; i < 40; ++i) {
+      elections.push_back(make_election(clients[static_cast<size_t>(i % 2)].get(), name));
+      ASSERT_EQ(rlock_election_campaign(elections.back().get(), on_elected, on_revoked, &seen),
+                RLOCK_OK);
+    }
+    ASSERT_GT(elected_term(seen, 5000), 0);
+    elections.clear();  // each leader's free wakes the next candidate, freed just after
+    EXPECT_EQ(redis.exists(name), 0) << "a freed candidate still holds the lock, round " << round;
+    redis.del(name);
+  }
+  redis.del(token_key(name));
+}

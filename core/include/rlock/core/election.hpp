@@ -7,6 +7,7 @@
 // once when the key was deleted or taken, on resign, and when the client closes.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,6 +76,13 @@ class Election : public std::enable_shared_from_this<Election> {
   Election(std::shared_ptr<Client> client, const std::string& name, const ElectionOptions& options);
   // Sends the waiting acquire of campaign number `round` (state mutex held by the caller).
   int start_round_locked(uint64_t round);
+  // The outcome of campaign `round` comes too late: resigned, closed, or a later round.
+  bool stale_locked(uint64_t round) const;
+  // resign() without waiting for the campaign's outcome.
+  int resign_now();
+  // Waits (bounded) until the cancelled campaign's outcome has arrived, so a grant racing a
+  // resign is given back before resign() returns; not on library threads.
+  void settle();
   void granted(uint64_t round, int status, int64_t token);
   void lost(int reason);
   void client_closing();
@@ -93,7 +101,9 @@ class Election : public std::enable_shared_from_this<Election> {
   bool active_ = false;       // campaigning or leading
   bool leader_ = false;
   int64_t term_ = 0;
-  uint64_t round_ = 0;  // grows with each campaign and each end: stale outcomes are dropped
+  uint64_t round_ = 0;   // grows with each campaign and each end: stale outcomes are dropped
+  int outstanding_ = 0;  // campaign outcomes not yet arrived
+  std::condition_variable settled_;
   std::shared_ptr<CancelSet> cancel_;
   Elected elected_;
   Revoked revoked_;
