@@ -176,3 +176,21 @@ func TestCodesFitTheStatsArray(t *testing.T) {
 		}
 	}
 }
+
+func TestRevokeReasonsMatchTheHeader(t *testing.T) {
+	header := headerEnum(t, "rlock_revoke_reason")
+	ours := map[string]RevokeReason{"RLOCK_REVOKED_GONE": RevokedGone,
+		"RLOCK_REVOKED_UNREACHABLE": RevokedUnreachable, "RLOCK_REVOKED_RESIGNED": RevokedResigned,
+		"RLOCK_REVOKED_CLOSED": RevokedClosed, "RLOCK_REVOKED_FAILED": RevokedFailed}
+	if len(header) != len(ours) {
+		t.Errorf("rlock.h has %d revoke reasons, election.go %d: %v", len(header), len(ours), header)
+	}
+	for name, v := range header {
+		if r, ok := ours[name]; !ok || int(r) != v {
+			t.Errorf("rlock.h has %s = %d; election.go has %d (present: %v)", name, v, int(r), ok)
+		}
+		if "RLOCK_REVOKED_"+strings.ToUpper(RevokeReason(v).String()) != name {
+			t.Errorf("%s: String() is %q", name, RevokeReason(v).String())
+		}
+	}
+}
