@@ -404,6 +404,133 @@ static void rlockj_lock_free(JNIEnv *jenv, rlock_lock *lock, rlockj_lost_payload
   rlockj_lost_payload_free(jenv, payload);
 }
 
+/* ---- leader elections ---------------------------------------------------------------------- */
+
+/* The Java handler (io.rlock.internal.ElectionHandler) of one election, held by a global
+ * reference until the election is freed. */
+typedef struct rlockj_election_payload {
+  jobject handler;
+  jmethodID elected;
+  jmethodID revoked;
+} rlockj_election_payload;
+
+static rlockj_election_payload *rlockj_election_payload_new(JNIEnv *jenv, jobject handler) {
+  rlockj_election_payload *payload;
+  jclass cls = (*jenv)->GetObjectClass(jenv, handler);
+  jmethodID elected = (*jenv)->GetMethodID(jenv, cls, "elected", "(J)V");
+  jmethodID revoked = elected == NULL ? NULL
+                                      : (*jenv)->GetMethodID(jenv, cls, "revoked", "(JII[B)V");
+  if (revoked == NULL) return NULL; /* NoSuchMethodError pending */
+  payload = (rlockj_election_payload *)malloc(sizeof *payload);
+  if (payload == NULL) {
+    (*jenv)->ThrowNew(jenv, (*jenv)->FindClass(jenv, "java/lang/OutOfMemoryError"),
+                      "rlock: no memory for the election handler");
+    return NULL;
+  }
+  payload->handler = (*jenv)->NewGlobalRef(jenv, handler);
+  payload->elected = elected;
+  payload->revoked = revoked;
+  if (payload->handler == NULL) {
+    free(payload);
+    return NULL;
+  }
+  return payload;
+}
+
+/* The JNIEnv of a library thread (engine, watchdog) or of a Java thread calling resign or
+ * closing the client. *attached is set when the thread was attached here (as a daemon) and
+ * must be detached after the call. */
+static JNIEnv *rlockj_callback_env(int *attached) {
+  JavaVM *vm = rlockj_vm;
+  JNIEnv *env = NULL;
+  *attached = 0;
+  if (vm == NULL) return NULL;
+  if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_8) == JNI_EDETACHED) {
+    JavaVMAttachArgs args;
+    args.version = JNI_VERSION_1_8;
+    args.name = (char *)"rlock-election";
+    args.group = NULL;
+    if ((*vm)->AttachCurrentThreadAsDaemon(vm, (void **)&env, &args) != JNI_OK) return NULL;
+    *attached = 1;
+  }
+  return env;
+}
+
+static void rlockj_callback_done(JNIEnv *env, int attached) {
+  if ((*env)->ExceptionCheck(env)) {
+    (*env)->ExceptionDescribe(env); /* the handler catches its own; this is a last resort */
+    (*env)->ExceptionClear(env);
+  }
+  if (attached) (*rlockj_vm)->DetachCurrentThread(rlockj_vm);
+}
+
+static void rlockj_elected_trampoline(rlock_election *election, int64_t term, void *raw) {
+  rlockj_election_payload *payload = (rlockj_election_payload *)raw;
+  int attached = 0;
+  JNIEnv *env = rlockj_callback_env(&attached);
+  (void)election;
+  if (env == NULL || payload == NULL) return;
+  (*env)->CallVoidMethod(env, payload->handler, payload->elected, (jlong)term);
+  rlockj_callback_done(env, attached);
+}
+
+static void rlockj_revoked_trampoline(rlock_election *election, int64_t term,
+                                      rlock_revoke_reason reason, void *raw) {
+  rlockj_election_payload *payload = (rlockj_election_payload *)raw;
+  /* Read before any JNI call: the error that ended a failed campaign. */
+  const rlock_error_info *info = rlock_last_error();
+  const int code = reason == RLOCK_REVOKED_FAILED ? (int)info->code : 0;
+  const char *text = reason == RLOCK_REVOKED_FAILED ? info->message : "";
+  char message[1024]; /* longer messages are cut */
+  size_t len = strlen(text);
+  int attached = 0;
+  JNIEnv *env;
+  jbyteArray bytes;
+  (void)election;
+  if (len >= sizeof message) len = sizeof message - 1;
+  memcpy(message, text, len);
+  env = rlockj_callback_env(&attached);
+  if (env == NULL || payload == NULL) return;
+  bytes = (*env)->NewByteArray(env, (jsize)len);
+  if (bytes != NULL) {
+    (*env)->SetByteArrayRegion(env, bytes, 0, (jsize)len, (const jbyte *)message);
+    (*env)->CallVoidMethod(env, payload->handler, payload->revoked, (jlong)term, (jint)reason,
+                           (jint)code, bytes);
+    (*env)->DeleteLocalRef(env, bytes);
+  }
+  rlockj_callback_done(env, attached);
+}
+
+static rlock_election *rlockj_election_new(rlock_client *client, const char *name,
+                                           size_t name_len, int requeue) {
+  rlock_election_options opts = RLOCK_ELECTION_OPTIONS_INIT;
+  rlock_election *election = NULL;
+  opts.requeue = requeue;
+  if (rlock_election_new(&election, client, name, name_len, &opts) != RLOCK_OK) return NULL;
+  return election;
+}
+
+static int rlockj_election_campaign(rlock_election *election, rlockj_election_payload *payload) {
+  return rlock_election_campaign(election, rlockj_elected_trampoline, rlockj_revoked_trampoline,
+                                 payload);
+}
+
+/* The term of the current leadership, 0 when not the leader. */
+static int64_t rlockj_election_term(rlock_election *election) {
+  int64_t term = 0;
+  return rlock_election_term(&term, election) == RLOCK_OK ? term : 0;
+}
+
+/* Frees the election (resigns; waits for a running callback), then its payload. */
+static void rlockj_election_free(JNIEnv *jenv, rlock_election *election,
+                                 rlockj_election_payload *payload) {
+  rlock_election_free(election);
+  if (payload != NULL) {
+    (*jenv)->DeleteGlobalRef(jenv, payload->handler);
+    free(payload);
+  }
+}
+
 /* ---- asynchronous calls ------------------------------------------------------------------- */
 
 /* A library thread is attached to the JVM as a daemon at its first completion and stays
@@ -1040,6 +1167,8 @@ RLOCKJ_HANDLE(rlock_semaphore)
 RLOCKJ_HANDLE(rlock_latch)
 RLOCKJ_HANDLE(rlockj_lost_payload)
 RLOCKJ_HANDLE(rlockj_event_payload)
+RLOCKJ_HANDLE(rlock_election)
+RLOCKJ_HANDLE(rlockj_election_payload)
 
 %typemap(in, numinputs=0) JNIEnv *jenv "$1 = jenv;"
 
@@ -1055,7 +1184,8 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   rlock_client *rlockj_client_new, rlock_lock *rlockj_lock_new,
   rlock_cancel_token *rlockj_cancel_token_new, rlock_multi *rlockj_multi_new,
   rlockj_lost_payload *rlockj_lost_payload_new, rlockj_event_payload *rlockj_event_payload_new,
-  rlock_semaphore *rlockj_semaphore_new, rlock_latch *rlockj_latch_new
+  rlock_semaphore *rlockj_semaphore_new, rlock_latch *rlockj_latch_new,
+  rlock_election *rlockj_election_new, rlockj_election_payload *rlockj_election_payload_new
 };
 
 /* Status: void in Java, a negative status throws. */
@@ -1073,7 +1203,8 @@ RLOCKJ_HANDLE(rlockj_event_payload)
   int rlockj_extend_async, int rlockj_multi_release_async, int rlockj_event_callback_set,
   int rlock_semaphore_release, int rlock_semaphore_cancel, int rlock_latch_cancel,
   int rlockj_permit_release, int rlockj_permit_update_lease, int rlockj_semaphore_acquire_async,
-  int rlockj_latch_await_async, int rlock_client_watch_key_events
+  int rlockj_latch_await_async, int rlock_client_watch_key_events, int rlockj_election_campaign,
+  int rlock_election_resign
 };
 
 /* Acquire: 0, RLOCK_ETIMEDOUT or RLOCK_ECANCELED are returned; any other failure throws. */
@@ -1122,7 +1253,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %typemap(out) int RLOCKJ_BOOL %{ $result = ($1 == 1) ? JNI_TRUE : JNI_FALSE; %}
 %typemap(javaout) int RLOCKJ_BOOL { return $jnicall; }
 %apply int RLOCKJ_BOOL {
-  int rlock_is_held_for, int rlock_multi_is_held_for
+  int rlock_is_held_for, int rlock_multi_is_held_for, int rlock_election_is_leader
 };
 
 /* URLs, names, keys and values are byte arrays (UTF-8 made on the Java side by Utf8): no
@@ -1164,6 +1295,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %rename(SentinelTls) rlock_sentinel_tls;
 %rename(StatsMode) rlock_stats_mode;
 %rename(EventKind) rlock_event_kind;
+%rename(RevokeReason) rlock_revoke_reason;
 %rename("%(strip:[RLOCK_])s", %$isenumitem) "";
 
 %rename(versionString) rlock_version_string;
@@ -1232,6 +1364,13 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 %rename(latchAwaitAsync) rlockj_latch_await_async;
 %rename(latchDelete) rlockj_latch_delete;
 %rename(latchCancel) rlock_latch_cancel;
+%rename(electionNew) rlockj_election_new;
+%rename(electionPayloadNew) rlockj_election_payload_new;
+%rename(electionCampaign) rlockj_election_campaign;
+%rename(electionResign) rlock_election_resign;
+%rename(electionIsLeader) rlock_election_is_leader;
+%rename(electionTerm) rlockj_election_term;
+%rename(electionFree) rlockj_election_free;
 
 /* As the archive it links (rlock_static) is built: no visibility attributes. */
 #define RLOCK_STATIC
@@ -1241,6 +1380,7 @@ RLOCKJ_HANDLE(rlockj_event_payload)
 
 typedef struct rlockj_lost_payload rlockj_lost_payload;
 typedef struct rlockj_event_payload rlockj_event_payload;
+typedef struct rlockj_election_payload rlockj_election_payload;
 
 rlock_client *rlockj_client_new(JNIEnv *jenv, const char *url, size_t url_len,
                                 int64_t connect_timeout_ms, int64_t command_timeout_ms,
@@ -1312,3 +1452,10 @@ int64_t rlockj_latch_count(rlock_latch *latch);
 int rlockj_latch_await_async(JNIEnv *jenv, rlock_latch *latch, int64_t wait_ms,
                              rlock_cancel_token *cancel, jobject completion);
 int64_t rlockj_latch_delete(rlock_latch *latch);
+rlock_election *rlockj_election_new(rlock_client *client, const char *name, size_t name_len,
+                                    int requeue);
+rlockj_election_payload *rlockj_election_payload_new(JNIEnv *jenv, jobject handler);
+int rlockj_election_campaign(rlock_election *election, rlockj_election_payload *payload);
+int64_t rlockj_election_term(rlock_election *election);
+void rlockj_election_free(JNIEnv *jenv, rlock_election *election,
+                          rlockj_election_payload *payload);

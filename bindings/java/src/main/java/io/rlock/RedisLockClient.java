@@ -783,6 +783,27 @@ public final class RedisLockClient implements AutoCloseable {
    * A count-down latch (Redisson RCountDownLatch layout). No I/O. On a Redis Cluster the name
    * must not contain braces.
    */
+  /**
+   * A leader election on {@code name} in the shape of Curator's LeaderLatch (docs/leader.md):
+   * {@code start()} it, then {@code await()} or {@code hasLeadership()}. No network call here.
+   */
+  public LeaderLatch leaderLatch(String name) {
+    return new LeaderLatch(this, name, nameBytes(name, "election name"));
+  }
+
+  /**
+   * A leader election on {@code name} in the shape of Curator's LeaderSelector: while this
+   * candidate leads, {@code listener.takeLeadership} runs on a thread of its own (a virtual
+   * thread where the JVM has them), interrupted the moment leadership ends. {@code start()} it.
+   */
+  public LeaderSelector leaderSelector(String name, LeaderSelectorListener listener) {
+    return new LeaderSelector(this, name, nameBytes(name, "election name"), listener);
+  }
+
+  NativeClient nativeClient() {
+    return nativeClient;
+  }
+
   public RedisCountDownLatch getCountDownLatch(String name) {
     return new RedisCountDownLatch(this, name,
         nativeClient.newLatch(name, nameBytes(name, "latch name")));

@@ -95,6 +95,26 @@ public final class NativeClient implements AutoCloseable {
     });
   }
 
+  /** An election (requeue: campaign again after a loss) reporting to handler. No network call. */
+  public NativeElection newElection(String name, byte[] rawName, boolean requeue,
+      ElectionHandler handler) {
+    return handle.call(this, client -> {
+      handle.retain();
+      long ptr = 0;
+      try {
+        ptr = RlockNative.electionNew(client, rawName, requeue ? 1 : 0);
+        long payload = RlockNative.electionPayloadNew(handler);
+        return new NativeElection(ptr, payload, name, handle);
+      } catch (RuntimeException | Error e) {
+        if (ptr != 0) {
+          RlockNative.electionFree(ptr, 0);
+        }
+        handle.releaseChild();
+        throw e;
+      }
+    });
+  }
+
   /** A count-down latch handle. No network call. */
   public NativeLatch newLatch(String name, byte[] rawName) {
     return handle.call(this, client -> {
