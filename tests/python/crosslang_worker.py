@@ -9,7 +9,9 @@ another owner is inside), adds one to DIR/NAME.count, leaves and releases.
 RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair, write (the write
 half of a read-write lock), non-reentrant or non-reentrant-fair. With fenced, each section also
 appends its fencing token as a line to DIR/NAME.tokens, so the file lists the tokens in the
-order the lock was held."""
+order the lock was held. With leader, each iteration is one leadership of the election NAME
+(client.leader), and its section appends "TERM python" to DIR/NAME.terms: a store that must
+only ever see terms grow."""
 
 import os
 import sys
@@ -29,6 +31,8 @@ def main(argv: list) -> int:
             "non-reentrant": client.non_reentrant_lock,
             "non-reentrant-fair": client.non_reentrant_fair_lock,
         }
+        if kind == "leader":
+            return lead(client, directory, iterations, names)
         locks = [makers[kind](n) for n in names]
         for i in range(iterations):
             name, lock = names[i % len(names)], locks[i % len(locks)]
@@ -51,6 +55,39 @@ def main(argv: list) -> int:
                     with open(os.path.join(directory, name + ".tokens"), "a") as f:
                         f.write(f"{lock.token}\n")
                 os.unlink(inside)
+    print(f"ok {iterations}")
+    return 0
+
+
+def enter(directory: str, name: str) -> bool:
+    """The section's work: False when another owner is inside."""
+    inside = os.path.join(directory, name + ".inside")
+    try:
+        os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    count = os.path.join(directory, name + ".count")
+    try:
+        with open(count) as f:
+            value = int(f.read().strip() or 0)
+    except FileNotFoundError:
+        value = 0
+    with open(count, "w") as f:
+        f.write(f"{value + 1}\n")
+    return True
+
+
+def lead(client: rlock.Client, directory: str, iterations: int, names: list) -> int:
+    for i in range(iterations):
+        name = names[i % len(names)]
+        with client.leader(name) as lead:
+            if not enter(directory, name):
+                print(f"overlap on {name}", file=sys.stderr)
+                return 3
+            lead.check()
+            with open(os.path.join(directory, name + ".terms"), "a") as f:
+                f.write(f"{lead.term} python\n")
+            os.unlink(os.path.join(directory, name + ".inside"))
     print(f"ok {iterations}")
     return 0
 

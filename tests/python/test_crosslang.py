@@ -56,6 +56,8 @@ def _worker_commands() -> Dict[str, List[str]]:
 # Critical sections per worker process, two processes per language: 2 x 1110 = 2220 in all.
 # The CLI starts a process per section, so it does fewer.
 _ITERATIONS = {"c": 60, "python": 250, "go": 400, "java": 400}
+# With RLOCK_WORKER_KIND=leader an iteration is one leadership (campaign, section, resign).
+_LEADERSHIPS = {"c": 15, "python": 40, "go": 40, "java": 40}
 _PER_LANGUAGE = 2
 
 
@@ -80,8 +82,19 @@ def shared_server(request, redis_url):
 
 
 @pytest.mark.timeout(300)
-def test_four_languages_share_locks_without_losing_an_update(shared_server, name, tmp_path):
+@pytest.mark.parametrize("kind", ["lock", "leader"])
+def test_four_languages_share_locks_without_losing_an_update(
+    shared_server, name, tmp_path, kind, request
+):
+    """kind "leader": the same, each iteration one leadership of an election (the CLI's
+    `rlock elect`, Python's client.leader, Go's Client.Lead, Java's LeaderLatch), whose section
+    appends its term to NAME.terms: a store that refuses a stale term would accept every line,
+    in order."""
     redis_url, client, r = shared_server
+    if kind == "leader" and "tls" in request.node.callspec.id:
+        pytest.skip("elections cross languages on the plaintext server; TLS is the lock run's")
+    iterations = _ITERATIONS if kind == "lock" else _LEADERSHIPS
+    env = dict(os.environ, RLOCK_WORKER_KIND=kind) if kind == "leader" else None
     commands = _worker_commands()
     names = [f"{name}:a", f"{name}:b"]
     holds = [client.lock(n) for n in names]
@@ -103,7 +116,7 @@ def test_four_languages_share_locks_without_losing_an_update(shared_server, name
     try:
         for language, command in commands.items():
             for _ in range(_PER_LANGUAGE):
-                argv = command + [redis_url, str(tmp_path), str(_ITERATIONS[language])] + names
+                argv = command + [redis_url, str(tmp_path), str(iterations[language])] + names
                 procs.append(
                     (
                         language,
@@ -113,6 +126,7 @@ def test_four_languages_share_locks_without_losing_an_update(shared_server, name
                             stderr=subprocess.PIPE,
                             text=True,
                             start_new_session=True,
+                            env=env,
                         ),
                     )
                 )
@@ -148,17 +162,24 @@ def test_four_languages_share_locks_without_losing_an_update(shared_server, name
                 lock.release()
 
     for language, code, out, err in results:
-        assert (code, out) == (0, f"ok {_ITERATIONS[language]}"), (language, code, out, err)
+        assert (code, out) == (0, f"ok {iterations[language]}"), (language, code, out, err)
         assert "overlap" not in err, (language, err)
 
     expected = {n: 0 for n in names}
     for language, _, _, _ in results:
-        for i in range(_ITERATIONS[language]):
+        for i in range(iterations[language]):
             expected[names[i % len(names)]] += 1
     counted = {n: int((tmp_path / f"{n}.count").read_text()) for n in names}
     assert counted == expected  # no update lost
     total = sum(expected.values())
-    assert total >= 2000
+    assert total >= (2000 if kind == "lock" else 250)
+    if kind == "leader":
+        for n in names:
+            lines = [line.split() for line in (tmp_path / f"{n}.terms").read_text().splitlines()]
+            terms = [int(t) for t, _ in lines]
+            assert len(terms) == expected[n]
+            assert terms == sorted(set(terms)), f"{n}: a term repeated or went back: {terms}"
+            assert {lang for _, lang in lines} == set(commands), lines
     assert not list(tmp_path.glob("*.inside"))
     assert r.exists(*names) == 0  # every worker released
     clients = {field.rsplit(b":", 1)[0] for field in owners}

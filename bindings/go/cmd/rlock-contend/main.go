@@ -11,7 +11,8 @@
 // RLOCK_WORKER_KIND picks the lock kind: reentrant (the default), fenced, fair, write (the
 // write half of a read-write lock), non-reentrant or non-reentrant-fair. With fenced, each
 // section also appends its fencing token as a line to DIR/NAME.tokens, so the file lists the
-// tokens in the order the lock was held.
+// tokens in the order the lock was held. With leader, each iteration is one leadership of the
+// election NAME (Client.Lead), whose section appends "TERM go" to DIR/NAME.terms.
 package main
 
 import (
@@ -57,6 +58,9 @@ func run(url, dir string, iterations int, names []string) (string, error) {
 	}
 	defer client.Close()
 	kind := os.Getenv("RLOCK_WORKER_KIND")
+	if kind == "leader" {
+		return lead(client, dir, iterations, names)
+	}
 	locks := make(map[string]*rlock.Lock)
 	for _, name := range names {
 		if locks[name] == nil {
@@ -155,4 +159,64 @@ func critical(dir, name string) (bool, error) {
 		return false, err
 	}
 	return false, os.Remove(inside)
+}
+
+// lead runs each iteration as one leadership of the election NAME.
+func lead(client *rlock.Client, dir string, iterations int, names []string) (string, error) {
+	for i := 0; i < iterations; i++ {
+		name := names[i%len(names)]
+		overlap := false
+		err := client.Lead(context.Background(), name, func(ctx context.Context, term int64) error {
+			inside := filepath.Join(dir, name+".inside")
+			marker, err := os.OpenFile(inside, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+			if errors.Is(err, fs.ErrExist) {
+				overlap = true
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			marker.Close()
+			if err := bump(filepath.Join(dir, name+".count")); err != nil {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err // leadership ended: record nothing
+			}
+			f, err := os.OpenFile(filepath.Join(dir, name+".terms"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(f, "%d go\n", term); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return err
+			}
+			return os.Remove(inside)
+		})
+		if overlap {
+			return name, nil
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// bump adds one to the decimal counter in the file.
+func bump(counter string) error {
+	data, err := os.ReadFile(counter)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	count := 0
+	if text := strings.TrimSpace(string(data)); text != "" {
+		if count, err = strconv.Atoi(text); err != nil {
+			return fmt.Errorf("%s: %w", counter, err)
+		}
+	}
+	return os.WriteFile(counter, []byte(strconv.Itoa(count+1)), 0o644)
 }

@@ -15,7 +15,9 @@ import java.util.Map;
  * the reentrant lock NAMES[i % n] (waiting forever, watchdog lease), creates DIR/NAME.inside
  * exclusively (exit 3 with "overlap on NAME" if it exists), adds one to the decimal counter in
  * DIR/NAME.count, deletes DIR/NAME.inside and unlocks. Binding errors exit 1. Prints
- * "ok ITERATIONS" at the end.
+ * "ok ITERATIONS" at the end. With RLOCK_WORKER_KIND=leader each iteration is one leadership
+ * of the election NAME (a LeaderLatch started, awaited and closed), whose section also appends
+ * "TERM java" to DIR/NAME.terms.
  */
 public final class CrossLanguageWorker {
   private CrossLanguageWorker() {}
@@ -35,9 +37,36 @@ public final class CrossLanguageWorker {
       return;
     }
     int names = args.length - 3;
+    boolean leader = "leader".equals(System.getenv("RLOCK_WORKER_KIND"));
     try (RedisLockClient client = RedisLockClient.create(args[0])) {
       Map<String, RedisLock> locks = new HashMap<>();
-      for (int i = 0; i < iterations; i++) {
+      for (int i = 0; leader && i < iterations; i++) {
+        String name = args[3 + i % names];
+        try (LeaderLatch latch = client.leaderLatch(name)) {
+          latch.start();
+          long term = latch.await();
+          Path inside = dir.resolve(name + ".inside");
+          try {
+            Files.createFile(inside);
+          } catch (FileAlreadyExistsException e) {
+            System.err.println("overlap on " + name);
+            System.exit(3);
+          }
+          Path count = dir.resolve(name + ".count");
+          Files.write(count, Long.toString(read(count) + 1).getBytes(StandardCharsets.US_ASCII));
+          if (!latch.hasLeadership()) {
+            throw new LeadershipLostException(name, term, RevokeReason.UNREACHABLE);
+          }
+          Files.write(dir.resolve(name + ".terms"),
+              (term + " java\n").getBytes(StandardCharsets.US_ASCII),
+              java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);
+          Files.delete(inside);
+        } catch (InterruptedException e) {
+          System.err.println("worker: interrupted");
+          System.exit(1);
+        }
+      }
+      for (int i = 0; !leader && i < iterations; i++) {
         String name = args[3 + i % names];
         RedisLock lock = locks.computeIfAbsent(name, client::getLock);
         lock.lock();
