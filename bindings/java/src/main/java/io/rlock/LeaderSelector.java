@@ -80,8 +80,9 @@ public final class LeaderSelector implements AutoCloseable {
   }
 
   /**
-   * Stops campaigning; a running takeLeadership is interrupted and leadership given up (the lock
-   * released at once). Waits for takeLeadership to return. Idempotent.
+   * Stops campaigning; a running takeLeadership is interrupted and waited for, then leadership
+   * is given up (the lock released at once): the body has ended before another candidate can
+   * lead. Idempotent.
    */
   @Override
   public void close() {
@@ -90,7 +91,6 @@ public final class LeaderSelector implements AutoCloseable {
       closed = true;
       running = worker;
     }
-    election.close();
     if (running != null && running != Thread.currentThread()) {
       running.interrupt();
       boolean interrupted = false;
@@ -106,6 +106,7 @@ public final class LeaderSelector implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+    election.close();
   }
 
   private void elected(long term) {
