@@ -305,7 +305,9 @@ int run_fenced(char** argv) {
 
 std::mutex g_out_mutex;
 
-void print_line(const char* format, ...) {
+// One whole line on stdout at a time, flushed at once (the test reads them as they come).
+void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
+void say(const char* format, ...) {
   std::lock_guard<std::mutex> lock(g_out_mutex);
   va_list args;
   va_start(args, format);
@@ -315,12 +317,12 @@ void print_line(const char* format, ...) {
 }
 
 void print_elected(rlock_election*, int64_t term, void*) {
-  print_line("elected %" PRId64 " %" PRId64 "\n", term, rlock_test::mono_us());
+  say("elected %" PRId64 " %" PRId64 "\n", term, rlock_test::mono_us());
 }
 
 void print_revoked(rlock_election*, int64_t term, rlock_revoke_reason reason, void*) {
-  print_line("revoked %" PRId64 " %d %" PRId64 "\n", term, static_cast<int>(reason),
-             rlock_test::mono_us());
+  say("revoked %" PRId64 " %d %" PRId64 "\n", term, static_cast<int>(reason),
+      rlock_test::mono_us());
 }
 
 int run_elect(char** argv) {
@@ -345,25 +347,14 @@ int run_elect(char** argv) {
       rc = rlock_fenced_write(&accepted, client, resource.data(), resource.size(), value.data(),
                               value.size(), term);
       if (rc == RLOCK_OK && !accepted) {
-        print_line("write %" PRId64 " refused %" PRId64 "\n", term, rlock_test::mono_us());
+        say("write %" PRId64 " refused %" PRId64 "\n", term, rlock_test::mono_us());
       } else if (rc == RLOCK_OK && term != reported_term) {
         reported_term = term;
-        print_line("write %" PRId64 " accepted %" PRId64 "\n", term, rlock_test::mono_us());
+        say("write %" PRId64 " accepted %" PRId64 "\n", term, rlock_test::mono_us());
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-}
-
-// One whole line on stdout at a time, flushed at once (the test reads them as they come).
-void say(const char* format, ...) __attribute__((format(printf, 1, 2)));
-void say(const char* format, ...) {
-  std::lock_guard<std::mutex> lock(g_out_mutex);
-  va_list args;
-  va_start(args, format);
-  std::vprintf(format, args);
-  va_end(args);
-  std::fflush(stdout);
 }
 
 int run_fair(int argc, char** argv) {

@@ -37,24 +37,13 @@ def main(argv: list) -> int:
         for i in range(iterations):
             name, lock = names[i % len(names)], locks[i % len(locks)]
             with lock:
-                inside = os.path.join(directory, name + ".inside")
-                try:
-                    os.close(os.open(inside, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-                except FileExistsError:
+                if not enter(directory, name):
                     print(f"overlap on {name}", file=sys.stderr)
                     return 3
-                count = os.path.join(directory, name + ".count")
-                try:
-                    with open(count) as f:
-                        value = int(f.read().strip() or 0)
-                except FileNotFoundError:
-                    value = 0
-                with open(count, "w") as f:
-                    f.write(f"{value + 1}\n")
                 if kind == "fenced":
                     with open(os.path.join(directory, name + ".tokens"), "a") as f:
                         f.write(f"{lock.token}\n")
-                os.unlink(inside)
+                os.unlink(os.path.join(directory, name + ".inside"))
     print(f"ok {iterations}")
     return 0
 
