@@ -23,7 +23,11 @@ std::shared_ptr<Election> Election::create(std::shared_ptr<Client> client, const
   e->lock_->set_lost_callback([weak](const std::string&, int64_t, int reason) {
     if (auto self = weak.lock()) self->lost(reason);
   });
-  e->close_hook_ = e->client_->add_close_hook([weak] {
+  // The hook keeps the lock alive until the client's close has released its hold: the revoked
+  // callback may free the election (a binding's close on another thread), and a lock destroyed
+  // before those releases would leave its key held until the lease ran out. (While the election
+  // lives it keeps the client alive anyway; ~Election removes the hook.)
+  e->close_hook_ = e->client_->add_close_hook([weak, lock = e->lock_] {
     if (auto self = weak.lock()) self->client_closing();
   });
   return e;

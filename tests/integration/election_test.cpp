@@ -280,6 +280,38 @@ TEST(Election, ClientFreeRevokesClosedAndHandsOver) {
   redis.del(token_key(name));
 }
 
+// A revoked(CLOSED) callback that frees its election (as a binding's close may, on the thread
+// told) must not cost the hold's release: rlock_client_free still gives the key back at once.
+void free_when_closed(rlock_election* election, int64_t, rlock_revoke_reason reason,
+                      void* payload) {
+  if (reason != RLOCK_REVOKED_CLOSED) return;
+  rlock_election_free(election);
+  static_cast<std::atomic<int>*>(payload)->fetch_add(1);
+}
+
+TEST(Election, FreedInItsClosedCallbackStillReleasedAtClientFree) {
+  const std::string name = unique_name("election-free-closed");
+  LockKeys keys(name);
+  RedisConn redis(test_redis_url());
+  it::Client c1 = it::make_client(it::ClientSettings{30000, 0, 0});
+  Seen seen;
+  std::atomic<int> freed{0};
+  Election e1 = make_election(c1.get(), name);
+  // Elected is seen through the key; the callback pair is this test's.
+  ASSERT_EQ(rlock_election_campaign(e1.get(), nullptr, free_when_closed, &freed), RLOCK_OK);
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  while (rlock_election_is_leader(e1.get()) == 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(rlock_election_is_leader(e1.get()), 1);
+  ASSERT_EQ(redis.exists(name), 1);
+  (void)e1.release();  // the callback frees it
+  c1.reset();
+  EXPECT_EQ(freed.load(), 1);
+  EXPECT_EQ(redis.exists(name), 0) << "the freed election's hold was left to its 30 s lease";
+  redis.del(token_key(name));
+}
+
 // A callback may resign its own election: elected -> resign -> revoked RESIGNED, on one thread.
 void resign_at_once(rlock_election* election, int64_t term, void* payload) {
   on_elected(election, term, payload);
