@@ -99,8 +99,9 @@ stage build+ctest "build (RelWithDebInfo, warnings as errors) and test, with the
 run_suite dev
 
 stage python "Python: build the wheel, install it in a venv, run pytest against the installation"
-# The Go and Java workers of the cross-language test were built by the CTest pass above.
+# The C, Go and Java workers of the cross-language test were built by the CTest pass above.
 export RLOCK_GO_WORKER=$root/build/bindings/go/rlock-contend
+export RLOCK_C_WORKER=$root/build/tests/integration/rlock_it_worker
 java_out=$root/build/bindings/java/maven
 export RLOCK_JAVA_WORKER="java -cp $(ls "$java_out"/rlock-*.jar | head -n1):$java_out/test-classes io.rlock.CrossLanguageWorker"
 export RLOCK_REQUIRE_CROSSLANG=1

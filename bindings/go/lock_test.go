@@ -1039,3 +1039,46 @@ func TestOwnerIDReleasedByAnotherClient(t *testing.T) {
 		}
 	}
 }
+
+// Holder: who holds the lock (this process: host, pid) and since when, from the holder record
+// of the owner's client; nil when free.
+func TestHolderNamesThisProcessAndWhenItTookTheLock(t *testing.T) {
+	c := newClient(t)
+	l := mustLock(t, c.Lock, uniqueName(t))
+	if h, err := l.Holder(bg); h != nil || err != nil {
+		t.Fatalf("Holder of a free lock: %+v %v", h, err)
+	}
+	before := time.Now()
+	if err := l.Lock(bg); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	var h *Holder
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var err error
+		if h, err = l.Holder(bg); err != nil {
+			t.Fatal(err)
+		}
+		if !h.Since.IsZero() || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	host, _ := os.Hostname()
+	if !h.Known || h.Host != host || h.PID != os.Getpid() || h.Command == "" {
+		t.Fatalf("holder %+v, want host %q pid %d", h, host, os.Getpid())
+	}
+	if h.Since.Before(before.Add(-5*time.Millisecond)) || h.Since.After(after.Add(5*time.Millisecond)) {
+		t.Fatalf("since %v not within [%v, %v]", h.Since, before, after)
+	}
+	if h.Started.After(h.Since) {
+		t.Fatalf("the client started %v after its hold %v", h.Started, h.Since)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := l.Holder(bg); h != nil || err != nil {
+		t.Fatalf("Holder after Unlock: %+v %v", h, err)
+	}
+}

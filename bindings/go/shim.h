@@ -155,6 +155,11 @@ static inline rlock_go_result rlock_go_token(rlock_lock *lock, int64_t thread_id
 
 /* The owner string is borrowed from thread-local storage: copied here into owner_out
  * (malloc'd, freed by Go) before anything else can overwrite it. */
+static inline rlock_go_result rlock_go_inspect(rlock_lock_info **out, rlock_client *client,
+                                               const char *name, size_t name_len) {
+  return rlock_go_result_of(rlock_inspect(out, client, name, name_len));
+}
+
 static inline rlock_go_result rlock_go_query(rlock_lock *lock, int64_t thread_id,
                                              rlock_lock_state *state, char **owner_out) {
   state->version = RLOCK_LOCK_STATE_VERSION;

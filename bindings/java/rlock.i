@@ -1104,6 +1104,48 @@ static jbyteArray rlockj_bytes(JNIEnv *env, const char *bytes, size_t len) {
   return out;
 }
 
+/* Who holds `name` (io.rlock.RedisLock#getHolder): NULL when it is free, else {owner, host,
+ * command} as byte[] (host and command NULL when unknown) and a long[] {known, pid, started_ms,
+ * since_ms}; NULL with an exception pending when it fails. */
+static jobjectArray rlockj_lock_holder(JNIEnv *jenv, rlock_client *client, const char *name,
+                                       size_t name_len) {
+  rlock_lock_info *info = NULL;
+  jobjectArray out = NULL;
+  jlongArray numbers;
+  jlong values[4] = {0, 0, -1, -1};
+  int rc = rlock_inspect(&info, client, name, name_len);
+  if (rc != RLOCK_OK) {
+    rlockj_throw(jenv, rc);
+    return NULL;
+  }
+  if (info->locked && info->owners_len > 0) {
+    const rlock_holder_info *h =
+        info->version >= 3 && info->holders_len > 0 && info->holders[0].known ? &info->holders[0]
+                                                                              : NULL;
+    out = (*jenv)->NewObjectArray(jenv, 4, (*jenv)->FindClass(jenv, "java/lang/Object"), NULL);
+    if (out != NULL) {
+      (*jenv)->SetObjectArrayElement(
+          jenv, out, 0, rlockj_bytes(jenv, info->owners[0].owner, info->owners[0].owner_len));
+      if (h != NULL) {
+        (*jenv)->SetObjectArrayElement(jenv, out, 1, rlockj_bytes(jenv, h->host, strlen(h->host)));
+        (*jenv)->SetObjectArrayElement(jenv, out, 2,
+                                       rlockj_bytes(jenv, h->command, strlen(h->command)));
+        values[0] = 1;
+        values[1] = (jlong)h->pid;
+        values[2] = (jlong)h->started_ms;
+        values[3] = (jlong)h->since_ms;
+      }
+      numbers = (*jenv)->NewLongArray(jenv, 4);
+      if (numbers != NULL) {
+        (*jenv)->SetLongArrayRegion(jenv, numbers, 0, 4, values);
+        (*jenv)->SetObjectArrayElement(jenv, out, 3, numbers);
+      }
+    }
+  }
+  rlock_lock_info_free(info);
+  return out;
+}
+
 /* Runs on the client's event thread, attached to the JVM as a daemon at its first event and
  * detached when the thread ends (as completions are). A frame bounds the local references:
  * the thread never returns to Java. */
@@ -1228,6 +1270,14 @@ RLOCKJ_HANDLE(rlockj_election_payload)
 %typemap(jstype) jlongArray RLOCKJ_LONGS "long[]"
 %typemap(out) jlongArray RLOCKJ_LONGS %{ $result = $1; %}
 %typemap(javaout) jlongArray RLOCKJ_LONGS { return $jnicall; }
+/* Arrays of objects made on the C side (NULL for "none", or with an exception pending). */
+%typemap(jni) jobjectArray RLOCKJ_OBJECTS "jobjectArray"
+%typemap(jtype) jobjectArray RLOCKJ_OBJECTS "Object[]"
+%typemap(jstype) jobjectArray RLOCKJ_OBJECTS "Object[]"
+%typemap(out) jobjectArray RLOCKJ_OBJECTS %{ $result = $1; %}
+%typemap(javaout) jobjectArray RLOCKJ_OBJECTS { return $jnicall; }
+%apply jobjectArray RLOCKJ_OBJECTS { jobjectArray rlockj_lock_holder };
+
 %apply jlongArray RLOCKJ_LONGS {
   jlongArray rlockj_client_stats, jlongArray rlockj_histogram_bounds_us,
   jlongArray rlockj_semaphore_available
@@ -1324,6 +1374,7 @@ RLOCKJ_HANDLE(rlockj_election_payload)
 %rename(forceUnlock) rlockj_force_unlock;
 %rename(fencedWrite) rlockj_fenced_write;
 %rename(query) rlockj_query;
+%rename(lockHolder) rlockj_lock_holder;
 %rename(lostPayloadNew) rlockj_lost_payload_new;
 %rename(lostCallbackSet) rlockj_lost_callback_set;
 %rename(acquireAsync) rlockj_acquire_async;
@@ -1408,6 +1459,8 @@ int64_t rlockj_force_unlock(rlock_lock *lock);
 int64_t rlockj_fenced_write(rlock_client *client, const char *key, size_t key_len,
                             const char *value, size_t value_len, int64_t token);
 jobject rlockj_query(JNIEnv *jenv, rlock_lock *lock, int64_t thread_id);
+jobjectArray rlockj_lock_holder(JNIEnv *jenv, rlock_client *client, const char *name,
+                                size_t name_len);
 rlockj_lost_payload *rlockj_lost_payload_new(JNIEnv *jenv, jobject handler);
 int rlockj_lost_callback_set(rlock_lock *lock, rlockj_lost_payload *payload);
 int rlockj_acquire_async(JNIEnv *jenv, rlock_lock *lock, int64_t wait_ms, int64_t lease_ms,

@@ -117,7 +117,10 @@ const char kHelp[] =
     "  --match PATTERN  list: only names matching the Redis glob PATTERN (* ? [abc] \\x)\n"
     "  --json           status, list: JSON instead of text: status one object, list one\n"
     "                   object per line (JSON Lines), with the fields name, kind, locked,\n"
-    "                   mode, ttl_ms, owner_count, owners [{owner, holds, mode}],\n"
+    "                   mode, ttl_ms, owner_count, owners [{owner, holds, mode, host,\n"
+    "                   pid, command, started_ms, since_ms}] (the last five null when the\n"
+    "                   owner's client keeps no holder record), leader ({owner, term} for\n"
+    "                   an election's leader, else null),\n"
     "                   queue_length, queue [{owner, deadline_ms}], subscribers, waiters,\n"
     "                   token, permits_available, permits_held, earliest_deadline_ms.\n"
     "                   Bytes of a name or owner that are not UTF-8 appear as\n"
@@ -685,6 +688,36 @@ std::string json_mode(rlock_lock_mode mode) {
   return name ? std::string("\"") + name + "\"" : "null";
 }
 
+// The holder record of owners[i]; null when the library gave none (an older one) or none exists.
+const rlock_holder_info *holder_of(const rlock_lock_info &info, size_t i) {
+  if (info.version < 3 || i >= info.holders_len || !info.holders[i].known) return nullptr;
+  return &info.holders[i];
+}
+
+// An election's leader: rlock's candidates own the name's fenced lock with owner numbers from
+// 2^50 up, which no thread id reaches (docs/leader.md).
+bool is_leader(const rlock_lock_info &info) {
+  if (info.kind != RLOCK_FOUND_FENCED || !info.locked || info.owners_len == 0) return false;
+  const std::string owner(info.owners[0].owner, info.owners[0].owner_len);
+  const size_t colon = owner.find(':');
+  if (colon == std::string::npos) return false;
+  errno = 0;
+  const long long thread = std::strtoll(owner.c_str() + colon + 1, nullptr, 10);
+  return errno == 0 && thread >= (1LL << 50);
+}
+
+std::string holder_json(const rlock_lock_info &info, size_t i) {
+  const rlock_holder_info *h = holder_of(info, i);
+  if (h == nullptr) {
+    return ",\"host\":null,\"pid\":null,\"command\":null,\"started_ms\":null,\"since_ms\":null";
+  }
+  return ",\"host\":" + json_string(h->host, std::strlen(h->host)) +
+         ",\"pid\":" + std::to_string(h->pid) +
+         ",\"command\":" + json_string(h->command, std::strlen(h->command)) +
+         ",\"started_ms\":" + std::to_string(h->started_ms) +
+         ",\"since_ms\":" + (h->since_ms >= 0 ? std::to_string(h->since_ms) : std::string("null"));
+}
+
 // One lock as a JSON object on one line (the fields --help lists).
 std::string lock_json(const rlock_lock_info &info) {
   std::string out = "{\"name\":" + json_string(info.name, info.name_len);
@@ -699,9 +732,16 @@ std::string lock_json(const rlock_lock_info &info) {
     if (i > 0) out += ",";
     out += "{\"owner\":" + json_string(owner.owner, owner.owner_len) +
            ",\"holds\":" + std::to_string(owner.hold_count) + ",\"mode\":" + json_mode(owner.mode) +
-           "}";
+           holder_json(info, i) + "}";
   }
-  out += "],\"queue_length\":" + std::to_string(info.queue_length);
+  out += "],\"leader\":";
+  if (is_leader(info)) {
+    out += "{\"owner\":" + json_string(info.owners[0].owner, info.owners[0].owner_len) +
+           ",\"term\":" + std::to_string(info.token) + "}";
+  } else {
+    out += "null";
+  }
+  out += ",\"queue_length\":" + std::to_string(info.queue_length);
   out += ",\"queue\":[";
   for (size_t i = 0; i < info.queue_len; ++i) {
     const rlock_lock_waiter &waiter = info.queue[i];
@@ -758,6 +798,54 @@ std::string semaphore_text(const rlock_lock_info &info) {
   return out;
 }
 
+// "host, pid N".
+std::string holder_place(const rlock_holder_info &h) {
+  return printable(h.host, std::strlen(h.host)) + ", pid " + std::to_string(h.pid);
+}
+
+// "1h02m", "3m05s", "12.3 s": how long ago an epoch-ms time was.
+std::string age_text(int64_t since_ms) {
+  const int64_t ms = std::max<int64_t>(0, now_epoch_ms() - since_ms);
+  char buf[64];
+  if (ms < 60000) {
+    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+  } else if (ms < 3600000) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(ms / 60000),
+                  static_cast<long long>(ms / 1000 % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(ms / 3600000),
+                  static_cast<long long>(ms / 60000 % 60));
+  }
+  return buf;
+}
+
+// An epoch-ms time as UTC ISO 8601.
+std::string utc_time(int64_t epoch_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(epoch_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(epoch_ms % 1000));
+  return buf;
+}
+
+// `rlock status`'s lines on who holds owners[i] and since when.
+std::string holder_lines(const rlock_lock_info &info, size_t i) {
+  const rlock_holder_info *h = holder_of(info, i);
+  if (h == nullptr) {
+    return "held by: unknown (no rlock holder record: a Redisson client, an owner id, or a "
+           "record the server refused)\n";
+  }
+  std::string out = "held by: " + holder_place(*h) + "\n";
+  if (*h->command) out += "command: " + printable(h->command, std::strlen(h->command)) + "\n";
+  out += "since: ";
+  out += h->since_ms >= 0 ? utc_time(h->since_ms) + " (" + age_text(h->since_ms) + " ago)"
+                          : std::string("not listed yet (holds are listed from one second on)");
+  return out + "\n";
+}
+
 // The text of `rlock status`: today's lines first (name, locked, owner, hold count, owners,
 // ttl), then what the inspection adds. A name with no keys keeps its two lines.
 std::string status_text(const rlock_lock_info &info) {
@@ -767,6 +855,7 @@ std::string status_text(const rlock_lock_info &info) {
     if (info.owners_len > 0) {
       out += "owner: " + printable(info.owners[0].owner, info.owners[0].owner_len) + "\n";
       out += "hold count: " + std::to_string(info.owners[0].hold_count) + "\n";
+      out += holder_lines(info, 0);
     }
     if (info.owner_count != 1) out += "owners: " + std::to_string(info.owner_count) + "\n";
     out += "ttl: " + (info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : "none (no expiry)") + "\n";
@@ -776,7 +865,9 @@ std::string status_text(const rlock_lock_info &info) {
   if (mode_name(info.mode)) out += std::string("mode: ") + mode_name(info.mode) + "\n";
   for (size_t i = 1; i < info.owners_len; ++i) {
     out += "also held by: " + printable(info.owners[i].owner, info.owners[i].owner_len) +
-           " (hold count " + std::to_string(info.owners[i].hold_count) + ")\n";
+           " (hold count " + std::to_string(info.owners[i].hold_count) + ")";
+    if (const rlock_holder_info *h = holder_of(info, i)) out += " on " + holder_place(*h);
+    out += "\n";
   }
   if (info.owner_count > static_cast<int64_t>(info.owners_len)) {
     out += "owners not shown: " +
@@ -802,6 +893,7 @@ std::string status_text(const rlock_lock_info &info) {
   out += "waiters: " + std::to_string(waiters_of(info)) + "\n";
   out += "subscribers: " + std::to_string(info.subscribers) + "\n";
   out += "token: " + std::to_string(info.token) + "\n";
+  if (is_leader(info)) out += "leader term: " + std::to_string(info.token) + "\n";
   return out;
 }
 
@@ -833,12 +925,12 @@ int run_status(const Args &args) {
 
 // Table columns grow to fit what they have shown so far, so rows print page by page.
 struct Table {
-  size_t name = 4, kind = 4, owners = 8, holds = 5, ttl = 3, waiters = 7;
+  size_t name = 4, kind = 4, owners = 8, holds = 5, ttl = 3, waiters = 7, holder = 7;
   bool header_done = false;
 };
 
 struct Row {
-  std::string name, kind, owners, holds, ttl, waiters, token;
+  std::string name, kind, owners, holds, ttl, waiters, holder, token;
 };
 
 Row row_of(const rlock_lock_info &info) {
@@ -860,6 +952,12 @@ Row row_of(const rlock_lock_info &info) {
   row.ttl = !info.locked ? "-" : info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : "none";
   row.waiters = std::to_string(waiters_of(info));
   row.token = info.token ? std::to_string(info.token) : "-";
+  if (is_leader(info)) row.token += " (leader)";
+  row.holder = "-";
+  if (const rlock_holder_info *h = holder_of(info, 0)) {
+    row.holder = holder_place(*h);
+    if (h->since_ms >= 0) row.holder += ", for " + age_text(h->since_ms);
+  }
   if (is_semaphore(info)) {
     row.owners = "permits: " + std::to_string(info.permits_held) + " held, " +
                  std::to_string(info.permits_available) + " free";
@@ -877,16 +975,18 @@ void print_rows(Table &table, const std::vector<Row> &rows) {
     table.holds = std::max(table.holds, r.holds.size());
     table.ttl = std::max(table.ttl, r.ttl.size());
     table.waiters = std::max(table.waiters, r.waiters.size());
+    table.holder = std::max(table.holder, r.holder.size());
   }
   auto line = [&](const Row &r) {
-    std::printf("%-*s  %-*s  %-*s  %*s  %*s  %*s  %s\n", static_cast<int>(table.name),
+    std::printf("%-*s  %-*s  %-*s  %*s  %*s  %*s  %-*s  %s\n", static_cast<int>(table.name),
                 r.name.c_str(), static_cast<int>(table.kind), r.kind.c_str(),
                 static_cast<int>(table.owners), r.owners.c_str(), static_cast<int>(table.holds),
                 r.holds.c_str(), static_cast<int>(table.ttl), r.ttl.c_str(),
-                static_cast<int>(table.waiters), r.waiters.c_str(), r.token.c_str());
+                static_cast<int>(table.waiters), r.waiters.c_str(), static_cast<int>(table.holder),
+                r.holder.c_str(), r.token.c_str());
   };
   if (!table.header_done && !rows.empty()) {
-    line({"NAME", "KIND", "OWNER(S)", "HOLDS", "TTL", "WAITERS", "TOKEN"});
+    line({"NAME", "KIND", "OWNER(S)", "HOLDS", "TTL", "WAITERS", "HELD BY", "TOKEN"});
     table.header_done = true;
   }
   for (const Row &r : rows) line(r);
@@ -969,6 +1069,7 @@ std::string watch_line(const rlock_lock_info &info) {
     if (info.owners_len > 0) {
       out += " by " + printable(info.owners[0].owner, info.owners[0].owner_len) + " (hold count " +
              std::to_string(info.owners[0].hold_count) + ")";
+      if (const rlock_holder_info *h = holder_of(info, 0)) out += " on " + holder_place(*h);
     }
     if (info.owner_count != 1) out += ", owners " + std::to_string(info.owner_count);
     out += ", ttl " + (info.ttl_ms >= 0 ? ttl_text(info.ttl_ms) : std::string("none"));

@@ -972,6 +972,7 @@ struct InfoBox {
   rlock_lock_info info{};
   core::LockInfo data;
   std::vector<rlock_lock_owner> owners;
+  std::vector<rlock_holder_info> holders;
   std::vector<rlock_lock_waiter> queue;
 };
 
@@ -1024,10 +1025,14 @@ std::unique_ptr<InfoBox> box_of(core::LockInfo data) {
   box->data = std::move(data);
   const core::LockInfo& d = box->data;
   box->owners.reserve(d.owners.size());
+  box->holders.reserve(d.owners.size());
   box->queue.reserve(d.queue.size());
   for (const core::LockOwner& owner : d.owners) {
     box->owners.push_back(
         {owner.field.c_str(), owner.field.size(), owner.holds, mode_of(owner.mode)});
+    const core::HolderInfo& h = owner.holder;
+    box->holders.push_back(
+        {h.known ? 1 : 0, h.host.c_str(), h.pid, h.command.c_str(), h.started_ms, h.since_ms});
   }
   for (const core::LockWaiter& waiter : d.queue) {
     box->queue.push_back({waiter.owner.c_str(), waiter.owner.size(), waiter.deadline_ms});
@@ -1051,6 +1056,8 @@ std::unique_ptr<InfoBox> box_of(core::LockInfo data) {
   info.permits_available = d.permits_available;
   info.permits_held = d.permits_held;
   info.earliest_deadline_ms = d.earliest_deadline_ms;
+  info.holders = box->holders.empty() ? nullptr : box->holders.data();
+  info.holders_len = box->holders.size();
   return box;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <random>
 
@@ -229,8 +230,43 @@ std::shared_ptr<Client> Client::create_cluster(ClientConfig config) {
   return client;
 }
 
+namespace {
+
+// This process's command line, arguments joined by spaces, at most 256 bytes.
+std::string command_line() {
+  std::string text;
+  if (FILE* f = std::fopen("/proc/self/cmdline", "rb")) {
+    char buf[256];
+    const size_t n = std::fread(buf, 1, sizeof buf, f);
+    std::fclose(f);
+    text.assign(buf, n);
+  }
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  std::replace(text.begin(), text.end(), '\0', ' ');
+  return text;
+}
+
+// What the holder record says of this client: host, pid, command, start time.
+std::vector<std::string> holder_fields() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const int64_t started = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  return {"host",    host,           "pid",     std::to_string(getpid()),
+          "command", command_line(), "started", std::to_string(started)};
+}
+
+}  // namespace
+
+std::string holder_record_key(const ClientConfig& config, const std::string& client_id) {
+  return config.key_prefix + "rlock_holder:{" + client_id + "}";
+}
+
 void Client::finish_start(const std::shared_ptr<Client>& client) {
   const ClientConfig& config = client->config_;
+  client->holds_.set_holder_record(holder_record_key(config, client->id_), client->id_ + ":",
+                                   holder_fields());
   if (config.sync_replicas > 0 ||
       (config.sync_replicas == kSyncAuto && config.topology != Topology::Standalone)) {
     // Replica sync needs WAIT: fail now, not at every acquire, if it is renamed or refused.
@@ -369,6 +405,13 @@ void Client::close() {
     }
   }
   if (reachable) reachable = release_permits_at_close();
+  // The holder record goes with the client (else it expires a lease later).
+  if (reachable && holds_.holder_written()) {
+    try {
+      (void)transport_->run({"DEL", holds_.holder_key()});
+    } catch (const Error&) {
+    }
+  }
   transport_->close();
   if (auto* watch = dynamic_cast<SentinelWatch*>(master_.get())) watch->stop();
   events().stop();  // after the releases above, whose events are delivered first

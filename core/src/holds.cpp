@@ -18,6 +18,11 @@ constexpr size_t kRenewBatch = 1000;
 constexpr auto kLostRetention = std::chrono::minutes(10);
 // How soon the renewer tries pending cleanups again after one failed.
 constexpr auto kCleanupRetry = std::chrono::seconds(1);
+// Since fields waiting to be deleted at most: beyond, a record that cannot be written (an ACL
+// refusing its key) stops collecting them.
+constexpr size_t kMaxHolderDrops = 4096;
+// How old a hold must be to be listed in the holder record.
+constexpr auto kHolderMinAge = std::chrono::seconds(1);
 
 std::chrono::milliseconds ms(int64_t v) { return std::chrono::milliseconds(v); }
 
@@ -91,6 +96,12 @@ void Holds::acquired(const std::string& name, const std::string& owner, int64_t 
   Hold& h = it->second;
   if (inserted || h.lost || count == 1) {
     h.held_since = sent;
+    h.since_unix_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(
+            (std::chrono::system_clock::now() - (Clock::now() - sent)).time_since_epoch())
+            .count();
+    h.recorded = false;
+    if (!holder_key_.empty()) schedule_holder_locked(owner, sent);
     h.generation = next_generation_++;
     h.watchdog = false;
     h.renewing = false;
@@ -161,6 +172,7 @@ void Holds::released(const std::string& name, const std::string& owner, int64_t 
       e.duration_us = std::chrono::duration_cast<std::chrono::microseconds>(held).count();
       events.emit(std::move(e));
     }
+    drop_recorded_locked(it->first, h);
     unindex_locked(it->first, h);
     holds_.erase(it);
     return;
@@ -195,6 +207,7 @@ void Holds::abandon(const LostListener* handle) {
                                    [handle](const auto& l) { return l.get() == handle; }),
                     h.handles.end());
     if (h.handles.empty()) {
+      drop_recorded_locked(it->first, h);
       unindex_locked(it->first, h);
       it = holds_.erase(it);
       continue;
@@ -209,6 +222,7 @@ bool Holds::forget(const std::string& name, const std::string& owner) {
   auto it = holds_.find(Key{name, owner});
   if (it == holds_.end()) return false;
   bool had = it->second.count > 0 || it->second.lost;
+  drop_recorded_locked(it->first, it->second);
   unindex_locked(it->first, it->second);
   holds_.erase(it);
   return had;
@@ -319,6 +333,139 @@ void Holds::start_cleanup_round_locked(Clock::time_point now) {
   renew_wake_.notify_one();
 }
 
+void Holds::set_holder_record(std::string key, std::string owner_prefix,
+                              std::vector<std::string> fields) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holder_key_ = std::move(key);
+  holder_owner_prefix_ = std::move(owner_prefix);
+  holder_fields_ = std::move(fields);
+}
+
+bool Holds::holder_written() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return holder_written_;
+}
+
+std::string Holds::since_field(const std::string& owner_suffix, const std::string& key_name) {
+  return "since:" + owner_suffix + "|" + key_name;
+}
+
+bool Holds::mine_locked(const Key& key) const {
+  return key.second.compare(0, holder_owner_prefix_.size(), holder_owner_prefix_) == 0;
+}
+
+void Holds::schedule_holder_locked(const std::string& owner, Clock::time_point sent) {
+  if (owner.compare(0, holder_owner_prefix_.size(), holder_owner_prefix_) != 0) return;
+  // A hold is listed once it is a second old: shorter ones cost Redis nothing.
+  const Clock::time_point due = sent + kHolderMinAge;
+  if (due >= holder_due_) return;  // a round comes sooner
+  holder_due_ = due;
+  if (holder_due_ < watchdog_wakes_at_) wake_.notify_all();
+}
+
+void Holds::drop_recorded_locked(const Key& key, const Hold& h) {
+  if (holder_key_.empty() || !(h.recorded || h.recording) || !mine_locked(key)) return;
+  if (holder_drops_.size() >= kMaxHolderDrops) return;
+  holder_drops_.push_back(since_field(key.second.substr(holder_owner_prefix_.size()), key.first));
+  // Soon: until then the record would give a later hold of this owner the old time.
+  holder_due_ = Clock::now();
+  if (holder_due_ < watchdog_wakes_at_) wake_.notify_all();
+}
+
+void Holds::start_holder_round_locked(Clock::time_point now) {
+  if (holder_due_ > now || holder_writing_ || holder_round_) return;
+  holder_due_ = Clock::time_point::max();
+  holder_round_ = true;
+  if (!renewer_.joinable()) renewer_ = std::thread([this] { renew_loop(); });
+  renew_wake_.notify_one();
+}
+
+// A round of the holder record: the lines of holds that reached kHolderMinAge since the last
+// one, the deletions of released ones, and a third of a lease apart (or when the record may
+// be gone) all of it again with the client's fields and a new expiry.
+void Holds::write_holder_record() {
+  const Clock::time_point start = Clock::now();
+  HolderRound round;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    take_holder_round_locked(start, &round);
+  }
+  std::vector<Args> commands;
+  if (!round.drops.empty()) {
+    Args del{"HDEL", holder_key_};
+    del.insert(del.end(), round.drops.begin(), round.drops.end());
+    commands.push_back(std::move(del));
+  }
+  // A full round without a hold to list writes nothing: the record may expire.
+  const std::string lease_text = std::to_string(config_.watchdog_lease_ms);
+  if (!round.listed.empty()) {
+    commands.push_back(round.set);
+    if (round.full) commands.push_back({"PEXPIRE", holder_key_, lease_text});
+  }
+  bool ok = true;
+  if (!commands.empty()) {
+    try {
+      for (const Reply& r :
+           transport_.run_batch(commands, start + ms(config_.command_timeout_ms))) {
+        if (r.is_error()) ok = false;
+      }
+    } catch (const Error&) {
+      ok = false;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  end_holder_round_locked(start, round, ok);
+}
+
+void Holds::take_holder_round_locked(Clock::time_point start, HolderRound* round) {
+  round->drops.swap(holder_drops_);
+  round->full = start >= holder_refresh_at_;
+  round->set = {"HSET", holder_key_};
+  if (round->full)
+    round->set.insert(round->set.end(), holder_fields_.begin(), holder_fields_.end());
+  for (auto& [key, h] : holds_) {
+    if (h.lost || !mine_locked(key) || start - h.held_since < kHolderMinAge) continue;
+    if (h.recorded && !round->full) continue;
+    round->set.push_back(round->texts.emplace_back(
+        since_field(key.second.substr(holder_owner_prefix_.size()), key.first)));
+    round->set.push_back(round->texts.emplace_back(std::to_string(h.since_unix_ms)));
+    h.recording = true;
+    round->listed.emplace_back(key, h.generation);
+  }
+}
+
+void Holds::end_holder_round_locked(Clock::time_point start, const HolderRound& round, bool ok) {
+  holder_writing_ = false;
+  for (const auto& [key, generation] : round.listed) {
+    auto it = holds_.find(key);
+    if (it == holds_.end() || it->second.generation != generation) continue;
+    it->second.recording = false;
+    if (ok) it->second.recorded = true;
+  }
+  if (ok && round.full && !round.listed.empty()) {
+    holder_written_ = true;
+    holder_refresh_at_ = saturating_after(start, config_.watchdog_lease_ms / 3);
+  }
+  if (!ok) {
+    if (holder_drops_.size() + round.drops.size() <= kMaxHolderDrops) {
+      holder_drops_.insert(holder_drops_.begin(), round.drops.begin(), round.drops.end());
+    }
+    holder_refresh_at_ = Clock::time_point::min();  // the record may be gone: all of it again
+  }
+  // The next round: the refresh while anything is listed, a hold reaching its minimum age,
+  // or (after a failure) a retry.
+  const Clock::time_point now = Clock::now();
+  Clock::time_point next = Clock::time_point::max();
+  for (const auto& [key, h] : holds_) {
+    if (h.lost || !mine_locked(key)) continue;
+    next = std::min(next, h.recorded ? holder_refresh_at_ : h.held_since + kHolderMinAge);
+  }
+  if (!holder_drops_.empty()) next = now;
+  if (!ok && next != Clock::time_point::max()) next = std::max(next, now + kCleanupRetry);
+  holder_due_ = std::min(holder_due_, next);
+  if (holder_due_ < watchdog_wakes_at_) wake_.notify_all();
+}
+
 void Holds::run() {
   const int64_t lease = config_.watchdog_lease_ms;
   // Renewals due within lease/6 are sent together, so holds taken at different moments
@@ -335,21 +482,20 @@ void Holds::run() {
     }
     Clock::time_point now = Clock::now();
     start_cleanup_round_locked(now);
-    if (index_.empty()) {
-      watchdog_wakes_at_ = Clock::time_point::max();
-      if (cleanup_due_ == Clock::time_point::max()) {
-        wake_.wait(lock);
-      } else {
-        wake_.wait_until(lock, cleanup_due_);
-      }
-      watchdog_wakes_at_ = Clock::time_point::min();
-      continue;
-    }
+    start_holder_round_locked(now);
+    // (A holder round already running is not due again until it ends.)
+    const Clock::time_point side_due = std::min(
+        cleanup_due_, holder_writing_ || holder_round_ ? Clock::time_point::max() : holder_due_);
     // A copy: the entry may go away.
-    const Clock::time_point next = std::min(index_.begin()->first, cleanup_due_);
+    const Clock::time_point next =
+        std::min(index_.empty() ? Clock::time_point::max() : index_.begin()->first, side_due);
     if (next > now) {
       watchdog_wakes_at_ = next;
-      wake_.wait_until(lock, next);
+      if (next == Clock::time_point::max()) {
+        wake_.wait(lock);
+      } else {
+        wake_.wait_until(lock, next);
+      }
       watchdog_wakes_at_ = Clock::time_point::min();
       continue;
     }
@@ -366,6 +512,7 @@ void Holds::run() {
       Hold& h = it->second;
       if (h.lost) {
         if (h.due <= now) {
+          drop_recorded_locked(it->first, h);
           unindex_locked(it->first, h);
           holds_.erase(it);
         }
@@ -407,6 +554,14 @@ void Holds::renew_loop() {
       cleanup_round_ = false;
       lock.unlock();
       run_cleanups(Clock::now() + ms(config_.command_timeout_ms));
+      lock.lock();
+      continue;
+    }
+    if (holder_round_) {
+      holder_round_ = false;
+      holder_writing_ = true;
+      lock.unlock();
+      write_holder_record();
       lock.lock();
       continue;
     }

@@ -136,7 +136,7 @@ bool parse_owners(const Reply& scan, bool has_mode, LockInfo* info) {
     if (info->owners.size() < kMaxListed) {
       const bool writer = field.size() > 6 && field.compare(field.size() - 6, 6, ":write") == 0;
       info->owners.push_back(
-          {field, integer_of(fields[i + 1]), has_mode ? (writer ? "write" : "read") : ""});
+          {field, integer_of(fields[i + 1]), has_mode ? (writer ? "write" : "read") : "", {}});
     }
   }
   return true;
@@ -524,6 +524,57 @@ bool is_owner_field(const std::string& field) {
   return all_digits(field, at, end);
 }
 
+// Fills the listed owners' holder info from their clients' records: one HMGET per owner, in
+// round trips of kNamesPerBatch (per slot on a cluster, where each record has its client's).
+// Best effort: a record that cannot be read (refused by an ACL, say) leaves the owner unknown.
+static void read_holders(Client& client, std::vector<LockInfo>& locks) {
+  struct Want {
+    LockOwner* owner;
+    std::string key;
+    std::string since;  // the hold's field
+  };
+  std::map<int, std::vector<Want>> by_slot;
+  const bool cluster = client.config().topology == Topology::Cluster;
+  for (LockInfo& info : locks) {
+    for (LockOwner& owner : info.owners) {
+      const size_t colon = owner.field.find(':');
+      if (colon == std::string::npos || !is_owner_field(owner.field)) continue;
+      std::string key = holder_record_key(client.config(), owner.field.substr(0, colon));
+      const int slot = cluster ? key_slot(key) : 0;
+      by_slot[slot].push_back(
+          {&owner, std::move(key), Holds::since_field(owner.field.substr(colon + 1), info.name)});
+    }
+  }
+  for (auto& [slot, wants] : by_slot) {
+    for (size_t from = 0; from < wants.size(); from += kNamesPerBatch) {
+      const size_t to = std::min(wants.size(), from + kNamesPerBatch);
+      std::vector<Args> commands;
+      for (size_t i = from; i < to; ++i) {
+        commands.push_back(
+            {"HMGET", wants[i].key, "host", "pid", "command", "started", wants[i].since});
+      }
+      std::vector<Reply> replies;
+      try {
+        replies = client.transport().run_batch(commands, client.transport().deadline_from_now());
+      } catch (const Error&) {
+        continue;
+      }
+      for (size_t i = from; i < to && i - from < replies.size(); ++i) {
+        const Reply& r = replies[i - from];
+        if (r.is_error() || r.elements.size() != 5 || r.elements[0].is_nil()) continue;
+        HolderInfo& h = wants[i].owner->holder;
+        h.known = true;
+        h.host = r.elements[0].str;
+        int64_t value = 0;
+        if (integer_text(r.elements[1], &value)) h.pid = value;
+        h.command = r.elements[2].str;
+        if (integer_text(r.elements[3], &value)) h.started_ms = value;
+        if (integer_text(r.elements[4], &value)) h.since_ms = value;
+      }
+    }
+  }
+}
+
 LockInfo inspect_lock(Client& client, const std::string& given_name) {
   const std::string name = mapped_name(client.config(), given_name);
   Commands commands;
@@ -537,6 +588,7 @@ LockInfo inspect_lock(Client& client, const std::string& given_name) {
                            " moved to another cluster node while being read; try again");
   }
   count_subscribers(client, one, "", deadline);
+  read_holders(client, one);
   one[0].name = given_name;
   return std::move(one[0]);
 }
@@ -602,6 +654,7 @@ LockPage scan_locks(Client& client, const std::string& cursor, const std::string
   }
   if (!page.locks.empty()) {
     count_subscribers(client, page.locks, node, client.transport().deadline_from_now());
+    read_holders(client, page.locks);
   }
   for (LockInfo& info : page.locks) info.name = unmapped_name(client.config(), info.name);
   page.next_cursor = next_walk_cursor(place, step.elements[0].str, masters.size());

@@ -13,7 +13,7 @@ crashed process frees it within ``watchdog_lease`` seconds.
 """
 
 from . import _native
-from ._client import Client, Lock, LostReason, MultiLock, ReadWriteLock, RedLock
+from ._client import Client, Holder, Lock, LostReason, MultiLock, ReadWriteLock, RedLock
 from ._errors import (
     AcquireCancelledError,
     AuthenticationError,
@@ -80,6 +80,7 @@ __all__ = [
     "__version__",
     "Client",
     "Lock",
+    "Holder",
     "ReadWriteLock",
     "MultiLock",
     "RedLock",

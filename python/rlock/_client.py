@@ -20,6 +20,7 @@ from typing import (
     Callable,
     Iterable,
     List,
+    NamedTuple,
     Optional,
     Sequence,
     TypeVar,
@@ -718,6 +719,22 @@ class Client:
 # ---- locks ----------------------------------------------------------------------------------
 
 
+class Holder(NamedTuple):
+    """Who holds a lock and since when (``Lock.holder()``), from the small record every rlock
+    client keeps on Redis while it holds anything (``rlock_holder:{<client id>}``). The lock's
+    own keys are Redisson's, unchanged: an owner no rlock client recorded (a Redisson JVM, an
+    ``owner_id``) has ``host``, ``pid``, ``command``, ``started`` and ``since`` None."""
+
+    owner: str  #: the owner field, ``"<client id>:<number>"`` (``":write"`` for a writer)
+    host: Optional[str]  #: the holding client's host name
+    pid: Optional[int]  #: its process id
+    command: Optional[str]  #: its command line, arguments joined by spaces (256 bytes at most)
+    started: Optional[float]  #: when that client was made, seconds since the epoch
+    #: when this hold was first acquired, seconds since the epoch; None also for a hold under a
+    #: second old (the record lists holds from one second on)
+    since: Optional[float]
+
+
 class Lock:
     """A named lock on Redis, made by ``Client.lock()`` and its siblings.
 
@@ -952,6 +969,22 @@ class Lock:
         """Seconds until the lock expires (asks Redis): None if it is not locked,
         ``math.inf`` if it is locked without expiry."""
         return _ttl_seconds(self._checked().query(self._owners.current()).ttl_ms)
+
+    def holder(self) -> Optional[Holder]:
+        """Who holds the lock now (its first owner, for a shared read lock) and since when: None
+        when it is free. Asks Redis (two round trips, and one more for the holder record)."""
+        found = _native.lock_holder(self._client._checked(), _name_bytes(self._name))
+        if found is None:
+            return None
+        owner, known, host, pid, command, started_ms, since_ms = found
+        return Holder(
+            owner.decode("utf-8", "surrogateescape"),
+            host,
+            pid,
+            command,
+            started_ms / 1000.0 if known and started_ms is not None else None,
+            since_ms / 1000.0 if since_ms is not None else None,
+        )
 
     @property
     def owner(self) -> str:

@@ -1483,6 +1483,30 @@ bool fenced_write(NativeClient& client, const py::bytes& key, const py::bytes& v
   return accepted == 1;
 }
 
+// The first owner of `name` and its holder record: None when the lock is free, else
+// (owner: bytes, known, host, pid, command, started_ms, since_ms).
+py::object lock_holder(NativeClient& client, const py::bytes& name) {
+  std::string_view n = name;
+  rlock_lock_info* info = nullptr;
+  check(without_gil([&] {
+    return client.with_client(
+        [&](rlock_client* c) { return rlock_inspect(&info, c, n.data(), n.size()); });
+  }));
+  std::unique_ptr<rlock_lock_info, void (*)(rlock_lock_info*)> owned(info, rlock_lock_info_free);
+  if (!info->locked || info->owners_len == 0) return py::none();
+  const py::bytes owner(info->owners[0].owner, info->owners[0].owner_len);
+  if (info->version < 3 || info->holders_len == 0 || !info->holders[0].known) {
+    return py::make_tuple(owner, false, py::none(), py::none(), py::none(), py::none(), py::none());
+  }
+  const rlock_holder_info& h = info->holders[0];
+  const auto text = [](const char* s) {
+    return py::reinterpret_steal<py::object>(
+        PyUnicode_DecodeUTF8(s, static_cast<Py_ssize_t>(std::strlen(s)), "surrogateescape"));
+  };
+  return py::make_tuple(owner, true, text(h.host), h.pid, text(h.command), h.started_ms,
+                        h.since_ms >= 0 ? py::object(py::int_(h.since_ms)) : py::none());
+}
+
 void set_error_classes(const py::dict& classes, const py::object& fallback) {
   static std::once_flag once;  // once per process
   std::call_once(once, [&] {
@@ -1728,6 +1752,7 @@ PYBIND11_MODULE(_native, m, py::mod_gil_not_used()) {
   m.def("_shutdown", &shutdown);
   m.def("fenced_write", &fenced_write, py::arg("client"), py::arg("key"), py::arg("value"),
         py::arg("token"));
+  m.def("lock_holder", &lock_holder, py::arg("client"), py::arg("name"));
 
   // What an event loop runs to hand over one completion (see Delivery); made only here.
   py::class_<Delivery>(m, "_Delivery").def("__call__", &Delivery::run);

@@ -538,7 +538,7 @@ static void test_inspection_without_redis(void) {
   CHECK_EQ_INT(RLOCK_FOUND_NOT_A_LOCK, 5);
   CHECK_EQ_INT(RLOCK_FOUND_SEMAPHORE, 6);
   CHECK_EQ_INT(RLOCK_FOUND_COUNTER, 7);
-  CHECK_EQ_INT(RLOCK_LOCK_INFO_VERSION, 2);
+  CHECK_EQ_INT(RLOCK_LOCK_INFO_VERSION, 3);
   CHECK_EQ_INT(RLOCK_INSPECT_MAX_LISTED, 100);
   CHECK_EQ_INT(so.version, RLOCK_SCAN_OPTIONS_VERSION);
   CHECK(so.match == NULL && so.match_len == 0 && so.cursor == NULL && so.count == 0);
@@ -675,7 +675,17 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_lock_info, permits_available), 112); /* version 2 */
   CHECK_EQ_INT(offsetof(rlock_lock_info, permits_held), 120);
   CHECK_EQ_INT(offsetof(rlock_lock_info, earliest_deadline_ms), 128);
-  CHECK_EQ_INT(sizeof(rlock_lock_info), 136);
+  CHECK_EQ_INT(offsetof(rlock_lock_info, holders), 136); /* version 3 */
+  CHECK_EQ_INT(offsetof(rlock_lock_info, holders_len), 144);
+  CHECK_EQ_INT(sizeof(rlock_lock_info), 152);
+
+  CHECK_EQ_INT(offsetof(rlock_holder_info, known), 0);
+  CHECK_EQ_INT(offsetof(rlock_holder_info, host), 8);
+  CHECK_EQ_INT(offsetof(rlock_holder_info, pid), 16);
+  CHECK_EQ_INT(offsetof(rlock_holder_info, command), 24);
+  CHECK_EQ_INT(offsetof(rlock_holder_info, started_ms), 32);
+  CHECK_EQ_INT(offsetof(rlock_holder_info, since_ms), 40);
+  CHECK_EQ_INT(sizeof(rlock_holder_info), 48);
 
   CHECK_EQ_INT(offsetof(rlock_scan_options, version), 0);
   CHECK_EQ_INT(offsetof(rlock_scan_options, match), 8);

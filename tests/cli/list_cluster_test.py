@@ -9,6 +9,7 @@ Usage: list_cluster_test.py path/to/rlock"""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -76,7 +77,18 @@ def main():
     for lock in locks:
         if (lock["kind"], lock["owners"], lock["locked"]) != (
             "reentrant",
-            [{"owner": OWNER, "holds": 1, "mode": None}],
+            [
+                {
+                    "owner": OWNER,
+                    "holds": 1,
+                    "mode": None,
+                    "host": None,
+                    "pid": None,
+                    "command": None,
+                    "started_ms": None,
+                    "since_ms": None,
+                }
+            ],
             True,
         ):
             fail("lock fields", json.dumps(lock))
@@ -112,6 +124,16 @@ def main():
         time.sleep(0.05)
     if status["waiters"] != 1 or status["owner_count"] != 1 or status["kind"] != "reentrant":
         fail("held lock status", json.dumps(status))
+    # Who holds it, from the holder record on the master of its client's slot.
+    end = time.time() + 10
+    while status["owners"][0]["since_ms"] is None and time.time() < end:
+        time.sleep(0.05)
+        status = json.loads(rlock("status", "--url", URL, "--json", held))
+    who = status["owners"][0]
+    if (who["host"], who["pid"]) != (socket.gethostname(), children[0].pid) or who[
+        "since_ms"
+    ] is None:
+        fail("held lock: who holds it", json.dumps(status))
     in_list = [lock for lock in listed() if lock["name"] == held]
     if len(in_list) != 1 or in_list[0]["owners"] != status["owners"]:
         fail("the held lock in list", json.dumps(in_list))

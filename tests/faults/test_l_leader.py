@@ -1,17 +1,18 @@
 """Leader election under faults (issue 35, docs/leader.md): candidates in three processes (the
 C worker's `--kind election`: each thread campaigns, leads up to five sections that it makes
 only while rlock_election_is_leader says so, and resigns) while the leader is killed, its
-network is cut, or the server restarts. Checked: one leader at a time, each term led once,
-terms that grow, and a store that never accepted a stale term."""
+network is cut, the server restarts, or Sentinel fails the master over. Checked: one leader at
+a time, each term led once, terms that grow, and a store that never accepted a stale term."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections import Counter
 from typing import List, Optional
 
 import checkers
-from harness import Case, now_ns, slack, wait_until
+from harness import Case, SentinelDeployment, now_ns, slack, wait_until
 
 LEASE_MS = 3000
 MS = 1_000_000
@@ -148,5 +149,37 @@ def test_L2_a_restart_never_gives_two_leaders_one_term(case: Case):
     assert not problems, "\n".join(problems)
     after = [x for x in h.holds if x.token > 0 and x.start > up]
     before = [x for x in h.holds if x.token > 0 and x.start < up]
+    assert after and before
+    assert min(x.token for x in after) > max(x.token for x in before), "terms went down"
+
+
+def test_L3_a_sentinel_failover_never_gives_two_leaders_one_term(case: Case):
+    """The master is SIGKILLed under candidates that reach it through the sentinels. The replica
+    promoted may lack the last writes (replication is asynchronous), the leader's key among
+    them, so a second leader may start while the first still thinks it leads: the terms tell
+    them apart. Terms keep growing across the failover, no term is led twice, and the store
+    accepts no write older than one it has."""
+    dep = SentinelDeployment(case)
+    resource = case.redis()
+    workers = _candidates(case, [dep.url] * 3, resource.url, 16000, 100)
+    assert wait_until(lambda: _leader(case) is not None, 10), "nobody was elected"
+    time.sleep(1.5)
+    old = dep.master
+    killed = now_ns()
+    old.kill(signal.SIGKILL)
+    assert wait_until(lambda: dep.master_port() not in (None, old.port), 15), (
+        "the sentinels did not promote the replica"
+    )
+    assert wait_until(lambda: _first_after(case, killed) is not None, 15), "nobody led after it"
+    first = _first_after(case, killed)
+    assert first is not None
+    print(f"L3: a leader {(first.start - killed) / MS:.0f} ms after the master was killed")
+    for w in workers:
+        w.finish(40)
+    h = checkers.read_history(case.log, case.ended())
+    problems = checkers.fencing(h).violations + _terms_led_twice(h)
+    assert not problems, "\n".join(problems)
+    after = [x for x in h.holds if x.token > 0 and x.start > killed]
+    before = [x for x in h.holds if x.token > 0 and x.start < killed]
     assert after and before
     assert min(x.token for x in after) > max(x.token for x in before), "terms went down"

@@ -4,6 +4,7 @@
 // semaphores and latches (free and held permits, the next lease, waiters) and the walk's
 // semaphore pass.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -150,6 +151,75 @@ TEST(Inspect, FencedShowsTheLastToken) {
   EXPECT_EQ(info->owners_len, 0u);
   EXPECT_EQ(info->token, token);
   redis.del(std::string("redisson_lock_token:{") + name + "}");
+}
+
+// Who holds: the holder record of the owner's client names its host, pid and command, and the
+// hold's first acquire; a release deletes the hold's line at once (a later hold of the same
+// owner never shows the old time), an owner with no record is unknown, and freeing the client
+// deletes the record.
+TEST(Inspect, HolderRecordNamesHostPidCommandAndSince) {
+  auto c = it::make_client();
+  const std::string name = rlock_test::unique_name("inspect-holder");
+  rlock_test::LockKeys keys(name);
+  RedisConn redis(rlock_test::test_redis_url());
+  const std::string record = std::string("rlock_holder:{") + rlock_client_id(c.get()) + "}";
+  auto lock = make_kind_lock(c.get(), name, RLOCK_LOCK_REENTRANT);
+  // Holds shorter than a second are never written: they cost Redis nothing.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(it::acquire(lock.get(), 0, 0, 7), RLOCK_OK) << it::last_error();
+    ASSERT_EQ(rlock_release_for(lock.get(), 7), RLOCK_OK);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  EXPECT_FALSE(redis.exists(record)) << "short holds were written to the holder record";
+  const int64_t before = now_epoch_ms();
+  ASSERT_EQ(it::acquire(lock.get(), 0, 0, 7), RLOCK_OK) << it::last_error();
+  const int64_t after = now_epoch_ms();
+  Info info;
+  // Listed once the hold is a second old (by the watchdog's threads).
+  ASSERT_TRUE(wait_for([&] {
+    info = inspect(c.get(), name);
+    return info->holders_len == 1 && info->holders[0].known && info->holders[0].since_ms >= 0;
+  })) << "no holder record within 5 s";
+  ASSERT_GE(info->version, 3u);
+  const rlock_holder_info& h = info->holders[0];
+  char host[256] = {0};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_STREQ(h.host, host);
+  EXPECT_EQ(h.pid, static_cast<int64_t>(getpid()));
+  EXPECT_NE(std::string(h.command).find("rlock_integration_tests"), std::string::npos) << h.command;
+  EXPECT_LE(h.started_ms, before);
+  EXPECT_GE(h.since_ms, before - 5);
+  EXPECT_LE(h.since_ms, after + 5);
+  const long long ttl = redis.pttl(record);
+  EXPECT_GT(ttl, 0) << "the record must expire with the client";
+  EXPECT_LE(ttl, 30000);
+
+  // Released: the hold's line goes soon, not at the next round; re-taken, the new time shows.
+  ASSERT_EQ(rlock_release_for(lock.get(), 7), RLOCK_OK);
+  const std::string line = "since:7|" + name;
+  EXPECT_TRUE(wait_for([&] { return redis.hgetall(record).count(line) == 0; }, 2000))
+      << "the released hold is still in the record";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int64_t again = now_epoch_ms();
+  ASSERT_EQ(it::acquire(lock.get(), 0, 0, 7), RLOCK_OK) << it::last_error();
+  info = inspect(c.get(), name);
+  ASSERT_EQ(info->holders_len, 1u);
+  EXPECT_TRUE(info->holders[0].since_ms == -1 || info->holders[0].since_ms >= again - 5)
+      << "a later hold shows the earlier one's time";
+  ASSERT_EQ(rlock_release_for(lock.get(), 7), RLOCK_OK);
+
+  // An owner no rlock client recorded (a Redisson JVM, say) is unknown.
+  const std::string foreign = rlock_test::unique_name("inspect-holder-foreign");
+  rlock_test::LockKeys foreign_keys(foreign);
+  redis.ok({"HSET", foreign, "0b7bd3ab-6f41-4d2c-9d3b-0d0f6c1c5a11:1", "1"});
+  info = inspect(c.get(), foreign);
+  ASSERT_EQ(info->holders_len, 1u);
+  EXPECT_EQ(info->holders[0].known, 0);
+  EXPECT_EQ(info->holders[0].since_ms, -1);
+  redis.del(foreign);
+
+  c.reset();
+  EXPECT_FALSE(redis.exists(record)) << "freeing the client leaves its holder record";
 }
 
 TEST(Inspect, FairWithTwoQueuedWaiters) {
@@ -493,7 +563,7 @@ TEST(InspectSemaphore, PermitsHeldTheirLeasesAndAWaiter) {
   ASSERT_TRUE(redis.wait_numsub("redisson_sc:{" + name + "}", 1, 5000));
 
   Info info = inspect(c.get(), name);
-  EXPECT_EQ(info->version, 2u);
+  EXPECT_EQ(info->version, 3u);
   EXPECT_EQ(info->kind, RLOCK_FOUND_SEMAPHORE);
   EXPECT_EQ(info->locked, 0);
   EXPECT_EQ(info->owner_count, 0);
@@ -639,7 +709,7 @@ TEST(InspectScan, SemaphorePassFindsHeldPermitsOnly) {
     EXPECT_TRUE(cursor == "0" || cursor[0] == 's') << cursor;
   } while (cursor != "0");
   ASSERT_EQ(listed.size(), 1u);
-  EXPECT_EQ(listed[0]->version, 2u);
+  EXPECT_EQ(listed[0]->version, 3u);
   EXPECT_EQ(listed[0]->permits_available, 0);
   EXPECT_EQ(listed[0]->permits_held, 2);
   EXPECT_GT(listed[0]->earliest_deadline_ms, now_epoch_ms() + 50000);

@@ -37,6 +37,14 @@
 //     "write TERM accepted MONO_US" for the first accepted write of a term and
 //     "write TERM refused MONO_US" for every refused one. Runs until killed.
 //
+//   rlock_it_worker crosslang URL DIR ITERATIONS NAME [NAME...]
+//     The C library's side of tests/python/test_crosslang.py, on its contract (see
+//     crosslang_worker.py): each iteration takes NAMES[i % n] (a reentrant lock, or with
+//     RLOCK_WORKER_KIND=leader one leadership of the election NAME), enters DIR/NAME.inside
+//     exclusively (exit 3 when another owner is inside), adds one to DIR/NAME.count (a leader
+//     also appends "TERM c" to DIR/NAME.terms, after checking it still leads), leaves and
+//     releases or resigns. Prints "ok ITERATIONS" at the end.
+//
 //   rlock_it_worker hold URL NAME LEASE_MS WATCHDOG_LEASE_MS
 //     Acquires NAME with LEASE_MS (-1 = watchdog; WATCHDOG_LEASE_MS 0 = default), prints
 //     "acquired BEFORE_US AFTER_US OWNER" (monotonic time before and after the acquire call)
@@ -49,6 +57,7 @@
 
 #include <chrono>
 #include <cinttypes>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -357,6 +366,126 @@ int run_elect(char** argv) {
   }
 }
 
+// The cross-language section's work: false when another owner is inside.
+bool enter_section(const std::string& dir, const std::string& name) {
+  const std::string inside = dir + "/" + name + ".inside";
+  const int fd = open(inside.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+  if (fd < 0) return false;
+  close(fd);
+  const std::string count = dir + "/" + name + ".count";
+  long long value = 0;
+  if (FILE* f = std::fopen(count.c_str(), "r")) {
+    if (std::fscanf(f, "%lld", &value) != 1) value = 0;
+    std::fclose(f);
+  }
+  FILE* f = std::fopen(count.c_str(), "w");
+  if (f == nullptr) return false;
+  std::fprintf(f, "%lld\n", value + 1);
+  std::fclose(f);
+  return true;
+}
+
+// An election's first elected term, waited for.
+struct Elected {
+  std::mutex mutex;
+  std::condition_variable changed;
+  int64_t term = 0;
+};
+
+void note_elected(rlock_election*, int64_t term, void* payload) {
+  auto* e = static_cast<Elected*>(payload);
+  std::lock_guard<std::mutex> lock(e->mutex);
+  e->term = term;
+  e->changed.notify_all();
+}
+
+// One leadership of `name`: campaign, section (with the term appended), resign. The exit
+// status of the worker when it fails, else 0.
+int lead_once(rlock_client* client, const std::string& dir, const std::string& name) {
+  rlock_election* election = nullptr;
+  Elected elected;
+  int rc = rlock_election_new(&election, client, name.data(), name.size(), nullptr);
+  if (rc == RLOCK_OK) rc = rlock_election_campaign(election, note_elected, nullptr, &elected);
+  if (rc != RLOCK_OK) {
+    report("rlock_election_new/campaign", rc);
+    return 2;
+  }
+  int64_t term = 0;
+  {
+    std::unique_lock<std::mutex> lock(elected.mutex);
+    elected.changed.wait(lock, [&] { return elected.term != 0; });
+    term = elected.term;
+  }
+  int status = 0;
+  if (!enter_section(dir, name)) {
+    std::fprintf(stderr, "overlap on %s\n", name.c_str());
+    status = 3;
+  } else if (!rlock_election_is_leader(election)) {
+    std::fprintf(stderr, "leadership of %s lost inside\n", name.c_str());
+    status = 4;
+  } else {
+    FILE* f = std::fopen((dir + "/" + name + ".terms").c_str(), "a");
+    if (f != nullptr) {
+      std::fprintf(f, "%" PRId64 " c\n", term);
+      std::fclose(f);
+    }
+    unlink((dir + "/" + name + ".inside").c_str());
+  }
+  rc = rlock_election_resign(election);
+  rlock_election_free(election);
+  if (status == 0 && rc != RLOCK_OK) {
+    report("rlock_election_resign", rc);
+    status = 2;
+  }
+  return status;
+}
+
+int run_crosslang(int argc, char** argv) {
+  const std::string dir = argv[3];
+  const long iterations = std::strtol(argv[4], nullptr, 10);
+  const std::vector<std::string> names(argv + 5, argv + argc);
+  const char* kind = std::getenv("RLOCK_WORKER_KIND");
+  const bool leader = kind != nullptr && std::strcmp(kind, "leader") == 0;
+  rlock_client* client = connect(argv[2], 0, 0);
+  std::vector<rlock_lock*> locks;
+  for (const std::string& name : names) {
+    rlock_lock* lock = nullptr;
+    if (!leader && rlock_lock_new_n(&lock, client, name.data(), name.size(), nullptr) != RLOCK_OK) {
+      report("rlock_lock_new_n", rlock_last_error()->code);
+      return 2;
+    }
+    locks.push_back(lock);
+  }
+  int status = 0;
+  for (long i = 0; i < iterations && status == 0; ++i) {
+    const size_t at = static_cast<size_t>(i) % names.size();
+    if (leader) {
+      status = lead_once(client, dir, names[at]);
+      continue;
+    }
+    int rc = rlock_acquire(locks[at], RLOCK_WAIT_FOREVER);
+    if (rc != RLOCK_OK) {
+      report("rlock_acquire", rc);
+      return 2;
+    }
+    if (!enter_section(dir, names[at])) {
+      std::fprintf(stderr, "overlap on %s\n", names[at].c_str());
+      status = 3;
+    } else {
+      unlink((dir + "/" + names[at] + ".inside").c_str());
+    }
+    rc = rlock_release(locks[at]);
+    if (rc != RLOCK_OK) {
+      report("rlock_release", rc);
+      return 2;
+    }
+  }
+  for (rlock_lock* lock : locks) rlock_lock_free(lock);
+  rlock_client_free(client);
+  if (status == 0) say("ok %ld\n", iterations);
+  return status;
+}
+
 int run_fair(int argc, char** argv) {
   const char* url = argv[2];
   const std::string name = argv[3];
@@ -469,6 +598,7 @@ int main(int argc, char** argv) {
   if (argc == 6 && std::strcmp(argv[1], "elect") == 0) return run_elect(argv);
   if (argc == 7 && std::strcmp(argv[1], "rw") == 0) return run_rw(argv);
   if (argc == 6 && std::strcmp(argv[1], "hold") == 0) return run_hold(argv);
+  if (argc >= 6 && std::strcmp(argv[1], "crosslang") == 0) return run_crosslang(argc, argv);
   if ((argc == 8 || argc == 9) && std::strcmp(argv[1], "fair") == 0) return run_fair(argc, argv);
   std::fprintf(stderr,
                "usage: %s mutex URL NAME COUNTER_FILE STAMPS_FILE THREADS ITERATIONS\n"

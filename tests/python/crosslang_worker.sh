@@ -13,13 +13,13 @@ v=$(cat "$dir/$name.count" 2>/dev/null || true)
 echo $(( ${v:-0} + 1 )) >| "$dir/$name.count"
 rm "$dir/$name.inside"'
 # RLOCK_WORKER_KIND=leader: one `rlock elect` per iteration instead, whose command also appends
-# "TERM c" (the term from --term-env) to DIR/NAME.terms before it leaves.
+# "TERM cli" (the term from --term-env) to DIR/NAME.terms before it leaves.
 if [ "${RLOCK_WORKER_KIND:-}" = leader ]; then
   body='set -C; dir=$1 name=$2
 if ! { : > "$dir/$name.inside"; } 2>/dev/null; then echo "overlap on $name" >&2; exit 3; fi
 v=$(cat "$dir/$name.count" 2>/dev/null || true)
 echo $(( ${v:-0} + 1 )) >| "$dir/$name.count"
-echo "$TERM_NO c" >> "$dir/$name.terms"
+echo "$TERM_NO cli" >> "$dir/$name.terms"
 rm "$dir/$name.inside"'
 fi
 for ((i = 0; i < iterations; i++)); do

@@ -455,3 +455,37 @@ def test_h3_binary_and_unicode_names(client, r):
             key = n.encode() if isinstance(n, str) else n
             assert r.exists(key) == 1
         assert lock.name == n
+
+
+def test_holder_names_this_process_and_when_it_took_the_lock(client, name, r):
+    """Lock.holder(): who holds the lock (host, pid, command) and since when, from the holder
+    record of the owner's client; an owner no rlock client recorded shows the field only."""
+    import os
+    import socket
+    import sys
+
+    lock = client.lock(name)
+    assert lock.holder() is None
+    before = time.time()
+    lock.acquire()
+    after = time.time()
+    # Listed once the hold is a second old, off the caller's path.
+    assert wait_until(lambda: lock.holder().since is not None, 5)
+    h = lock.holder()
+    assert isinstance(h, rlock.Holder)
+    assert h.owner == lock.owner
+    assert (h.host, h.pid) == (socket.gethostname(), os.getpid())
+    assert os.path.basename(sys.executable).split(".")[0][:6] in h.command
+    assert h.started <= before + 0.005
+    assert before - 0.005 <= h.since <= after + 0.005
+    assert 0 < r.pttl(f"rlock_holder:{{{client.id}}}") <= 30_000
+    lock.release()
+    assert lock.holder() is None
+
+    foreign = name + ":foreign"
+    r.hset(foreign, "0b7bd3ab-6f41-4d2c-9d3b-0d0f6c1c5a11:1", 1)
+    try:
+        h = client.lock(foreign).holder()
+        assert h == rlock.Holder("0b7bd3ab-6f41-4d2c-9d3b-0d0f6c1c5a11:1", *[None] * 5)
+    finally:
+        r.delete(foreign)

@@ -742,6 +742,22 @@ typedef struct rlock_lock_waiter {
   int64_t deadline_ms; /* when the place lapses, epoch ms; -1 if it has no deadline entry */
 } rlock_lock_waiter;
 
+/* Who an owner is (version 3 of rlock_lock_info), from the small record every rlock client
+ * keeps while it holds anything a second or longer: the hash "rlock_holder:{<client id>}"
+ * (after the key_prefix), written by the watchdog's threads, never on a caller's path, and
+ * expiring a watchdog lease after the client stops holding or dies; the lock's own keys are
+ * Redisson's, unchanged (docs/operators.md). Owners with no record (a Redisson JVM, a
+ * caller-given owner id, a client whose record an ACL refuses, a hold under a second old) have
+ * known 0; a hold under a second old of a client that has a record has since_ms -1. */
+typedef struct rlock_holder_info {
+  int known;           /* 1 when the owner's client record was found */
+  const char *host;    /* the client's host name; "" when unknown (NUL-terminated) */
+  int64_t pid;         /* its process id; 0 when unknown */
+  const char *command; /* its command line, arguments joined by spaces, at most 256 bytes */
+  int64_t started_ms;  /* when the client was made, epoch ms; -1 when unknown */
+  int64_t since_ms;    /* when this hold was first acquired, epoch ms; -1 when not listed */
+} rlock_holder_info;
+
 /* Owners and queue entries listed per lock at most (the counts are always complete). */
 #define RLOCK_INSPECT_MAX_LISTED 100
 
@@ -770,13 +786,16 @@ typedef struct rlock_lock_info {
   int64_t earliest_deadline_ms; /* SEMAPHORE: the first lease to end, epoch ms (in the past when
                                    it lapsed and is not reclaimed yet); -1 when every permit
                                    held has no lease */
+  /* version 3: who the listed owners are: holders[i] is owners[i] (holders_len == owners_len) */
+  const rlock_holder_info *holders;
+  size_t holders_len;
 } rlock_lock_info;
 
-#define RLOCK_LOCK_INFO_VERSION 2
+#define RLOCK_LOCK_INFO_VERSION 3
 
-/* Reads every key of the name's layouts (two round trips; on a cluster with classic pub/sub
- * the subscriber count asks every master). A name with no keys gives kind RLOCK_FOUND_NOTHING,
- * not an error. Owned: free with rlock_lock_info_free. */
+/* Reads every key of the name's layouts (two round trips, and one for the owners' holder
+ * records; on a cluster with classic pub/sub the subscriber count asks every master). A name with
+ * no keys gives kind RLOCK_FOUND_NOTHING, not an error. Owned: free with rlock_lock_info_free. */
 RLOCK_API int rlock_inspect(rlock_lock_info **out, rlock_client *client, const char *name,
                             size_t name_len);
 /* NULL is a no-op; a pointer rlock did not make, or freed already, records RLOCK_EINVAL. */

@@ -152,6 +152,10 @@ class Client {
 int fenced_write(Client& client, const std::string& resource, const std::string& value,
                  int64_t token, bool* accepted);
 
+// The key of a client's holder record (Holds::set_holder_record): "rlock_holder:{<client id>}",
+// after the key_prefix.
+std::string holder_record_key(const ClientConfig& config, const std::string& client_id);
+
 // A random version-4 UUID, lower-case with dashes.
 std::string random_uuid();
 // `bytes` random bytes as lower-case hex.

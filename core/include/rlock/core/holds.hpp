@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -145,6 +146,24 @@ class Holds {
   void run_cleanups(std::chrono::steady_clock::time_point deadline);
   size_t cleanups_pending() const { return cleanup_count_.load(); }
 
+  // Who holds (docs/operators.md "Who holds it"): a small hash per client at `key`, with the
+  // client's `fields` (host, pid, command, start time: name/value pairs) and, per hold of an
+  // owner starting with `owner_prefix` (this client's id and ':') once it is a second old,
+  // when it was first acquired (since_field, epoch ms). The renewer thread writes new lines as
+  // holds reach that age, deletes a line when its hold goes, and rewrites it all a third of the
+  // watchdog lease apart while anything is listed, so it expires a lease after the client stops
+  // holding or dies. Never on a caller's path, nothing of a lock's own keys, and nothing at all
+  // for holds shorter than a second. A failed write (an ACL refusing the key, Redis
+  // unreachable) changes nothing else.
+  void set_holder_record(std::string key, std::string owner_prefix,
+                         std::vector<std::string> fields);
+  // Whether a write of the record was answered (the client's close then deletes it).
+  bool holder_written() const;
+  const std::string& holder_key() const { return holder_key_; }
+  // The record's field of a hold: "since:" + the owner after the client id + '|' + key name.
+  // The owner part never holds '|', so the field names one hold.
+  static std::string since_field(const std::string& owner_suffix, const std::string& key_name);
+
  private:
   using Key = std::pair<std::string, std::string>;  // (name, owner)
   struct Hold {
@@ -160,6 +179,9 @@ class Holds {
     int deferred_reason = 0;  // a loss noticed while one was
     uint64_t generation = 0;
     Clock::time_point held_since;  // the first acquire of this hold (the hold histogram)
+    int64_t since_unix_ms = 0;     // the same on the wall clock, for the holder record
+    bool recorded = false;         // its since field was written (a release must delete it)
+    bool recording = false;        // a holder round in flight writes it
     Clock::time_point valid_until;
     Clock::time_point next_renew;
     Clock::time_point due;  // position in index_
@@ -196,6 +218,21 @@ class Holds {
   void renew(const std::vector<Renewal>& batch, std::vector<Notice>* notices);
   void dispatch(std::vector<Notice>* notices);
   void start_locked();
+  // The holder record: when a round is due, its round on the renewer, the fields to delete.
+  bool mine_locked(const Key& key) const;  // an owner of this client (not an owner id)
+  void schedule_holder_locked(const std::string& owner, Clock::time_point sent);
+  void drop_recorded_locked(const Key& key, const Hold& h);
+  void start_holder_round_locked(Clock::time_point now);
+  void write_holder_record();
+  struct HolderRound {
+    std::vector<std::string> drops;     // since fields to delete
+    std::deque<std::string> texts;      // what `set`'s views point at (a deque: they stay put)
+    std::vector<std::string_view> set;  // HSET of the record (an Args)
+    std::vector<std::pair<Key, uint64_t>> listed;  // the holds in `set`, with their generation
+    bool full = false;  // the client's fields, every hold and a new expiry
+  };
+  void take_holder_round_locked(Clock::time_point start, HolderRound* round);
+  void end_holder_round_locked(Clock::time_point start, const HolderRound& round, bool ok);
   void wake_if_sooner_locked(const Hold& h);
 
   const ClientConfig config_;
@@ -225,6 +262,15 @@ class Holds {
   std::atomic<size_t> cleanup_count_{0};
   Clock::time_point cleanup_due_ = Clock::time_point::max();
   bool cleanup_round_ = false;
+  std::string holder_key_;  // empty: no holder record
+  std::string holder_owner_prefix_;
+  std::vector<std::string> holder_fields_;
+  Clock::time_point holder_due_ = Clock::time_point::max();
+  Clock::time_point holder_refresh_at_ = Clock::time_point::min();  // the next full round
+  bool holder_round_ = false;
+  bool holder_writing_ = false;
+  bool holder_written_ = false;
+  std::vector<std::string> holder_drops_;
 };
 
 }  // namespace rlock::core

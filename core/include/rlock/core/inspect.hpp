@@ -25,10 +25,24 @@ enum class FoundKind {
   Counter = 7,    // N holds an integer and nothing else: a plain semaphore, a latch, a counter
 };
 
+// Who an owner is, from its client's holder record (Holds::set_holder_record), when the
+// record exists: a Redisson JVM, a caller-given owner id or a client whose record could not be
+// written has none. `since_ms` is -1 for a hold the record does not list (yet): holds are
+// listed from one second old on.
+struct HolderInfo {
+  bool known = false;
+  std::string host;
+  int64_t pid = 0;
+  std::string command;
+  int64_t started_ms = -1;  // the client's start, epoch ms
+  int64_t since_ms = -1;    // the hold's first acquire, epoch ms
+};
+
 struct LockOwner {
   std::string field;  // "<client-id>:<thread-id>", with ":write" for a writer
   int64_t holds = 0;
   std::string mode;  // read-write locks: "read" or "write"; empty for the other kinds
+  HolderInfo holder;
 };
 
 struct LockWaiter {
@@ -69,7 +83,8 @@ struct LockPage {
 bool is_owner_field(const std::string& field);
 
 // Reads every key of `name`'s layouts: one round trip for the keys, one more for the
-// subscriber counts. Throws Error (kConn, kRedis, ...) when the server fails.
+// subscriber counts, and one for the listed owners' holder records. Throws Error (kConn, kRedis,
+// ...) when the server fails.
 LockInfo inspect_lock(Client& client, const std::string& name);
 
 // One bounded step of the walk: SCAN `cursor` MATCH `pattern` COUNT `count` TYPE hash on one

@@ -6,6 +6,7 @@ import io.rlock.internal.NativeLock;
 import java.lang.ref.WeakReference;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -291,6 +292,15 @@ public class RedisLock implements Lock {
       default:
         return state.locked;
     }
+  }
+
+  /**
+   * Who holds the lock now (its first owner, for a shared read lock) and since when; empty
+   * when it is free. Asks Redis (three round trips).
+   */
+  public Optional<LockHolder> getHolder() {
+    Object[] raw = client.lockHolder(name);
+    return raw == null ? Optional.empty() : Optional.of(new LockHolder(raw));
   }
 
   /**

@@ -839,6 +839,11 @@ public final class RedisLockClient implements AutoCloseable {
     return nativeClient.newLock(name, nameBytes(name, "lock name"), kind, fairWait, owner.id);
   }
 
+  /** RedisLock#getHolder: the raw answer of NativeClient#lockHolder. */
+  Object[] lockHolder(String name) {
+    return nativeClient.lockHolder(nameBytes(name, "lock name"));
+  }
+
   private static byte[] nameBytes(String name, String what) {
     Objects.requireNonNull(name, what);
     if (name.isEmpty()) {

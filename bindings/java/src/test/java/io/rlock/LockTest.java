@@ -46,6 +46,38 @@ class LockTest extends ClientTestBase {
   }
 
   @Test
+  void holderNamesThisProcessAndWhenItTookTheLock() throws Exception {
+    RedisLock lock = client.getLock(TestRedis.uniqueName("holder"));
+    assertFalse(lock.getHolder().isPresent());
+    java.time.Instant before = java.time.Instant.now();
+    lock.lock();
+    java.time.Instant after = java.time.Instant.now();
+    try {
+      // Listed once the hold is a second old, off the caller's path.
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      LockHolder holder = lock.getHolder().get();
+      while (!holder.getSince().isPresent() && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+        holder = lock.getHolder().get();
+      }
+      assertTrue(holder.isKnown(), holder.toString());
+      assertEquals(ProcessHandle.current().pid(), holder.getPid());
+      String host = new String(java.nio.file.Files.readAllBytes(
+          java.nio.file.Paths.get("/proc/sys/kernel/hostname")), "UTF-8").trim();
+      assertEquals(host, holder.getHost());
+      assertTrue(holder.getCommand().contains("java"), holder.getCommand());
+      java.time.Instant since = holder.getSince().get();
+      assertFalse(since.isBefore(before.minusMillis(5)) || since.isAfter(after.plusMillis(5)),
+          since + " not within " + before + " .. " + after);
+      assertFalse(holder.getStarted().isAfter(since));
+      assertTrue(holder.getOwner().startsWith(client.getId() + ":"), holder.getOwner());
+    } finally {
+      lock.unlock();
+    }
+    assertFalse(lock.getHolder().isPresent());
+  }
+
+  @Test
   void tryLockTimesOutWhileAnotherThreadHolds() throws Exception {
     RedisLock lock = client.getLock(TestRedis.uniqueName("trylock"));
     lock.lock();

@@ -240,6 +240,15 @@ public final class NativeClient implements AutoCloseable {
   private final Object eventLock = new Object();
   private volatile NativeEventHandler installedHandler; // the handler of the payload in aux
 
+  /**
+   * Who holds the lock {@code name} (rlock_inspect's first owner and its holder record): null
+   * when it is free, else {owner, host, command} as byte[] (host and command null when
+   * unknown) and a long[] {known, pid, started_ms, since_ms}.
+   */
+  public Object[] lockHolder(byte[] name) {
+    return handle.call(this, client -> RlockNative.lockHolder(client, name));
+  }
+
   /** rlock_fenced_write: true when written, false when refused for a newer token. */
   public boolean fencedWrite(byte[] key, byte[] value, long token) {
     return handle.call(this, client -> RlockNative.fencedWrite(client, key, value, token) == 1);
