@@ -26,6 +26,10 @@ const (
 	EventRedirect      EventKind = 6 // Detail: "MOVED <slot> <host:port>" or "ASK ..." (Cluster)
 	EventKeyExpired    EventKind = 7 // Name: a key of the client's names expired (WatchKeyEvents)
 	EventKeyDeleted    EventKind = 8 // Name: a key of the client's names was deleted (WatchKeyEvents)
+	EventElected       EventKind = 9 // Name, Owner, ThreadID, Token (the term): an election became leader
+	// Name, Owner, ThreadID, Token (the term; 0 when a campaign ended without leading), Reason
+	// (a RevokeReason): an election's leadership ended.
+	EventRevoked EventKind = 10
 )
 
 func (k EventKind) String() string {
@@ -46,6 +50,10 @@ func (k EventKind) String() string {
 		return "key_expired"
 	case EventKeyDeleted:
 		return "key_deleted"
+	case EventElected:
+		return "elected"
+	case EventRevoked:
+		return "revoked"
 	}
 	return fmt.Sprintf("EventKind(%d)", int(k))
 }
@@ -60,15 +68,20 @@ type Event struct {
 	ThreadID int64         // the owner's thread id, 0 when none
 	Waited   time.Duration // EventAcquired: from the call to the grant
 	Held     time.Duration // EventReleased: from the first acquire to the last release
-	Token    int64         // EventAcquired: the fencing token of a fenced lock, else 0
-	// Reason is a LostReason for EventLost and a Code for EventRenewalFailed (see LostReason
-	// and Code), else 0.
+	// Token is the fencing token of a fenced lock for EventAcquired, the term for EventElected
+	// and EventRevoked, else 0.
+	Token int64
+	// Reason is a LostReason for EventLost, a Code for EventRenewalFailed and a RevokeReason
+	// for EventRevoked (see LostReason, Code and RevokeReason), else 0.
 	Reason int
 	Detail string // see the kinds; empty when none
 }
 
 // LostReason returns Reason as a LostReason (meaningful for EventLost).
 func (e Event) LostReason() LostReason { return LostReason(e.Reason) }
+
+// RevokeReason returns Reason as a RevokeReason (meaningful for EventRevoked).
+func (e Event) RevokeReason() RevokeReason { return RevokeReason(e.Reason) }
 
 // Code returns Reason as a status code (meaningful for EventRenewalFailed).
 func (e Event) Code() Code { return Code(e.Reason) }

@@ -153,7 +153,8 @@ func TestEventKindsMatchTheHeader(t *testing.T) {
 	ours := map[string]EventKind{"RLOCK_EVENT_ACQUIRED": EventAcquired, "RLOCK_EVENT_RELEASED": EventReleased,
 		"RLOCK_EVENT_LOST": EventLost, "RLOCK_EVENT_RENEWAL_FAILED": EventRenewalFailed,
 		"RLOCK_EVENT_FAILOVER": EventFailover, "RLOCK_EVENT_REDIRECT": EventRedirect,
-		"RLOCK_EVENT_KEY_EXPIRED": EventKeyExpired, "RLOCK_EVENT_KEY_DELETED": EventKeyDeleted}
+		"RLOCK_EVENT_KEY_EXPIRED": EventKeyExpired, "RLOCK_EVENT_KEY_DELETED": EventKeyDeleted,
+		"RLOCK_EVENT_ELECTED": EventElected, "RLOCK_EVENT_REVOKED": EventRevoked}
 	if len(header) != len(ours) {
 		t.Errorf("rlock.h has %d event kinds, events.go %d: %v", len(header), len(ours), header)
 	}

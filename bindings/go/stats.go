@@ -71,6 +71,14 @@ type Stats struct {
 	Holds   int64 // gauge: (lock, owner) holds this client keeps, not lost
 	Waiters int64 // gauge: acquires waiting for a lock
 
+	// Leader elections of this client (Election, Lead), counted whether or not they have
+	// callbacks.
+	ElectionsWon       uint64 // times one of its elections became leader
+	LeadershipsRevoked uint64 // leaderships that ended, for any reason
+	// LeadershipsRevokedByReason has an entry for each reason seen at least once.
+	LeadershipsRevokedByReason map[RevokeReason]uint64
+	Leaders                    int64 // gauge: its elections that lead now
+
 	AcquireWait Histogram // granted acquires: from the call to the grant
 	Hold        Histogram // from a hold's first acquire to its last release
 	Handoff     Histogram // acquires woken by an unlock message: from its arrival to the grant
@@ -142,6 +150,16 @@ func (c *Client) Stats() (Stats, error) {
 		Hold:                 histogramOf(&raw.hold),
 		Handoff:              histogramOf(&raw.handoff),
 		CommandRTT:           histogramOf(&raw.command_rtt),
+		ElectionsWon:         uint64(raw.elections_won),
+		LeadershipsRevoked:   uint64(raw.leaderships_revoked),
+		Leaders:              int64(raw.leaders),
+
+		LeadershipsRevokedByReason: map[RevokeReason]uint64{},
+	}
+	for i, n := range raw.leaderships_revoked_by_reason {
+		if n != 0 {
+			s.LeadershipsRevokedByReason[RevokeReason(i)] = uint64(n)
+		}
 	}
 	for i, n := range raw.acquires_failed_by_code {
 		if n != 0 {

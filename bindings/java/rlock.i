@@ -984,11 +984,14 @@ static int rlockj_latch_await_async(JNIEnv *jenv, rlock_latch *latch, int64_t wa
 
 /* rlock_stats flattened into longs, in the order io.rlock.internal.NativeStats reads them:
  * enabled, the counters, failures by code (RLOCK_STATS_CODES), the rest of the counters, the
- * gauges, then each histogram as count, sum_us and its RLOCK_HISTOGRAM_BUCKETS buckets. One
- * array keeps it to a single JNI call with no field lookups. NULL with the exception pending. */
+ * gauges, then each histogram as count, sum_us and its RLOCK_HISTOGRAM_BUCKETS buckets, then
+ * the elections' figures (version 2): won, revoked, revoked by reason
+ * (RLOCK_STATS_REVOKE_REASONS) and the leaders gauge. One array keeps it to a single JNI call
+ * with no field lookups. NULL with the exception pending. */
 #define RLOCKJ_STATS_HEAD 22
-#define RLOCKJ_STATS_LEN \
-  (RLOCKJ_STATS_HEAD + RLOCK_STATS_CODES + 4 * (2 + RLOCK_HISTOGRAM_BUCKETS))
+#define RLOCKJ_STATS_LEN                                                                  \
+  (RLOCKJ_STATS_HEAD + RLOCK_STATS_CODES + 4 * (2 + RLOCK_HISTOGRAM_BUCKETS) + 3 + \
+   RLOCK_STATS_REVOKE_REASONS)
 
 static jlong *rlockj_put_histogram(jlong *at, const rlock_histogram *h) {
   int i;
@@ -1032,12 +1035,18 @@ static jlongArray rlockj_client_stats(JNIEnv *jenv, rlock_client *client) {
   *at++ = (jlong)s.waiters;
   *at++ = RLOCK_STATS_CODES;
   *at++ = RLOCK_HISTOGRAM_BUCKETS;
-  *at++ = 0; /* reserved */
+  *at++ = RLOCK_STATS_REVOKE_REASONS;
   for (i = 0; i < RLOCK_STATS_CODES; ++i) *at++ = (jlong)s.acquires_failed_by_code[i];
   at = rlockj_put_histogram(at, &s.acquire_wait);
   at = rlockj_put_histogram(at, &s.hold);
   at = rlockj_put_histogram(at, &s.handoff);
   at = rlockj_put_histogram(at, &s.command_rtt);
+  *at++ = (jlong)s.elections_won;
+  *at++ = (jlong)s.leaderships_revoked;
+  for (i = 0; i < RLOCK_STATS_REVOKE_REASONS; ++i) {
+    *at++ = (jlong)s.leaderships_revoked_by_reason[i];
+  }
+  *at++ = (jlong)s.leaders;
   out = (*jenv)->NewLongArray(jenv, RLOCKJ_STATS_LEN);
   if (out == NULL) return NULL; /* OutOfMemoryError pending */
   (*jenv)->SetLongArrayRegion(jenv, out, 0, RLOCKJ_STATS_LEN, values);

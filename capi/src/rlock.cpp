@@ -399,7 +399,8 @@ int rlock_client_stats(rlock_stats* out, rlock_client* client) {
     Pinned<ClientObj> c(client);
     if (!c) return c.bad("client");
     const unsigned int version = out->version;
-    std::memset(out, 0, sizeof *out);  // version 1 is the whole struct
+    // A version 1 caller's struct ends where version 2's fields begin.
+    std::memset(out, 0, version >= 2 ? sizeof *out : offsetof(rlock_stats, elections_won));
     out->version = version;
     const core::Stats* st = c->core->stats();
     if (st == nullptr) return RLOCK_OK;
@@ -431,6 +432,14 @@ int rlock_client_stats(rlock_stats* out, rlock_client* client) {
     copy_histogram(st->hold, &out->hold);
     copy_histogram(st->handoff, &out->handoff);
     copy_histogram(st->command_rtt, &out->command_rtt);
+    if (version < 2) return RLOCK_OK;
+    out->elections_won = get(st->elections_won);
+    static_assert(core::Stats::kRevokeReasons == RLOCK_STATS_REVOKE_REASONS, "reason slots");
+    for (size_t i = 0; i < RLOCK_STATS_REVOKE_REASONS; ++i) {
+      out->leaderships_revoked_by_reason[i] = get(st->leaderships_revoked[i]);
+      out->leaderships_revoked += out->leaderships_revoked_by_reason[i];
+    }
+    out->leaders = st->leaders.load(std::memory_order_relaxed);
     return RLOCK_OK;
   });
 }

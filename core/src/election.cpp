@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/stats.hpp"
 
 namespace rlock::core {
 namespace {
@@ -136,6 +137,7 @@ void Election::granted(uint64_t round, int status, int64_t token) {
     term_ = token;
     Elected elected = elected_;
     lock.unlock();
+    observe_elected(token);
     Election* outer = in_callback_;
     in_callback_ = this;
     try {
@@ -224,7 +226,36 @@ void Election::client_closing() {
   tell_revoked(revoked, term, kRevokedClosed);
 }
 
+void Election::observe_elected(int64_t term) {
+  if (Stats* stats = client_->stats()) stats->elected();
+  Events& events = client_->events();
+  if (!events.on()) return;
+  Event e;
+  e.kind = Event::Elected;
+  e.name = lock_->name();
+  e.owner = lock_->owner_field(thread_id_);
+  e.thread_id = thread_id_;
+  e.token = term;
+  events.emit(std::move(e));
+}
+
+void Election::observe_revoked(int64_t term, int reason) {
+  // Term 0 ends a campaign that never led: an event, but no leadership to count.
+  if (Stats* stats = client_->stats(); stats != nullptr && term > 0) stats->revoked(reason);
+  Events& events = client_->events();
+  if (!events.on()) return;
+  Event e;
+  e.kind = Event::Revoked;
+  e.name = lock_->name();
+  e.owner = lock_->owner_field(thread_id_);
+  e.thread_id = thread_id_;
+  e.token = term;
+  e.reason = reason;
+  events.emit(std::move(e));
+}
+
 void Election::tell_revoked(const Revoked& revoked, int64_t term, int reason) {
+  observe_revoked(term, reason);
   if (!revoked) return;
   Election* outer = in_callback_;
   in_callback_ = this;

@@ -84,6 +84,18 @@ void Stats::lost(int reason) {
   }
 }
 
+void Stats::elected() {
+  add(elections_won);
+  leaders.fetch_add(1, kRelaxed);
+}
+
+void Stats::revoked(int reason) {
+  const size_t i =
+      reason > 0 && static_cast<size_t>(reason) < kRevokeReasons ? static_cast<size_t>(reason) : 0;
+  add(leaderships_revoked[i]);
+  leaders.fetch_sub(1, kRelaxed);
+}
+
 void attach_telemetry(ClientConfig* config) {
   Telemetry& t = config->telemetry;
   if (config->keep_stats && !t.stats) t.stats = std::make_shared<Stats>();

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Protocol, Tuple
 
-from ._stats import Histogram, Stats
+from ._stats import REVOKE_REASON_NAMES, Histogram, Stats
 
 Attributes = Dict[str, str]
 Points = List[Tuple[Attributes, int]]
@@ -52,6 +52,19 @@ def _acquires(s: Stats) -> Points:
     ]
     for code, n in s.acquires_failed_by_code.items():
         points.append(({"rlock.outcome": "failed", "error.type": code}, n))
+    return points
+
+
+def _revoked(s: Stats) -> Points:
+    # Every reason, seen or not, so a rate over any of them starts from 0.
+    by_reason = s.leaderships_revoked_by_reason
+    points: Points = [
+        ({"rlock.revoke.reason": name}, by_reason.get(name, 0))
+        for name in REVOKE_REASON_NAMES.values()
+    ]
+    for name, n in by_reason.items():
+        if name not in REVOKE_REASON_NAMES.values():
+            points.append(({"rlock.revoke.reason": name}, n))
     return points
 
 
@@ -127,8 +140,25 @@ SCALARS: Tuple[Scalar, ...] = (
         "Events not delivered because the queue was full",
         _one(lambda s: s.events_dropped),
     ),
+    Scalar(
+        "rlock.elections.won",
+        COUNTER,
+        "{election}",
+        "Times an election of the client became leader",
+        _one(lambda s: s.elections_won),
+    ),
+    Scalar(
+        "rlock.leaderships.revoked",
+        COUNTER,
+        "{leadership}",
+        "Leaderships that ended, by reason",
+        _revoked,
+    ),
     Scalar("rlock.holds", UP_DOWN, "{hold}", "Holds kept now", _one(lambda s: s.holds)),
     Scalar("rlock.waiters", UP_DOWN, "{waiter}", "Acquires waiting now", _one(lambda s: s.waiters)),
+    Scalar(
+        "rlock.leaders", UP_DOWN, "{election}", "Elections leading now", _one(lambda s: s.leaders)
+    ),
 )
 
 TIMINGS: Tuple[Timing, ...] = (

@@ -7,11 +7,12 @@ durations are converted to seconds as floats, like every duration of the API.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, Optional, Tuple, Union
 
 from . import _errors, _native
+from ._leader import RevokeReason
 
 __all__ = ["Stats", "Histogram", "Event", "EventKind", "LostReason"]
 
@@ -23,6 +24,22 @@ HISTOGRAM_BOUNDS: Tuple[float, ...] = tuple(us / 1e6 for us in _native.HISTOGRAM
 # A failed acquire's status code -> its name in rlock.h without "RLOCK_" ("ECONN"), the
 # `error.type` of the exporters.
 _CODE_NAMES = {code: name[len("RLOCK_") :] for name, code in _errors._CODES.items()}
+
+
+# rlock_revoke_reason -> its name as the statistics and exporters give it.
+REVOKE_REASON_NAMES = {
+    1: "gone",
+    2: "unreachable",
+    3: "expired",
+    4: "resigned",
+    5: "closed",
+    6: "failed",
+}
+
+
+def revoke_reason_name(reason: int) -> str:
+    """The name of a revoke reason in the statistics and exporters ("resigned")."""
+    return REVOKE_REASON_NAMES.get(reason, f"reason_{reason}")
 
 
 def code_name(code: int) -> str:
@@ -99,6 +116,18 @@ class Stats:
     """Acquires woken by an unlock message: from the message's arrival to the grant."""
     command_rtt: Histogram
     """Round trips of commands (a pipelined batch counts once)."""
+    elections_won: int = 0
+    """Times an election of this client (``Client.leader``, ``Client.election``) became leader."""
+    leaderships_revoked: int = 0
+    """Leaderships of this client that ended, whatever the reason."""
+    leaderships_revoked_by_reason: Mapping[str, int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Revoke reason (``"gone"``, ``"unreachable"``, ``"expired"``, ``"resigned"``, ``"closed"``,
+    ``"failed"``: ``RevokeReason`` names in lower case) -> leaderships ended so; only those
+    seen."""
+    leaders: int = 0
+    """Elections of this client that lead now."""
 
     @property
     def locks_lost(self) -> int:
@@ -110,6 +139,12 @@ class Stats:
         fields = dict(raw)
         fields["acquires_failed_by_code"] = MappingProxyType(
             {code_name(code): n for code, n in sorted(raw["acquires_failed_by_code"].items())}
+        )
+        fields["leaderships_revoked_by_reason"] = MappingProxyType(
+            {
+                revoke_reason_name(reason): n
+                for reason, n in sorted(raw.get("leaderships_revoked_by_reason", {}).items())
+            }
         )
         for name in ("acquire_wait", "hold", "handoff", "command_rtt"):
             fields[name] = Histogram._from_native(raw[name])
@@ -146,6 +181,11 @@ class EventKind(enum.IntEnum):
     """A key of the client's names expired (``Client.watch_key_events``): ``name``."""
     KEY_DELETED = 8
     """A key of the client's names was deleted (``Client.watch_key_events``): ``name``."""
+    ELECTED = 9
+    """An election of the client became leader: ``name``, ``owner``, ``token`` (the term)."""
+    REVOKED = 10
+    """An election's leadership ended: ``name``, ``owner``, ``token`` (the term; None when a
+    campaign ended without leading), ``reason`` (a ``RevokeReason``)."""
 
 
 @dataclass(frozen=True)
@@ -166,8 +206,8 @@ class Event:
     duration: Optional[float] = None
     token: Optional[int] = None
     """ACQUIRED: the fencing token of the grant, if it got one."""
-    reason: Optional[LostReason] = None
-    """LOST: why."""
+    reason: Optional[Union[LostReason, RevokeReason, int]] = None
+    """LOST: why (a ``LostReason``); REVOKED: why (a ``RevokeReason``)."""
     error: Optional[str] = None
     """RENEWAL_FAILED: the status code's name (``"ECONN"``)."""
     detail: str = ""
@@ -181,6 +221,19 @@ class Event:
     def held(self) -> Optional[float]:
         """RELEASED: the seconds the lock was held (first acquire to last release)."""
         return self.duration if self.kind == EventKind.RELEASED else None
+
+
+def _reason(kind: EventKind, reason: int) -> Optional[Union[LostReason, RevokeReason, int]]:
+    if not reason:
+        return None
+    if kind == EventKind.LOST:
+        return LostReason(reason)
+    if kind == EventKind.REVOKED:
+        try:
+            return RevokeReason(reason)
+        except ValueError:
+            return reason  # a reason this binding does not know yet
+    return None
 
 
 def _name(raw: bytes) -> Optional[Name]:
@@ -219,7 +272,7 @@ def event_dispatcher(
                 thread_id=thread_id or None,
                 duration=duration_us / 1e6 if timed else None,
                 token=token or None,
-                reason=LostReason(reason) if event_kind == EventKind.LOST and reason else None,
+                reason=_reason(event_kind, reason),
                 error=code_name(reason) if event_kind == EventKind.RENEWAL_FAILED else None,
                 detail=detail,
             )

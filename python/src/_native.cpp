@@ -695,7 +695,8 @@ class NativeClient {
   }
 
   // rlock_client_stats as a dict of its fields; each histogram as (count, sum_us, buckets), and
-  // acquires_failed_by_code as {code: count} for the codes seen. No I/O: the GIL is kept.
+  // acquires_failed_by_code as {code: count} for the codes seen (leaderships_revoked_by_reason
+  // likewise, by rlock_revoke_reason). No I/O: the GIL is kept.
   py::dict stats() {
     rlock_stats s;
     std::memset(&s, 0, sizeof s);
@@ -730,6 +731,16 @@ class NativeClient {
     d["hold"] = histogram(s.hold);
     d["handoff"] = histogram(s.handoff);
     d["command_rtt"] = histogram(s.command_rtt);
+    d["elections_won"] = s.elections_won;
+    py::dict by_reason;
+    for (int i = 0; i < RLOCK_STATS_REVOKE_REASONS; ++i) {
+      if (s.leaderships_revoked_by_reason[i] != 0) {
+        by_reason[py::int_(i)] = s.leaderships_revoked_by_reason[i];
+      }
+    }
+    d["leaderships_revoked"] = s.leaderships_revoked;
+    d["leaderships_revoked_by_reason"] = by_reason;
+    d["leaders"] = s.leaders;
     return d;
   }
 

@@ -425,6 +425,12 @@ static void test_stats_without_redis(void) {
   CHECK_EQ_INT(RLOCK_EVENT_RENEWAL_FAILED, 4);
   CHECK_EQ_INT(RLOCK_EVENT_FAILOVER, 5);
   CHECK_EQ_INT(RLOCK_EVENT_REDIRECT, 6);
+  CHECK_EQ_INT(RLOCK_EVENT_KEY_EXPIRED, 7);
+  CHECK_EQ_INT(RLOCK_EVENT_KEY_DELETED, 8);
+  CHECK_EQ_INT(RLOCK_EVENT_ELECTED, 9);
+  CHECK_EQ_INT(RLOCK_EVENT_REVOKED, 10);
+  CHECK_EQ_INT(RLOCK_STATS_VERSION, 2);
+  CHECK_EQ_INT(RLOCK_STATS_REVOKE_REASONS, 8);
 }
 
 static void test_no_redis_failures(void) {
@@ -603,7 +609,11 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_stats, holds), 392);
   CHECK_EQ_INT(offsetof(rlock_stats, waiters), 400);
   CHECK_EQ_INT(offsetof(rlock_stats, acquire_wait), 408);
-  CHECK_EQ_INT(sizeof(rlock_stats), 408 + 4 * 200);
+  CHECK_EQ_INT(offsetof(rlock_stats, elections_won), 408 + 4 * 200); /* version 2 */
+  CHECK_EQ_INT(offsetof(rlock_stats, leaderships_revoked), 1216);
+  CHECK_EQ_INT(offsetof(rlock_stats, leaderships_revoked_by_reason), 1224);
+  CHECK_EQ_INT(offsetof(rlock_stats, leaders), 1224 + 8 * 8);
+  CHECK_EQ_INT(sizeof(rlock_stats), 1296);
 
   CHECK_EQ_INT(offsetof(rlock_event, kind), 0);
   CHECK_EQ_INT(offsetof(rlock_event, unix_time_us), 8);

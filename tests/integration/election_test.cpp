@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -482,5 +484,161 @@ TEST(Election, FreeingEveryCandidateLeavesNothingHeld) {
     EXPECT_EQ(redis.exists(name), 0) << "a freed candidate still holds the lock, round " << round;
     redis.del(name);
   }
+  redis.del(token_key(name));
+}
+
+namespace {
+
+rlock_stats election_stats(rlock_client* client) {
+  rlock_stats st;
+  std::memset(&st, 0, sizeof st);
+  st.version = RLOCK_STATS_VERSION;
+  if (rlock_client_stats(&st, client) != RLOCK_OK) {
+    throw std::runtime_error("rlock_client_stats failed: " + it::last_error());
+  }
+  return st;
+}
+
+// The client's ELECTED and REVOKED events, in order.
+struct LeaderEvents {
+  struct Seen {
+    rlock_event_kind kind;
+    std::string name, owner;
+    int64_t token;
+    int reason;
+  };
+  std::mutex mutex;
+  std::vector<Seen> events;
+  std::vector<Seen> wait_for_count(size_t n, int64_t timeout_ms) {
+    const auto give_up = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (events.size() >= n || Clock::now() >= give_up) return events;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+};
+
+void on_leader_event(const rlock_event* e, void* payload) {
+  if (e->kind != RLOCK_EVENT_ELECTED && e->kind != RLOCK_EVENT_REVOKED) return;
+  auto* log = static_cast<LeaderEvents*>(payload);
+  std::lock_guard<std::mutex> lock(log->mutex);
+  log->events.push_back({e->kind, std::string(e->name, e->name_len),
+                         std::string(e->owner, e->owner_len), e->token, e->reason});
+}
+
+bool wait_until(const std::function<bool()>& done, int64_t timeout_ms) {
+  const auto give_up = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done()) {
+    if (Clock::now() >= give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace
+
+// Statistics version 2 and the ELECTED / REVOKED events, for an election with no callbacks:
+// a win, a loss (the key deleted: GONE) and a requeued win, then a resign.
+TEST(Election, CountedAndReportedWithoutCallbacks) {
+  const std::string name = unique_name("election-observed");
+  LockKeys keys(name);
+  RedisConn redis(test_redis_url());
+  it::Client client = it::make_client(it::ClientSettings{1500, 0, 0});
+  LeaderEvents log;  // outlives the client
+  ASSERT_EQ(rlock_client_set_event_callback(client.get(), on_leader_event, &log), RLOCK_OK);
+  Election election = make_election(client.get(), name);
+
+  rlock_stats st = election_stats(client.get());
+  EXPECT_EQ(st.enabled, 1);
+  EXPECT_EQ(st.elections_won, 0u);
+  EXPECT_EQ(st.leaders, 0);
+  EXPECT_EQ(st.leaderships_revoked, 0u);
+
+  ASSERT_EQ(rlock_election_campaign(election.get(), nullptr, nullptr, nullptr), RLOCK_OK);
+  ASSERT_TRUE(wait_until([&] { return rlock_election_is_leader(election.get()) == 1; }, 5000));
+  int64_t t1 = 0;
+  ASSERT_EQ(rlock_election_term(&t1, election.get()), RLOCK_OK);
+  st = election_stats(client.get());
+  EXPECT_EQ(st.elections_won, 1u);
+  EXPECT_EQ(st.leaders, 1);
+  EXPECT_EQ(st.leaderships_revoked, 0u);
+
+  // A version 1 caller: its struct ends before the election fields, which stay untouched.
+  rlock_stats v1;
+  std::memset(&v1, 0x5a, sizeof v1);
+  v1.version = 1;
+  ASSERT_EQ(rlock_client_stats(&v1, client.get()), RLOCK_OK);
+  EXPECT_EQ(v1.enabled, 1);
+  EXPECT_EQ(v1.elections_won, 0x5a5a5a5a5a5a5a5aull) << "a version 1 read wrote past its struct";
+  EXPECT_EQ(v1.leaders, 0x5a5a5a5a5a5a5a5all);
+
+  // Lost (GONE) at the next renewal, then won again: the only candidate.
+  redis.del(name);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const rlock_stats s = election_stats(client.get());
+        return s.elections_won == 2 && s.leaders == 1;
+      },
+      5000))
+      << "no loss and second win seen in the statistics";
+  int64_t t2 = 0;
+  ASSERT_EQ(rlock_election_term(&t2, election.get()), RLOCK_OK);
+  EXPECT_GT(t2, t1);
+
+  ASSERT_EQ(rlock_election_resign(election.get()), RLOCK_OK) << it::last_error();
+  st = election_stats(client.get());
+  EXPECT_EQ(st.elections_won, 2u);
+  EXPECT_EQ(st.leaders, 0);
+  EXPECT_EQ(st.leaderships_revoked, 2u);
+  for (int r = 0; r < RLOCK_STATS_REVOKE_REASONS; ++r) {
+    const uint64_t want = r == RLOCK_REVOKED_GONE || r == RLOCK_REVOKED_RESIGNED ? 1 : 0;
+    EXPECT_EQ(st.leaderships_revoked_by_reason[r], want) << "reason " << r;
+  }
+
+  const auto events = log.wait_for_count(4, 5000);
+  ASSERT_EQ(events.size(), 4u);
+  const rlock_event_kind kinds[] = {RLOCK_EVENT_ELECTED, RLOCK_EVENT_REVOKED, RLOCK_EVENT_ELECTED,
+                                    RLOCK_EVENT_REVOKED};
+  const int64_t terms[] = {t1, t1, t2, t2};
+  const int reasons[] = {0, RLOCK_REVOKED_GONE, 0, RLOCK_REVOKED_RESIGNED};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(events[i].kind, kinds[i]) << "event " << i;
+    EXPECT_EQ(events[i].token, terms[i]) << "event " << i;
+    EXPECT_EQ(events[i].reason, reasons[i]) << "event " << i;
+    EXPECT_EQ(events[i].name, name);
+    EXPECT_FALSE(events[i].owner.empty());
+    EXPECT_EQ(events[i].owner, events[0].owner) << "one election, one owner";
+  }
+  election.reset();
+  redis.del(token_key(name));
+}
+
+// With statistics off, leaderships are not counted (events still come).
+TEST(Election, NotCountedWithStatsOff) {
+  const std::string name = unique_name("election-stats-off");
+  LockKeys keys(name);
+  RedisConn redis(test_redis_url());
+  const std::string url = it::server_url();
+  rlock_client_options opts = RLOCK_CLIENT_OPTIONS_INIT;
+  opts.url = url.c_str();
+  opts.stats = RLOCK_STATS_OFF;
+  rlock_client* raw = nullptr;
+  ASSERT_EQ(rlock_client_new(&raw, &opts), RLOCK_OK) << it::last_error();
+  it::Client client(raw);
+  LeaderEvents log;
+  ASSERT_EQ(rlock_client_set_event_callback(client.get(), on_leader_event, &log), RLOCK_OK);
+  Election election = make_election(client.get(), name);
+  ASSERT_EQ(rlock_election_campaign(election.get(), nullptr, nullptr, nullptr), RLOCK_OK);
+  ASSERT_TRUE(wait_until([&] { return rlock_election_is_leader(election.get()) == 1; }, 5000));
+  const rlock_stats st = election_stats(client.get());
+  EXPECT_EQ(st.enabled, 0);
+  EXPECT_EQ(st.elections_won, 0u);
+  EXPECT_EQ(st.leaders, 0);
+  ASSERT_EQ(rlock_election_resign(election.get()), RLOCK_OK);
+  EXPECT_EQ(log.wait_for_count(2, 5000).size(), 2u);
+  election.reset();
   redis.del(token_key(name));
 }

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 import rlock
-from helpers import Holder
+from helpers import Holder, wait_until
 
 
 def exporter_package(module: str) -> ModuleType:
@@ -70,7 +70,13 @@ def expected_points(stats: rlock.Stats, extra: dict) -> dict:
         ("rlock.events.dropped", ()): stats.events_dropped,
         ("rlock.holds", ()): stats.holds,
         ("rlock.waiters", ()): stats.waiters,
+        ("rlock.elections.won", ()): stats.elections_won,
+        ("rlock.leaders", ()): stats.leaders,
     }
+    for reason in ("gone", "unreachable", "expired", "resigned", "closed", "failed"):
+        points[("rlock.leaderships.revoked", (("rlock.revoke.reason", reason),))] = (
+            stats.leaderships_revoked_by_reason.get(reason, 0)
+        )
     for code, n in stats.acquires_failed_by_code.items():
         points[("rlock.acquires", (("error.type", code), ("rlock.outcome", "failed")))] = n
     return {
@@ -78,6 +84,8 @@ def expected_points(stats: rlock.Stats, extra: dict) -> dict:
         for (metric, attributes), value in points.items()
     }
 
+
+GAUGES = ("rlock.holds", "rlock.waiters", "rlock.leaders")
 
 HISTOGRAMS = {
     "rlock.acquire.wait.duration": "acquire_wait",
@@ -122,7 +130,7 @@ def test_prometheus_text_equals_the_snapshot(make_client, name):
     expected = {}
     for (metric, attributes), value in expected_points(stats, {}).items():
         labels = {key.replace(".", "_"): v for key, v in attributes}
-        is_gauge = metric in ("rlock.holds", "rlock.waiters")
+        is_gauge = metric in GAUGES
         sample = prometheus_name(metric) + ("" if is_gauge else "_total")
         expected[(sample, tuple(sorted({**labels, **extra}.items())))] = value
     for otel_name, field in HISTOGRAMS.items():
@@ -206,7 +214,7 @@ def check_otel_equals(metrics: dict, stats: rlock.Stats, extra: dict) -> None:
         if name in HISTOGRAMS:
             continue
         assert isinstance(metric.data, Sum)
-        assert metric.data.is_monotonic == (name not in ("rlock.holds", "rlock.waiters"))
+        assert metric.data.is_monotonic == (name not in GAUGES)
         for point in metric.data.data_points:
             points[(name, tuple(sorted((point.attributes or {}).items())))] = point.value
     assert points == expected_points(stats, extra)
@@ -382,4 +390,61 @@ def test_two_rlock_metrics_of_one_provider_both_report(make_client, name):
     assert granted == {"1": 0, "2": 1}
     (point,) = collected["rlock.acquire.wait.duration"].data.data_points
     assert dict(point.attributes) == {"c": "2"} and point.count == 1
+    provider.shutdown()
+
+
+# ---- Leader elections -------------------------------------------------------------------------
+
+
+def test_both_exporters_show_a_won_and_resigned_leadership(make_client, name):
+    prometheus_client = exporter_package("prometheus_client")
+    from rlock.prometheus import RlockCollector
+
+    reader, provider = otel_reader()
+    from rlock.otel import RlockMetrics
+
+    client = make_client()
+    events: list = []
+    client.on_event(events.append)
+    registry = prometheus_client.CollectorRegistry()
+    registry.register(RlockCollector(client))
+    RlockMetrics(client, meter_provider=provider)
+    resigned = ("rlock_leaderships_revoked_total", (("rlock_revoke_reason", "resigned"),))
+
+    with client.leader(name) as lead:
+        term = lead.term
+        samples = scrape(registry)
+        assert samples[("rlock_elections_won_total", ())] == 1
+        assert samples[("rlock_leaders", ())] == 1
+        assert samples[resigned] == 0
+        metrics = collect(reader)
+        (point,) = metrics["rlock.leaders"].data.data_points
+        assert point.value == 1
+        check_otel_equals(metrics, client.stats(), {})
+
+    samples = scrape(registry)
+    assert samples[("rlock_elections_won_total", ())] == 1
+    assert samples[("rlock_leaders", ())] == 0
+    assert samples[resigned] == 1
+    gone = ("rlock_leaderships_revoked_total", (("rlock_revoke_reason", "gone"),))
+    assert samples[gone] == 0
+    stats = client.stats()
+    assert stats.elections_won == 1 and stats.leaders == 0 and stats.leaderships_revoked == 1
+    assert dict(stats.leaderships_revoked_by_reason) == {"resigned": 1}
+    metrics = collect(reader)
+    check_otel_equals(metrics, stats, {})
+    assert metrics["rlock.elections.won"].unit == "{election}"
+
+    kinds = (rlock.EventKind.ELECTED, rlock.EventKind.REVOKED)
+    assert wait_until(lambda: len([e for e in events if e.kind in kinds]) == 2)
+    elected, revoked = [e for e in events if e.kind in kinds]
+    assert (elected.kind, elected.name, elected.token, elected.reason) == (
+        rlock.EventKind.ELECTED,
+        name,
+        term,
+        None,
+    )
+    assert (revoked.kind, revoked.name, revoked.token) == (rlock.EventKind.REVOKED, name, term)
+    assert revoked.reason is rlock.RevokeReason.RESIGNED
+    assert elected.owner and revoked.owner == elected.owner
     provider.shutdown()

@@ -124,8 +124,11 @@ func Register(client *rlock.Client, provider metric.MeterProvider, opts ...Optio
 	e.dropped = counter("rlock.events.dropped", "{event}", "Events dropped because the queue was full")
 	e.holds = gauge("rlock.holds", "{hold}", "Holds the client keeps now")
 	e.waiters = gauge("rlock.waiters", "{waiter}", "Acquires waiting for a lock now")
+	e.won = counter("rlock.elections.won", "{election}", "Times an election of the client became leader")
+	e.revoked = counter("rlock.leaderships.revoked", "{leadership}", "Leaderships that ended, by reason")
+	e.leaders = gauge("rlock.leaders", "{election}", "Elections leading now")
 	observables := []metric.Observable{e.acquires, e.releases, e.lost, e.renewals, e.reconnects,
-		e.failovers, e.redirects, e.scripts, e.dropped, e.holds, e.waiters}
+		e.failovers, e.redirects, e.scripts, e.dropped, e.holds, e.waiters, e.won, e.revoked, e.leaders}
 	if cfg.histograms {
 		bounds := rlock.HistogramBounds()
 		seconds := make([]float64, len(bounds))
@@ -156,12 +159,17 @@ func Register(client *rlock.Client, provider metric.MeterProvider, opts ...Optio
 	return &Registration{reg: reg}, nil
 }
 
+// revokeReasonNames are the rlock.revoke.reason values, indexed by rlock_revoke_reason (3,
+// expired, is the C library's, which no Go RevokeReason names yet).
+var revokeReasonNames = [...]string{1: "gone", 2: "unreachable", 3: "expired", 4: "resigned", 5: "closed", 6: "failed"}
+
 type exporter struct {
 	client *rlock.Client
 	base   []attribute.KeyValue
 
 	acquires, releases, lost, renewals, reconnects, failovers, redirects, scripts, dropped metric.Int64ObservableCounter
-	holds, waiters                                                                         metric.Int64ObservableUpDownCounter
+	won, revoked                                                                           metric.Int64ObservableCounter
+	holds, waiters, leaders                                                                metric.Int64ObservableUpDownCounter
 	histograms                                                                             []*replayed // acquire wait, hold, handoff, command; nil when left out
 
 	// Attribute sets made once: the callback only picks them.
@@ -170,6 +178,7 @@ type exporter struct {
 	released, releaseFailed     metric.MeasurementOption
 	gone, unreachable, expired  metric.MeasurementOption
 	renewed, renewFailed        metric.MeasurementOption
+	revokedBy                   [len(revokeReasonNames)]metric.MeasurementOption
 	failedByCode                map[rlock.Code]metric.MeasurementOption
 	failedMu                    sync.Mutex
 	record                      metric.RecordOption
@@ -189,6 +198,11 @@ func (e *exporter) makeSets() {
 	e.released, e.releaseFailed = outcome("released"), outcome("failed")
 	e.gone, e.unreachable, e.expired = reason("gone"), reason("unreachable"), reason("expired")
 	e.renewed, e.renewFailed = outcome("renewed"), outcome("failed")
+	for i, name := range revokeReasonNames {
+		if name != "" {
+			e.revokedBy[i] = opt(attribute.String("rlock.revoke.reason", name))
+		}
+	}
 	e.failedByCode = map[rlock.Code]metric.MeasurementOption{}
 	e.record = metric.WithAttributeSet(e.with())
 }
@@ -234,6 +248,14 @@ func (e *exporter) observe(ctx context.Context, o metric.Observer) error {
 	count(e.dropped, s.EventsDropped, e.plain)
 	o.ObserveInt64(e.holds, s.Holds, e.plain)
 	o.ObserveInt64(e.waiters, s.Waiters, e.plain)
+	count(e.won, s.ElectionsWon, e.plain)
+	// Every reason, seen or not, so that a rate over any of them starts from 0.
+	for i, name := range revokeReasonNames {
+		if name != "" {
+			count(e.revoked, s.LeadershipsRevokedByReason[rlock.RevokeReason(i)], e.revokedBy[i])
+		}
+	}
+	o.ObserveInt64(e.leaders, s.Leaders, e.plain)
 	if e.histograms != nil {
 		e.replayMu.Lock()
 		defer e.replayMu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,5 +294,92 @@ func TestStatsOffExportsNothing(t *testing.T) {
 	must(t, l.Unlock())
 	if got := collect(t, reader); len(got) != 0 {
 		t.Errorf("exported with statistics off: %v", got)
+	}
+}
+
+// An election won and resigned: the election instruments follow it, and the client's events
+// and Stats say the same.
+func TestElectionMetricsFollowAWonAndResignedLeadership(t *testing.T) {
+	c := newClient(t, redis.URL)
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer provider.Shutdown(bg)
+	_, err := rlockotel.Register(c, provider, rlockotel.WithAttributes(attribute.String("rlock.client", "el")))
+	must(t, err)
+	var mu sync.Mutex
+	var events []rlock.Event
+	must(t, c.SetEventHandler(func(ev rlock.Event) {
+		if ev.Kind == rlock.EventElected || ev.Kind == rlock.EventRevoked {
+			mu.Lock()
+			events = append(events, ev)
+			mu.Unlock()
+		}
+	}))
+
+	name := fmt.Sprintf("otel-election:%d", time.Now().UnixNano())
+	e, err := c.NewElection(name)
+	must(t, err)
+	defer e.Close()
+	term, err := e.Campaign(bg)
+	must(t, err)
+	revokedZero := map[string]int64{"rlock.revoke.reason=gone": 0, "rlock.revoke.reason=unreachable": 0,
+		"rlock.revoke.reason=expired": 0, "rlock.revoke.reason=resigned": 0,
+		"rlock.revoke.reason=closed": 0, "rlock.revoke.reason=failed": 0}
+	check := func(won, leaders int64, revoked map[string]int64) {
+		t.Helper()
+		got := collect(t, reader)
+		if have := series(t, got["rlock.elections.won"], "el", true); !reflect.DeepEqual(have, map[string]int64{"": won}) {
+			t.Errorf("rlock.elections.won: %v, want %d", have, won)
+		}
+		if have := series(t, got["rlock.leaders"], "el", false); !reflect.DeepEqual(have, map[string]int64{"": leaders}) {
+			t.Errorf("rlock.leaders: %v, want %d", have, leaders)
+		}
+		if have := series(t, got["rlock.leaderships.revoked"], "el", true); !reflect.DeepEqual(have, revoked) {
+			t.Errorf("rlock.leaderships.revoked: %v, want %v", have, revoked)
+		}
+		for name, unit := range map[string]string{"rlock.elections.won": "{election}",
+			"rlock.leaders": "{election}", "rlock.leaderships.revoked": "{leadership}"} {
+			if got[name].Unit != unit {
+				t.Errorf("%s: unit %q, want %q", name, got[name].Unit, unit)
+			}
+		}
+	}
+	check(1, 1, revokedZero)
+
+	must(t, e.Resign())
+	resigned := map[string]int64{}
+	for k, v := range revokedZero {
+		resigned[k] = v
+	}
+	resigned["rlock.revoke.reason=resigned"] = 1
+	check(1, 0, resigned)
+	s, err := c.Stats()
+	must(t, err)
+	if s.ElectionsWon != 1 || s.Leaders != 0 || s.LeadershipsRevoked != 1 ||
+		!reflect.DeepEqual(s.LeadershipsRevokedByReason, map[rlock.RevokeReason]uint64{rlock.RevokedResigned: 1}) {
+		t.Errorf("stats: won %d leaders %d revoked %d by reason %v", s.ElectionsWon, s.Leaders,
+			s.LeadershipsRevoked, s.LeadershipsRevokedByReason)
+	}
+
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := len(events)
+		mu.Unlock()
+		if n >= 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 2 {
+		t.Fatalf("events %+v, want ELECTED then REVOKED", events)
+	}
+	el, rv := events[0], events[1]
+	if el.Kind != rlock.EventElected || el.Name != name || el.Token != term || el.Owner == "" {
+		t.Errorf("elected event %+v, want term %d", el, term)
+	}
+	if rv.Kind != rlock.EventRevoked || rv.Name != name || rv.Token != term ||
+		rv.RevokeReason() != rlock.RevokedResigned || rv.Owner != el.Owner {
+		t.Errorf("revoked event %+v, want term %d reason resigned", rv, term)
 	}
 }

@@ -593,6 +593,8 @@ RLOCK_API const int64_t *rlock_histogram_bounds_us(void);
 
 /* Indexes of rlock_stats.acquires_failed_by_code: the negated status code (ECONN -> 5). */
 #define RLOCK_STATS_CODES 32
+/* Slots of rlock_stats.leaderships_revoked_by_reason (version 2): rlock_revoke_reason values. */
+#define RLOCK_STATS_REVOKE_REASONS 8
 
 typedef struct rlock_stats {
   unsigned int version; /* set by the caller: RLOCK_STATS_VERSION */
@@ -627,9 +629,16 @@ typedef struct rlock_stats {
                                    arrival to the grant */
   rlock_histogram command_rtt;  /* commands (a pipelined batch counts once): from the send to
                                    the reply */
+  /* version 2: leader elections of this client (rlock_election_*, docs/leader.md). Counted
+   * whether or not the election has callbacks. */
+  uint64_t elections_won;       /* times one of its candidates became leader */
+  uint64_t leaderships_revoked; /* leaderships that ended, for any reason (the sum below) */
+  /* [rlock_revoke_reason]; [0] and reasons not used stay 0 */
+  uint64_t leaderships_revoked_by_reason[RLOCK_STATS_REVOKE_REASONS];
+  int64_t leaders; /* gauge: its elections that lead now (won minus revoked) */
 } rlock_stats;
 
-#define RLOCK_STATS_VERSION 1
+#define RLOCK_STATS_VERSION 2
 
 /* Fills `out` (out->version must be set; fields of later versions are left alone) with a
  * snapshot of the client's statistics. Any thread; no I/O; costs about a microsecond. Counters
@@ -648,7 +657,12 @@ typedef enum rlock_event_kind {
   RLOCK_EVENT_FAILOVER = 5,       /* detail = the new master "host:port" */
   RLOCK_EVENT_REDIRECT = 6,       /* detail = "MOVED <slot> <host:port>" or "ASK ..." */
   RLOCK_EVENT_KEY_EXPIRED = 7,    /* name: a key that expired (rlock_client_watch_key_events) */
-  RLOCK_EVENT_KEY_DELETED = 8     /* name: a key that was deleted (DEL, UNLINK, an unlock) */
+  RLOCK_EVENT_KEY_DELETED = 8,    /* name: a key that was deleted (DEL, UNLINK, an unlock) */
+  RLOCK_EVENT_ELECTED = 9,        /* name, owner: an election of the client became leader;
+                                     token = the term */
+  RLOCK_EVENT_REVOKED = 10        /* name, owner: its leadership ended, token = the term,
+                                     reason = rlock_revoke_reason; token 0 when a campaign ended
+                                     without leading (reasons CLOSED, FAILED) */
 } rlock_event_kind;
 
 /* Made by the library, borrowed by the callback for the duration of the call. Fields are only
@@ -663,8 +677,9 @@ typedef struct rlock_event {
   size_t owner_len;
   int64_t thread_id;   /* the owner's thread id, 0 when none */
   int64_t duration_us; /* ACQUIRED: waited; RELEASED: held; else 0 */
-  int64_t token;       /* ACQUIRED: the fencing token, 0 when none */
-  int reason;          /* LOST: rlock_lost_reason; RENEWAL_FAILED: rlock_error_code; else 0 */
+  int64_t token;       /* ACQUIRED: the fencing token, 0 when none; ELECTED, REVOKED: the term */
+  int reason;          /* LOST: rlock_lost_reason; RENEWAL_FAILED: rlock_error_code;
+                          REVOKED: rlock_revoke_reason; else 0 */
   const char *detail;  /* see the kinds; empty when none */
   size_t detail_len;
 } rlock_event;

@@ -134,6 +134,8 @@ class Lock : public std::enable_shared_from_this<Lock> {
 
   const std::string& name() const { return name_; }
   Client& client() { return *client_; }
+  // The hash field of the owner with this thread id.
+  std::string owner_field(int64_t thread_id) const;
 
  private:
   class Wait;  // a waiting acquire (lock_wait.cpp)
@@ -190,8 +192,6 @@ class Lock : public std::enable_shared_from_this<Lock> {
   // Runs `body` on a library thread and hands its outcome to `done`.
   int run_async(std::function<int()> body, Completion done);
   void leave_queue(const Plan& plan);
-  // The hash field of the owner with this thread id.
-  std::string owner_field(int64_t thread_id) const;
   // "<client id or owner id's UUID>:<thread id>", before the kind's suffix.
   std::string base_owner(int64_t resolved_thread_id) const;
   int give_up(int last_code, int64_t wait_ms);

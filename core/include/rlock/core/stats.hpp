@@ -47,7 +47,8 @@ class Histogram {
 
 class Stats {
  public:
-  static constexpr size_t kCodes = 32;  // acquire failures by negated status code
+  static constexpr size_t kCodes = 32;         // acquire failures by negated status code
+  static constexpr size_t kRevokeReasons = 8;  // leaderships revoked by RevokeReason
   using Counter = std::atomic<uint64_t>;
 
   static void add(Counter& c, uint64_t n = 1) { c.fetch_add(n, std::memory_order_relaxed); }
@@ -56,6 +57,9 @@ class Stats {
   void acquire_ended(int code, std::chrono::steady_clock::time_point start);
   void release_ended(int code) { add(code == 0 ? releases : releases_failed); }
   void lost(int reason);
+  // An election of this client became leader, or its leadership ended for `reason`.
+  void elected();
+  void revoked(int reason);
 
   Counter acquires_granted{0};
   Counter acquires_timed_out{0};
@@ -74,7 +78,10 @@ class Stats {
   Counter cluster_redirects{0};
   Counter scripts_sent{0};
   Counter events_dropped{0};
+  Counter elections_won{0};
+  std::array<Counter, kRevokeReasons> leaderships_revoked{};  // [reason]; [0] other reasons
   std::atomic<int64_t> waiters{0};
+  std::atomic<int64_t> leaders{0};
 
   Histogram acquire_wait;
   Histogram hold;
@@ -91,7 +98,9 @@ struct Event {
     Failover = 5,
     Redirect = 6,
     KeyExpired = 7,  // Client::watch_key_events: a key of the client's names expired
-    KeyDeleted = 8   // ... or was deleted
+    KeyDeleted = 8,  // ... or was deleted
+    Elected = 9,     // an election of the client became leader: token = the term
+    Revoked = 10     // ... its leadership (or campaign: token 0) ended: reason = RevokeReason
   };
   Kind kind = Acquired;
   int64_t unix_time_us = 0;  // filled by Events::emit

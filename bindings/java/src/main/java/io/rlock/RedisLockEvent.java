@@ -28,7 +28,14 @@ public final class RedisLockEvent {
     /** A key of the client's names expired (see {@code addListener}): name. */
     KEY_EXPIRED,
     /** A key of the client's names was deleted (see {@code addListener}): name. */
-    KEY_DELETED;
+    KEY_DELETED,
+    /** An election of the client became leader: name, owner, threadId, token (the term). */
+    ELECTED,
+    /**
+     * An election's leadership ended: name, owner, threadId, token (the term; 0 when a campaign
+     * ended without leading), revokeReason.
+     */
+    REVOKED;
 
     static Kind of(int value) {
       Kind[] kinds = values();
@@ -97,14 +104,14 @@ public final class RedisLockEvent {
     return kind == Kind.RELEASED ? duration : Duration.ZERO;
   }
 
-  /** ACQUIRED of a fenced lock: its fencing token; otherwise 0. */
+  /** ACQUIRED of a fenced lock: its fencing token; ELECTED, REVOKED: the term; otherwise 0. */
   public long getToken() {
     return token;
   }
 
   /**
    * The raw reason: for LOST the lost reason (rlock_lost_reason), for RENEWAL_FAILED the status
-   * code; otherwise 0.
+   * code, for REVOKED the revoke reason (rlock_revoke_reason); otherwise 0.
    */
   public int getReason() {
     return reason;
@@ -113,6 +120,19 @@ public final class RedisLockEvent {
   /** LOST: why; otherwise null. */
   public LostReason getLostReason() {
     return kind == Kind.LOST ? LostReason.of(reason) : null;
+  }
+
+  /** REVOKED: why (null for a reason this binding does not know); otherwise null. */
+  public RevokeReason getRevokeReason() {
+    if (kind != Kind.REVOKED) {
+      return null;
+    }
+    for (RevokeReason r : RevokeReason.values()) {
+      if (r.code == reason) {
+        return r;
+      }
+    }
+    return null;
   }
 
   /** RENEWAL_FAILED: the status code ({@link RedisLockException#getCode()}); otherwise 0. */
@@ -131,6 +151,8 @@ public final class RedisLockEvent {
         + (kind == Kind.ACQUIRED ? " waited " + duration + " token " + token : "")
         + (kind == Kind.RELEASED ? " held " + duration : "")
         + (kind == Kind.LOST ? " " + getLostReason() : "")
+        + (kind == Kind.ELECTED ? " term " + token : "")
+        + (kind == Kind.REVOKED ? " term " + token + " " + getRevokeReason() : "")
         + (detail.isEmpty() ? "" : " " + detail) + "}";
   }
 }

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -27,6 +28,8 @@ public final class RedisLockStats {
   private final Histogram hold;
   private final Histogram handoff;
   private final Histogram commandRoundTrip;
+  private final int elections; // where the election figures start
+  private final Map<RevokeReason, Long> revokedByReason;
 
   RedisLockStats(long[] values, List<Duration> bounds) {
     this.values = values;
@@ -46,6 +49,16 @@ public final class RedisLockStats {
     hold = new Histogram(values, at + size, buckets, bounds);
     handoff = new Histogram(values, at + 2 * size, buckets, bounds);
     commandRoundTrip = new Histogram(values, at + 3 * size, buckets, bounds);
+    elections = at + 4 * size;
+    int reasons = (int) values[NativeClient.STATS_REVOKE_REASONS];
+    Map<RevokeReason, Long> revoked = new EnumMap<>(RevokeReason.class);
+    for (RevokeReason reason : RevokeReason.values()) {
+      long n = reason.code < reasons ? values[elections + 2 + reason.code] : 0;
+      if (n != 0) {
+        revoked.put(reason, n);
+      }
+    }
+    revokedByReason = Collections.unmodifiableMap(revoked);
   }
 
   /**
@@ -156,6 +169,43 @@ public final class RedisLockStats {
     return values[NativeClient.STATS_WAITERS];
   }
 
+  /**
+   * Times an election of this client ({@link LeaderLatch}) became leader; counted whether or
+   * not it has listeners.
+   */
+  public long getElectionsWon() {
+    return values[elections];
+  }
+
+  /** Leaderships of this client's elections that ended, for any reason. */
+  public long getLeadershipsRevoked() {
+    return values[elections + 1];
+  }
+
+  /** Leaderships that ended for a reason. */
+  public long getLeadershipsRevoked(RevokeReason reason) {
+    return revokedByReason.getOrDefault(reason, 0L);
+  }
+
+  /**
+   * Leaderships that ended for a reason given by its rlock.h value (rlock_revoke_reason), 0 for
+   * a value out of range: for the reasons {@link RevokeReason} does not name.
+   */
+  public long getLeadershipsRevokedByCode(int reason) {
+    int reasons = (int) values[NativeClient.STATS_REVOKE_REASONS];
+    return reason >= 0 && reason < reasons ? values[elections + 2 + reason] : 0;
+  }
+
+  /** Leaderships that ended, by reason, for the reasons seen at least once. Unmodifiable. */
+  public Map<RevokeReason, Long> getLeadershipsRevokedByReason() {
+    return revokedByReason;
+  }
+
+  /** Gauge: elections of this client that lead now. */
+  public long getLeaders() {
+    return values[elections + 2 + (int) values[NativeClient.STATS_REVOKE_REASONS]];
+  }
+
   /** Granted acquires: from the call to the grant. */
   public Histogram getAcquireWait() {
     return acquireWait;
@@ -181,7 +231,8 @@ public final class RedisLockStats {
     return "RedisLockStats{enabled=" + isEnabled() + ", granted=" + getAcquiresGranted()
         + ", timedOut=" + getAcquiresTimedOut() + ", canceled=" + getAcquiresCanceled()
         + ", failed=" + failedByCode + ", releases=" + getReleases() + ", releasesFailed="
-        + getReleasesFailed() + ", holds=" + getHolds() + ", waiters=" + getWaiters() + "}";
+        + getReleasesFailed() + ", holds=" + getHolds() + ", waiters=" + getWaiters()
+        + ", electionsWon=" + getElectionsWon() + ", leaders=" + getLeaders() + "}";
   }
 
   /**

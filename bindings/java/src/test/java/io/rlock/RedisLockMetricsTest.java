@@ -27,6 +27,7 @@ class RedisLockMetricsTest extends ClientTestBase {
   static final Set<String> NAMES = Set.of("rlock.acquires", "rlock.releases", "rlock.locks.lost",
       "rlock.renewals", "rlock.reconnects", "rlock.failovers", "rlock.cluster.redirects",
       "rlock.scripts", "rlock.events.dropped", "rlock.holds", "rlock.waiters",
+      "rlock.elections.won", "rlock.leaderships.revoked", "rlock.leaders",
       "rlock.acquire.wait.duration", "rlock.hold.duration", "rlock.handoff.duration",
       "rlock.command.duration", "rlock.acquire.wait.duration.bucket", "rlock.hold.duration.bucket",
       "rlock.handoff.duration.bucket", "rlock.command.duration.bucket");
@@ -51,7 +52,8 @@ class RedisLockMetricsTest extends ClientTestBase {
         assertEquals("orders", m.getId().getTag("rlock.client"), m.getId().toString());
         for (io.micrometer.core.instrument.Tag t : m.getId().getTags()) {
           assertTrue(Set.of("rlock.client", "rlock.outcome", "error.type", "rlock.lost.reason",
-              "le").contains(t.getKey()), "no lock name as a tag: " + m.getId());
+              "rlock.revoke.reason", "le").contains(t.getKey()),
+              "no lock name as a tag: " + m.getId());
         }
       }
       assertEquals(new TreeSet<>(NAMES), names);
@@ -120,6 +122,65 @@ class RedisLockMetricsTest extends ClientTestBase {
     } finally {
       c.close();
     }
+  }
+
+  static final List<String> REVOKE_REASONS =
+      List.of("gone", "unreachable", "expired", "resigned", "closed", "failed");
+
+  /** A leadership won, then resigned: the election meters, stats() and the events agree. */
+  @Test
+  void electionMetersFollowAWonAndResignedLeadership() throws Exception {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    new RedisLockMetrics(client, Tags.of("rlock.client", "orders")).bindTo(registry);
+    java.util.concurrent.LinkedBlockingQueue<RedisLockEvent> events =
+        new java.util.concurrent.LinkedBlockingQueue<>();
+    client.setEventListener(e -> {
+      if (e.getKind() == RedisLockEvent.Kind.ELECTED
+          || e.getKind() == RedisLockEvent.Kind.REVOKED) {
+        events.add(e);
+      }
+    });
+    String name = "metrics-election-" + System.nanoTime();
+    LeaderLatch latch = client.leaderLatch(name);
+    long term;
+    try {
+      latch.start();
+      term = latch.await();
+      assertEquals(1.0, counter(registry, "rlock.elections.won"));
+      assertEquals(1.0, registry.get("rlock.leaders").gauge().value());
+      for (String reason : REVOKE_REASONS) {
+        assertEquals(0.0, counter(registry, "rlock.leaderships.revoked", "rlock.revoke.reason",
+            reason), reason);
+      }
+    } finally {
+      latch.close(); // resigns
+    }
+    assertEquals(1.0, counter(registry, "rlock.elections.won"));
+    assertEquals(0.0, registry.get("rlock.leaders").gauge().value());
+    for (String reason : REVOKE_REASONS) {
+      assertEquals(reason.equals("resigned") ? 1.0 : 0.0,
+          counter(registry, "rlock.leaderships.revoked", "rlock.revoke.reason", reason), reason);
+    }
+    RedisLockStats s = client.stats();
+    assertEquals(1, s.getElectionsWon());
+    assertEquals(1, s.getLeadershipsRevoked());
+    assertEquals(0, s.getLeaders());
+    assertEquals(Map.of(RevokeReason.RESIGNED, 1L), s.getLeadershipsRevokedByReason());
+    assertEquals(1, s.getLeadershipsRevokedByCode(4));
+
+    RedisLockEvent elected = events.poll(10, TimeUnit.SECONDS);
+    RedisLockEvent revoked = events.poll(10, TimeUnit.SECONDS);
+    assertTrue(elected != null && revoked != null, "events: " + elected + " " + revoked);
+    assertEquals(RedisLockEvent.Kind.ELECTED, elected.getKind());
+    assertEquals(name, elected.getName());
+    assertEquals(term, elected.getToken());
+    assertNull(elected.getRevokeReason());
+    assertEquals(RedisLockEvent.Kind.REVOKED, revoked.getKind());
+    assertEquals(name, revoked.getName());
+    assertEquals(term, revoked.getToken());
+    assertEquals(RevokeReason.RESIGNED, revoked.getRevokeReason());
+    assertTrue(!elected.getOwner().isEmpty() && elected.getOwner().equals(revoked.getOwner()));
+    client.setEventListener(null);
   }
 
   @Test

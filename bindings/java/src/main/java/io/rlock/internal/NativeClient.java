@@ -160,6 +160,11 @@ public final class NativeClient implements AutoCloseable {
   public static final int STATS_CODES = 19;
   /** RLOCK_HISTOGRAM_BUCKETS: per histogram, count, sum_us and this many buckets follow. */
   public static final int STATS_BUCKETS = 20;
+  /**
+   * RLOCK_STATS_REVOKE_REASONS: after the histograms come elections won, leaderships revoked,
+   * this many revoked by reason ([reason]) and the leaders gauge.
+   */
+  public static final int STATS_REVOKE_REASONS = 21;
   /** Where the failures by code start ([-code]); the four histograms follow them. */
   public static final int STATS_HEAD = 22;
 

@@ -37,8 +37,10 @@ import java.util.function.ToDoubleFunction;
  *       failed), {@code rlock.locks.lost} ({@code rlock.lost.reason} = gone, unreachable,
  *       expired), {@code rlock.renewals} (renewed, failed), {@code rlock.reconnects},
  *       {@code rlock.failovers}, {@code rlock.cluster.redirects}, {@code rlock.scripts},
- *       {@code rlock.events.dropped};</li>
- *   <li>Gauges {@code rlock.holds} and {@code rlock.waiters};</li>
+ *       {@code rlock.events.dropped}, {@code rlock.elections.won},
+ *       {@code rlock.leaderships.revoked} ({@code rlock.revoke.reason} = gone, unreachable,
+ *       expired, resigned, closed, failed);</li>
+ *   <li>Gauges {@code rlock.holds}, {@code rlock.waiters} and {@code rlock.leaders};</li>
  *   <li>for each histogram ({@code rlock.acquire.wait.duration}, {@code rlock.hold.duration},
  *       {@code rlock.handoff.duration}, {@code rlock.command.duration}) a FunctionTimer with the
  *       client's exact count and total time.</li>
@@ -130,9 +132,18 @@ public final class RedisLockMetrics implements MeterBinder {
         RedisLockStats::getScriptsSent);
     counter(registry, reader, "rlock.events.dropped", "Events dropped because the queue was full",
         RedisLockStats::getEventsDropped);
+    counter(registry, reader, "rlock.elections.won",
+        "Times an election of the client became leader", RedisLockStats::getElectionsWon);
+    for (String[] reason : REVOKE_REASONS) {
+      int code = Integer.parseInt(reason[0]);
+      counter(registry, reader, "rlock.leaderships.revoked", "Leaderships that ended, by reason",
+          s -> s.getLeadershipsRevokedByCode(code), "rlock.revoke.reason", reason[1]);
+    }
     gauge(registry, reader, "rlock.holds", "Holds the client keeps now", RedisLockStats::getHolds);
     gauge(registry, reader, "rlock.waiters", "Acquires waiting for a lock now",
         RedisLockStats::getWaiters);
+    gauge(registry, reader, "rlock.leaders", "Elections leading now",
+        RedisLockStats::getLeaders);
     histogram(registry, reader, "rlock.acquire.wait.duration",
         "Wait of granted acquires, from the call to the grant", RedisLockStats::getAcquireWait);
     histogram(registry, reader, "rlock.hold.duration",
@@ -143,6 +154,11 @@ public final class RedisLockMetrics implements MeterBinder {
     histogram(registry, reader, "rlock.command.duration",
         "Redis commands, from the send to the reply", RedisLockStats::getCommandRoundTrip);
   }
+
+  // rlock_revoke_reason values and their tag values, every one the C library has (3, expired,
+  // has no RevokeReason constant, so the counts are read by code).
+  private static final String[][] REVOKE_REASONS = {{"1", "gone"}, {"2", "unreachable"},
+      {"3", "expired"}, {"4", "resigned"}, {"5", "closed"}, {"6", "failed"}};
 
   /** The client's latest stats; the last ones read once it is closed. */
   private static final class Reader {
