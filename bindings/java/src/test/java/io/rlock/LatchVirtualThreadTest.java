@@ -20,9 +20,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * 200 virtual threads awaiting one latch, and virtual threads contending for a semaphore, in a
- * child JVM of Java 21+ (found as VirtualThreadTest finds it; skipped without one), with the
- * default scheduler and with a single carrier.
+ * 200 virtual threads awaiting one latch, virtual threads contending for a semaphore, and
+ * LeaderSelectors whose bodies run on virtual threads, in a child JVM of Java 21+ (found as
+ * VirtualThreadTest finds it; skipped without one), with the default scheduler and with a
+ * single carrier.
  */
 @Timeout(300)
 class LatchVirtualThreadTest {
@@ -78,6 +79,11 @@ class LatchVirtualThreadTest {
     assertEquals(50, Integer.parseInt(VirtualThreadTest.result(results, "sem_done")));
     assertTrue(Integer.parseInt(VirtualThreadTest.result(results, "sem_most_inside")) <= 2);
     assertEquals(2, Integer.parseInt(VirtualThreadTest.result(results, "sem_available_after")));
+    // LeaderSelector bodies on virtual threads: one at a time, terms growing, all of them led.
+    assertEquals(20, Integer.parseInt(VirtualThreadTest.result(results, "leaders_led")));
+    assertEquals(1, Integer.parseInt(VirtualThreadTest.result(results, "leaders_most_inside")));
+    assertEquals(20, Integer.parseInt(VirtualThreadTest.result(results, "leaders_on_virtual")));
+    assertEquals(0, Integer.parseInt(VirtualThreadTest.result(results, "leaders_terms_down")));
   }
 
   @Test

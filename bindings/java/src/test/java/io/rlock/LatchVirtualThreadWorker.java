@@ -25,6 +25,7 @@ public final class LatchVirtualThreadWorker {
     try (RedisLockClient client = RedisLockClient.create(url)) {
       latch(client, prefix + ":latch", waiters);
       semaphore(client, prefix + ":sem", 50);
+      leaders(client, prefix + ":leader", 20);
     }
     System.out.println("end");
   }
@@ -108,6 +109,55 @@ public final class LatchVirtualThreadWorker {
     VirtualThreadWorker.report("sem_done", done.get());
     VirtualThreadWorker.report("sem_most_inside", most.get());
     VirtualThreadWorker.report("sem_available_after", sem.availablePermits());
+    VirtualThreadWorker.settle();
+  }
+
+  /**
+   * LeaderSelectors, each leading once: their takeLeadership bodies run on virtual threads, one
+   * at a time, with terms that grow.
+   */
+  static void leaders(RedisLockClient client, String name, int candidates) throws Exception {
+    java.lang.reflect.Method isVirtual = Thread.class.getMethod("isVirtual");
+    CountDownLatch led = new CountDownLatch(candidates);
+    AtomicInteger inside = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    AtomicInteger onVirtual = new AtomicInteger();
+    AtomicInteger termsDown = new AtomicInteger();
+    java.util.concurrent.atomic.AtomicLong lastTerm = new java.util.concurrent.atomic.AtomicLong();
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    java.util.List<LeaderSelector> selectors = new java.util.ArrayList<>();
+    for (int i = 0; i < candidates; i++) {
+      LeaderSelector selector = client.leaderSelector(name, context -> {
+        try {
+          most.accumulateAndGet(inside.incrementAndGet(), Math::max);
+          if ((Boolean) isVirtual.invoke(Thread.currentThread())) {
+            onVirtual.incrementAndGet();
+          }
+          if (lastTerm.getAndSet(context.term()) >= context.term()) {
+            termsDown.incrementAndGet();
+          }
+          Thread.sleep(2);
+          inside.decrementAndGet();
+        } catch (Throwable t) {
+          failure.compareAndSet(null, t);
+        } finally {
+          led.countDown();
+        }
+      });
+      selectors.add(selector);
+      selector.start();
+    }
+    VirtualThreadWorker.await(led, "the leaders");
+    for (LeaderSelector selector : selectors) {
+      selector.close();
+    }
+    if (failure.get() != null) {
+      throw new AssertionError("a leader failed", failure.get());
+    }
+    VirtualThreadWorker.report("leaders_led", candidates);
+    VirtualThreadWorker.report("leaders_most_inside", most.get());
+    VirtualThreadWorker.report("leaders_on_virtual", onVirtual.get());
+    VirtualThreadWorker.report("leaders_terms_down", termsDown.get());
     VirtualThreadWorker.settle();
   }
 }
