@@ -543,6 +543,10 @@ class Lock:
         state = await _off_loop(self._lock._checked().query, self._owners.current())
         return _ttl_seconds(state.ttl_ms)
 
+    async def holder(self) -> Optional[_client.Holder]:
+        """Who holds the lock now and since when (see ``rlock.Lock.holder``); None when free."""
+        return await _off_loop(self._lock.holder)
+
     async def force_unlock(self) -> bool:
         """Deletes the lock whoever holds it; True if it was locked."""
         return await _off_loop(self._lock._checked().force_unlock)

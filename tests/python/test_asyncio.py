@@ -221,6 +221,30 @@ def test_fenced_token_per_task(aclient, name):
     assert 0 < first < second
 
 
+def test_holder_names_the_holding_process(aclient, name):
+    """``await lock.holder()``: the holding process and its first acquire, listed once the hold
+    is a second old; None when free."""
+    import os
+
+    lock = aclient.lock(name)
+
+    async def main():
+        assert await lock.holder() is None
+        async with lock:
+            started = time.time()
+            while True:
+                h = await lock.holder()
+                if h.since is not None or time.time() - started > 5:
+                    break
+                await asyncio.sleep(0.02)
+        return h, await lock.holder()
+
+    held, after = run(main())
+    assert (held.host, held.pid) == (socket.gethostname(), os.getpid())
+    assert held.since is not None and held.owner.startswith(aclient.id + ":")
+    assert after is None
+
+
 def test_read_write_lock_tasks(aclient, name):
     rw = aclient.read_write_lock(name)
 
