@@ -381,8 +381,8 @@ void Holds::start_holder_round_locked(Clock::time_point now) {
 }
 
 // A round of the holder record: the lines of holds that reached kHolderMinAge since the last
-// one, the deletions of released ones, and a third of a lease apart (or when the record may
-// be gone) all of it again with the client's fields and a new expiry.
+// one and the deletions of released ones; a third of a lease apart, a new expiry (which also
+// finds a record Redis lost: the next round writes it whole again).
 void Holds::write_holder_record() {
   const Clock::time_point start = Clock::now();
   HolderRound round;
@@ -390,51 +390,59 @@ void Holds::write_holder_record() {
     std::lock_guard<std::mutex> lock(mutex_);
     take_holder_round_locked(start, &round);
   }
+  const std::string lease_text = std::to_string(config_.watchdog_lease_ms);
+  const Args expire{"PEXPIRE", holder_key_, lease_text};
   std::vector<Args> commands;
+  // Asked first, so that the answer tells whether the record was still there.
+  const bool probe = round.full && !round.whole;
+  if (probe) commands.push_back(expire);
   if (!round.drops.empty()) {
     Args del{"HDEL", holder_key_};
     del.insert(del.end(), round.drops.begin(), round.drops.end());
     commands.push_back(std::move(del));
   }
-  // A full round without a hold to list writes nothing: the record may expire.
-  const std::string lease_text = std::to_string(config_.watchdog_lease_ms);
-  if (!round.listed.empty()) {
-    commands.push_back(round.set);
-    if (round.full) commands.push_back({"PEXPIRE", holder_key_, lease_text});
-  }
+  // Every write carries the client's fields and an expiry: a record Redis lost since the
+  // last round is never made again without them.
+  const bool writes = !round.listed.empty();
+  if (writes) commands.push_back(round.set);
+  if (writes || round.full) commands.push_back(expire);
   bool ok = true;
+  bool missing = false;
   if (!commands.empty()) {
     try {
-      for (const Reply& r :
-           transport_.run_batch(commands, start + ms(config_.command_timeout_ms))) {
-        if (r.is_error()) ok = false;
-      }
+      const std::vector<Reply> replies =
+          transport_.run_batch(commands, start + ms(config_.command_timeout_ms));
+      for (const Reply& r : replies) ok = ok && !r.is_error();
+      missing = probe && ok && replies.front().integer == 0;
     } catch (const Error&) {
       ok = false;
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  end_holder_round_locked(start, round, ok);
+  end_holder_round_locked(start, round, ok, missing);
 }
 
 void Holds::take_holder_round_locked(Clock::time_point start, HolderRound* round) {
   round->drops.swap(holder_drops_);
-  round->full = start >= holder_refresh_at_;
+  round->whole = holder_whole_;
+  round->full = round->whole || start >= holder_refresh_at_;
   round->set = {"HSET", holder_key_};
-  if (round->full)
-    round->set.insert(round->set.end(), holder_fields_.begin(), holder_fields_.end());
+  round->set.insert(round->set.end(), holder_fields_.begin(), holder_fields_.end());
   for (auto& [key, h] : holds_) {
     if (h.lost || !mine_locked(key) || start - h.held_since < kHolderMinAge) continue;
-    if (h.recorded && !round->full) continue;
+    if (h.recorded && !round->whole) continue;
     round->set.push_back(round->texts.emplace_back(
         since_field(key.second.substr(holder_owner_prefix_.size()), key.first)));
     round->set.push_back(round->texts.emplace_back(std::to_string(h.since_unix_ms)));
     h.recording = true;
     round->listed.emplace_back(key, h.generation);
   }
+  // A whole round with no hold to list writes nothing: there is nobody to name.
+  if (round->whole && round->listed.empty()) round->whole = round->full = false;
 }
 
-void Holds::end_holder_round_locked(Clock::time_point start, const HolderRound& round, bool ok) {
+void Holds::end_holder_round_locked(Clock::time_point start, const HolderRound& round, bool ok,
+                                    bool missing) {
   holder_writing_ = false;
   for (const auto& [key, generation] : round.listed) {
     auto it = holds_.find(key);
@@ -442,15 +450,19 @@ void Holds::end_holder_round_locked(Clock::time_point start, const HolderRound& 
     it->second.recording = false;
     if (ok) it->second.recorded = true;
   }
-  if (ok && round.full && !round.listed.empty()) {
+  if (ok && round.whole) {
     holder_written_ = true;
-    holder_refresh_at_ = saturating_after(start, config_.watchdog_lease_ms / 3);
+    holder_whole_ = false;
   }
-  if (!ok) {
-    if (holder_drops_.size() + round.drops.size() <= kMaxHolderDrops) {
-      holder_drops_.insert(holder_drops_.begin(), round.drops.begin(), round.drops.end());
-    }
-    holder_refresh_at_ = Clock::time_point::min();  // the record may be gone: all of it again
+  if (ok && round.full) holder_refresh_at_ = saturating_after(start, config_.watchdog_lease_ms / 3);
+  if (!ok || missing) {
+    // The record may be gone (Redis restarted, failed over, evicted it): all of it again.
+    holder_whole_ = true;
+    holder_refresh_at_ = Clock::time_point::min();
+    for (auto& [key, h] : holds_) h.recorded = false;
+  }
+  if (!ok && holder_drops_.size() + round.drops.size() <= kMaxHolderDrops) {
+    holder_drops_.insert(holder_drops_.begin(), round.drops.begin(), round.drops.end());
   }
   // The next round: the refresh while anything is listed, a hold reaching its minimum age,
   // or (after a failure) a retry.

@@ -222,6 +222,35 @@ TEST(Inspect, HolderRecordNamesHostPidCommandAndSince) {
   EXPECT_FALSE(redis.exists(record)) << "freeing the client leaves its holder record";
 }
 
+// A record Redis lost (a restart, a failover, an eviction) is written whole again at the next
+// renewal of its expiry, a third of the watchdog lease later, with the hold's first time.
+TEST(Inspect, HolderRecordComesBackAfterRedisLostIt) {
+  auto c = it::make_client(it::ClientSettings{3000, 0, 0});
+  const std::string name = rlock_test::unique_name("inspect-holder-lost");
+  rlock_test::LockKeys keys(name);
+  RedisConn redis(rlock_test::test_redis_url());
+  const std::string record = std::string("rlock_holder:{") + rlock_client_id(c.get()) + "}";
+  it::Lock lock = it::make_lock(c.get(), name, 0);  // the watchdog renews it
+  ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+  int64_t since = -1;
+  ASSERT_TRUE(wait_for([&] {
+    Info info = inspect(c.get(), name);
+    since = info->holders_len == 1 ? info->holders[0].since_ms : -1;
+    return since >= 0;
+  }));
+  ASSERT_EQ(redis.del(record), 1);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        Info info = inspect(c.get(), name);
+        return info->holders_len == 1 && info->holders[0].known &&
+               info->holders[0].since_ms == since;
+      },
+      4000))
+      << "the lost record was not written again";
+  EXPECT_GT(redis.pttl(record), 0);
+  ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK);
+}
+
 TEST(Inspect, FairWithTwoQueuedWaiters) {
   auto c = it::make_client();
   const std::string name = rlock_test::unique_name("inspect-fair");

@@ -150,11 +150,11 @@ class Holds {
   // client's `fields` (host, pid, command, start time: name/value pairs) and, per hold of an
   // owner starting with `owner_prefix` (this client's id and ':') once it is a second old,
   // when it was first acquired (since_field, epoch ms). The renewer thread writes new lines as
-  // holds reach that age, deletes a line when its hold goes, and rewrites it all a third of the
-  // watchdog lease apart while anything is listed, so it expires a lease after the client stops
-  // holding or dies. Never on a caller's path, nothing of a lock's own keys, and nothing at all
-  // for holds shorter than a second. A failed write (an ACL refusing the key, Redis
-  // unreachable) changes nothing else.
+  // holds reach that age, deletes a line when its hold goes, and gives it a new expiry a third of
+  // the watchdog lease apart while anything is listed (writing it whole again when Redis lost
+  // it), so it expires a lease after the client stops holding or dies. Never on a caller's path,
+  // nothing of a lock's own keys, and nothing at all for holds shorter than a second. A failed
+  // write (an ACL refusing the key, Redis unreachable) changes nothing else.
   void set_holder_record(std::string key, std::string owner_prefix,
                          std::vector<std::string> fields);
   // Whether a write of the record was answered (the client's close then deletes it).
@@ -229,10 +229,12 @@ class Holds {
     std::deque<std::string> texts;      // what `set`'s views point at (a deque: they stay put)
     std::vector<std::string_view> set;  // HSET of the record (an Args)
     std::vector<std::pair<Key, uint64_t>> listed;  // the holds in `set`, with their generation
-    bool full = false;  // the client's fields, every hold and a new expiry
+    bool whole = false;  // the client's fields and every hold (the record may be missing)
+    bool full = false;   // a new expiry
   };
   void take_holder_round_locked(Clock::time_point start, HolderRound* round);
-  void end_holder_round_locked(Clock::time_point start, const HolderRound& round, bool ok);
+  void end_holder_round_locked(Clock::time_point start, const HolderRound& round, bool ok,
+                               bool missing);
   void wake_if_sooner_locked(const Hold& h);
 
   const ClientConfig config_;
@@ -266,7 +268,8 @@ class Holds {
   std::string holder_owner_prefix_;
   std::vector<std::string> holder_fields_;
   Clock::time_point holder_due_ = Clock::time_point::max();
-  Clock::time_point holder_refresh_at_ = Clock::time_point::min();  // the next full round
+  Clock::time_point holder_refresh_at_ = Clock::time_point::min();  // the next new expiry
+  bool holder_whole_ = true;  // the next round writes the record whole
   bool holder_round_ = false;
   bool holder_writing_ = false;
   bool holder_written_ = false;
