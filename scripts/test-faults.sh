@@ -7,8 +7,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-# C3 partitions network namespaces with nftables rules.
-"$root/scripts/install-deps.sh" nftables iproute2
+# C3 partitions network namespaces with nftables rules; gdb prints a hung worker's stacks.
+"$root/scripts/install-deps.sh" nftables iproute2 gdb
 venv=$root/build/venv
 if ! "$venv/bin/python" -c "import rlock, redis, pytest_timeout" 2>/dev/null; then
   "$root/scripts/test-python.sh" -q tests/python/test_wheel.py

@@ -658,7 +658,7 @@ class Worker:
                 self._cv.wait_for(lambda: self._eof == 2, 5)
             return rc
         except subprocess.TimeoutExpired as e:
-            diagnosis = self.diagnosis()  # before the kill: it is still running
+            diagnosis = self.diagnosis() + self.stacks()  # before the kill: it is still running
             self.kill()
             raise AssertionError(
                 f"worker did not finish within {timeout} s (a hang): {diagnosis}"
@@ -680,6 +680,22 @@ class Worker:
                 name = f"signal {-rc}"
             return f"killed by {name}" + (" (by the test)" if self.ended_ns is not None else "")
         return f"exit status {rc}"
+
+    def stacks(self) -> str:
+        """Every thread's native stack (gdb, when installed): where a hung worker waits."""
+        if shutil.which("gdb") is None or self.proc.poll() is not None:
+            return ""
+        try:
+            out = subprocess.run(
+                ["gdb", "-batch", "-p", str(self.pid), "-ex", "thread apply all bt 30"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            ).stdout
+        except subprocess.TimeoutExpired:
+            return "  stacks: gdb did not answer within 60 s\n"
+        frames = [x for x in out.splitlines() if x.startswith(("Thread ", "#"))]
+        return "  stacks:\n" + "".join(f"    {x[:200]}\n" for x in frames[:400])
 
     def diagnosis(self, lines: int = 20) -> str:
         """Who the worker was, how it ended, and the tail of its stderr and stdout."""

@@ -142,8 +142,7 @@ def main() -> int:
     ]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     client.close()
     if resource is not None:
         resource.close()
@@ -152,6 +151,16 @@ def main() -> int:
         flush=True,
     )
     return 0
+
+
+def join_all(threads: List[threading.Thread]) -> None:
+    """Joins in short waits. The kernel may hand SIGTERM to any thread (right after a SIGCONT,
+    the main thread often still counts as having a signal pending); Python then only marks it,
+    and a main thread blocked in an endless join would never run the handler that stops the
+    loops."""
+    for t in threads:
+        while t.is_alive():
+            t.join(0.2)
 
 
 def semaphore_loop(
@@ -216,8 +225,7 @@ def semaphore_loop(
     threads = [threading.Thread(target=run, args=(i,)) for i in range(a.threads)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    join_all(threads)
     client.close()
     print(
         f"done cycles={totals['cycles']} acquired={totals['acquired']} errors={totals['errors']}",
