@@ -5,7 +5,8 @@
 # (with the cross-language test: CLI, Python, Go and Java processes on the same locks), the
 # fault-injection catalog (tests/faults), the fault worker under valgrind memcheck, the
 # Redisson interop tests (tests/redisson, JUnit
-# with Redisson from Maven Central), a smoke run of the benchmark harness and the fuzz targets,
+# with Redisson from Maven Central), the server matrix (scripts/test-servers.sh: the
+# server-facing tests against Redis 6.0 and 8.0, Valkey 8.1 and 9.1), a smoke run of the benchmark harness and the fuzz targets,
 # a build without TLS (scripts/test-notls.sh), the release artifacts built in a Debian 11 root
 # and checked (scripts/build-release.sh --verify: wheels for CPython 3.9-3.14 and 3.14t, the sdist, the
 # jar, the .deb, the Go module, musllinux wheels for CPython 3.11-3.14; needs root),
@@ -14,7 +15,8 @@
 # This full run is what CI executes.
 # Usage: scripts/test.sh [--quick]
 #   --quick: the day-to-day lane: static checks, build, the CTest suite and pytest only (no
-#            fault catalog, valgrind, Redisson interop, bench smoke, fuzzing or sanitizers).
+#            fault catalog, valgrind, Redisson interop, server matrix, bench smoke, fuzzing or
+#            sanitizers).
 #   RLOCK_SKIP_SANITIZERS=1 skips the sanitizer passes; RLOCK_FUZZ_SECONDS=N fuzzes each target
 #   N s, default 30; RLOCK_SOAK_SECONDS=N runs the G1 soak N s, default 120;
 #   RLOCK_FAULT_CYCLES=N cycles per criterion-1 fault class, 20000.
@@ -139,6 +141,9 @@ stage valgrind "valgrind memcheck over the fault worker (connections killed mean
 
 stage redisson "Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\)</redisson.version>.*:\1:p' tests/redisson/pom.xml) and rlock processes on the same locks"
 "$root/scripts/test-redisson.sh"
+
+stage servers "server matrix: Redis 6.0 and 8.0, Valkey 8.1 and 9.1 (Debian's packages, unpacked by scripts/servers.sh) under the server-facing tests"
+"$root/scripts/test-servers.sh"
 
 stage bench-smoke "benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
 bash "$root/bench/run.sh" --smoke

@@ -102,6 +102,20 @@ bool classify_redirect(std::string_view reply, RedisError* out) {
   return true;
 }
 
+// Redis < 7 wraps an error met inside a script: "ERR Error running script (call to f_...):
+// @user_script:31: @user_script: 31: -OOM command not allowed ..." (or, from redis.call's
+// raised error, "@user_script:1: WRONGTYPE ..."). The wrapped error, else empty.
+std::string_view wrapped_script_error(std::string_view reply) {
+  if (!starts_with(reply, "ERR Error running script")) return {};
+  const std::string_view marker = "@user_script";
+  size_t at = reply.rfind(marker);
+  if (at == std::string_view::npos) return {};
+  at = reply.find_first_not_of(": 0123456789", at + marker.size());
+  if (at == std::string_view::npos) return {};
+  if (reply[at] == '-') ++at;
+  return reply.substr(at);
+}
+
 // An error reply without a leading word the core knows, by what it says within.
 RedisErrorKind kind_within(std::string_view reply) {
   if (password_refusal(reply)) return RedisErrorKind::kBadCredentials;
@@ -146,8 +160,10 @@ bool last_error_transient() noexcept { return t_last.transient; }
 
 RedisError classify_redis_error(std::string_view reply) {
   RedisError out{RedisErrorKind::kOther, kRedis, false, {}};
+  const std::string_view wrapped = wrapped_script_error(reply);
+  const std::string_view own = wrapped.empty() ? reply : wrapped;
   const auto leading = std::find_if(std::begin(kLeading), std::end(kLeading),
-                                    [&](const Known& k) { return starts_with(reply, k.text); });
+                                    [&](const Known& k) { return starts_with(own, k.text); });
   if (leading != std::end(kLeading)) {
     out = {leading->kind, leading->code, leading->transient, {}};
   } else if (!classify_redirect(reply, &out)) {

@@ -191,10 +191,9 @@ class CapiBadInput : public ::testing::Test {
   // An ACL user allowed everything except what is listed in `denied` (e.g. "-evalsha").
   void make_user(const std::string& user, const std::string& password,
                  const std::vector<std::string>& denied = {}) {
-    std::vector<std::string> args = {"ACL",          "SETUSER", user, "reset", "on",
-                                     ">" + password, "~*",      "&*", "+@all"};
-    args.insert(args.end(), denied.begin(), denied.end());
-    Reply r = redis_->command(args);
+    std::vector<std::string> rules = {"reset", "on", ">" + password, "~*", "&*", "+@all"};
+    rules.insert(rules.end(), denied.begin(), denied.end());
+    Reply r = redis_->acl_setuser(user, rules);
     ASSERT_TRUE(r.is_status()) << "ACL SETUSER: " << r.describe();
     users_.push_back(user);
   }
@@ -987,7 +986,9 @@ TEST_F(CapiBadInput, H19_LockHandlesAfterClientFreeAreEclosed) {
 // ---- H12, H16, H17, H23: server refusals, unreachable server, expiry -------------------------
 
 TEST_F(CapiBadInput, H12_EvalRenamedIsEunsupportedAtCreation) {
-  rlock_test::PrivateRedis server({"--rename-command", "EVAL", "\"\""});
+  // Renamed to a name nobody sends (an empty name is quoted differently by each server's
+  // command line parser).
+  rlock_test::PrivateRedis server({"--rename-command", "EVAL", "rlock-test-renamed-eval"});
   rlock_client* c = sentinel<rlock_client>();
   auto start = Clock::now();
   EXPECT_FAIL(rlock_client_new_url(&c, server.tcp_url().c_str()), RLOCK_EUNSUPPORTED, "");
@@ -1092,6 +1093,11 @@ TEST_F(CapiBadInput, H23_OomBusyAndReadonlyAreTypedAndNeverAcquired) {
 
   // A master short of min-replicas-to-write refuses writes with NOREPLICAS: the same code.
   ASSERT_TRUE(admin.command({"CONFIG", "SET", "min-replicas-to-write", "1"}).is_status());
+  if (server.version() < 70000) {  // Redis 6 lets a script's writes through (docs/servers.md)
+    EXPECT_EQ(rlock_acquire(lock, 0), RLOCK_OK) << last_message();
+    EXPECT_EQ(rlock_release(lock), RLOCK_OK) << last_message();
+    return;
+  }
   EXPECT_FAIL(rlock_acquire(lock, 0), RLOCK_EREADONLY, "NOREPLICAS");
   EXPECT_EQ(rlock_is_held(lock), 0);
   ASSERT_TRUE(admin.command({"CONFIG", "SET", "min-replicas-to-write", "0"}).is_status());

@@ -8,11 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -397,6 +400,75 @@ LockKeys::~LockKeys() {
 
 // ---- PrivateRedis ---------------------------------------------------------------------------
 
+namespace {
+
+std::string server_binary() {
+  const char* env = std::getenv("RLOCK_TEST_REDIS_SERVER");
+  return env != nullptr && *env != '\0' ? env : "redis-server";
+}
+
+// "6.0.16" -> 60016; 0 when there is no version there.
+int parse_version(const std::string& text) {
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(text.c_str(), "%d.%d.%d", &major, &minor, &patch) < 2) return 0;
+  return major * 10000 + minor * 100 + patch;
+}
+
+// A test's extra options, as a server of `version` spells them.
+std::vector<std::string> options_for(int version, const std::vector<std::string>& extra) {
+  if (version == 0 || version >= 70000) return extra;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < extra.size(); ++i) {
+    if (extra[i] == "--enable-debug-command" && i + 1 < extra.size()) {
+      ++i;  // DEBUG is always enabled before 7.0
+    } else if (extra[i] == "--busy-reply-threshold") {
+      out.push_back("--lua-time-limit");
+    } else {
+      out.push_back(extra[i]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int server_binary_version(const std::string& server) {
+  static std::mutex mutex;
+  static std::map<std::string, int> known;
+  const std::string binary = server.empty() ? server_binary() : server;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = known.find(binary);
+  if (it != known.end()) return it->second;
+  Process p({binary, "--version"}, true);
+  std::string out;
+  (void)p.read_line(&out, 5000);  // "Redis server v=6.0.16 sha=..." (Valkey: "Valkey server")
+  const size_t at = out.find(" v=");
+  return known[binary] = at == std::string::npos ? 0 : parse_version(out.substr(at + 3));
+}
+
+int RedisConn::server_version() {
+  const std::string info = ok({"INFO", "server"}).str;
+  const std::string field = "redis_version:";
+  const size_t at = info.find(field);
+  return at == std::string::npos ? 0 : parse_version(info.substr(at + field.size()));
+}
+
+Reply RedisConn::acl_setuser(const std::string& user, std::vector<std::string> rules) {
+  const int version = server_version();
+  auto unknown_there = [version](const std::string& rule) {
+    if (rule == "&*") return version < 60200;
+    // EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO and FUNCTION came with 7.0.
+    const std::string command = rule.size() > 1 ? rule.substr(1) : "";
+    return version < 70000 && (rule[0] == '-' || rule[0] == '+') &&
+           ((command.size() > 3 && command.compare(command.size() - 3, 3, "_ro") == 0) ||
+            command.rfind("fcall", 0) == 0 || command.rfind("function", 0) == 0);
+  };
+  rules.erase(std::remove_if(rules.begin(), rules.end(), unknown_there), rules.end());
+  std::vector<std::string> args = {"ACL", "SETUSER", user};
+  args.insert(args.end(), rules.begin(), rules.end());
+  return command(args);
+}
+
 PrivateRedis::PrivateRedis(const std::vector<std::string>& extra_args) {
   start(extra_args, nullptr);
 }
@@ -409,8 +481,9 @@ void PrivateRedis::start(const std::vector<std::string>& extra_args, const TlsSe
   for (size_t i = 0; i + 1 < extra_args.size(); ++i) {
     if (extra_args[i] == "--requirepass") password_ = extra_args[i + 1];
   }
-  const char* env = std::getenv("RLOCK_TEST_REDIS_SERVER");
-  const std::string server = env != nullptr && *env != '\0' ? env : "redis-server";
+  const std::string server = server_binary();
+  version_ = server_binary_version(server);
+  const std::vector<std::string> options = options_for(version_, extra_args);
   if (tls != nullptr) cert_dir_ = tls_cert_dir();
   dir_ = make_temp_dir("rlock-redis");
   socket_ = dir_ + "/redis.sock";
@@ -440,7 +513,7 @@ void PrivateRedis::start(const std::vector<std::string>& extra_args, const TlsSe
         "--save",           "",          "--appendonly", "no",
         "--daemonize",      "no",        "--logfile",    dir_ + "/redis.log"};
     argv.insert(argv.end(), common.begin(), common.end());
-    argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+    argv.insert(argv.end(), options.begin(), options.end());
     process_ = std::make_unique<Process>(argv, false);
     const int64_t deadline = mono_ms() + 10000;
     while (process_->running() && mono_ms() < deadline) {

@@ -66,6 +66,14 @@ class RedisConn {
   // Runs a command that must not answer with an error.
   Reply ok(const std::vector<std::string>& args);
 
+  // The server's version as major * 10000 + minor * 100 + patch (INFO's redis_version; Valkey
+  // reports the Redis version it is compatible with, 7.2.4).
+  int server_version();
+  // ACL SETUSER user rules...; drops what an older server does not know: the channel rule "&*"
+  // before 6.2 (every user may use every channel there), and rules on EVAL_RO, EVALSHA_RO,
+  // FCALL, FCALL_RO and FUNCTION before 7.0.
+  Reply acl_setuser(const std::string& user, std::vector<std::string> rules);
+
   bool exists(const std::string& key);
   long long pttl(const std::string& key);
   std::map<std::string, std::string> hgetall(const std::string& key);
@@ -126,10 +134,16 @@ struct TlsServer {
   bool auth_clients = false;    // --tls-auth-clients yes: clients need a certificate of the CA
 };
 
+// The version of a redis-server binary (its --version) as major * 10000 + minor * 100 + patch;
+// 0 when it does not say.
+int server_binary_version(const std::string& server = "");
+
 // A redis-server of the test's own, on a free loopback port and a unix socket in a private
 // directory, for tests that disturb the server (SCRIPT FLUSH, CLIENT KILL, ACL, requirepass).
-// The binary comes from env RLOCK_TEST_REDIS_SERVER (else "redis-server" in PATH). The
-// destructor stops the server and removes the directory.
+// The binary comes from env RLOCK_TEST_REDIS_SERVER (else "redis-server" in PATH). Options a
+// server before 7.0 does not know are translated for it (--busy-reply-threshold is its
+// --lua-time-limit; --enable-debug-command goes, DEBUG is always on there). The destructor
+// stops the server and removes the directory.
 class PrivateRedis {
  public:
   // extra_args are appended to the command line, e.g. {"--requirepass", "secret"}.
@@ -149,6 +163,8 @@ class PrivateRedis {
   std::string tls_url() const;
   // A URL for the admin connection: with `password` when the server requires one.
   std::string admin_url() const;
+  // The version of its binary (server_binary_version).
+  int version() const { return version_; }
 
  private:
   void start(const std::vector<std::string>& extra_args, const TlsServer* tls);
@@ -157,6 +173,7 @@ class PrivateRedis {
   std::string password_;
   std::string cert_dir_;  // TLS servers: tls_cert_dir()
   int port_ = 0;
+  int version_ = 0;
   std::unique_ptr<Process> process_;
 };
 

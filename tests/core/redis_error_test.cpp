@@ -13,7 +13,7 @@ namespace {
 using Kind = RedisErrorKind;
 
 struct Case {
-  const char* reply;
+  std::string reply;
   Kind kind;
   int code;
   bool transient;
@@ -73,6 +73,27 @@ TEST(RedisErrors, WrongTypeAlsoInsideAnOlderServersScriptError) {
       {"ERR Error running script (call to f_0123456789abcdef0123456789abcdef01234567): "
        "@user_script:1: WRONGTYPE Operation against a key holding the wrong kind of value",
        Kind::kWrongType, kRedis, false},
+  };
+  for (const Case& c : cases) expect_case(c);
+}
+
+// Redis 6 wraps what a command inside a script refused: the refusal keeps its own kind and code
+// (seen with Redis 6.0.16: OOM, READONLY; NOPERM of an ACL user without PUBLISH).
+TEST(RedisErrors, OlderServersWrappedScriptRefusalsKeepTheirKind) {
+  const std::string wrap =
+      "ERR Error running script (call to f_67a1b6ec74728127606fbeb84275f9d3a6a2d0a4): "
+      "@user_script:31: @user_script: 31: ";
+  const Case cases[] = {
+      {wrap + "-OOM command not allowed when used memory > 'maxmemory'.", Kind::kOom, kRedisOom,
+       false},
+      {wrap + "-READONLY You can't write against a read only replica.", Kind::kReadOnly, kReadOnly,
+       false},
+      {wrap + "-NOPERM this user has no permissions to run the 'publish' command", Kind::kNoPerm,
+       kNoPerm, false},
+      // A script's own error is no refusal of the server.
+      {"ERR Error running script (call to f_0123456789abcdef0123456789abcdef01234567): "
+       "@user_script:3: user_script:3: attempt to compare nil with number",
+       Kind::kOther, kRedis, false},
   };
   for (const Case& c : cases) expect_case(c);
 }

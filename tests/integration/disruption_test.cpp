@@ -189,7 +189,7 @@ TEST(AuthAtCreation, RequirePassRejectsMissingPassword) {
 TEST(Auth, AclUserWithWrongAndRightPassword) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());
-  admin.ok({"ACL", "SETUSER", "locker", "on", ">locker-pass", "~*", "&*", "+@all"});
+  ASSERT_TRUE(admin.acl_setuser("locker", {"on", ">locker-pass", "~*", "&*", "+@all"}).is_status());
   expect_client_fails(with_credentials(server, "locker", "wrong-pass"), RLOCK_EAUTH);
   expect_client_fails(with_credentials(server, "nobody", "locker-pass"), RLOCK_EAUTH);
   expect_locks_work(with_credentials(server, "locker", "locker-pass"), "acl-lock");
@@ -208,7 +208,8 @@ TEST(Auth, AclUserWithWrongAndRightPassword) {
 TEST(Auth, H12_AclUserWithoutScriptingIsRefusedAtCreation) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());
-  admin.ok({"ACL", "SETUSER", "noscript", "on", ">pass", "~*", "&*", "+@all", "-@scripting"});
+  ASSERT_TRUE(admin.acl_setuser("noscript", {"on", ">pass", "~*", "&*", "+@all", "-@scripting"})
+                  .is_status());
   expect_client_fails(with_credentials(server, "noscript", "pass"), RLOCK_ENOPERM);
   admin.ok({"ACL", "DELUSER", "noscript"});
 }
@@ -218,7 +219,8 @@ TEST(Auth, H12_AclUserWithoutScriptingIsRefusedAtCreation) {
 TEST(Auth, AclUserWithoutEvalshaGetsNoPermAtAcquire) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());
-  admin.ok({"ACL", "SETUSER", "noevalsha", "on", ">pass", "~*", "&*", "+@all", "-evalsha"});
+  ASSERT_TRUE(
+      admin.acl_setuser("noevalsha", {"on", ">pass", "~*", "&*", "+@all", "-evalsha"}).is_status());
   it::Client client = it::make_client(with_credentials(server, "noevalsha", "pass"));
   it::Lock lock = it::make_lock(client.get(), "acl-noperm");
   EXPECT_EQ(rlock_acquire(lock.get(), 0), RLOCK_ENOPERM) << it::last_error();
