@@ -228,24 +228,20 @@ void Election::client_closing() {
 
 void Election::observe_elected(int64_t term) {
   if (Stats* stats = client_->stats()) stats->elected();
-  Events& events = client_->events();
-  if (!events.on()) return;
-  Event e;
-  e.kind = Event::Elected;
-  e.name = lock_->name();
-  e.owner = lock_->owner_field(thread_id_);
-  e.thread_id = thread_id_;
-  e.token = term;
-  events.emit(std::move(e));
+  emit(Event::Elected, term, 0);
 }
 
 void Election::observe_revoked(int64_t term, int reason) {
   // Term 0 ends a campaign that never led: an event, but no leadership to count.
   if (Stats* stats = client_->stats(); stats != nullptr && term > 0) stats->revoked(reason);
+  emit(Event::Revoked, term, reason);
+}
+
+void Election::emit(Event::Kind kind, int64_t term, int reason) {
   Events& events = client_->events();
   if (!events.on()) return;
   Event e;
-  e.kind = Event::Revoked;
+  e.kind = kind;
   e.name = lock_->name();
   e.owner = lock_->owner_field(thread_id_);
   e.thread_id = thread_id_;

@@ -350,12 +350,12 @@ std::string Holds::since_field(const std::string& owner_suffix, const std::strin
   return "since:" + owner_suffix + "|" + key_name;
 }
 
-bool Holds::mine_locked(const Key& key) const {
-  return key.second.compare(0, holder_owner_prefix_.size(), holder_owner_prefix_) == 0;
+bool Holds::mine_locked(const std::string& owner) const {
+  return owner.compare(0, holder_owner_prefix_.size(), holder_owner_prefix_) == 0;
 }
 
 void Holds::schedule_holder_locked(const std::string& owner, Clock::time_point sent) {
-  if (owner.compare(0, holder_owner_prefix_.size(), holder_owner_prefix_) != 0) return;
+  if (!mine_locked(owner)) return;
   // A hold is listed once it is a second old: shorter ones cost Redis nothing.
   const Clock::time_point due = sent + kHolderMinAge;
   if (due >= holder_due_) return;  // a round comes sooner
@@ -364,7 +364,7 @@ void Holds::schedule_holder_locked(const std::string& owner, Clock::time_point s
 }
 
 void Holds::drop_recorded_locked(const Key& key, const Hold& h) {
-  if (holder_key_.empty() || !(h.recorded || h.recording) || !mine_locked(key)) return;
+  if (holder_key_.empty() || !(h.recorded || h.recording) || !mine_locked(key.second)) return;
   if (holder_drops_.size() >= kMaxHolderDrops) return;
   holder_drops_.push_back(since_field(key.second.substr(holder_owner_prefix_.size()), key.first));
   // Soon: until then the record would give a later hold of this owner the old time.
@@ -429,7 +429,7 @@ void Holds::take_holder_round_locked(Clock::time_point start, HolderRound* round
   round->set = {"HSET", holder_key_};
   round->set.insert(round->set.end(), holder_fields_.begin(), holder_fields_.end());
   for (auto& [key, h] : holds_) {
-    if (h.lost || !mine_locked(key) || start - h.held_since < kHolderMinAge) continue;
+    if (h.lost || !mine_locked(key.second) || start - h.held_since < kHolderMinAge) continue;
     if (h.recorded && !round->whole) continue;
     round->set.push_back(round->texts.emplace_back(
         since_field(key.second.substr(holder_owner_prefix_.size()), key.first)));
@@ -469,7 +469,7 @@ void Holds::end_holder_round_locked(Clock::time_point start, const HolderRound& 
   const Clock::time_point now = Clock::now();
   Clock::time_point next = Clock::time_point::max();
   for (const auto& [key, h] : holds_) {
-    if (h.lost || !mine_locked(key)) continue;
+    if (h.lost || !mine_locked(key.second)) continue;
     next = std::min(next, h.recorded ? holder_refresh_at_ : h.held_since + kHolderMinAge);
   }
   if (!holder_drops_.empty()) next = now;

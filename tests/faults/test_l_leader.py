@@ -131,6 +131,18 @@ def test_L1_killed_and_partitioned_leaders_are_replaced_one_at_a_time(case: Case
     )
 
 
+def _assert_terms_grow_past(case: Case, at: int) -> None:
+    """No term led twice, no stale write accepted, and every term begun after `at` (monotonic
+    ns) above every term begun before it."""
+    h = checkers.read_history(case.log, case.ended())
+    problems = checkers.fencing(h).violations + _terms_led_twice(h)
+    assert not problems, "\n".join(problems)
+    after = [x for x in h.holds if x.token > 0 and x.start > at]
+    before = [x for x in h.holds if x.token > 0 and x.start < at]
+    assert after and before
+    assert min(x.token for x in after) > max(x.token for x in before), "terms went down"
+
+
 def test_L2_a_restart_never_gives_two_leaders_one_term(case: Case):
     """A restart without persistence loses the leader's key, so a second leader can start while
     the first still thinks it leads (until its next renewal): that is what terms are for. The
@@ -144,13 +156,7 @@ def test_L2_a_restart_never_gives_two_leaders_one_term(case: Case):
     assert wait_until(lambda: _first_after(case, up) is not None, 10), "nobody led after it"
     for w in workers:
         w.finish(30)
-    h = checkers.read_history(case.log, case.ended())
-    problems = checkers.fencing(h).violations + _terms_led_twice(h)
-    assert not problems, "\n".join(problems)
-    after = [x for x in h.holds if x.token > 0 and x.start > up]
-    before = [x for x in h.holds if x.token > 0 and x.start < up]
-    assert after and before
-    assert min(x.token for x in after) > max(x.token for x in before), "terms went down"
+    _assert_terms_grow_past(case, up)
 
 
 def test_L3_a_sentinel_failover_never_gives_two_leaders_one_term(case: Case):
@@ -176,10 +182,4 @@ def test_L3_a_sentinel_failover_never_gives_two_leaders_one_term(case: Case):
     print(f"L3: a leader {(first.start - killed) / MS:.0f} ms after the master was killed")
     for w in workers:
         w.finish(40)
-    h = checkers.read_history(case.log, case.ended())
-    problems = checkers.fencing(h).violations + _terms_led_twice(h)
-    assert not problems, "\n".join(problems)
-    after = [x for x in h.holds if x.token > 0 and x.start > killed]
-    before = [x for x in h.holds if x.token > 0 and x.start < killed]
-    assert after and before
-    assert min(x.token for x in after) > max(x.token for x in before), "terms went down"
+    _assert_terms_grow_past(case, killed)

@@ -489,16 +489,6 @@ TEST(Election, FreeingEveryCandidateLeavesNothingHeld) {
 
 namespace {
 
-rlock_stats election_stats(rlock_client* client) {
-  rlock_stats st;
-  std::memset(&st, 0, sizeof st);
-  st.version = RLOCK_STATS_VERSION;
-  if (rlock_client_stats(&st, client) != RLOCK_OK) {
-    throw std::runtime_error("rlock_client_stats failed: " + it::last_error());
-  }
-  return st;
-}
-
 // The client's ELECTED and REVOKED events, in order.
 struct LeaderEvents {
   struct Seen {
@@ -551,7 +541,7 @@ TEST(Election, CountedAndReportedWithoutCallbacks) {
   ASSERT_EQ(rlock_client_set_event_callback(client.get(), on_leader_event, &log), RLOCK_OK);
   Election election = make_election(client.get(), name);
 
-  rlock_stats st = election_stats(client.get());
+  rlock_stats st = it::read_stats(client.get());
   EXPECT_EQ(st.enabled, 1);
   EXPECT_EQ(st.elections_won, 0u);
   EXPECT_EQ(st.leaders, 0);
@@ -561,7 +551,7 @@ TEST(Election, CountedAndReportedWithoutCallbacks) {
   ASSERT_TRUE(wait_until([&] { return rlock_election_is_leader(election.get()) == 1; }, 5000));
   int64_t t1 = 0;
   ASSERT_EQ(rlock_election_term(&t1, election.get()), RLOCK_OK);
-  st = election_stats(client.get());
+  st = it::read_stats(client.get());
   EXPECT_EQ(st.elections_won, 1u);
   EXPECT_EQ(st.leaders, 1);
   EXPECT_EQ(st.leaderships_revoked, 0u);
@@ -579,7 +569,7 @@ TEST(Election, CountedAndReportedWithoutCallbacks) {
   redis.del(name);
   ASSERT_TRUE(wait_until(
       [&] {
-        const rlock_stats s = election_stats(client.get());
+        const rlock_stats s = it::read_stats(client.get());
         return s.elections_won == 2 && s.leaders == 1;
       },
       5000))
@@ -589,7 +579,7 @@ TEST(Election, CountedAndReportedWithoutCallbacks) {
   EXPECT_GT(t2, t1);
 
   ASSERT_EQ(rlock_election_resign(election.get()), RLOCK_OK) << it::last_error();
-  st = election_stats(client.get());
+  st = it::read_stats(client.get());
   EXPECT_EQ(st.elections_won, 2u);
   EXPECT_EQ(st.leaders, 0);
   EXPECT_EQ(st.leaderships_revoked, 2u);
@@ -633,7 +623,7 @@ TEST(Election, NotCountedWithStatsOff) {
   Election election = make_election(client.get(), name);
   ASSERT_EQ(rlock_election_campaign(election.get(), nullptr, nullptr, nullptr), RLOCK_OK);
   ASSERT_TRUE(wait_until([&] { return rlock_election_is_leader(election.get()) == 1; }, 5000));
-  const rlock_stats st = election_stats(client.get());
+  const rlock_stats st = it::read_stats(client.get());
   EXPECT_EQ(st.enabled, 0);
   EXPECT_EQ(st.elections_won, 0u);
   EXPECT_EQ(st.leaders, 0);

@@ -5,6 +5,7 @@
 
 #include <rlock/rlock.h>
 
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -115,6 +116,17 @@ inline State query(rlock_lock* lock, int64_t thread_id = RLOCK_THREAD_CURRENT) {
 // The hash field of an owner: "<client-id>:<thread-id>".
 inline std::string owner_of(rlock_client* client, int64_t thread_id) {
   return std::string(rlock_client_id(client)) + ":" + std::to_string(thread_id);
+}
+
+// The client's statistics (rlock_client_stats at this library's version); throws on failure.
+inline rlock_stats read_stats(rlock_client* client) {
+  rlock_stats st;
+  std::memset(&st, 0, sizeof st);
+  st.version = RLOCK_STATS_VERSION;
+  if (rlock_client_stats(&st, client) != RLOCK_OK) {
+    throw std::runtime_error("rlock_client_stats failed: " + last_error());
+  }
+  return st;
 }
 
 }  // namespace it

@@ -16,16 +16,6 @@ using namespace rlock_test;
 
 namespace {
 
-rlock_stats read_stats(rlock_client* client) {
-  rlock_stats st;
-  std::memset(&st, 0, sizeof st);
-  st.version = RLOCK_STATS_VERSION;
-  if (rlock_client_stats(&st, client) != RLOCK_OK) {
-    throw std::runtime_error("rlock_client_stats failed: " + it::last_error());
-  }
-  return st;
-}
-
 uint64_t bucket_total(const rlock_histogram& h) {
   uint64_t n = 0;
   for (uint64_t b : h.buckets) n += b;
@@ -109,7 +99,7 @@ TEST(Stats, CountsAKnownWorkload) {
   it::Lock lock = it::make_lock(client.get(), name);
   it::Lock held_elsewhere = it::make_lock(other.get(), name);
 
-  const rlock_stats before = read_stats(client.get());
+  const rlock_stats before = it::read_stats(client.get());
   EXPECT_EQ(before.enabled, 1);
   EXPECT_EQ(before.acquires_granted, 0u);
   EXPECT_EQ(before.holds, 0);
@@ -121,7 +111,7 @@ TEST(Stats, CountsAKnownWorkload) {
   for (int i = 0; i < kGrants; ++i) {
     ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
     if (i == 0) {
-      EXPECT_EQ(read_stats(client.get()).holds, 1);
+      EXPECT_EQ(it::read_stats(client.get()).holds, 1);
     }
     ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
   }
@@ -136,7 +126,7 @@ TEST(Stats, CountsAKnownWorkload) {
   EXPECT_EQ(rlock_acquire(wrong_lock.get(), 0), RLOCK_EREDIS);
   EXPECT_EQ(rlock_acquire(wrong_lock.get(), -5), RLOCK_EINVAL);
 
-  const rlock_stats st = read_stats(client.get());
+  const rlock_stats st = it::read_stats(client.get());
   EXPECT_EQ(st.acquires_granted, uint64_t{kGrants});
   EXPECT_EQ(st.acquires_timed_out, uint64_t{kTimeouts});
   EXPECT_EQ(st.acquires_canceled, 0u);
@@ -163,7 +153,7 @@ TEST(Stats, CountsAKnownWorkload) {
   EXPECT_EQ(st.failovers + st.cluster_redirects + st.reconnects + st.events_dropped, 0u);
 
   // The other client counted only its own.
-  const rlock_stats o = read_stats(other.get());
+  const rlock_stats o = it::read_stats(other.get());
   EXPECT_EQ(o.acquires_granted, 1u);
   EXPECT_EQ(o.releases, 1u);
   EXPECT_EQ(o.acquires_timed_out, 0u);
@@ -184,14 +174,14 @@ TEST(Stats, WaitersAndHandoff) {
     outcome = rlock_acquire(lock.get(), 10000);
     if (outcome == RLOCK_OK) rlock_release(lock.get());
   });
-  ASSERT_TRUE(wait_for([&] { return read_stats(client.get()).waiters == 1; }, 5000))
+  ASSERT_TRUE(wait_for([&] { return it::read_stats(client.get()).waiters == 1; }, 5000))
       << "the blocked acquire never showed as a waiter";
   sleep_ms(50);  // subscribed: the release's message is what wakes it
   ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK);
   waiter.join();
   ASSERT_EQ(outcome.load(), RLOCK_OK);
 
-  const rlock_stats st = read_stats(client.get());
+  const rlock_stats st = it::read_stats(client.get());
   EXPECT_EQ(st.waiters, 0);
   EXPECT_EQ(st.acquires_granted, 1u);
   EXPECT_EQ(st.handoff.count, 1u);
@@ -216,17 +206,17 @@ TEST(Stats, LostLocksByReason) {
   ASSERT_EQ(redis.del(gone), 1);
   ASSERT_TRUE(wait_for(
       [&] {
-        const rlock_stats st = read_stats(client.get());
+        const rlock_stats st = it::read_stats(client.get());
         return st.locks_lost_gone == 1 && st.locks_lost_expired == 1;
       },
       3000));
-  const rlock_stats st = read_stats(client.get());
+  const rlock_stats st = it::read_stats(client.get());
   EXPECT_EQ(st.locks_lost_unreachable, 0u);
   EXPECT_EQ(st.holds, 0);
   EXPECT_GE(st.renewals_sent, 1u);
   EXPECT_EQ(st.renewals_failed, 0u);
   EXPECT_EQ(rlock_release(a.get()), RLOCK_ELOST);
-  EXPECT_EQ(read_stats(client.get()).releases_failed, 1u);
+  EXPECT_EQ(it::read_stats(client.get()).releases_failed, 1u);
 }
 
 // Off: nothing is counted, every field is zero (but holds and waiters are not kept either).
@@ -238,7 +228,7 @@ TEST(Stats, OffByOptionOrUrl) {
   for (rlock_client* c : {by_option.get(), by_url.get()}) {
     it::Lock lock = it::make_lock(c, name);
     ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
-    const rlock_stats st = read_stats(c);
+    const rlock_stats st = it::read_stats(c);
     ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK);
     EXPECT_EQ(st.enabled, 0);
     EXPECT_EQ(st.acquires_granted, 0u);
@@ -354,7 +344,7 @@ TEST(Events, RenewalFailedAndFreeFromTheCallback) {
     EXPECT_FALSE(e.detail.empty());
     break;
   }
-  EXPECT_GE(read_stats(client.get()).renewals_failed, 1u);
+  EXPECT_GE(it::read_stats(client.get()).renewals_failed, 1u);
   rlock_release(lock.get());
 }
 

@@ -89,6 +89,7 @@ class Election : public std::enable_shared_from_this<Election> {
   // Counts the leadership (Stats) and queues its event: whether or not a callback is set.
   void observe_elected(int64_t term);
   void observe_revoked(int64_t term, int reason);
+  void emit(Event::Kind kind, int64_t term, int reason);
   // Runs revoked with the callback mutex held (the caller holds it).
   void tell_revoked(const Revoked& revoked, int64_t term, int reason);
 

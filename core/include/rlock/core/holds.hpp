@@ -219,7 +219,7 @@ class Holds {
   void dispatch(std::vector<Notice>* notices);
   void start_locked();
   // The holder record: when a round is due, its round on the renewer, the fields to delete.
-  bool mine_locked(const Key& key) const;  // an owner of this client (not an owner id)
+  bool mine_locked(const std::string& owner) const;  // this client's (not an owner id)
   void schedule_holder_locked(const std::string& owner, Clock::time_point sent);
   void drop_recorded_locked(const Key& key, const Hold& h);
   void start_holder_round_locked(Clock::time_point now);
