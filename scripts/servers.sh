@@ -62,7 +62,7 @@ ensure_suite() {
   (cd "$dir/debs" && apt_in "$dir" apt-get download $closure >>"$dir/apt.log" 2>&1) ||
     die "downloading $suite's packages failed; see $dir/apt.log"
   for f in "$dir"/debs/*.deb; do dpkg-deb -x "$f" "$dir/root"; done
-  rm -rf "$dir/debs" "$dir/cache/archives"
+  rm -rf "$dir/debs" "$dir/cache" "$dir/state/lists"  # only the unpacked tree is used
   touch "$dir/.ready"
 }
 
