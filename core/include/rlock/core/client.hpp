@@ -140,6 +140,7 @@ class Client {
   std::mutex permits_mutex_;
   std::map<std::string, int64_t> permits_;
   std::vector<std::weak_ptr<Semaphore>> renewing_;  // handles that have renewed permits
+  bool wait_refused_ = false;  // set once at creation: auto mode then never WAITs
   std::mutex replicas_mutex_;
   int replicas_ = -1;                 // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on
