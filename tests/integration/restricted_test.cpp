@@ -280,6 +280,50 @@ TEST(Restricted, SentinelNoWaitAutoWorksAndExplicitSyncIsRefused) {
   expect_refused_at_creation(sentinel.url("u", "?sync_replicas=1"), RLOCK_EUNSUPPORTED, "WAIT");
 }
 
+// ---- Cluster -----------------------------------------------------------------------------------
+
+// A one-node cluster holding every slot.
+void make_cluster(RedisConn& admin) {
+  admin.ok({"CLUSTER", "ADDSLOTSRANGE", "0", "16383"});
+  const int64_t deadline = mono_ms() + 10000;
+  while (admin.ok({"CLUSTER", "INFO"}).str.find("cluster_state:ok") == std::string::npos) {
+    if (mono_ms() > deadline) throw std::runtime_error("the cluster did not come up");
+    sleep_ms(20);
+  }
+}
+
+// Without INFO a Cluster client still finds Redis 7 (from a script) and waits by sharded pub/sub,
+// as Redisson does there; every kind works.
+TEST(Restricted, ClusterAclWithoutInfoUsesShardedPubsub) {
+  PrivateRedis server({"--cluster-enabled", "yes"});
+  RedisConn admin(server.unix_url());
+  make_cluster(admin);
+  add_user(admin, "u", {"-client", "-config", "-info"});
+  const std::string url = "redis-cluster://u:pw@127.0.0.1:" + std::to_string(server.port());
+  for (const std::string& failure : exercise_every_kind(url, "cluster-noinfo")) {
+    ADD_FAILURE() << failure;
+  }
+  it::Client a = it::make_client(url);
+  it::Client b = it::make_client(url);
+  it::Lock held = it::make_lock(a.get(), "sharded");
+  it::Lock waiting = it::make_lock(b.get(), "sharded");
+  ASSERT_EQ(rlock_acquire(held.get(), 0), RLOCK_OK) << it::last_error();
+  std::atomic<int> rc{-100};
+  std::thread waiter([&] {
+    rc = rlock_acquire(waiting.get(), 10000);
+    if (rc == RLOCK_OK) rc = rlock_release(waiting.get());
+  });
+  const std::string channel = lock_channel("sharded");
+  long long sharded = 0;
+  for (int64_t until = mono_ms() + 5000; sharded == 0 && mono_ms() < until; sleep_ms(10)) {
+    sharded = admin.ok({"PUBSUB", "SHARDNUMSUB", channel}).elements.at(1).integer;
+  }
+  EXPECT_EQ(sharded, 1) << "the waiter did not SSUBSCRIBE " << channel;
+  EXPECT_EQ(rlock_release(held.get()), RLOCK_OK) << it::last_error();
+  waiter.join();
+  EXPECT_EQ(rc.load(), RLOCK_OK) << "the waiter did not take and release the lock";
+}
+
 // ---- Script cache flushed ---------------------------------------------------------------------
 
 long long commandstat(RedisConn& admin, const std::string& command) {
