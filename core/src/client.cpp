@@ -368,6 +368,12 @@ Subscriber& Client::subscriber_for(const std::string& channel) {
   return *entry.subscriber;
 }
 
+bool Client::give_up_wait() {
+  if (config_.sync_replicas != kSyncAuto) return false;
+  wait_refused_ = true;
+  return true;
+}
+
 void Client::recount_replicas() {
   std::lock_guard<std::mutex> lock(replicas_mutex_);
   replicas_ = -1;
