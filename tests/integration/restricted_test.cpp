@@ -280,6 +280,34 @@ TEST(Restricted, SentinelNoWaitAutoWorksAndExplicitSyncIsRefused) {
   expect_refused_at_creation(sentinel.url("u", "?sync_replicas=1"), RLOCK_EUNSUPPORTED, "WAIT");
 }
 
+// WAIT refused after creation (an ACL changed, a failover to a server configured otherwise):
+// auto mode keeps granting without it; an explicit count stays strict.
+TEST(Restricted, SentinelWaitRefusedLaterAutoGoesOnWithoutIt) {
+  PrivateRedis master;
+  RedisConn admin(master.unix_url());
+  add_user(admin, "u", {});
+  PrivateRedis replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  const int64_t deadline = mono_ms() + 10000;
+  while (admin.ok({"INFO", "replication"}).str.find("state=online") == std::string::npos) {
+    ASSERT_LT(mono_ms(), deadline) << "the replica did not come online";
+    sleep_ms(20);
+  }
+  Sentinel sentinel(master);
+  it::Client automatic = it::make_client(sentinel.url("u", "?sync_replicas=auto"));
+  it::Client strict = it::make_client(sentinel.url("u", "?sync_replicas=1"));
+  it::Lock lock = it::make_lock(automatic.get(), "wait-refused");
+  ASSERT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();  // with WAIT
+  ASSERT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+  admin.ok({"ACL", "SETUSER", "u", "-wait"});
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(rlock_acquire(lock.get(), 0), RLOCK_OK) << it::last_error();
+    EXPECT_EQ(rlock_release(lock.get()), RLOCK_OK) << it::last_error();
+  }
+  it::Lock strict_lock = it::make_lock(strict.get(), "wait-refused-strict");
+  EXPECT_EQ(rlock_acquire(strict_lock.get(), 0), RLOCK_ENOTSYNCED) << it::last_error();
+  EXPECT_FALSE(admin.exists("wait-refused-strict")) << "the refused grant was not taken back";
+}
+
 // ---- Cluster -----------------------------------------------------------------------------------
 
 // A one-node cluster holding every slot.
