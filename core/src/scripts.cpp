@@ -88,7 +88,7 @@ SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const
   out.reply = std::move(replies[0]);
   if (replies[1].type == Reply::Type::Integer) out.acked = replies[1].integer;
   out.wait_refused = replies[1].error.kind == RedisErrorKind::kNoPerm ||
-                     replies[1].str.rfind("ERR unknown command", 0) == 0;
+                     replies[1].error.kind == RedisErrorKind::kUnknownCommand;
   return out;
 }
 

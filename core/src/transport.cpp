@@ -117,8 +117,8 @@ void PipelinedTransport::warm_up(bool sharded_pubsub) {
   if (refusal.empty()) {
     // Every call goes by EVALSHA first: an unknown SHA1 answers NOSCRIPT, a denied command NOPERM.
     reply = run({"EVALSHA", "0000000000000000000000000000000000000000", "0"});
-    const bool renamed = reply.str.rfind("ERR unknown command", 0) == 0;
-    if (reply.error.kind != RedisErrorKind::kNoPerm && !renamed) reply = Reply{};
+    const RedisErrorKind kind = reply.error.kind;
+    if (kind != RedisErrorKind::kNoPerm && kind != RedisErrorKind::kUnknownCommand) reply = Reply{};
     if (reply.is_error()) refusal = "refused EVALSHA, which every rlock call uses";
   }
   if (!refusal.empty()) {
