@@ -185,6 +185,11 @@ TEST(Restricted, AclWithoutEvalshaIsRefusedAtCreation) {
   expect_refused_at_creation(user_url(server, "u"), RLOCK_ENOPERM, "EVALSHA");
 }
 
+TEST(Restricted, EvalshaRenamedAwayIsRefusedAtCreation) {
+  PrivateRedis server({"--rename-command", "EVALSHA", ""});
+  expect_refused_at_creation(server.tcp_url(), RLOCK_EUNSUPPORTED, "EVALSHA");
+}
+
 // ---- WAIT renamed away -------------------------------------------------------------------------
 
 TEST(Restricted, NoWaitStandaloneAutoWorksAndExplicitSyncIsRefused) {
@@ -278,6 +283,15 @@ TEST(Restricted, SentinelNoWaitAutoWorksAndExplicitSyncIsRefused) {
     ADD_FAILURE() << failure;
   }
   expect_refused_at_creation(sentinel.url("u", "?sync_replicas=1"), RLOCK_EUNSUPPORTED, "WAIT");
+}
+
+// ROLE is how a Sentinel client checks it reached the master: refused, no client.
+TEST(Restricted, SentinelAclWithoutRoleIsRefusedAtCreation) {
+  PrivateRedis master;
+  RedisConn admin(master.unix_url());
+  add_user(admin, "u", {"-role"});
+  Sentinel sentinel(master);
+  expect_refused_at_creation(sentinel.url("u", ""), RLOCK_ENOPERM, "ROLE");
 }
 
 // WAIT refused after creation (an ACL changed, a failover to a server configured otherwise):
