@@ -171,6 +171,17 @@ TEST(Restricted, AclWithoutChannelsIsRefusedAtCreation) {
   expect_refused_at_creation(user_url(server, "u"), RLOCK_ENOPERM, "PUBLISH");
 }
 
+// Without SUBSCRIBE no message wakes a waiter, yet each still takes the lock well before the
+// holder's 30 s lease would have run out (exercise_lock's waiters wait at most 10 s).
+TEST(Restricted, AclWithoutSubscribeWaitersStillGetTheLock) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  add_user(admin, "u", {"-subscribe", "-ssubscribe"});
+  for (const std::string& failure : exercise_every_kind(user_url(server, "u"), "nosub")) {
+    ADD_FAILURE() << failure;
+  }
+}
+
 TEST(Restricted, AclWithoutEvalIsRefusedAtCreation) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());
