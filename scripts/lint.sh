@@ -5,7 +5,8 @@
 #   javac -Xlint:all -Werror (tests/redisson and bench/java; bindings/java compiles with it in the
 #   java_junit test), clang-tidy-14 (.clang-tidy, over core/ and capi/), and function size
 #   (lizard: no non-test function over 80 lines or cyclomatic complexity 25, except those listed
-#   in scripts/lint-size-allowlist.txt).
+#   in scripts/lint-size-allowlist.txt), and that the Lua scripts touch only keys from KEYS
+#   (scripts/check_script_keys.py, with its commented allowlist).
 # Installs what it needs, only once: the Debian packages through scripts/install-deps.sh, ruff,
 # mypy and lizard in build/venv-lint, staticcheck in build/go-tools. clang-tidy remembers the
 # files it passed (build/lint-tidy), so a second run re-checks only what changed.
@@ -155,6 +156,7 @@ check "go (gofmt, vet, staticcheck)" go_checks
 check "java (javac -Xlint:all -Werror)" java_checks
 check "clang-tidy" clang_tidy
 check "function size (lizard -C 25 -L 80)" function_size
+check "Lua keys from KEYS (scripts/check_script_keys.py)" "$venv/bin/python" scripts/check_script_keys.py
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "lint: failed: ${failed[*]}"

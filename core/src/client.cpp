@@ -270,8 +270,11 @@ void Client::finish_start(const std::shared_ptr<Client>& client) {
   if (config.sync_replicas > 0 ||
       (config.sync_replicas == kSyncAuto && config.topology != Topology::Standalone)) {
     // Replica sync needs WAIT: fail now, not at every acquire, if it is renamed or refused.
+    // Auto mode then runs without it (docs/servers.md: restricted servers).
     Reply reply = client->transport_->run({"WAIT", "0", "1"});
-    if (reply.is_error()) {
+    if (reply.is_error() && config.sync_replicas == kSyncAuto) {
+      client->wait_refused_ = true;
+    } else if (reply.is_error()) {
       throw Error(reply.error.code == kRedis ? kUnsupported : reply.error.code,
                   "Redis refused WAIT, which replica sync needs; set sync_replicas=never to "
                   "run without it: " +
@@ -293,10 +296,35 @@ Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
 
 Client::~Client() { close(); }
 
+namespace {
+
+// Replicas connected to the master by INFO replication, or by ROLE where INFO is refused (an
+// ACL without INFO, as managed services give); `otherwise` when neither answers.
+int count_replicas(Transport& transport, int otherwise) {
+  Reply r = transport.run({"INFO", "replication"});
+  if (!r.is_error()) {
+    const std::string field = "connected_slaves:";
+    size_t at = r.str.find(field);
+    if (at == std::string::npos) return otherwise;
+    int64_t connected = 0;  // a field without a number counts none, as before
+    parse_leading_int(std::string_view(r.str).substr(at + field.size()), INT32_MAX, &connected);
+    return static_cast<int>(connected);
+  }
+  // ROLE of a master: "master", offset, one entry per connected replica.
+  r = transport.run({"ROLE"});
+  if (r.type == Reply::Type::Array && r.elements.size() >= 3 && r.elements[0].str == "master" &&
+      r.elements[2].type == Reply::Type::Array) {
+    return static_cast<int>(r.elements[2].elements.size());
+  }
+  return otherwise;
+}
+
+}  // namespace
+
 int Client::sync_replicas(const std::string& name) {
   if (config_.sync_replicas == kSyncNever) return 0;
   if (config_.sync_replicas != kSyncAuto) return config_.sync_replicas;
-  if (config_.topology == Topology::Standalone) return 0;
+  if (config_.topology == Topology::Standalone || wait_refused_) return 0;
   if (cluster_ != nullptr) return std::min(cluster_->replicas_of(key_slot(name)), 1);
   const auto now = std::chrono::steady_clock::now();
   const uint64_t generation = master_->generation();
@@ -309,14 +337,7 @@ int Client::sync_replicas(const std::string& name) {
   }
   int count = 1;  // when the master cannot tell, wait for one: never weaker than asked
   try {
-    Reply r = transport_->run({"INFO", "replication"});
-    const std::string field = "connected_slaves:";
-    size_t at = r.is_error() ? std::string::npos : r.str.find(field);
-    if (at != std::string::npos) {
-      int64_t connected = 0;  // a field without a number counts none, as before
-      parse_leading_int(std::string_view(r.str).substr(at + field.size()), INT32_MAX, &connected);
-      count = static_cast<int>(connected);
-    }
+    count = count_replicas(*transport_, count);
   } catch (const Error&) {
   }
   std::lock_guard<std::mutex> lock(replicas_mutex_);
@@ -345,6 +366,12 @@ Subscriber& Client::subscriber_for(const std::string& channel) {
     entry.subscriber = std::make_unique<Subscriber>(config_, *entry.node, true, &marks_);
   }
   return *entry.subscriber;
+}
+
+bool Client::give_up_wait() {
+  if (config_.sync_replicas != kSyncAuto) return false;
+  wait_refused_ = true;
+  return true;
 }
 
 void Client::recount_replicas() {

@@ -216,6 +216,10 @@ void ClusterTransport::start() {
     int64_t major = 0;  // 0: unknown
     if (at != std::string::npos) {
       parse_leading_int(std::string_view(info.str).substr(at + field.size()), 1000000, &major);
+    } else if (info.is_error()) {
+      // INFO refused (an ACL without it): scripts see the version from Redis 7 on.
+      Reply v = node->transport->run({"EVAL", "return redis.REDIS_VERSION_NUM or 0", "0"});
+      if (v.type == Reply::Type::Integer) major = v.integer / 65536;
     }
     if (config_.pubsub == PubSubMode::Sharded && major < 7) {
       throw Error(kUnsupported, "pubsub=sharded needs Redis 7 or newer; " +
@@ -239,7 +243,7 @@ void ClusterTransport::start() {
 
 void ClusterTransport::warm_up() {
   std::shared_ptr<Node> node = route(-1);
-  node->transport->warm_up();
+  node->transport->warm_up(sharded_);
 }
 
 std::shared_ptr<ClusterTransport::Node> ClusterTransport::route(int slot) {

@@ -179,6 +179,9 @@ Reply Lock::run_synced(const kinds::Call& call, Retry retry, Deadline deadline, 
   SyncedReply s = eval_script_synced(client_->transport(), script, keys, argv, replicas, timeout,
                                      retry, deadline + std::chrono::milliseconds(timeout));
   *acked = s.acked;
+  // Auto mode on a server that refuses WAIT now (a failover to one configured otherwise, an ACL
+  // changed): from here on it runs without, as it would have from creation.
+  if (s.wait_refused && client_->give_up_wait()) *acked = replicas;
   return std::move(s.reply);
 }
 

@@ -87,6 +87,8 @@ SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const
   SyncedReply out;
   out.reply = std::move(replies[0]);
   if (replies[1].type == Reply::Type::Integer) out.acked = replies[1].integer;
+  out.wait_refused = replies[1].error.kind == RedisErrorKind::kNoPerm ||
+                     replies[1].error.kind == RedisErrorKind::kUnknownCommand;
   return out;
 }
 

@@ -87,21 +87,50 @@ PipelinedTransport::PipelinedTransport(const ClientConfig& config, MasterSource&
 
 PipelinedTransport::~PipelinedTransport() = default;
 
-void PipelinedTransport::warm_up() {
+namespace {
+
+// Asks the server (Redis 7+: redis.acl_check_cmd; older servers answer "") whether the user may
+// publish a lock's wake-up: the unlock scripts do, and a refusal there fails the unlock after it
+// deleted the key, leaving other processes' waiters to their poll. The channel is a sample
+// lock's: ACL channel rules (&pattern, Redis 7's default resetchannels) apply too.
+constexpr const char* kPublishProbe =
+    "if type(redis.acl_check_cmd) ~= 'function' then return '' end "
+    "if redis.acl_check_cmd(ARGV[1], ARGV[2], '0') then return '' end "
+    "return 'denied'";
+
+}  // namespace
+
+void PipelinedTransport::warm_up(bool sharded_pubsub) {
   // Fail at creation, not at the first lock call, when the server wants a password we lack or
-  // the user may not run scripts (ACL) or EVAL is renamed away.
-  const char* refusal = nullptr;
+  // the user may not run scripts or publish (ACL) or EVAL is renamed away.
+  const char* verb = sharded_pubsub ? "SPUBLISH" : "PUBLISH";
+  std::string refusal;
   Reply reply = run({"PING"});
+  Reply publish;
   if (reply.is_error()) {
     refusal = "refused PING";
   } else {
-    reply = run({"EVAL", "return 1", "0"});
-    if (reply.is_error()) refusal = "refused a no-op script (rlock needs EVAL/EVALSHA)";
+    publish = run({"EVAL", kPublishProbe, "0", verb, "redisson_lock__channel:{rlock-probe}"});
+    reply = publish;
+    if (reply.is_error()) refusal = "refused a no-op script (rlock needs EVAL and EVALSHA)";
   }
-  if (refusal != nullptr) {
+  if (refusal.empty()) {
+    // Every call goes by EVALSHA first: an unknown SHA1 answers NOSCRIPT, a denied command NOPERM.
+    reply = run({"EVALSHA", "0000000000000000000000000000000000000000", "0"});
+    const RedisErrorKind kind = reply.error.kind;
+    if (kind != RedisErrorKind::kNoPerm && kind != RedisErrorKind::kUnknownCommand) reply = Reply{};
+    if (reply.is_error()) refusal = "refused EVALSHA, which every rlock call uses";
+  }
+  if (!refusal.empty()) {
     throw Error(reply.error.code,
                 "Redis at " + master_.master().describe() + " " + refusal + ": " + reply.str,
                 reply.error.transient);
+  }
+  if (publish.type == Reply::Type::String && publish.str == "denied") {
+    throw Error(kNoPerm, "Redis at " + master_.master().describe() + ": the ACL user may not run " +
+                             verb + " on channel redisson_lock__channel:{...} (needs +" +
+                             (sharded_pubsub ? "spublish" : "publish") +
+                             " and &*), which rlock's unlock scripts call to wake waiters");
   }
 }
 

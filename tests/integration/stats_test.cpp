@@ -103,8 +103,9 @@ TEST(Stats, CountsAKnownWorkload) {
   EXPECT_EQ(before.enabled, 1);
   EXPECT_EQ(before.acquires_granted, 0u);
   EXPECT_EQ(before.holds, 0);
-  // Creating the client sent one script (the no-op EVAL that checks scripts may run).
-  EXPECT_EQ(before.scripts_sent, 1u);
+  // Creating the client sent two scripts: the probe EVAL (scripts may run, PUBLISH is allowed)
+  // and EVALSHA of an unknown SHA1 (EVALSHA is allowed).
+  EXPECT_EQ(before.scripts_sent, 2u);
 
   constexpr int kGrants = 20;
   constexpr int kTimeouts = 5;

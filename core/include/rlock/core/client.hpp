@@ -57,6 +57,9 @@ class Client {
   // (of the name's slot) has a replica (Sentinel: INFO replication, asked at most once a
   // second; Cluster: the slot map), none otherwise.
   int sync_replicas(const std::string& name);
+  // The server refused WAIT: true in auto mode, which then stops sending it (docs/servers.md);
+  // false with an explicit count, which stays strict.
+  bool give_up_wait();
   // Auto mode: the next sync_replicas() asks the master again (a replica may have gone).
   void recount_replicas();
 
@@ -140,6 +143,7 @@ class Client {
   std::mutex permits_mutex_;
   std::map<std::string, int64_t> permits_;
   std::vector<std::weak_ptr<Semaphore>> renewing_;  // handles that have renewed permits
+  std::atomic<bool> wait_refused_{false};           // auto mode never WAITs once set
   std::mutex replicas_mutex_;
   int replicas_ = -1;                 // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on

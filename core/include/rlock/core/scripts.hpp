@@ -78,6 +78,7 @@ Reply eval_script(Transport& transport, const Script& script, const Args& keys, 
 struct SyncedReply {
   Reply reply;
   int64_t acked = -1;
+  bool wait_refused = false;  // WAIT answered NOPERM or unknown command (renamed away)
 };
 SyncedReply eval_script_synced(Transport& transport, const Script& script, const Args& keys,
                                const Args& argv, int replicas, int64_t timeout_ms, Retry retry,

@@ -68,8 +68,9 @@ class PipelinedTransport : public Transport {
   Deadline deadline_from_now() const override;
   void close() override;
 
-  // Opens one connection now (so bad addresses and credentials fail at client creation).
-  void warm_up();
+  // Opens one connection now (so bad addresses and credentials fail at client creation) and
+  // checks that the user may run EVAL, EVALSHA and (S)PUBLISH: Error(kNoPerm) names the refused.
+  void warm_up(bool sharded_pubsub = false);
   // The master moved: every connection goes, and the commands in flight on them fail with
   // Error(kConn) (they may have been applied); later commands connect to the new master.
   void reconnect();

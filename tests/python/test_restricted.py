@@ -1,0 +1,86 @@
+"""Restricted servers (docs/servers.md): an ACL user that may not run what rlock needs is
+refused when the client is made, with the command named."""
+
+from __future__ import annotations
+
+import pytest
+import rlock
+
+
+def _user(r, name: str, commands: list, channels: list) -> str:
+    r.acl_setuser(
+        name, enabled=True, passwords=["+pw"], keys=["*"], channels=channels, commands=commands
+    )
+    return name
+
+
+@pytest.mark.parametrize(
+    "commands, channels, named",
+    [
+        (["+@all", "-publish"], ["*"], "PUBLISH"),
+        (["+@all"], [], "PUBLISH"),  # no channels: Redis 7's default for a new user
+        (["+@all", "-evalsha"], ["*"], "EVALSHA"),
+    ],
+)
+def test_missing_permission_is_named_at_creation(
+    private_redis, make_redis, commands, channels, named
+):
+    user = _user(make_redis(private_redis.url), "restricted", commands, channels)
+    with pytest.raises(rlock.NoPermissionError) as info:
+        rlock.Client(f"redis://{user}:pw@127.0.0.1:{private_redis.port}")
+    assert named in str(info.value)
+
+
+def test_user_without_client_config_info_locks(private_redis, make_redis, name):
+    commands = ["+@all", "-client", "-config", "-info"]
+    user = _user(make_redis(private_redis.url), "managed", commands, ["*"])
+    with rlock.Client(f"redis://{user}:pw@127.0.0.1:{private_redis.port}") as c:
+        with c.lock(name) as lock:
+            assert lock.held()
+        assert not c.lock(name).locked()
+
+
+def _every_kind(c: rlock.Client, name: str) -> None:
+    """One acquire and release of each lock kind, and each semaphore and latch call path."""
+    for lock in (c.lock(name), c.fenced_lock(name + "-f"), c.spin_lock(name + "-s")):
+        with lock:
+            assert lock.held()
+    with c.fair_lock(name + "-q") as lock:
+        assert lock.held()
+    rw = c.read_write_lock(name + "-rw")
+    with rw.read_lock():
+        pass
+    with rw.write_lock():
+        pass
+    sem = c.semaphore(name + "-sem")
+    sem.try_set_permits(1)
+    assert sem.acquire(timeout=1)
+    sem.release()
+    psem = c.expirable_semaphore(name + "-psem")
+    psem.try_set_permits(1)
+    permit = psem.acquire(timeout=1)
+    assert permit is not None
+    permit.release()
+    latch = c.count_down_latch(name + "-latch")
+    latch.try_set_count(1)
+    latch.count_down()
+    assert latch.wait(timeout=1)
+
+
+def _evals(r) -> int:
+    return r.info("commandstats").get("cmdstat_eval", {}).get("calls", 0)
+
+
+def test_restarted_server_without_scripts(private_redis, make_redis, name):
+    """A server restarted without the script cache (or a promoted replica) costs one EVAL per
+    script; the same calls afterwards go by EVALSHA alone."""
+    with rlock.Client(private_redis.url) as c:
+        _every_kind(c, name)
+        private_redis.stop()
+        private_redis.start()
+        r = make_redis(private_redis.url)
+        _every_kind(c, name + "-after")
+        reloaded = _evals(r)
+        assert reloaded > 0, "no script was sent again with its source"
+        _every_kind(c, name + "-again")
+        assert _evals(r) == reloaded, "scripts were sent with their source more than once"
