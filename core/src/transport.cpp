@@ -89,12 +89,18 @@ PipelinedTransport::~PipelinedTransport() = default;
 
 namespace {
 
-// Asks the server (Redis 7+: redis.acl_check_cmd; older servers answer "") whether the user may
-// publish a lock's wake-up: the unlock scripts do, and a refusal there fails the unlock after it
-// deleted the key, leaving other processes' waiters to their poll. The channel is a sample
-// lock's: ACL channel rules (&pattern, Redis 7's default resetchannels) apply too.
+// Asks the server whether the user may publish a lock's wake-up: the unlock scripts do, and a
+// refusal there fails the unlock after it deleted the key, leaving other processes' waiters to
+// their poll. The channel is a sample lock's: ACL channel rules (&pattern, Redis 7's default
+// resetchannels) apply too. Redis 7+ checks without publishing (redis.acl_check_cmd); Redis 6,
+// which has no channel rules, publishes to the sample channel (no lock is called so; a waiter
+// of one would only check again).
 constexpr const char* kPublishProbe =
-    "if type(redis.acl_check_cmd) ~= 'function' then return '' end "
+    "if type(redis.acl_check_cmd) ~= 'function' then "
+    "  local r = redis.pcall(ARGV[1], ARGV[2], '0') "
+    "  if type(r) == 'table' and r.err then return 'denied' end "
+    "  return '' "
+    "end "
     "if redis.acl_check_cmd(ARGV[1], ARGV[2], '0') then return '' end "
     "return 'denied'";
 

@@ -457,11 +457,12 @@ Reply RedisConn::acl_setuser(const std::string& user, std::vector<std::string> r
   const int version = server_version();
   auto unknown_there = [version](const std::string& rule) {
     if (rule == "&*") return version < 60200;
-    // EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO and FUNCTION came with 7.0.
+    // EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, FUNCTION and sharded pub/sub came with 7.0.
     const std::string command = rule.size() > 1 ? rule.substr(1) : "";
     return version < 70000 && (rule[0] == '-' || rule[0] == '+') &&
            ((command.size() > 3 && command.compare(command.size() - 3, 3, "_ro") == 0) ||
-            command.rfind("fcall", 0) == 0 || command.rfind("function", 0) == 0);
+            command.rfind("fcall", 0) == 0 || command.rfind("function", 0) == 0 ||
+            command == "ssubscribe" || command == "sunsubscribe" || command == "spublish");
   };
   rules.erase(std::remove_if(rules.begin(), rules.end(), unknown_there), rules.end());
   std::vector<std::string> args = {"ACL", "SETUSER", user};

@@ -71,7 +71,7 @@ class RedisConn {
   int server_version();
   // ACL SETUSER user rules...; drops what an older server does not know: the channel rule "&*"
   // before 6.2 (every user may use every channel there), and rules on EVAL_RO, EVALSHA_RO,
-  // FCALL, FCALL_RO and FUNCTION before 7.0.
+  // FCALL, FCALL_RO, FUNCTION and the sharded pub/sub commands before 7.0.
   Reply acl_setuser(const std::string& user, std::vector<std::string> rules);
 
   bool exists(const std::string& key);
