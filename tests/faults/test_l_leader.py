@@ -131,7 +131,7 @@ def test_L1_killed_and_partitioned_leaders_are_replaced_one_at_a_time(case: Case
     )
 
 
-def _assert_terms_grow_past(case: Case, at: int) -> None:
+def _assert_terms_grow_past(case: Case, at: float) -> None:
     """No term led twice, no stale write accepted, and every term begun after `at` (monotonic
     ns) above every term begun before it."""
     h = checkers.read_history(case.log, case.ended())
