@@ -3,6 +3,8 @@ refused when the client is made, with the command named."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 import rlock
 
@@ -91,3 +93,27 @@ def test_restarted_server_without_scripts(private_redis, make_redis, name):
         assert reloaded > 0, "no script was sent again with its source"
         _every_kind(c, name + "-again")
         assert _evals(r) == reloaded, "scripts were sent with their source more than once"
+
+
+def test_scripts_evicted_by_other_clients_evals_cost_one_reload(private_redis, make_redis, name):
+    """Redis 7.4+ (8.0 in the server matrix) keeps at most 500 scripts loaded by EVAL and
+    evicts the oldest: another application's EVALs push rlock's scripts out. The next call
+    reloads each once; the calls after it go by EVALSHA alone."""
+    r = make_redis(private_redis.url)
+    with rlock.Client(private_redis.url) as c:
+        lock = c.lock(name)
+        with lock:  # its acquire and release scripts, loaded by EVAL after NOSCRIPT
+            pass
+        probe = "return 'rlock-eviction-probe'"
+        r.eval(probe, 0)
+        for i in range(600):  # another application's scripts, each of its own
+            r.eval(f"return {i}", 0)
+        if r.script_exists(hashlib.sha1(probe.encode()).hexdigest())[0]:
+            pytest.skip("this server keeps every script EVAL loaded (eviction: Redis 7.4+)")
+        before = _evals(r)
+        with lock:
+            pass
+        assert _evals(r) - before == 2, "acquire and release should each be reloaded once"
+        with lock:
+            pass
+        assert _evals(r) - before == 2, "scripts were sent with their source again"
