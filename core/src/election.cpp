@@ -165,11 +165,14 @@ void Election::lost(int reason) {
   const int64_t term = term_;
   term_ = 0;
   Revoked revoked = revoked_;
+  lock.unlock();
+  // Told before it campaigns again: nothing of a new round may delay the news.
+  tell_revoked(revoked, term, reason);
+  lock.lock();
+  if (!active_) return;  // resigned or closed from the callback
   bool again = options_.requeue && !client_->closed();
   if (again) again = start_round_locked(++round_) == kOk;
   if (!again) active_ = false;
-  lock.unlock();
-  tell_revoked(revoked, term, reason);
 }
 
 int Election::resign() {
