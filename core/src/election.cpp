@@ -196,8 +196,11 @@ int Election::resign_now() {
   lock.unlock();
   if (cancel) cancel->cancel_all(true);
   if (!was_leader) return kOk;
+  // A leadership that ended before the resign (its lease ran out, the key was taken) is told
+  // as that loss, not as a resignation: the caller may have seen it first (is_leader).
+  const int lost = lock_->lost_reason(thread_id_);
   // Told before the release, so nobody else can be leader while this one still acts.
-  tell_revoked(revoked, term, kRevokedResigned);
+  tell_revoked(revoked, term, lost != 0 ? lost : kRevokedResigned);
   const int rc = lock_->release(thread_id_);
   // A hold already lost or expired needs no release.
   return rc == kNotHeld || rc == kLost || rc == kNotOwner ? kOk : rc;

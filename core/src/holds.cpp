@@ -254,6 +254,19 @@ bool Holds::is_held(const std::string& name, const std::string& owner) const {
          Clock::now() < it->second.valid_until;
 }
 
+int Holds::lost_reason(const std::string& name, const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = holds_.find(Key{name, owner});
+  if (it == holds_.end()) return 0;
+  const Hold& h = it->second;
+  if (h.lost) return h.lost_reason;
+  // What the watchdog thread will call it when it gets there (run()).
+  if (h.count > 0 && Clock::now() >= h.valid_until) {
+    return h.watchdog ? kLostUnreachable : kLostExpired;
+  }
+  return 0;
+}
+
 bool Holds::is_lost(const std::string& name, const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = holds_.find(Key{name, owner});
@@ -285,6 +298,7 @@ std::vector<Holds::Active> Holds::active() const {
 
 void Holds::mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices) {
   h.lost = true;
+  h.lost_reason = reason;
   h.renewing = false;
   reindex_locked(key, h);
   if (Stats* stats = config_.telemetry.stats.get()) stats->lost(reason);

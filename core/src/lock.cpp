@@ -628,6 +628,11 @@ bool Lock::is_held(int64_t thread_id) const {
   return client_->holds().is_held(name_, owner_field(thread_id));
 }
 
+int Lock::lost_reason(int64_t thread_id) const {
+  if (thread_id < 0) return 0;
+  return client_->holds().lost_reason(name_, owner_field(thread_id));
+}
+
 bool Lock::is_lost(int64_t thread_id) const {
   if (thread_id < 0) return false;
   return client_->holds().is_lost(name_, owner_field(thread_id));

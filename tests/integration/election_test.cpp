@@ -250,6 +250,39 @@ TEST(Election, NoRequeueStopsAfterLoss) {
   redis.del(token_key(name));
 }
 
+// A leader whose lease runs out while Redis stalls, and who sees it first (is_leader turns
+// false) and resigns, is told the loss (UNREACHABLE), never RESIGNED: the leadership ended
+// before the resign. Whichever comes first, the resign or the watchdog, one revocation says so.
+TEST(Election, ResigningALapsedLeadershipIsToldItsLoss) {
+  PrivateRedis server({"--enable-debug-command", "yes"});
+  it::Client client = it::make_client(server.tcp_url(), it::ClientSettings{900, 0, 0});
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string name = unique_name("election-lapsed");
+    Seen seen;
+    Election election = make_election(client.get(), name, 0);
+    ASSERT_EQ(rlock_election_campaign(election.get(), on_elected, on_revoked, &seen), RLOCK_OK);
+    ASSERT_GT(elected_term(seen, 5000), 0);
+    std::thread stall([&] {
+      RedisConn admin(server.admin_url(), 10000);
+      admin.command({"DEBUG", "SLEEP", "2"});
+    });
+    const auto start = Clock::now();
+    while (rlock_election_is_leader(election.get()) == 1 &&
+           Clock::now() - start < std::chrono::seconds(5)) {
+    }
+    (void)rlock_election_resign(election.get());
+    stall.join();
+    const int i = seen.wait_for([](const Seen::Event& e) { return !e.elected; }, 5000);
+    ASSERT_GE(i, 0) << "never told";
+    const std::vector<Seen::Event> events = seen.copy();
+    EXPECT_EQ(events[static_cast<size_t>(i)].reason, RLOCK_REVOKED_UNREACHABLE);
+    EXPECT_EQ(std::count_if(events.begin(), events.end(),
+                            [](const Seen::Event& e) { return !e.elected; }),
+              1);
+  }
+}
+
 // Freeing the client tells the leader CLOSED before the lock is released, and the next
 // candidate takes over at once (not after the lease).
 TEST(Election, ClientFreeRevokesClosedAndHandsOver) {

@@ -1090,7 +1090,8 @@ RLOCK_API int rlock_election_campaign(rlock_election *election, rlock_elected_cb
                                       rlock_revoked_cb revoked, void *payload);
 
 /* Stops campaigning, or leading: a leader's revoked(term, RLOCK_REVOKED_RESIGNED) runs on this
- * thread, then the lock is released (one round trip) so another candidate takes over at once.
+ * thread (or, when its leadership had already lapsed, revoked with that loss's reason), then
+ * the lock is released (one round trip) so another candidate takes over at once.
  * Returns the release's status (RLOCK_OK when there was nothing to release, or the hold was
  * already lost). Idempotent. */
 RLOCK_API int rlock_election_resign(rlock_election *election);

@@ -93,6 +93,9 @@ class Holds {
   int64_t token(const std::string& name, const std::string& owner) const;
   bool is_held(const std::string& name, const std::string& owner) const;
   bool is_lost(const std::string& name, const std::string& owner) const;
+  // Why the owner's hold is lost (as is_lost: also once its validity ran out, before the
+  // watchdog marked it); 0 while it is not.
+  int lost_reason(const std::string& name, const std::string& owner) const;
   // The owner's hold is renewed by the watchdog (acquired without a lease).
   bool is_watchdog(const std::string& name, const std::string& owner) const;
 
@@ -175,6 +178,7 @@ class Holds {
     bool watchdog = false;
     bool renewing = false;
     bool lost = false;
+    int lost_reason = 0;      // once lost
     int releasing = 0;        // releases in flight
     int deferred_reason = 0;  // a loss noticed while one was
     uint64_t generation = 0;

@@ -123,6 +123,7 @@ class Lock : public std::enable_shared_from_this<Lock> {
   int query(int64_t thread_id, LockState* out);
   bool is_held(int64_t thread_id) const;
   bool is_lost(int64_t thread_id) const;
+  int lost_reason(int64_t thread_id) const;  // Holds::lost_reason of the owner's hold
   // The fencing token of the owner's current hold (local); kNotHeld when it holds none.
   int token(int64_t thread_id, int64_t* out) const;
   // Wakes every acquire in progress on this object with kCanceled.
