@@ -21,6 +21,9 @@ constexpr size_t kMaxOwnerIdLen = 1024;
 // "Every hold" in a release script's count of holds to release.
 constexpr int64_t kAllHolds = 1 << 30;
 
+// A replica count that says the server refused the WAIT sent after the script.
+constexpr int64_t kWaitRefused = -2;
+
 using Clock = std::chrono::steady_clock;
 
 constexpr int64_t kMaxSpinMs = 60000;
@@ -181,7 +184,7 @@ Reply Lock::run_synced(const kinds::Call& call, Retry retry, Deadline deadline, 
   *acked = s.acked;
   // Auto mode on a server that refuses WAIT now (a failover to one configured otherwise, an ACL
   // changed): from here on it runs without, as it would have from creation.
-  if (s.wait_refused && client_->give_up_wait()) *acked = replicas;
+  if (s.wait_refused) *acked = client_->give_up_wait() ? replicas : kWaitRefused;
   return std::move(s.reply);
 }
 
@@ -263,6 +266,15 @@ Lock::Attempt Lock::confirm_grant(const Plan& plan, Clock::time_point sent, int 
     // Take this hold back (the outer ones of a re-entry stay).
     in_flight->unlock();
     release_hold(plan.thread_id, false);
+    if (acked == kWaitRefused) {
+      return {
+          fail(kNotSynced, "lock " + printable(name_) +
+                               " was granted, but Redis now refuses WAIT, which sync_replicas=" +
+                               std::to_string(wanted) +
+                               " needs: it was taken back (sync_replicas=auto goes on "
+                               "without WAIT where the server refuses it)"),
+          0};
+    }
     return {
         fail(kNotSynced, "lock " + printable(name_) + " was granted, but " +
                              (acked < 0 ? std::string("WAIT failed")
