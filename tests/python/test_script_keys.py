@@ -528,3 +528,21 @@ def test_script_hashes_match_the_build():
     embedded = {name: sha for name, sha in embedded.items() if not name.endswith("_sharded")}
     scripts = Scripts({})
     assert embedded == {name: sha for sha, name in scripts.by_sha.items()}
+
+
+def test_grouping_in_either_order():
+    """group() pairs a script's commands with its EVAL line whether the server shows them after
+    it (every server above) or before it; and parse_args reads MONITOR's escapes back."""
+    scripts = Scripts(PROBES)
+    text = repr_arg(PROBES["probe_undeclared"], True)
+    eval_line = Line(b'1.0 [0 127.0.0.1:1] "EVAL" "' + text + b'" "1" "declared" "arg"')
+    lua_line = Line(b'1.0 [0 lua] "set" "undeclared" "1"')
+    other = Line(b'1.0 [0 127.0.0.1:1] "GET" "x"')
+    for lines, lua_first in (([eval_line, lua_line, other], False), ([lua_line, eval_line], True)):
+        (call,) = group(lines, scripts, lua_first)
+        assert (call.script, call.keys) == ("probe_undeclared", [b"declared"])
+        assert call.commands == [(b"set", b"undeclared", b"1")]
+    with pytest.raises(AssertionError):
+        group([other, lua_line], scripts, False)
+    odd = b'a"b\\c\nd\x01 "e'
+    assert parse_args(b'"' + repr_arg(odd, True) + b'" "k"') == [odd, b"k"]
