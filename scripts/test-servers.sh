@@ -2,9 +2,10 @@
 # The server matrix: the server-facing tests against each server our users run besides the
 # default one (Redis 7.0, which the whole suite runs on): Redis 6.0 and 8.0, Valkey 8.1 and 9.1
 # (scripts/servers.sh makes them runnable here). Per server: the C ABI and integration cases that
-# talk to Redis (ctest), pytest's lock, semaphore, TLS, cluster and restricted-server cases, the
-# Redisson wake-up tests; on Redis 8.0 and Valkey 9.1 also a Cluster and a Sentinel failover case
-# of the fault catalog. Every run goes on after a failure; the table at the end says which server failed what.
+# talk to Redis (ctest), pytest's lock, semaphore, TLS, cluster, restricted-server and script-keys
+# (every script touches only its KEYS) cases, the Redisson wake-up tests; on Redis 8.0 and
+# Valkey 9.1 also a Cluster and a Sentinel failover case of the fault catalog. Every run goes on
+# after a failure; the table at the end says which server failed what.
 # Needs what scripts/test.sh builds first (build/, build/venv, the Go worker).
 # Usage: scripts/test-servers.sh [NAME...]   (default: redis-6.0 redis-8.0 valkey-8.1 valkey-9.1)
 set -uo pipefail
@@ -19,7 +20,7 @@ servers=$(scripts/servers.sh "${names[@]}") || exit 1
 # cluster CLI.
 ctest_cases='^(capi_bad_input\.H(5|10_UseAfterFree|12|17|23)|capi_bad_input\.ReplicaSync|integration_(scripts|transport|reentrancy|lease_expiry|watchdog|extend_by|extend_atomic|killed_holder|non_owner_release|script_flush|pubsub_kill|auth|auth_at_creation|force_unlock|names|fenced|spin|lock_kinds|non_reentrant|read_write|semaphore|latch|election|inspect|key_prefix|events|tls|tls_mutual|tls_verify|restricted)|cli_list_cluster)$'
 pytest_files=(tests/python/test_locks.py tests/python/test_semaphore.py tests/python/test_tls.py
-  tests/python/test_cluster.py tests/python/test_restricted.py)
+  tests/python/test_cluster.py tests/python/test_restricted.py tests/python/test_script_keys.py)
 export RLOCK_GO_WORKER=${RLOCK_GO_WORKER:-$root/build/bindings/go/rlock-contend}
 
 logs=$root/build/server-matrix
