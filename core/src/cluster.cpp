@@ -275,8 +275,8 @@ void ClusterTransport::note_redirect(const Redirect& to) {
   events->emit(std::move(e));
 }
 
-std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, size_t lead,
-                                          int slot, Deadline deadline) {
+std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, size_t lead, int slot,
+                                          Deadline deadline) {
   if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
   std::shared_ptr<Node> node = route(slot);
   bool asking = false;

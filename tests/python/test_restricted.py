@@ -112,23 +112,24 @@ def test_scripts_evicted_by_other_clients_evals_cost_one_reload(private_redis, m
     reloads each once, by SCRIPT LOAD, which no EVAL evicts: the calls after it go by EVALSHA
     alone, however many EVALs run meanwhile."""
     r = make_redis(private_redis.url)
+    # A user that may not SCRIPT LOAD gets the scripts loaded by EVAL (as rlock before 0.3 did).
+    user = _user(r, "noload", ["+@all", "-script"], ["*"])
+    with rlock.Client(f"redis://{user}:pw@127.0.0.1:{private_redis.port}") as old:
+        with old.lock(name):  # its acquire and release scripts, loaded by EVAL after NOSCRIPT
+            pass
+    probe = "return 'rlock-eviction-probe'"
+    r.eval(probe, 0)
+    for i in range(600):  # another application's scripts, each of its own
+        r.eval(f"return {i}", 0)
+    if r.script_exists(hashlib.sha1(probe.encode()).hexdigest())[0]:
+        pytest.skip("this server keeps every script EVAL loaded (eviction: Redis 7.4+)")
     with rlock.Client(private_redis.url) as c:
         lock = c.lock(name)
-        with lock:  # its acquire and release scripts, loaded by EVAL after NOSCRIPT
-            pass
-        probe = "return 'rlock-eviction-probe'"
-        r.eval(probe, 0)
-        for i in range(600):  # another application's scripts, each of its own
-            r.eval(f"return {i}", 0)
-        if r.script_exists(hashlib.sha1(probe.encode()).hexdigest())[0]:
-            pytest.skip("this server keeps every script EVAL loaded (eviction: Redis 7.4+)")
         evals, loads = _evals(r), _script_loads(r)
         with lock:
             pass
         assert _script_loads(r) - loads == 2, "acquire and release should each be loaded once"
         assert _evals(r) == evals, "scripts were sent with their source by EVAL"
-        with lock:
-            pass
         for i in range(600, 1200):  # as many more: SCRIPT LOAD's scripts are never evicted
             r.eval(f"return {i}", 0)
         evals = _evals(r)
