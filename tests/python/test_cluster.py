@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
-import rlock
 import redis
+import rlock
 from redis.cluster import RedisCluster
 
 FIXTURE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "cluster.sh"
