@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <set>
 #include <thread>
 
@@ -274,7 +275,7 @@ void ClusterTransport::note_redirect(const Redirect& to) {
   events->emit(std::move(e));
 }
 
-std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int slot,
+std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, size_t lead, int slot,
                                           Deadline deadline) {
   if (closed_.load()) throw Error(kClosed, "the rlock client was closed");
   std::shared_ptr<Node> node = route(slot);
@@ -284,10 +285,11 @@ std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int
     std::vector<Reply> replies;
     try {
       if (asking) {
-        std::vector<Args> with_asking{Args{"ASKING"}};
-        with_asking.insert(with_asking.end(), commands.begin(), commands.end());
+        // ASKING holds for the next command only: it goes right before the keyed one.
+        std::vector<Args> with_asking = commands;
+        with_asking.insert(with_asking.begin() + static_cast<std::ptrdiff_t>(lead), Args{"ASKING"});
         replies = node->transport->run_batch(with_asking, deadline);
-        replies.erase(replies.begin());
+        replies.erase(replies.begin() + static_cast<std::ptrdiff_t>(lead));
       } else if (commands.size() == 1) {
         replies.push_back(node->transport->run(commands[0], deadline));
       } else {
@@ -297,7 +299,7 @@ std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int
       if (e.code() == kConn) refresh(false);  // the node may have failed over
       throw;
     }
-    const Reply& first = replies.front();
+    const Reply& first = replies[lead];
     // TRYAGAIN: the slot is being migrated and the script's keys are split between the two
     // nodes for a moment (its channel key never exists, so every script on a migrating lock
     // sees this until the slot is handed over). Wait a little and send it again.
@@ -329,13 +331,19 @@ std::vector<Reply> ClusterTransport::send(const std::vector<Args>& commands, int
 }
 
 Reply ClusterTransport::run(const Args& args, Deadline deadline) {
-  return std::move(send({args}, command_slot(args), deadline).front());
+  return std::move(send({args}, 0, command_slot(args), deadline).front());
 }
 
 std::vector<Reply> ClusterTransport::run_batch(const std::vector<Args>& commands,
                                                Deadline deadline) {
   if (commands.empty()) return {};
-  return send(commands, command_slot(commands.front()), deadline);
+  // The first keyed command routes the batch (a SCRIPT LOAD before an EVALSHA has no key and
+  // must reach the EVALSHA's node), and its reply tells of redirects.
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const int slot = command_slot(commands[i]);
+    if (slot >= 0) return send(commands, i, slot, deadline);
+  }
+  return send(commands, 0, -1, deadline);
 }
 
 Deadline ClusterTransport::deadline_from_now() const {

@@ -1,6 +1,8 @@
 #include "rlock/core/scripts.hpp"
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "rlock/core/error.hpp"
 #include "rlock/core/transport.hpp"
@@ -9,40 +11,71 @@ namespace rlock::core {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// How a try sends the script. Load (SCRIPT LOAD, then EVALSHA in the same batch) reloads it for
+// good: Redis 7.4+ and Valkey 8.1+ evict scripts that EVAL loaded, never those SCRIPT LOAD did.
+// Eval is for a server that refuses SCRIPT LOAD (ACL, renamed): there EVALSHA answers NOSCRIPT
+// again.
+enum class Form { Sha, Load, Eval };
+
+// Runs a script, with `tail` (WAIT) after it on the same connection, and returns the script's
+// reply followed by the tail's. Tries EVALSHA (or the source at once for Send::Source), then
+// Load on NOSCRIPT, then Eval on NOSCRIPT again. Each of these tries is refused before the
+// script runs or runs it; only a lost reply leaves that unknown, and then, with Retry::Once and
+// time left, one more try goes (with the source: a lost NOSCRIPT answer must not lose the
+// script again). One such resend per call at most, as the lock code expects of Retry::Once.
+std::vector<Reply> run_script(Transport& transport, const Script& script, const Args& keys,
+                              const Args& argv, const std::vector<Args>& tail, Retry retry,
+                              Send send, Deadline deadline) {
+  const std::string key_count = std::to_string(keys.size());  // Args are views: kept alive here
+  Args call;
+  call.reserve(3 + keys.size() + argv.size());
+  call.emplace_back("EVALSHA");
+  call.emplace_back(script.sha1);
+  call.emplace_back(key_count);
+  call.insert(call.end(), keys.begin(), keys.end());
+  call.insert(call.end(), argv.begin(), argv.end());
+
+  Form form = send == Send::Sha ? Form::Sha : Form::Load;
+  bool resent = false;
+  for (;;) {
+    std::vector<Args> batch;
+    batch.reserve(2 + tail.size());
+    if (form == Form::Load) batch.push_back({"SCRIPT", "LOAD", script.source});
+    batch.push_back(call);
+    if (form == Form::Eval) {
+      batch.back()[0] = "EVAL";
+      batch.back()[1] = script.source;
+    }
+    batch.insert(batch.end(), tail.begin(), tail.end());
+    std::vector<Reply> replies;
+    try {
+      replies = batch.size() == 1 ? std::vector<Reply>{transport.run(batch[0], deadline)}
+                                  : transport.run_batch(batch, deadline);
+    } catch (const Error& e) {
+      if (retry == Retry::No || resent || e.code() != kConn || Clock::now() >= deadline) throw;
+      resent = true;
+      if (form == Form::Sha) form = Form::Load;
+      continue;
+    }
+    if (form == Form::Load) replies.erase(replies.begin());
+    if (replies[0].error.kind == RedisErrorKind::kNoScript && form != Form::Eval) {
+      form = form == Form::Sha ? Form::Load : Form::Eval;
+      continue;
+    }
+    return replies;
+  }
+}
+
+}  // namespace
+
 Reply eval_script(Transport& transport, const Script& chosen, const Args& keys, const Args& argv,
                   Retry retry, Send send, Deadline deadline) {
   const Script& script =
       transport.sharded_pubsub() && chosen.sharded != nullptr ? *chosen.sharded : chosen;
   if (deadline == Deadline{}) deadline = transport.deadline_from_now();
-  std::string key_count = std::to_string(keys.size());
-  Args cmd;
-  cmd.reserve(3 + keys.size() + argv.size());
-  cmd.push_back(send == Send::Sha ? "EVALSHA" : "EVAL");
-  cmd.push_back(send == Send::Sha ? script.sha1 : script.source);
-  cmd.push_back(key_count);
-  cmd.insert(cmd.end(), keys.begin(), keys.end());
-  cmd.insert(cmd.end(), argv.begin(), argv.end());
-
-  auto with_source = [&] {
-    cmd[0] = "EVAL";
-    cmd[1] = script.source;
-  };
-  Reply reply;
-  try {
-    reply = transport.run(cmd, deadline);
-  } catch (const Error& e) {
-    if (retry == Retry::No || e.code() != kConn || Clock::now() >= deadline) throw;
-    // Once more, with the source: if replies are being lost, a NOSCRIPT answer to the first
-    // try may be what was lost, and EVALSHA would fail the same way again.
-    with_source();
-    return transport.run(cmd, deadline);
-  }
-  if (reply.error.kind == RedisErrorKind::kNoScript) {
-    with_source();
-    reply =
-        retry == Retry::Once ? transport.run_retrying(cmd, deadline) : transport.run(cmd, deadline);
-  }
-  return reply;
+  return std::move(run_script(transport, script, keys, argv, {}, retry, send, deadline).front());
 }
 
 SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const Args& keys,
@@ -50,40 +83,11 @@ SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const
                                Deadline deadline) {
   const Script& script =
       transport.sharded_pubsub() && chosen.sharded != nullptr ? *chosen.sharded : chosen;
-  std::string key_count = std::to_string(keys.size());
-  Args cmd;
-  cmd.reserve(3 + keys.size() + argv.size());
-  cmd.push_back("EVALSHA");
-  cmd.push_back(script.sha1);
-  cmd.push_back(key_count);
-  cmd.insert(cmd.end(), keys.begin(), keys.end());
-  cmd.insert(cmd.end(), argv.begin(), argv.end());
   const std::string count = std::to_string(replicas);
   const std::string timeout = std::to_string(timeout_ms);
-  const Args wait{"WAIT", count, timeout};
-
-  auto with_source = [&] {
-    cmd[0] = "EVAL";
-    cmd[1] = script.source;
-  };
-  auto send = [&] { return transport.run_batch({cmd, wait}, deadline); };
-  std::vector<Reply> replies;
-  try {
-    replies = send();
-  } catch (const Error& e) {
-    if (retry == Retry::No || e.code() != kConn || Clock::now() >= deadline) throw;
-    with_source();  // as in eval_script: the NOSCRIPT answer may be what was lost
-    replies = send();
-  }
-  if (replies[0].error.kind == RedisErrorKind::kNoScript) {
-    with_source();
-    try {
-      replies = send();
-    } catch (const Error& e) {
-      if (retry == Retry::No || e.code() != kConn || Clock::now() >= deadline) throw;
-      replies = send();
-    }
-  }
+  const std::vector<Args> wait{{"WAIT", count, timeout}};
+  std::vector<Reply> replies =
+      run_script(transport, script, keys, argv, wait, retry, Send::Sha, deadline);
   SyncedReply out;
   out.reply = std::move(replies[0]);
   if (replies[1].type == Reply::Type::Integer) out.acked = replies[1].integer;

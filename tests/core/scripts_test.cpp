@@ -1,17 +1,22 @@
 // The embedded Lua scripts: each has a name, a source and the SHA1 EVALSHA needs. A wrong SHA1
-// would not break anything visibly (EVALSHA fails with NOSCRIPT and EVAL is used instead), it
-// would only send every script in full each time, so it is checked here against a SHA1 computed
-// by the test itself.
+// would not break anything visibly (EVALSHA fails with NOSCRIPT and the script is loaded
+// again), it would only send every script in full each time, so it is checked here against a
+// SHA1 computed by the test itself. And how a script the server lacks is loaded again.
 #include "rlock/core/scripts.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "rlock/core/error.hpp"
+#include "rlock/core/reply.hpp"
+#include "rlock/core/transport.hpp"
 
 namespace rlock::core {
 namespace {
@@ -179,6 +184,119 @@ TEST(Scripts, PublishingScriptsHaveShardedTwins) {
 TEST(Scripts, Sha1MatchesTheEmbeddedSource) {
   for (const Script* s : all_scripts()) {
     EXPECT_EQ(s->sha1, sha1_hex(s->source)) << "script " << s->name;
+  }
+}
+
+// A server's script cache, as eval_script meets it (no Redis): EVALSHA of a script it lacks
+// answers NOSCRIPT, SCRIPT LOAD may be refused, and a round trip's replies may be lost after
+// its commands ran.
+class ScriptCache : public Transport {
+ public:
+  using Transport::run;
+  Reply run(const Args& args, Deadline deadline) override {
+    return std::move(run_batch({args}, deadline).front());
+  }
+  std::vector<Reply> run_batch(const std::vector<Args>& commands, Deadline) override {
+    std::vector<Reply> replies;
+    std::string trip;
+    for (const Args& args : commands) {
+      trip += (trip.empty() ? "" : " + ") + std::string(args[0]);
+      if (args[0] == "SCRIPT") trip += " " + std::string(args[1]);
+      replies.push_back(answer(args));
+    }
+    trips.push_back(trip);
+    if (trips.size() > keep && lose > 0) {
+      --lose;
+      throw Error(kConn, "the reply was lost");
+    }
+    return replies;
+  }
+  Deadline deadline_from_now() const override { return Clock::now() + std::chrono::seconds(5); }
+  void close() override {}
+
+  std::set<std::string> loaded;
+  bool load_refused = false;
+  size_t keep = 0;                 // round trips answered before replies are lost
+  int lose = 0;                    // round trips whose replies are lost after they ran
+  int runs = 0;                    // times the script ran
+  std::vector<std::string> trips;  // each round trip's commands, " + " between them
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  Reply answer(const Args& args) {
+    if (args[0] == "SCRIPT") {
+      if (load_refused) return Reply::of_error("NOPERM User u has no permissions to run it");
+      loaded.insert(sha1_hex(args[2]));
+      return Reply::of_string(sha1_hex(args[2]));
+    }
+    if (args[0] == "WAIT") return Reply::of_int(1);
+    if (args[0] == "EVALSHA" && loaded.count(std::string(args[1])) == 0) {
+      return Reply::of_error("NOSCRIPT No matching script. Please use EVAL.");
+    }
+    ++runs;
+    return Reply::of_int(1);
+  }
+};
+
+Reply release_by(ScriptCache& server, Retry retry) {
+  return eval_script(server, scripts::release, {"k", "c"}, {"0", "30000", "o:1"}, retry);
+}
+
+// NOSCRIPT: SCRIPT LOAD and the same EVALSHA in one round trip (EVAL's scripts are evictable).
+TEST(ScriptReload, NoScriptLoadsAndRunsInOneRoundTrip) {
+  ScriptCache server;
+  EXPECT_EQ(release_by(server, Retry::No).integer, 1);
+  EXPECT_EQ(server.trips, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD + EVALSHA"}));
+  EXPECT_EQ(server.runs, 1);
+  EXPECT_EQ(release_by(server, Retry::No).integer, 1);
+  EXPECT_EQ(server.trips.back(), "EVALSHA") << "loaded once, then by SHA1 alone";
+}
+
+// SCRIPT LOAD refused (ACL, renamed): the EVALSHA after it answers NOSCRIPT, and EVAL runs it.
+TEST(ScriptReload, RefusedLoadFallsBackToEval) {
+  ScriptCache server;
+  server.load_refused = true;
+  EXPECT_EQ(release_by(server, Retry::No).integer, 1);
+  EXPECT_EQ(server.trips, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD + EVALSHA", "EVAL"}));
+  EXPECT_EQ(server.runs, 1);
+}
+
+// The synced form keeps WAIT right after the script, on the load's round trip too.
+TEST(ScriptReload, WaitFollowsTheReloadedScript) {
+  ScriptCache server;
+  const SyncedReply out =
+      eval_script_synced(server, scripts::release, {"k", "c"}, {"0", "30000", "o:1"}, 1, 100,
+                         Retry::No, server.deadline_from_now());
+  EXPECT_EQ(out.reply.integer, 1);
+  EXPECT_EQ(out.acked, 1);
+  EXPECT_EQ(server.trips,
+            (std::vector<std::string>{"EVALSHA + WAIT", "SCRIPT LOAD + EVALSHA + WAIT"}));
+}
+
+// A lost reply: Retry::No never sends again; Retry::Once sends once more, with the source (a
+// lost NOSCRIPT must not lose the script again), and never a second time.
+TEST(ScriptReload, ALostReplyIsResentOnceWithTheSourceOnlyWhenAllowed) {
+  ScriptCache once;
+  once.loaded.insert(std::string(scripts::release.sha1));
+  once.lose = 1;
+  EXPECT_EQ(release_by(once, Retry::Once).integer, 1);
+  EXPECT_EQ(once.trips, (std::vector<std::string>{"EVALSHA", "SCRIPT LOAD + EVALSHA"}));
+
+  ScriptCache no;
+  no.loaded.insert(std::string(scripts::release.sha1));
+  no.lose = 1;
+  EXPECT_THROW(release_by(no, Retry::No), Error);
+  EXPECT_EQ(no.runs, 1);
+
+  for (bool refused : {false, true}) {
+    ScriptCache lossy;  // NOSCRIPT, then every reply lost
+    lossy.load_refused = refused;
+    lossy.keep = 1;
+    lossy.lose = 100;
+    EXPECT_THROW(release_by(lossy, Retry::Once), Error);
+    EXPECT_EQ(lossy.trips.size(), 3u) << "sent more than once again";
+    EXPECT_LE(lossy.runs, 2);
   }
 }
 

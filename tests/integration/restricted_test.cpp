@@ -259,6 +259,8 @@ class Sentinel {
     process_.reset();  // kills it
     remove_tree(dir_);
   }
+  // The sentinel itself, for commands to it.
+  std::string url_plain() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   // The master's URL through this sentinel, as `user` (password "pw").
   std::string url(const std::string& user, const std::string& query) const {
     return "redis-sentinel://" + user + ":pw@127.0.0.1:" + std::to_string(port_) + "/m" + query;
@@ -391,22 +393,157 @@ long long commandstat(RedisConn& admin, const std::string& command) {
   return at == std::string::npos ? 0 : std::stoll(info.substr(at + field.size()));
 }
 
-// After SCRIPT FLUSH each script is sent with its source once (NOSCRIPT, then EVAL); a second
-// round of the same calls sends none.
+// SCRIPT LOAD calls: Redis 7 counts subcommands apart, before every SCRIPT call is "script".
+long long script_loads(RedisConn& admin, const PrivateRedis& server) {
+  return commandstat(admin, server.version() >= 70000 ? "script|load" : "script");
+}
+
+// Client creation runs its probe script by EVAL: one per client, two clients per exercise.
+constexpr long long kProbeEvals = 2;
+
+// After SCRIPT FLUSH each script is loaded once (NOSCRIPT, then SCRIPT LOAD and EVALSHA), never
+// sent by EVAL; a second round of the same calls loads none.
 TEST(Restricted, ScriptFlushCostsOneReloadPerScript) {
   PrivateRedis server;
   RedisConn admin(server.unix_url());
   const std::string url = server.tcp_url();
   for (const std::string& failure : exercise_every_kind(url, "warm")) ADD_FAILURE() << failure;
   admin.ok({"SCRIPT", "FLUSH"});
-  const long long before = commandstat(admin, "eval");
+  const long long evals = commandstat(admin, "eval");
+  const long long loads = script_loads(admin, server);
   for (const std::string& failure : exercise_every_kind(url, "flushed")) ADD_FAILURE() << failure;
-  const long long reloads = commandstat(admin, "eval") - before;
-  EXPECT_GT(reloads, 0) << "no script was reloaded after SCRIPT FLUSH";
-  const long long after = commandstat(admin, "eval");
+  EXPECT_GT(script_loads(admin, server) - loads, 0) << "no script was reloaded after SCRIPT FLUSH";
+  EXPECT_EQ(commandstat(admin, "eval") - evals, kProbeEvals) << "a script was reloaded by EVAL";
+  const long long after = script_loads(admin, server);
+  const long long evals_after = commandstat(admin, "eval");
   for (const std::string& failure : exercise_every_kind(url, "again")) ADD_FAILURE() << failure;
-  // Client creation runs its probe script by EVAL (one per client, two clients).
-  EXPECT_EQ(commandstat(admin, "eval") - after, 2) << "scripts were sent with their source again";
+  EXPECT_EQ(script_loads(admin, server) - after, 0) << "scripts were loaded again";
+  EXPECT_EQ(commandstat(admin, "eval") - evals_after, kProbeEvals)
+      << "scripts were sent with their source again";
+}
+
+// A user that may not run SCRIPT LOAD (ACL, or SCRIPT renamed away): after SCRIPT FLUSH every
+// call still succeeds, the scripts sent by EVAL once the EVALSHA after the refused load answers
+// NOSCRIPT again.
+TEST(Restricted, ScriptLoadRefusedFallsBackToEval) {
+  struct Case {
+    std::vector<std::string> server_args;
+    std::vector<std::string> denied;
+    std::string flush;  // the SCRIPT command's name for the admin
+    int min_version;
+  };
+  const std::vector<Case> cases = {
+      {{}, {"-script"}, "SCRIPT", 0},
+      {{}, {"-script|load"}, "SCRIPT", 70000},  // subcommand denials: Redis 7+
+      {{"--rename-command", "SCRIPT", "rlock-test-script"}, {}, "rlock-test-script", 0},
+  };
+  for (const Case& c : cases) {
+    PrivateRedis server(c.server_args);
+    if (server.version() < c.min_version) continue;
+    SCOPED_TRACE(c.denied.empty() ? "SCRIPT renamed" : c.denied.front());
+    RedisConn admin(server.unix_url());
+    add_user(admin, "u", c.denied);
+    const std::string url = user_url(server, "u");
+    for (const std::string& failure : exercise_every_kind(url, "warm")) ADD_FAILURE() << failure;
+    admin.ok({c.flush, "FLUSH"});
+    const long long evals = commandstat(admin, "eval");
+    for (const std::string& failure : exercise_every_kind(url, "flushed")) {
+      ADD_FAILURE() << failure;
+    }
+    EXPECT_GT(commandstat(admin, "eval") - evals, kProbeEvals)
+        << "no script was reloaded by EVAL after SCRIPT FLUSH";
+    const long long after = commandstat(admin, "eval");
+    for (const std::string& failure : exercise_every_kind(url, "again")) ADD_FAILURE() << failure;
+    EXPECT_EQ(commandstat(admin, "eval") - after, kProbeEvals)
+        << "scripts were sent with their source again";
+  }
+}
+
+void wait_replica_online(RedisConn& master) {
+  const int64_t deadline = mono_ms() + 10000;
+  while (master.ok({"INFO", "replication"}).str.find("state=online") == std::string::npos) {
+    if (mono_ms() > deadline) throw std::runtime_error("the replica did not come online");
+    sleep_ms(20);
+  }
+}
+
+std::string role_of(const PrivateRedis& server) {
+  RedisConn conn(server.unix_url());
+  const Reply role = conn.ok({"ROLE"});
+  return role.elements.empty() ? "" : role.elements.front().str;
+}
+
+// A failover to a replica without the scripts (issue 36): a lock held before it is still held
+// after, every kind's calls succeed, and the new master gets each script by SCRIPT LOAD, none
+// by EVAL; a second round of the same calls loads none.
+TEST(Restricted, FailoverToAReplicaWithoutScriptsReloadsEachOnce) {
+  PrivateRedis master;
+  PrivateRedis replica({"--replicaof", "127.0.0.1", std::to_string(master.port())});
+  RedisConn admin(master.unix_url());
+  RedisConn promoted(replica.unix_url());
+  add_user(admin, "u", {});  // ACL users are not replicated
+  add_user(promoted, "u", {});
+  wait_replica_online(admin);
+  Sentinel sentinel(master);
+  const std::string url = sentinel.url("u", "");
+  for (const std::string& failure : exercise_every_kind(url, "before")) ADD_FAILURE() << failure;
+
+  it::Client holder = it::make_client(url);
+  it::Lock kept = lock_of(holder.get(), "kept", RLOCK_LOCK_REENTRANT);
+  rlock_acquire_options opts = RLOCK_ACQUIRE_OPTIONS_INIT;
+  opts.wait_ms = 0;
+  opts.lease_ms = 60000;
+  ASSERT_EQ(rlock_acquire_ex(kept.get(), &opts), RLOCK_OK) << it::last_error();
+  ASSERT_EQ(admin.ok({"WAIT", "1", "5000"}).integer, 1) << "the replica did not take the lock";
+  promoted.ok({"SCRIPT", "FLUSH"});  // surely without the scripts, whatever was replicated
+
+  // The sentinel kills the normal clients of both servers when it reconfigures them.
+  RedisConn sentinel_conn(sentinel.url_plain(), 1000);
+  const int64_t deadline = mono_ms() + 30000;
+  // NOGOODSLAVE until the sentinel has found the replica in the master's INFO.
+  while (!sentinel_conn.command({"SENTINEL", "FAILOVER", "m"}).is_status()) {
+    ASSERT_LT(mono_ms(), deadline) << "the sentinel would not fail over";
+    sleep_ms(100);
+  }
+  // Promoted, and the old master demoted: nothing writes there any more.
+  const std::string new_port = std::to_string(replica.port());
+  for (;;) {
+    const Reply addr = sentinel_conn.command({"SENTINEL", "get-master-addr-by-name", "m"});
+    if (role_of(replica) == "master" && role_of(master) == "slave" && addr.is_array() &&
+        addr.elements.size() == 2 && addr.elements[1].str == new_port) {
+      break;
+    }
+    ASSERT_LT(mono_ms(), deadline) << "the failover did not complete";
+    sleep_ms(50);
+  }
+  sleep_ms(200);  // the sentinel's CLIENT KILLs come with the demotion
+  RedisConn now(replica.unix_url());
+  wait_replica_online(now);  // the old master, resynced: WAIT (sync_replicas=auto) counts it
+
+  EXPECT_EQ(now.command({"EXISTS", "kept"}).integer, 1) << "the held lock was lost";
+  const long long evals = commandstat(now, "eval");
+  const long long loads = script_loads(now, replica);
+  for (const std::string& failure : exercise_every_kind(url, "after")) ADD_FAILURE() << failure;
+  EXPECT_GT(script_loads(now, replica) - loads, 0) << "no script was loaded on the new master";
+  EXPECT_EQ(commandstat(now, "eval") - evals, kProbeEvals) << "a script was sent by EVAL";
+
+  it::Client other = it::make_client(url);
+  it::Lock contender = lock_of(other.get(), "kept", RLOCK_LOCK_REENTRANT);
+  EXPECT_NE(rlock_acquire(contender.get(), 0), RLOCK_OK) << "the held lock was taken by another";
+  const long long again = script_loads(now, replica);
+  const long long evals_again = commandstat(now, "eval");
+  for (const std::string& failure : exercise_every_kind(url, "again")) ADD_FAILURE() << failure;
+  EXPECT_EQ(script_loads(now, replica) - again, 0) << "scripts were loaded again";
+  EXPECT_EQ(commandstat(now, "eval") - evals_again, kProbeEvals) << "a script was sent by EVAL";
+  // The holder's client finds the new master too and lets its lock go. Its connections to the
+  // old master may first meet READONLY (nothing applied) while it asks the sentinel.
+  int released = RLOCK_EREADONLY;
+  for (int i = 0; i < 20 && released == RLOCK_EREADONLY; ++i) {
+    released = rlock_release(kept.get());
+    if (released == RLOCK_EREADONLY) sleep_ms(100);
+  }
+  EXPECT_EQ(released, RLOCK_OK) << it::last_error();
+  EXPECT_EQ(now.command({"EXISTS", "kept"}).integer, 0) << "the release did not delete it";
 }
 
 // A flusher runs SCRIPT FLUSH every few ms while every kind's acquire, renewal (a 300 ms

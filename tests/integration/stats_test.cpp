@@ -139,8 +139,8 @@ TEST(Stats, CountsAKnownWorkload) {
   EXPECT_EQ(st.holds, 0);
   EXPECT_EQ(st.waiters, 0);
   EXPECT_EQ(st.locks_lost_gone + st.locks_lost_unreachable + st.locks_lost_expired, 0u);
-  // Every acquire attempt and release is one script (the EINVAL one sends none), plus one EVAL
-  // per script the server did not have yet (the acquire and the release script: NOSCRIPT).
+  // Every acquire attempt and release is one script (the EINVAL one sends none), plus one EVALSHA
+  // more per script the server did not have yet (acquire and release: NOSCRIPT, SCRIPT LOAD).
   const uint64_t scripts = st.scripts_sent - before.scripts_sent;
   EXPECT_GE(scripts, uint64_t{kGrants + kTimeouts + 1 + kGrants + 1});
   EXPECT_LE(scripts, uint64_t{kGrants + kTimeouts + 1 + kGrants + 1 + 2});

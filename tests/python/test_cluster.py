@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 import pytest
+import redis
 import rlock
 from redis.cluster import RedisCluster
 
@@ -141,3 +142,33 @@ def test_holder_is_read_from_the_lock_keys_master(clients, admin):
             assert holder is not None and holder.owner == lock.owner
         finally:
             lock.release()
+
+
+def _commandstats(node: redis.Redis) -> Dict[str, int]:
+    """EVAL and SCRIPT LOAD calls on one node (Redis 7 counts SCRIPT's subcommands apart)."""
+    stats = node.info("commandstats")
+    load = "cmdstat_script|load" if "cmdstat_script|load" in stats else "cmdstat_script"
+    return {
+        "eval": stats.get("cmdstat_eval", {}).get("calls", 0),
+        "load": stats.get(load, {}).get("calls", 0),
+    }
+
+
+def test_flushed_scripts_are_loaded_on_the_node_of_the_key(cluster, admin):
+    """After SCRIPT FLUSH on every master each script is loaded by SCRIPT LOAD on the master of
+    the call's key, in the batch with its EVALSHA: loaded anywhere else, the EVALSHA would meet
+    NOSCRIPT again and the call fall back to EVAL."""
+    masters = [redis.Redis(host=n.host, port=n.port) for n in admin.get_primaries()]
+    names = spread_names(admin, 2)
+    with rlock.Client(cluster, poll_cap=60) as c:
+        for node in masters:
+            node.script_flush()
+        before = [_commandstats(node) for node in masters]
+        for name in names:
+            with c.lock(name) as lock:
+                assert lock.held()
+    for node, was in zip(masters, before):
+        now = _commandstats(node)
+        assert now["load"] > was["load"], f"{node}: no script was loaded there"
+        assert now["eval"] == was["eval"], f"{node}: a script went by EVAL"
+        node.close()

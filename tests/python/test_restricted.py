@@ -76,44 +76,64 @@ def _every_kind(c: rlock.Client, name: str) -> None:
     assert latch.wait(timeout=1)
 
 
+def _calls(r, command: str) -> int:
+    return r.info("commandstats").get("cmdstat_" + command, {}).get("calls", 0)
+
+
 def _evals(r) -> int:
-    return r.info("commandstats").get("cmdstat_eval", {}).get("calls", 0)
+    return _calls(r, "eval")
+
+
+def _script_loads(r) -> int:
+    # Redis 7 counts subcommands apart; before, every SCRIPT call is "script".
+    return _calls(r, "script|load") if _version(r) >= (7, 0) else _calls(r, "script")
 
 
 def test_restarted_server_without_scripts(private_redis, make_redis, name):
-    """A server restarted without the script cache (or a promoted replica) costs one EVAL per
-    script; the same calls afterwards go by EVALSHA alone."""
+    """A server restarted without the script cache (or a promoted replica) costs one SCRIPT LOAD
+    per script and no EVAL; the same calls afterwards go by EVALSHA alone."""
     with rlock.Client(private_redis.url) as c:
         _every_kind(c, name)
         private_redis.stop()
         private_redis.start()
         r = make_redis(private_redis.url)
         _every_kind(c, name + "-after")
-        reloaded = _evals(r)
-        assert reloaded > 0, "no script was sent again with its source"
+        reloaded, evals = _script_loads(r), _evals(r)
+        assert reloaded > 0, "no script was loaded again"
+        assert evals == 0, "scripts were sent with their source by EVAL"
         _every_kind(c, name + "-again")
-        assert _evals(r) == reloaded, "scripts were sent with their source more than once"
+        assert _script_loads(r) == reloaded, "scripts were loaded more than once"
+        assert _evals(r) == 0, "scripts were sent with their source by EVAL"
 
 
 def test_scripts_evicted_by_other_clients_evals_cost_one_reload(private_redis, make_redis, name):
     """Redis 7.4+ (8.0 in the server matrix) keeps at most 500 scripts loaded by EVAL and
     evicts the oldest: another application's EVALs push rlock's scripts out. The next call
-    reloads each once; the calls after it go by EVALSHA alone."""
+    reloads each once, by SCRIPT LOAD, which no EVAL evicts: the calls after it go by EVALSHA
+    alone, however many EVALs run meanwhile."""
     r = make_redis(private_redis.url)
+    # A user that may not SCRIPT LOAD gets the scripts loaded by EVAL (as rlock before 0.3 did).
+    user = _user(r, "noload", ["+@all", "-script"], ["*"])
+    with rlock.Client(f"redis://{user}:pw@127.0.0.1:{private_redis.port}") as old:
+        with old.lock(name):  # its acquire and release scripts, loaded by EVAL after NOSCRIPT
+            pass
+    probe = "return 'rlock-eviction-probe'"
+    r.eval(probe, 0)
+    for i in range(600):  # another application's scripts, each of its own
+        r.eval(f"return {i}", 0)
+    if r.script_exists(hashlib.sha1(probe.encode()).hexdigest())[0]:
+        pytest.skip("this server keeps every script EVAL loaded (eviction: Redis 7.4+)")
     with rlock.Client(private_redis.url) as c:
         lock = c.lock(name)
-        with lock:  # its acquire and release scripts, loaded by EVAL after NOSCRIPT
+        evals, loads = _evals(r), _script_loads(r)
+        with lock:
             pass
-        probe = "return 'rlock-eviction-probe'"
-        r.eval(probe, 0)
-        for i in range(600):  # another application's scripts, each of its own
+        assert _script_loads(r) - loads == 2, "acquire and release should each be loaded once"
+        assert _evals(r) == evals, "scripts were sent with their source by EVAL"
+        for i in range(600, 1200):  # as many more: SCRIPT LOAD's scripts are never evicted
             r.eval(f"return {i}", 0)
-        if r.script_exists(hashlib.sha1(probe.encode()).hexdigest())[0]:
-            pytest.skip("this server keeps every script EVAL loaded (eviction: Redis 7.4+)")
-        before = _evals(r)
+        evals = _evals(r)
         with lock:
             pass
-        assert _evals(r) - before == 2, "acquire and release should each be reloaded once"
-        with lock:
-            pass
-        assert _evals(r) - before == 2, "scripts were sent with their source again"
+        assert _script_loads(r) - loads == 2, "the other application's EVALs evicted them again"
+        assert _evals(r) == evals, "scripts were sent with their source by EVAL"

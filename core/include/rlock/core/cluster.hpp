@@ -92,7 +92,10 @@ class ClusterTransport final : public Transport, public MasterSource {
   // when no node answered.
   bool refresh(bool force, RefreshFailure* failure = nullptr);
   bool apply_slots(const Reply& slots, const Endpoint& asked, std::string* why);
-  std::vector<Reply> send(const std::vector<Args>& commands, int slot, Deadline deadline);
+  // Sends `commands` to the master of `slot`, following the redirects that the reply to
+  // commands[lead] (the keyed one) gives.
+  std::vector<Reply> send(const std::vector<Args>& commands, size_t lead, int slot,
+                          Deadline deadline);
   // A MOVED or ASK answer is being followed: counted, and told as an event.
   void note_redirect(const Redirect& to);
 

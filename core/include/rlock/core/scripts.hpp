@@ -1,5 +1,6 @@
 // The Lua scripts (core/scripts/*.lua, compiled in) and how they are run: EVALSHA first, and on
-// NOSCRIPT (server restarted or SCRIPT FLUSH) EVAL with the source, which also reloads it.
+// NOSCRIPT (server restarted, failed over, SCRIPT FLUSH) SCRIPT LOAD and EVALSHA again in one
+// round trip; EVAL with the source where SCRIPT LOAD is refused.
 #pragma once
 
 #include <string_view>
@@ -63,8 +64,9 @@ extern const Script latch_delete;
 
 enum class Retry { No, Once };
 
-// How a script is sent: by its SHA1 (EVALSHA, then EVAL on NOSCRIPT), or with its source at
-// once (EVAL), for a script that must work even when no reply comes back to say NOSCRIPT.
+// How a script is sent: by its SHA1 (EVALSHA, then the source on NOSCRIPT), or with its source
+// at once (SCRIPT LOAD and EVALSHA, or EVAL), for a script that must work even when no reply
+// comes back to say NOSCRIPT.
 enum class Send { Sha, Source };
 
 // Runs a script. I/O failures throw Error(kConn); Redis error replies are returned as replies.
