@@ -296,10 +296,10 @@ def lin_objects(history: History, permits: Optional[int] = None, lapses: bool = 
     its release when that returned ok, else somewhere in [its end, the release's return] (the
     end read_history gave it: the release call, the owner leaving or killed). With `lapses`
     (a lease may run out under the case's faults, as mutex_history allows) a hold without an
-    ok release may stop at any time after its acquire. An acquire that failed with an unknown
-    outcome may have taken the lock at any later time, and that grant lapse at any time after;
-    a stray release that returned ok must be explained by such a grant. Names of permits (S) are
-    semaphores of `permits`, and skipped without it."""
+    ok release may stop at any time after its acquire returned. An acquire that failed with an
+    unknown outcome may have taken the lock at any later time, and that grant lapse at any time
+    after; a stray release that returned ok must be explained by such a grant. Names of permits
+    (S) are semaphores of `permits`, and skipped without it."""
     by_name: Dict[str, List[dict]] = {}
     semaphores = set()
 
@@ -316,12 +316,14 @@ def lin_objects(history: History, permits: Optional[int] = None, lapses: bool = 
         if h.rel_rc == 0:
             add(h.name, h.owner, "release", h.mode, h.end, h.rel_ret)
         elif lapses:
-            # +1: after the acquire's call in time order, so the greedy search ends it early.
-            add(h.name, h.owner, "end", h.mode, h.acq_call + 1, -1 if stop == INF else stop)
+            add(h.name, h.owner, "end", h.mode, h.start, -1 if stop == INF else stop)
         elif h.end != INF:
             add(h.name, h.owner, "end", h.mode, h.end, stop)
+    # A grant nobody was told of matters only to a release of that owner that returned ok
+    # without a hold; the rest would only slow the search.
+    stray = {(n, o, m) for op, o, n, m, _, _, rc in history.unpaired if op == "rel" and rc == 0}
     for op, owner, name, mode, call, ret, rc in history.unpaired:
-        if op == "acq" and rc not in REFUSED:
+        if op == "acq" and rc not in REFUSED and (name, owner, mode) in stray:
             add(name, owner, "acquire?", mode, call, -1)
             add(name, owner, "lapse", mode, call + 1, -1)
         elif op == "rel" and rc == 0 and mode != "S":
@@ -347,10 +349,15 @@ def linearizable(
     objects = lin_objects(history, permits, lapses)
     if not objects:
         return []
+    data = json.dumps({"objects": objects})
+    keep = os.environ.get("RLOCK_LIN_INPUT")
+    if keep:  # a directory: each check's input is kept there, to be rerun by hand
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        Path(keep, f"lin-{os.getpid()}-{LIN_STATS.objects}.json").write_text(data)
     start = time.monotonic()
     run = subprocess.run(
         [linearizability_binary(), f"-timeout={timeout_s}s"],
-        input=json.dumps({"objects": objects}),
+        input=data,
         capture_output=True,
         text=True,
         timeout=timeout_s * len(objects) + 60,

@@ -76,16 +76,114 @@ func operations(ops []Op) []porcupine.Operation {
 	return out
 }
 
-// Check checks one object within timeout (0: none).
-func Check(obj object, timeout time.Duration) Verdict {
-	model := lockModel(obj.Permits)
+// chunkOps is the most operations one porcupine check of a reduced history is given: its
+// cache holds a bitset of all the check's operations per step, so cost grows as the square.
+const chunkOps = 2000
+
+// Check checks one object within timeout (0: none). Unless exact, the history is first reduced
+// (reduce) and checked in chunks, each from the states the one before ended in.
+func Check(obj object, timeout time.Duration, exact bool) Verdict {
 	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(model, operations(obj.Ops), timeout)
-	v := Verdict{Result: res, Elapsed: time.Since(start), info: info, model: model}
-	if res == porcupine.Illegal {
-		v.Why = explain(obj, info)
+	deadline := start.Add(timeout)
+	chunks := [][]Op{obj.Ops}
+	if !exact {
+		chunks = split(reduce(obj.Ops))
 	}
-	return v
+	states := []string{""}
+	for _, ops := range chunks {
+		left := time.Duration(0)
+		if timeout > 0 {
+			if left = time.Until(deadline); left <= 0 {
+				return Verdict{Result: porcupine.Unknown, Elapsed: time.Since(start)}
+			}
+		}
+		model := lockModel(obj.Permits, states)
+		res, info := porcupine.CheckOperationsVerbose(model, operations(ops), left)
+		if res != porcupine.Ok {
+			v := Verdict{Result: res, Elapsed: time.Since(start), info: info, model: model}
+			if res == porcupine.Illegal {
+				v.Why = explain(object{obj.Name, obj.Permits, ops}, states, info)
+			}
+			return v
+		}
+		states = replay(states, ops, obj.Permits, longest(info))
+	}
+	return Verdict{Result: porcupine.Ok, Elapsed: time.Since(start)}
+}
+
+// reduce moves every operation with a known return to one instant: an acquire to its return,
+// a release or an end to its call. The verdict stays the same: any legal order of the original
+// can be made one of the reduced history by shrinking each hold to [acquire return, release
+// call], and holds present at an instant then form a subset of those present before, which a
+// lock (no two conflicting owners) or a semaphore (at most N) still admits; the reverse holds
+// as the reduced intervals lie inside the originals. Operations with no known return (the
+// ghosts) keep their intervals, and so do the releases of an owner with ghosts: one may need
+// a ghost granted after its call. Without overlapping intervals the search is short.
+func reduce(ops []Op) []Op {
+	ghosts := map[[2]string]bool{}
+	for _, op := range ops {
+		if op.Kind == "acquire?" {
+			ghosts[[2]string{op.Owner, op.Mode}] = true
+		}
+	}
+	out := make([]Op, len(ops))
+	for i, op := range ops {
+		out[i] = op
+		out[i].span = &[2]int64{op.Call, op.Return}
+		if op.Return < 0 || (op.Kind == "release" && ghosts[[2]string{op.Owner, op.Mode}]) {
+			continue
+		}
+		at := op.Call
+		if op.Kind == "acquire" {
+			at = op.Return
+		}
+		out[i].Call, out[i].Return = at, at
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Call < out[j].Call })
+	return out
+}
+
+// split cuts reduced operations (sorted by call) into chunks of about chunkOps, only between
+// instants (operations at one instant may take effect in any order) and not after an operation
+// with no known return (it may take effect anywhere after).
+func split(ops []Op) [][]Op {
+	var chunks [][]Op
+	begin := 0
+	for i := 1; i < len(ops); i++ {
+		if ops[i-1].Return < 0 {
+			break
+		}
+		if i-begin >= chunkOps && ops[i].Call > ops[i-1].Call {
+			chunks = append(chunks, ops[begin:i])
+			begin = i
+		}
+	}
+	return append(chunks, ops[begin:])
+}
+
+// longest is the longest (for a legal history, complete) linearization porcupine found.
+func longest(info porcupine.LinearizationInfo) []int {
+	var best []int
+	for _, p := range info.PartialLinearizations() {
+		for _, lin := range p {
+			if len(lin) > len(best) {
+				best = lin
+			}
+		}
+	}
+	return best
+}
+
+// replay applies ops in the order lin from every state of states.
+func replay(states []string, ops []Op, permits int, lin []int) []string {
+	for _, id := range lin {
+		var next []string
+		for _, s := range states {
+			next = append(next, step(s, ops[id], permits)...)
+		}
+		states = dedupe(next)
+	}
+	return states
 }
 
 func ms(ns int64) string {
@@ -97,26 +195,13 @@ func ms(ns int64) string {
 
 // explain names the operation no order could place: the longest legal prefix found leaves it
 // out although it returned first among those left, and the object's state at that point.
-func explain(obj object, info porcupine.LinearizationInfo) string {
-	partials := info.PartialLinearizations()
-	var longest []int
-	for _, p := range partials {
-		for _, lin := range p {
-			if len(lin) > len(longest) {
-				longest = lin
-			}
-		}
-	}
+func explain(obj object, init []string, info porcupine.LinearizationInfo) string {
+	best := longest(info)
 	placed := map[int]bool{}
-	states := []string{""}
-	for _, id := range longest {
+	for _, id := range best {
 		placed[id] = true
-		var next []string
-		for _, s := range states {
-			next = append(next, step(s, obj.Ops[id], obj.Permits)...)
-		}
-		states = dedupe(next)
 	}
+	states := replay(init, obj.Ops, obj.Permits, best)
 	stuck := -1
 	for id, op := range obj.Ops {
 		if placed[id] || op.Return < 0 {
@@ -130,10 +215,14 @@ func explain(obj object, info porcupine.LinearizationInfo) string {
 	for _, s := range states {
 		described = append(described, describeState(s))
 	}
-	why := fmt.Sprintf("the longest legal order places %d of %d operations", len(longest), len(obj.Ops))
+	why := fmt.Sprintf("the longest legal order places %d of %d operations", len(best), len(obj.Ops))
 	if stuck >= 0 {
 		op := obj.Ops[stuck]
-		why += fmt.Sprintf("; none then fits %s [%s, %s]", describe(op), ms(op.Call), ms(op.Return))
+		span := [2]int64{op.Call, op.Return}
+		if op.span != nil {
+			span = *op.span
+		}
+		why += fmt.Sprintf("; none then fits %s [%s, %s]", describe(op), ms(span[0]), ms(span[1]))
 	}
 	return why + fmt.Sprintf(" (the lock there: %v)", described)
 }
@@ -152,6 +241,7 @@ func dedupe(states []string) []string {
 func main() {
 	timeout := flag.Duration("timeout", 10*time.Second, "time bound of one object's check")
 	viz := flag.String("viz", "", "directory for an HTML view of each illegal object")
+	exact := flag.Bool("exact", false, "check the operations' own intervals, not the reduced ones")
 	flag.Parse()
 	var r io.Reader = os.Stdin
 	if flag.NArg() > 0 {
@@ -170,7 +260,7 @@ func main() {
 	}
 	status := 0
 	for i, obj := range in.Objects {
-		v := Check(obj, *timeout)
+		v := Check(obj, *timeout, *exact)
 		elapsed := float64(v.Elapsed.Microseconds()) / 1000
 		switch v.Result {
 		case porcupine.Ok:

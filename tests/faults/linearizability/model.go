@@ -34,6 +34,8 @@ type Op struct {
 	Call  int64  `json:"call"`
 	// Return < 0: the operation has no known return (it may take effect at any later time).
 	Return int64 `json:"ret"`
+	// span is [Call, Return] as logged, kept for messages when reduce moved them.
+	span *[2]int64
 }
 
 type hold struct {
@@ -134,9 +136,16 @@ func step(state string, op Op, permits int) []string {
 }
 
 // lockModel is the object of one name; permits > 0 makes it a semaphore of that many permits.
-func lockModel(permits int) porcupine.Model {
+// init is the set of states it may start in.
+func lockModel(permits int, init []string) porcupine.Model {
 	nm := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{""} },
+		Init: func() []interface{} {
+			out := make([]interface{}, len(init))
+			for i, s := range init {
+				out[i] = s
+			}
+			return out
+		},
 		Step: func(state, input, _ interface{}) []interface{} {
 			var out []interface{}
 			for _, s := range step(state.(string), input.(Op), permits) {

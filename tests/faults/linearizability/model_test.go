@@ -11,9 +11,15 @@ func op(owner, kind, mode string, call, ret int64) Op {
 	return Op{Owner: owner, Kind: kind, Mode: mode, Call: call, Return: ret}
 }
 
+// verdict checks ops both on their own intervals and reduced: the two must agree.
 func verdict(t *testing.T, permits int, ops ...Op) Verdict {
 	t.Helper()
-	return Check(object{Name: "t", Permits: permits, Ops: ops}, 0)
+	exact := Check(object{Name: "t", Permits: permits, Ops: ops}, 0, true)
+	reduced := Check(object{Name: "t", Permits: permits, Ops: ops}, 0, false)
+	if exact.Result != reduced.Result {
+		t.Fatalf("exact %s, reduced %s", exact.Result, reduced.Result)
+	}
+	return reduced
 }
 
 func TestOneHolderAfterAnotherIsLegal(t *testing.T) {
@@ -97,5 +103,37 @@ func TestAnUnknownAcquireMayHaveHappened(t *testing.T) {
 	// A release that returned ok with no acquire that could explain it is illegal.
 	if v := verdict(t, 0, op("a", "release", "X", 20, 30)); v.Result != porcupine.Illegal {
 		t.Fatalf("got %s", v.Result)
+	}
+}
+
+// A long history is checked in chunks: a hold taken in the first chunk and never released
+// still keeps a writer out in the last.
+func TestChunksCarryTheHoldsAcross(t *testing.T) {
+	var readers []Op
+	for i := int64(0); i < 3*chunkOps; i++ {
+		owner := []string{"a", "b"}[i%2]
+		readers = append(readers, op(owner, "acquire", "R", 100+100*i, 100*i+110),
+			op(owner, "release", "R", 100*i+150, 100*i+160))
+	}
+	end := int64(100 + 100*3*chunkOps)
+	writer := op("d", "acquire", "W", end, end+5)
+	ops := append(append([]Op{}, readers...), writer)
+	if v := Check(object{Name: "t", Ops: ops}, 0, false); v.Result != porcupine.Ok {
+		t.Fatalf("got %s: %s", v.Result, v.Why)
+	}
+	ops = append(ops, op("c", "acquire", "R", 20, 30))
+	if v := Check(object{Name: "t", Ops: ops}, 0, false); v.Result != porcupine.Illegal {
+		t.Fatalf("got %s", v.Result)
+	}
+}
+
+func TestAGrantAppliedLateExplainsALaterRelease(t *testing.T) {
+	// a's acquire got no reply and reached the server only while a's release was in flight:
+	// the release, returning ok, took the late grant back.
+	ops := []Op{op("a", "acquire?", "X", 0, -1), op("a", "lapse", "X", 0, -1),
+		op("b", "acquire", "X", 5, 10), op("b", "release", "X", 20, 25),
+		op("a", "release", "X", 15, 30)}
+	if v := verdict(t, 0, ops...); v.Result != porcupine.Ok {
+		t.Fatalf("got %s: %s", v.Result, v.Why)
 	}
 }
