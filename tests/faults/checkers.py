@@ -325,6 +325,7 @@ def lin_objects(history: History, permits: Optional[int] = None, lapses: bool = 
     for op, owner, name, mode, call, ret, rc in history.unpaired:
         if op == "acq" and rc not in REFUSED and (name, owner, mode) in stray:
             add(name, owner, "acquire?", mode, call, -1)
+            # Called just after: the search first tries the grant gone at once.
             add(name, owner, "lapse", mode, call + 1, -1)
         elif op == "rel" and rc == 0 and mode != "S":
             # A plain semaphore's release is no owner's: only lock releases need a hold.
