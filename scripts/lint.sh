@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every static checker over the tree and fails if any finds something:
 #   clang-format-14 (all C and C++), ruff check + ruff format --check, mypy (python/rlock strict,
-#   tests/python, tests/faults and the scripts lighter), gofmt + go vet + staticcheck (bindings/go),
+#   tests/python, tests/faults and the scripts lighter), gofmt + go vet + staticcheck (bindings/go,
+#   tests/faults/linearizability),
 #   javac -Xlint:all -Werror (tests/redisson and bench/java; bindings/java compiles with it in the
 #   java_junit test), clang-tidy-14 (.clang-tidy, over core/ and capi/), and function size
 #   (lizard: no non-test function over 80 lines or cyclomatic complexity 25, except those listed
@@ -72,8 +73,10 @@ mypy_all() {
 
 go_checks() {
   local out
-  out=$(gofmt -l bindings/go bench/go)
+  out=$(gofmt -l bindings/go bench/go tests/faults/linearizability)
   [ -z "$out" ] || { echo "gofmt would change:"; echo "$out"; return 1; }
+  (cd tests/faults/linearizability && GOTOOLCHAIN=local go vet ./... &&
+    GOTOOLCHAIN=local "$tools/staticcheck" ./...) &&
   (cd bindings/go &&
     env PKG_CONFIG_PATH="$build/pkgconfig" GOTOOLCHAIN=local CGO_ENABLED=1 go vet -tags rlock_shared ./... &&
     env PKG_CONFIG_PATH="$build/pkgconfig" GOTOOLCHAIN=local CGO_ENABLED=1 \

@@ -13,4 +13,8 @@ venv=$root/build/venv
 if ! "$venv/bin/python" -c "import rlock, redis, pytest_timeout" 2>/dev/null; then
   "$root/scripts/test-python.sh" -q tests/python/test_wheel.py
 fi
+# The linearizability checker (checker 6): its model's own tests, then the binary the suite
+# runs (checkers.linearizability_binary would build it too, at the first case that needs it).
+(cd tests/faults/linearizability && go test -count=1 ./... &&
+  go build -o "${RLOCK_LIN_CHECKER:-$root/build/faults/linearizability}" .)
 "$venv/bin/python" -m pytest -p no:cacheprovider --timeout 300 tests/faults "$@"

@@ -5,7 +5,12 @@ strings; an empty list means the run passed that check. They are independent of 
 from __future__ import annotations
 
 import bisect
+import fcntl
+import json
+import os
+import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
@@ -51,6 +56,8 @@ class History:
         default_factory=list
     )  # op, owner, call, ret, rc
     valid: List[Tuple[str, str, int, int]] = field(default_factory=list)  # owner, name, ret, ms
+    # Failed acquires and stray releases with their modes: op, owner, name, mode, call, ret, rc
+    unpaired: List[Tuple[str, str, str, str, int, int, int]] = field(default_factory=list)
 
 
 def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
@@ -86,6 +93,7 @@ def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
                 open_holds.setdefault((owner, name, mode), []).append(hold)
             else:
                 h.failed_acquires.append((owner, name, call, ret, rc))
+                h.unpaired.append(("acq", owner, name, mode, call, ret, rc))
         elif f[0] == "rel":
             owner, name, mode, call, ret, rc = f[1], f[2], f[3], int(f[4]), int(f[5]), int(f[6])
             h.calls.append(("rel", owner, call, ret, rc))
@@ -95,6 +103,7 @@ def read_history(path: Path, ended: Optional[Dict[int, int]] = None) -> History:
                 hold.end, hold.rel_ret, hold.rel_rc = call, ret, rc
             else:
                 h.stray_releases.append((owner, name, call, rc))
+                h.unpaired.append(("rel", owner, name, mode, call, ret, rc))
         elif f[0] == "leave":
             stack = open_holds.get((f[1], f[2], f[3]))
             if stack:
@@ -235,6 +244,141 @@ def mutex_history(history: History, limit: int = 20) -> List[str]:
     return found
 
 
+# Acquire results that say the lock was not taken; any other error may hide a grant (a reply
+# lost after the script ran), so its outcome is unknown (rlock.h).
+REFUSED = {-2, -4, -6, -8, -20, -21, -22, -24}  # ETIMEDOUT ECANCELED EINVAL EVERSION ECLOSED
+# EDEADLK EBADHANDLE EFORKED
+
+LIN_MODULE = Path(__file__).resolve().parent / "linearizability"
+_lin_build = threading.Lock()
+
+
+@dataclass
+class LinStats:
+    """What the linearizability checker did this session (printed in the pytest summary)."""
+
+    objects: int = 0
+    ops: int = 0
+    unknown: List[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+LIN_STATS = LinStats()
+
+
+def linearizability_binary() -> str:
+    """The checker of tests/faults/linearizability, built once (go build) when missing or older
+    than its sources; $RLOCK_LIN_CHECKER names another place for it."""
+    binary = Path(
+        os.environ.get("RLOCK_LIN_CHECKER")
+        or LIN_MODULE.parents[2] / "build" / "faults" / "linearizability"
+    )
+    sources = [p for p in LIN_MODULE.iterdir() if p.suffix in (".go", ".mod", ".sum")]
+    with _lin_build:
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        # A file lock too: two pytest processes may share one build tree.
+        with open(f"{binary}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            newest = max(p.stat().st_mtime for p in sources)
+            if not binary.exists() or binary.stat().st_mtime < newest:
+                subprocess.run(
+                    ["go", "build", "-o", str(binary), "."],
+                    cwd=LIN_MODULE,
+                    check=True,
+                    timeout=600,
+                )
+    return str(binary)
+
+
+def lin_objects(history: History, permits: Optional[int] = None, lapses: bool = False) -> list:
+    """The history as the checker's input: one object per name, its operations timed as
+    read_history bounds them. A hold's acquire spans its call and return; the hold stops with
+    its release when that returned ok, else somewhere in [its end, the release's return] (the
+    end read_history gave it: the release call, the owner leaving or killed). With `lapses`
+    (a lease may run out under the case's faults, as mutex_history allows) a hold without an
+    ok release may stop at any time after its acquire returned. An acquire that failed with an
+    unknown outcome may have taken the lock at any later time, and that grant lapse at any time
+    after; a stray release that returned ok must be explained by such a grant. Names of permits
+    (S) are semaphores of `permits`, and skipped without it."""
+    by_name: Dict[str, List[dict]] = {}
+    semaphores = set()
+
+    def add(name: str, owner: str, op: str, mode: str, call: float, ret: float) -> None:
+        if mode == "S":
+            semaphores.add(name)
+        by_name.setdefault(name, []).append(
+            {"owner": owner, "op": op, "mode": mode, "call": int(call), "ret": int(ret)}
+        )
+
+    for h in history.holds:
+        add(h.name, h.owner, "acquire", h.mode, h.acq_call, h.start)
+        stop = h.rel_ret if h.rel_ret != INF else h.end
+        if h.rel_rc == 0:
+            add(h.name, h.owner, "release", h.mode, h.end, h.rel_ret)
+        elif lapses:
+            add(h.name, h.owner, "end", h.mode, h.start, -1 if stop == INF else stop)
+        elif h.end != INF:
+            add(h.name, h.owner, "end", h.mode, h.end, stop)
+    # A grant nobody was told of matters only to a release of that owner that returned ok
+    # without a hold; the rest would only slow the search.
+    stray = {(n, o, m) for op, o, n, m, _, _, rc in history.unpaired if op == "rel" and rc == 0}
+    for op, owner, name, mode, call, ret, rc in history.unpaired:
+        if op == "acq" and rc not in REFUSED and (name, owner, mode) in stray:
+            add(name, owner, "acquire?", mode, call, -1)
+            # Called just after: the search first tries the grant gone at once.
+            add(name, owner, "lapse", mode, call + 1, -1)
+        elif op == "rel" and rc == 0 and mode != "S":
+            # A plain semaphore's release is no owner's: only lock releases need a hold.
+            add(name, owner, "release", mode, call, ret)
+    objects = []
+    for name, ops in by_name.items():
+        if name in semaphores and permits is None:
+            continue
+        objects.append({"name": name, "permits": permits if name in semaphores else 0, "ops": ops})
+    return objects
+
+
+def linearizable(
+    history: History,
+    permits: Optional[int] = None,
+    lapses: bool = False,
+    timeout_s: float = 5.0,
+) -> List[str]:
+    """Checker 6: each name's history is linearizable as a lock (exclusive, read/write) or a
+    semaphore of `permits`, judged by porcupine (tests/faults/linearizability). A name whose
+    check runs out of `timeout_s` is neither passed nor failed: it is counted in LIN_STATS."""
+    objects = lin_objects(history, permits, lapses)
+    if not objects:
+        return []
+    data = json.dumps({"objects": objects})
+    keep = os.environ.get("RLOCK_LIN_INPUT")
+    if keep:  # a directory: each check's input is kept there, to be rerun by hand
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        Path(keep, f"lin-{os.getpid()}-{LIN_STATS.objects}.json").write_text(data)
+    start = time.monotonic()
+    run = subprocess.run(
+        [linearizability_binary(), f"-timeout={timeout_s}s"],
+        input=data,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s * len(objects) + 60,
+    )
+    LIN_STATS.seconds += time.monotonic() - start
+    if run.returncode not in (0, 1):
+        raise RuntimeError(f"the linearizability checker failed: {run.stderr.strip()}")
+    found = []
+    for line in run.stdout.splitlines():
+        verdict, name, ops, _ = line.split(" ", 3)
+        LIN_STATS.objects += 1
+        LIN_STATS.ops += int(ops)
+        if verdict == "unknown":
+            LIN_STATS.unknown.append(name)
+            print(f"linearizability of {name} ({ops} operations) unknown: out of time")
+        elif verdict == "illegal":
+            found.append(f"{name}: not linearizable: {line.split(': ', 1)[1]}")
+    return found
+
+
 @dataclass
 class FenceReport:
     violations: List[str]
@@ -348,7 +492,7 @@ class TtlWatch:
 
 
 def assert_clean_run(history: History, counter_dir: Path) -> None:
-    """The three exclusion checkers agree that nothing overlapped."""
+    """The exclusion checkers agree that nothing overlapped."""
     problems = overlaps(history) + lost_updates(history, counter_dir) + mutex_history(history)
-    problems += fencing(history).violations
+    problems += fencing(history).violations + linearizable(history)
     assert not problems, "\n".join(problems)

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator, Optional
 
+import checkers
 import pytest
 from harness import PACE, Case, NetnsPair, make_tls_certs, worker_binary
 
@@ -30,9 +31,17 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
-    """The last pace measured (what the liveness bounds were widened by), also under -q."""
+    """The last pace measured (what the liveness bounds were widened by), and what the
+    linearizability checker did, also under -q."""
     if PACE.at:
         terminalreporter.write_line(str(PACE))
+    lin = checkers.LIN_STATS
+    if lin.objects:
+        unknown = f" ({', '.join(lin.unknown[:10])})" if lin.unknown else ""
+        terminalreporter.write_line(
+            f"linearizability: {lin.objects} objects of {lin.ops} operations checked in "
+            f"{lin.seconds:.1f} s, {len(lin.unknown)} unknown (out of time){unknown}"
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -180,6 +180,9 @@ def test_A2_holder_paused_past_its_lease_is_fenced_out_and_told(case: Case):
     fence = checkers.fencing(h)
     assert fence.violations == [] and fence.refused == rounds * width
     assert checkers.mutex_history(h) == []
+    # As a lock whose leases may lapse the history is linearizable; as one whose may not, not.
+    assert checkers.linearizable(h, lapses=True) == []
+    assert checkers.linearizable(h), "the double grants were not found unlinearizable"
     print(
         f"A2: lost callback after SIGCONT p50 {statistics.median(callback_ms):.0f} ms, "
         f"max {max(callback_ms):.0f} ms"

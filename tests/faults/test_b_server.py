@@ -94,7 +94,7 @@ def test_B1_restart_without_persistence_is_reported_and_fenced(case: Case):
     overlaps = checkers.overlaps(h)
     assert overlaps and all(f" {holder.pid}.0 " in v for v in overlaps), overlaps
     assert checkers.fencing(h).violations == []
-    assert checkers.mutex_history(h) == []
+    assert checkers.mutex_history(h) == [] and checkers.linearizable(h, lapses=True) == []
     h.holds = [x for x in h.holds if x.pid != holder.pid]
     assert checkers.overlaps(h) == [] and checkers.lost_updates(h, case.counters) == []
 
@@ -305,7 +305,7 @@ def test_B6_client_pause_lets_the_lease_run_out_and_the_holder_knows(case: Case,
     assert waiter.ask("release")[1] == "0"
     h = checkers.read_history(case.log)
     assert checkers.fencing(h).violations == []
-    assert checkers.mutex_history(h) == []
+    assert checkers.mutex_history(h) == [] and checkers.linearizable(h, lapses=True) == []
 
 
 def test_B8_busy_script_is_never_an_acquire_and_recovery_is_quick(case: Case):

@@ -203,3 +203,103 @@ def test_permit_checker_flags_one_too_many_inside_and_passes_the_limit(tmp_path)
     assert checkers.over_permits(h, 3) == []
     assert checkers.most_inside(h, "s") == 3
     assert checkers.overlaps(h) == [], "permits are not exclusive sections"
+
+
+def test_linearizability_flags_a_double_grant_and_passes_a_handover(tmp_path):
+    # 2.0's acquire returns at 50 ms inside 1.0's hold [20, 80] ms: no order of the operations
+    # is a legal lock history. In the second log 1.0 releases over [45, 55] ms, so 2.0's grant
+    # at 50 ms may follow it.
+    ms = 1_000_000
+    bad = _write(
+        tmp_path / "bad",
+        f"""
+        acq 1.0 n X {10 * ms} {20 * ms} 0 0
+        acq 2.0 n X {30 * ms} {50 * ms} 0 0
+        rel 1.0 n X {80 * ms} {81 * ms} 0
+        rel 2.0 n X {90 * ms} {91 * ms} 0
+    """,
+    )
+    found = checkers.linearizable(bad)
+    assert len(found) == 1 and found[0].startswith("n: not linearizable"), found
+    assert "2.0 acquire (X) [30.000 ms, 50.000 ms]" in found[0], found
+    good = _write(
+        tmp_path / "good",
+        f"""
+        acq 1.0 n X {10 * ms} {20 * ms} 0 0
+        acq 2.0 n X {30 * ms} {50 * ms} 0 0
+        rel 1.0 n X {45 * ms} {55 * ms} 0
+        rel 2.0 n X {90 * ms} {91 * ms} 0
+    """,
+    )
+    assert checkers.linearizable(good) == []
+
+
+def test_linearizability_of_read_write_and_permits(tmp_path):
+    ms = 1_000_000
+    # Two readers share "rw"; a writer granted at 35 ms while 2.0 reads is a violation.
+    readers = f"""
+        acq 1.0 rw R {10 * ms} {20 * ms} 0 0
+        acq 2.0 rw R {25 * ms} {30 * ms} 0 0
+        rel 1.0 rw R {40 * ms} {41 * ms} 0
+        rel 2.0 rw R {50 * ms} {51 * ms} 0
+    """
+    assert checkers.linearizable(_write(tmp_path / "r", readers)) == []
+    writer = readers + f"acq 3.0 rw W {32 * ms} {35 * ms} 0 0\nrel 3.0 rw W {60 * ms} {61 * ms} 0"
+    found = checkers.linearizable(_write(tmp_path / "w", writer))
+    assert len(found) == 1 and "3.0 acquire (W)" in found[0], found
+    # Three owners inside a semaphore of 2 permits at 30 ms.
+    permits = f"""
+        acq 1.0 s S {5 * ms} {10 * ms} 0 0
+        acq 2.0 s S {15 * ms} {20 * ms} 0 0
+        acq 3.0 s S {25 * ms} {30 * ms} 0 0
+        rel 2.0 s S {40 * ms} {41 * ms} 0
+        rel 3.0 s S {50 * ms} {51 * ms} 0
+        rel 1.0 s S {60 * ms} {61 * ms} 0
+    """
+    h = _write(tmp_path / "s", permits)
+    assert len(checkers.linearizable(h, permits=2)) == 1
+    assert checkers.linearizable(h, permits=3) == []
+    assert checkers.linearizable(h) == [], "without a number of permits a semaphore is skipped"
+
+
+def test_linearizability_of_unknown_outcomes_kills_and_lapses(tmp_path):
+    ms = 1_000_000
+    # 1.0's acquire failed with ECONN (-5): it may have taken the lock, which explains its
+    # release returning ok, and need not have, so 2.0 may hold meanwhile. A timeout (-2) says
+    # the lock was not taken: the same release is then one without a hold.
+    unknown = f"""
+        acq 1.0 n X {10 * ms} {20 * ms} -5 0
+        acq 2.0 n X {30 * ms} {35 * ms} 0 0
+        rel 2.0 n X {40 * ms} {41 * ms} 0
+        rel 1.0 n X {60 * ms} {61 * ms} 0
+    """
+    assert checkers.linearizable(_write(tmp_path / "u", unknown)) == []
+    found = checkers.linearizable(_write(tmp_path / "t", unknown.replace("-5 0", "-2 0")))
+    assert len(found) == 1 and "1.0 release (X)" in found[0], found
+    # 77.0 never released: its hold ends when it was killed, and 2.0's grant at 50 ms is legal
+    # after a kill at 40 ms, not before one at 60 ms.
+    killed = tmp_path / "k"
+    _write(
+        killed,
+        f"""
+        acq 77.0 n X {10 * ms} {20 * ms} 0 0
+        acq 2.0 n X {30 * ms} {50 * ms} 0 0
+        rel 2.0 n X {70 * ms} {71 * ms} 0
+    """,
+    )
+    assert checkers.linearizable(checkers.read_history(killed)), "an unreleased hold lasts"
+    assert checkers.linearizable(checkers.read_history(killed, {77: 40 * ms})) == []
+    assert checkers.linearizable(checkers.read_history(killed, {77: 60 * ms}))
+    # 1.0's release said its lease had lapsed (ELOST, -11): where leases may lapse, 2.0's grant
+    # inside 1.0's section is legal; where they may not, it is a violation.
+    lapsed = _write(
+        tmp_path / "l",
+        f"""
+        acq 1.0 n X {10 * ms} {20 * ms} 0 0
+        acq 2.0 n X {30 * ms} {50 * ms} 0 0
+        rel 1.0 n X {80 * ms} {81 * ms} -11
+        rel 2.0 n X {90 * ms} {91 * ms} 0
+    """,
+    )
+    assert checkers.linearizable(lapsed, lapses=True) == []
+    assert checkers.linearizable(lapsed)

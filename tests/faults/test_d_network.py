@@ -102,6 +102,7 @@ def test_D1_partitioned_holder_knows_before_the_server_frees_the_lock(
     )
     history = checkers.read_history(case.log)
     assert checkers.fencing(history).violations == [] and checkers.mutex_history(history) == []
+    assert checkers.linearizable(history, lapses=True) == []
 
 
 def test_D2_lost_acquire_replies_leave_no_orphan(case: Case):

@@ -73,6 +73,7 @@ def test_S1_eight_processes_never_exceed_three_permits_under_kills(case: Case):
     granted = [hold for hold in h.holds if hold.name == name]
     assert len(granted) >= SECTIONS, f"only {len(granted)} sections"
     assert checkers.over_permits(h, PERMITS) == []
+    assert checkers.linearizable(h, PERMITS) == []
     most = checkers.most_inside(h, name)
     assert most == PERMITS, f"at most {most} inside at once: the permits were not all used"
     failed = [f for f in h.failed_acquires if f[1] == name]
