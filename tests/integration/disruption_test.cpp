@@ -27,16 +27,7 @@ TEST(ScriptFlush, FlushesMidRunAreInvisibleToCallers) {
   it::Lock own = it::make_lock(client.get(), "uncontended");
   ASSERT_EQ(rlock_acquire(held.get(), 0), RLOCK_OK) << it::last_error();
 
-  std::atomic<bool> stop{false};
-  std::atomic<int> flushes{0};
-  std::thread flusher([&] {
-    RedisConn conn(server.unix_url());
-    while (!stop.load()) {
-      conn.ok({"SCRIPT", "FLUSH"});
-      ++flushes;
-      sleep_ms(2);
-    }
-  });
+  it::ScriptFlusher flusher(server.unix_url());
 
   std::mutex failures_mutex;
   std::vector<std::string> failures;
@@ -65,10 +56,9 @@ TEST(ScriptFlush, FlushesMidRunAreInvisibleToCallers) {
   workers.emplace_back(loop, shared.get(), 5000);
   workers.emplace_back(loop, own.get(), 0);
   for (std::thread& t : workers) t.join();
-  stop = true;
-  flusher.join();
+  const int flushes = flusher.stop();
 
-  EXPECT_GT(flushes.load(), 50) << "the flusher did not run";
+  EXPECT_GT(flushes, 50) << "the flusher did not run";
   EXPECT_GT(calls.load(), 100);
   for (size_t i = 0; i < failures.size() && i < 10; ++i) ADD_FAILURE() << failures[i];
   EXPECT_EQ(failures.size(), 0u) << "calls failed while scripts were flushed";

@@ -5,10 +5,12 @@
 
 #include <rlock/rlock.h>
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "test_process.hpp"
 #include "test_redis.hpp"
@@ -128,5 +130,35 @@ inline rlock_stats read_stats(rlock_client* client) {
   }
   return st;
 }
+
+// Runs SCRIPT FLUSH on the server every 2 ms from a thread of its own until destroyed, so that
+// calls made meanwhile keep meeting NOSCRIPT.
+class ScriptFlusher {
+ public:
+  explicit ScriptFlusher(const std::string& url)
+      : thread_([this, url] {
+          rlock_test::RedisConn conn(url);
+          while (!stop_.load()) {
+            conn.ok({"SCRIPT", "FLUSH"});
+            ++flushes_;
+            rlock_test::sleep_ms(2);
+          }
+        }) {}
+  ScriptFlusher(const ScriptFlusher&) = delete;
+  ScriptFlusher& operator=(const ScriptFlusher&) = delete;
+  ~ScriptFlusher() { stop(); }
+
+  // Stops the flushing and returns how many flushes ran.
+  int stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return flushes_.load();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> flushes_{0};
+  std::thread thread_;
+};
 
 }  // namespace it

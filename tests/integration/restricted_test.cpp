@@ -140,6 +140,15 @@ void expect_refused_at_creation(const std::string& url, int code, const std::str
   if (c != nullptr) rlock_client_free(c);
 }
 
+// A user denied `denied` on a private server gets no client, told it lacks `command`.
+void expect_user_refused_at_creation(const std::vector<std::string>& denied,
+                                     const std::string& command) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  add_user(admin, "u", denied);
+  expect_refused_at_creation(user_url(server, "u"), RLOCK_ENOPERM, command);
+}
+
 // ---- ACL users without commands managed services deny -----------------------------------------
 
 TEST(Restricted, AclWithoutClientConfigInfoEveryKindWorks) {
@@ -157,10 +166,7 @@ TEST(Restricted, AclWithoutClientConfigInfoEveryKindWorks) {
 }
 
 TEST(Restricted, AclWithoutPublishIsRefusedAtCreation) {
-  PrivateRedis server;
-  RedisConn admin(server.unix_url());
-  add_user(admin, "u", {"-publish"});
-  expect_refused_at_creation(user_url(server, "u"), RLOCK_ENOPERM, "PUBLISH");
+  expect_user_refused_at_creation({"-publish"}, "PUBLISH");
 }
 
 // Redis 7 gives a new user no channels (acl-pubsub-default resetchannels): PUBLISH is refused
@@ -185,17 +191,11 @@ TEST(Restricted, AclWithoutSubscribeWaitersStillGetTheLock) {
 }
 
 TEST(Restricted, AclWithoutEvalIsRefusedAtCreation) {
-  PrivateRedis server;
-  RedisConn admin(server.unix_url());
-  add_user(admin, "u", {"-eval", "-evalsha"});
-  expect_refused_at_creation(user_url(server, "u"), RLOCK_ENOPERM, "EVAL");
+  expect_user_refused_at_creation({"-eval", "-evalsha"}, "EVAL");
 }
 
 TEST(Restricted, AclWithoutEvalshaIsRefusedAtCreation) {
-  PrivateRedis server;
-  RedisConn admin(server.unix_url());
-  add_user(admin, "u", {"-evalsha"});
-  expect_refused_at_creation(user_url(server, "u"), RLOCK_ENOPERM, "EVALSHA");
+  expect_user_refused_at_creation({"-evalsha"}, "EVALSHA");
 }
 
 TEST(Restricted, EvalshaRenamedAwayIsRefusedAtCreation) {
@@ -550,23 +550,12 @@ TEST(Restricted, FailoverToAReplicaWithoutScriptsReloadsEachOnce) {
 // watchdog lease renews every 100 ms), release and semaphore calls run: none fails.
 TEST(Restricted, ScriptFlushDuringEveryKindsCalls) {
   PrivateRedis server;
-  std::atomic<bool> stop{false};
-  std::atomic<int> flushes{0};
-  std::thread flusher([&] {
-    RedisConn conn(server.unix_url());
-    while (!stop.load()) {
-      conn.ok({"SCRIPT", "FLUSH"});
-      ++flushes;
-      sleep_ms(2);
-    }
-  });
+  it::ScriptFlusher flusher(server.unix_url());
   std::vector<std::string> failures;
   for (int round = 0; round < 3 && failures.empty(); ++round) {
     failures = exercise_every_kind(server.tcp_url(), "during-" + std::to_string(round), 300);
   }
-  stop = true;
-  flusher.join();
-  EXPECT_GT(flushes.load(), 10) << "the flusher did not run";
+  EXPECT_GT(flusher.stop(), 10) << "the flusher did not run";
   for (const std::string& failure : failures) ADD_FAILURE() << failure;
 }
 
