@@ -124,7 +124,7 @@ echo "== release artifacts: building in the background (scripts/build-release.sh
 setsid chrt --idle 0 nice -n 19 "$root/scripts/build-release.sh" >"$release_log" 2>&1 &
 release_pid=$!
 
-stage faults "fault-injection catalog (tests/faults): workers under injected faults, four checkers"
+stage faults "fault-injection catalog (tests/faults): workers under injected faults, six checkers"
 RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-120} "$root/scripts/test-faults.sh" -q --durations=15
 
 stage release "release artifacts: built in a Debian 11 root (scripts/build-release.sh, in the background since the catalog began), then checked"
