@@ -11,9 +11,12 @@
 // - Each parsed reply, written back as canonical RESP and parsed again, is the same reply.
 // - code_for_redis_error puts every error text in one of its codes, by the documented prefixes.
 // - Each operation returns one of the codes it documents, with a message when not kOk.
-// - In each thread's commands, EVAL is sent only after an EVALSHA answered NOSCRIPT or to
-//   retry a dropped try, with the same script, keys and arguments (clean-ups, such as the undo
-//   of a lost acquire, always go as EVAL); an EVALSHA answered NOSCRIPT is always followed by it.
+// - In each thread's commands, a script is reloaded (SCRIPT LOAD and the same EVALSHA) only
+//   after an EVALSHA answered NOSCRIPT or to retry a dropped try, and sent by EVAL only when
+//   the EVALSHA after its SCRIPT LOAD answered NOSCRIPT again (the load refused) or to retry a
+//   dropped EVAL, each time with the same script, keys and arguments (clean-ups, such as the
+//   undo of a lost acquire, may be sent in a later operation); a NOSCRIPT is always followed
+//   by the next form.
 // - kOk only for a reply of the shape the script returns on success; kTimedOut, kDeadlock,
 //   kNotHeld and kNotOwner only for replies of the shape that says so; a Redis error code only
 //   for an error reply classified so (or kRedis for an unexpected shape); kConn only when a
@@ -190,33 +193,68 @@ struct Run {
   std::vector<fuzz::ScriptedTransport::Exchange> log;  // this operation's exchanges
 };
 
+bool answered_noscript(const fuzz::ScriptedTransport::Exchange& e) {
+  return !e.dropped && e.reply.type == Type::Error && e.reply.str.compare(0, 8, "NOSCRIPT") == 0;
+}
+
+bool same_call(const fuzz::ScriptedTransport::Command& a,
+               const fuzz::ScriptedTransport::Command& b) {
+  return fuzz::script_of(a) == fuzz::script_of(b) &&
+         std::equal(a.begin() + 2, a.end(), b.begin() + 2, b.end());
+}
+
+// The reload protocol (core/src/scripts.cpp): EVALSHA first; on NOSCRIPT, SCRIPT LOAD and the
+// same EVALSHA; on NOSCRIPT again (the load refused), EVAL. A dropped try is sent once more,
+// with the source (SCRIPT LOAD and EVALSHA, or EVAL once it came to that).
 void check_eval_protocol(const Run& run) {
   const auto& log = run.log;
   for (size_t i = 0; i < log.size(); ++i) {
     const auto& c = log[i].command;
-    expect(fuzz::script_of(c) != nullptr, "a command that runs no known script");
-    const bool noscript = !log[i].dropped && log[i].reply.type == Type::Error &&
-                          log[i].reply.str.compare(0, 8, "NOSCRIPT") == 0;
-    if (c[0] == "EVALSHA" && noscript) {
-      expect(i + 1 < log.size() && log[i + 1].command[0] == "EVAL",
-             "NOSCRIPT not followed by EVAL");
+    const core::Script* loaded = fuzz::script_loaded_by(c);
+    expect(fuzz::script_of(c) != nullptr || loaded != nullptr,
+           "a command that runs or loads no known script");
+    const bool after_load = i > 0 && fuzz::script_loaded_by(log[i - 1].command) != nullptr;
+    if (c[0] == "EVALSHA" && answered_noscript(log[i])) {
+      const bool reloads = i + 1 < log.size() &&
+                           (after_load ? log[i + 1].command[0] == "EVAL"
+                                       : fuzz::script_loaded_by(log[i + 1].command) != nullptr);
+      expect(reloads, after_load ? "NOSCRIPT after SCRIPT LOAD not followed by EVAL"
+                                 : "NOSCRIPT not followed by SCRIPT LOAD");
+    }
+    if (loaded != nullptr && !log[i].dropped) {
+      expect(i + 1 < log.size() && log[i + 1].command[0] == "EVALSHA" &&
+                 fuzz::script_of(log[i + 1].command) == loaded,
+             "SCRIPT LOAD not followed by its script's EVALSHA");
+    }
+    // Clean-ups of calls whose reply was lost (undos, a release or a queue leave sent again)
+    // may go in this operation or a later one (docs/errors.md): no try before them to match.
+    const core::Script* script = loaded != nullptr ? loaded : fuzz::script_of(c);
+    if (is_cleanup_script(script)) continue;
+    if (loaded != nullptr) {
+      expect(i > 0, "SCRIPT LOAD sent first");
+      const auto& prev = log[i - 1];
+      expect((prev.command[0] == "EVALSHA" && answered_noscript(prev)) || prev.dropped,
+             "SCRIPT LOAD without a NOSCRIPT or a dropped try before it");
+      const core::Script* before = fuzz::script_of(prev.command);
+      expect((before != nullptr ? before : fuzz::script_loaded_by(prev.command)) == loaded,
+             "SCRIPT LOAD of another script");
+      // The call it reloads for: the last EVALSHA or EVAL before it (a dropped load may come
+      // between them).
+      size_t call = i;
+      while (call > 0 && fuzz::script_of(log[call - 1].command) == nullptr) --call;
+      if (call > 0 && !log[i].dropped && i + 1 < log.size()) {
+        expect(same_call(log[call - 1].command, log[i + 1].command),
+               "the EVALSHA after SCRIPT LOAD has other keys or arguments");
+      }
+      continue;
     }
     if (c[0] != "EVAL") continue;
-    // Clean-ups of calls whose reply was lost (undos, a release or a queue leave sent again)
-    // always go with their source, in this operation or a later one (docs/errors.md).
-    if (is_cleanup_script(fuzz::script_of(c))) continue;
     expect(i > 0, "EVAL sent first");
     const auto& prev = log[i - 1];
-    const bool after_noscript = prev.command[0] == "EVALSHA" && !prev.dropped &&
-                                prev.reply.type == Type::Error &&
-                                prev.reply.str.compare(0, 8, "NOSCRIPT") == 0;
-    // A retry after a dropped connection is sent with the source (its NOSCRIPT may have been
-    // the reply that was lost).
-    const bool retry = prev.dropped;
-    expect(after_noscript || retry, "EVAL without a NOSCRIPT or a dropped try before it");
-    expect(fuzz::script_of(prev.command) == fuzz::script_of(c), "EVAL runs another script");
-    expect(std::equal(c.begin() + 2, c.end(), prev.command.begin() + 2, prev.command.end()),
-           "EVAL with other keys or arguments than its EVALSHA");
+    const bool load_refused = prev.command[0] == "EVALSHA" && answered_noscript(prev) && i > 1 &&
+                              fuzz::script_loaded_by(log[i - 2].command) != nullptr;
+    expect(load_refused || prev.dropped, "EVAL without a refused load or a dropped try before it");
+    expect(same_call(prev.command, c), "EVAL with another script, keys or arguments");
   }
 }
 

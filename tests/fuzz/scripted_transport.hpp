@@ -105,6 +105,12 @@ inline const rlock::core::Script* script_of(const ScriptedTransport::Command& c)
   return nullptr;
 }
 
+// The embedded script a SCRIPT LOAD command loads, or null.
+inline const rlock::core::Script* script_loaded_by(const ScriptedTransport::Command& c) {
+  if (c.size() != 3 || c[0] != "SCRIPT" || c[1] != "LOAD") return nullptr;
+  return script_of({"EVAL", c[2], "0"});
+}
+
 // The KEYS of an EVALSHA or EVAL command (empty if it is neither or malformed).
 inline std::vector<std::string> keys_of(const ScriptedTransport::Command& c) {
   if (c.size() < 3 || (c[0] != "EVALSHA" && c[0] != "EVAL")) return {};
