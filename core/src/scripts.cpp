@@ -1,6 +1,7 @@
 #include "rlock/core/scripts.hpp"
 
 #include <cstddef>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -20,14 +21,15 @@ namespace {
 enum class Form { Sha, Load, Eval };
 
 // Runs a script, with `tail` (WAIT) after it on the same connection, and returns the script's
-// reply followed by the tail's. Tries EVALSHA (or the source at once for Send::Source), then
-// Load on NOSCRIPT, then Eval on NOSCRIPT again. Each of these tries is refused before the
-// script runs or runs it; only a lost reply leaves that unknown, and then, with Retry::Once and
-// time left, one more try goes (with the source: a lost NOSCRIPT answer must not lose the
-// script again). One such resend per call at most, as the lock code expects of Retry::Once.
-std::vector<Reply> run_script(Transport& transport, const Script& script, const Args& keys,
-                              const Args& argv, const std::vector<Args>& tail, Retry retry,
-                              Send send, Deadline deadline) {
+// reply; the tail's replies go to *tail_replies. Tries EVALSHA (or the source at once for
+// Send::Source), then Load on NOSCRIPT, then Eval on NOSCRIPT again. Each of these tries is
+// refused before the script runs or runs it; only a lost reply leaves that unknown, and then,
+// with Retry::Once and time left, one more try goes (with the source: a lost NOSCRIPT answer
+// must not lose the script again). One such resend per call at most, as the lock code expects
+// of Retry::Once.
+Reply run_script(Transport& transport, const Script& script, const Args& keys, const Args& argv,
+                 const std::vector<Args>& tail, std::vector<Reply>* tail_replies, Retry retry,
+                 Send send, Deadline deadline) {
   const std::string key_count = std::to_string(keys.size());  // Args are views: kept alive here
   Args call;
   call.reserve(3 + keys.size() + argv.size());
@@ -40,31 +42,43 @@ std::vector<Reply> run_script(Transport& transport, const Script& script, const 
   Form form = send == Send::Sha ? Form::Sha : Form::Load;
   bool resent = false;
   for (;;) {
-    std::vector<Args> batch;
-    batch.reserve(2 + tail.size());
-    if (form == Form::Load) batch.push_back({"SCRIPT", "LOAD", script.source});
-    batch.push_back(call);
-    if (form == Form::Eval) {
-      batch.back()[0] = "EVAL";
-      batch.back()[1] = script.source;
-    }
-    batch.insert(batch.end(), tail.begin(), tail.end());
-    std::vector<Reply> replies;
+    Reply reply;
     try {
-      replies = batch.size() == 1 ? std::vector<Reply>{transport.run(batch[0], deadline)}
-                                  : transport.run_batch(batch, deadline);
+      if (form == Form::Sha && tail.empty()) {
+        reply = transport.run(call, deadline);  // the common case: no batch to build
+      } else {
+        std::vector<Args> batch;
+        batch.reserve(2 + tail.size());
+        if (form == Form::Load) batch.push_back({"SCRIPT", "LOAD", script.source});
+        batch.push_back(call);
+        if (form == Form::Eval) {
+          batch.back()[0] = "EVAL";
+          batch.back()[1] = script.source;
+        }
+        batch.insert(batch.end(), tail.begin(), tail.end());
+        if (batch.size() == 1) {
+          reply = transport.run(batch[0], deadline);
+        } else {
+          std::vector<Reply> replies = transport.run_batch(batch, deadline);
+          const auto first = replies.begin() + (form == Form::Load ? 1 : 0);
+          reply = std::move(*first);
+          if (tail_replies != nullptr) {
+            tail_replies->assign(std::make_move_iterator(first + 1),
+                                 std::make_move_iterator(replies.end()));
+          }
+        }
+      }
     } catch (const Error& e) {
       if (retry == Retry::No || resent || e.code() != kConn || Clock::now() >= deadline) throw;
       resent = true;
       if (form == Form::Sha) form = Form::Load;
       continue;
     }
-    if (form == Form::Load) replies.erase(replies.begin());
-    if (replies[0].error.kind == RedisErrorKind::kNoScript && form != Form::Eval) {
+    if (reply.error.kind == RedisErrorKind::kNoScript && form != Form::Eval) {
       form = form == Form::Sha ? Form::Load : Form::Eval;
       continue;
     }
-    return replies;
+    return reply;
   }
 }
 
@@ -75,7 +89,7 @@ Reply eval_script(Transport& transport, const Script& chosen, const Args& keys, 
   const Script& script =
       transport.sharded_pubsub() && chosen.sharded != nullptr ? *chosen.sharded : chosen;
   if (deadline == Deadline{}) deadline = transport.deadline_from_now();
-  return std::move(run_script(transport, script, keys, argv, {}, retry, send, deadline).front());
+  return run_script(transport, script, keys, argv, {}, nullptr, retry, send, deadline);
 }
 
 SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const Args& keys,
@@ -86,13 +100,13 @@ SyncedReply eval_script_synced(Transport& transport, const Script& chosen, const
   const std::string count = std::to_string(replicas);
   const std::string timeout = std::to_string(timeout_ms);
   const std::vector<Args> wait{{"WAIT", count, timeout}};
-  std::vector<Reply> replies =
-      run_script(transport, script, keys, argv, wait, retry, Send::Sha, deadline);
+  std::vector<Reply> waited;
   SyncedReply out;
-  out.reply = std::move(replies[0]);
-  if (replies[1].type == Reply::Type::Integer) out.acked = replies[1].integer;
-  out.wait_refused = replies[1].error.kind == RedisErrorKind::kNoPerm ||
-                     replies[1].error.kind == RedisErrorKind::kUnknownCommand;
+  out.reply = run_script(transport, script, keys, argv, wait, &waited, retry, Send::Sha, deadline);
+  const Reply& acked = waited.at(0);
+  if (acked.type == Reply::Type::Integer) out.acked = acked.integer;
+  out.wait_refused = acked.error.kind == RedisErrorKind::kNoPerm ||
+                     acked.error.kind == RedisErrorKind::kUnknownCommand;
   return out;
 }
 
