@@ -125,7 +125,7 @@ class Holds {
   // the owner's next acquire of the lock could inherit a count nobody releases, or be undone by
   // the late script itself. So it runs before that acquire (settle), and meanwhile the renewer
   // thread tries it in the background; a caller whose own deadline has passed never waits for
-  // it. Scripts are sent with their source (a lost NOSCRIPT answer would lose them again).
+  // it. Scripts go as every call does (EVALSHA; a NOSCRIPT or a lost reply reloads them).
   struct Cleanup {
     const Script* script;
     std::vector<std::string> keys;
