@@ -83,7 +83,7 @@ def tls(request: pytest.FixtureRequest) -> Optional[Path]:
 
 
 @pytest.fixture
-def case(seed: int) -> Iterator[Case]:
+def case(seed: int, request: pytest.FixtureRequest) -> Iterator[Case]:
     if shutil.which("redis-server") is None:
         pytest.fail("redis-server is not installed")
     binary = worker_binary()
@@ -99,6 +99,10 @@ def case(seed: int) -> Iterator[Case]:
     c = Case(root, seed)
     try:
         yield c
+        c.close()
+        report = getattr(request.node, "rep_call", None)
+        if report is not None and report.passed:
+            c.check_linearizable()
     finally:
         c.close()
         if os.environ.get("RLOCK_FAULT_KEEP") == "1":
@@ -133,6 +137,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # type
     ended and the tail of its stderr, so a failure says why without a rerun."""
     outcome = yield
     report = outcome.get_result()
+    if report.when == "call":
+        item.rep_call = report  # type: ignore[attr-defined]  # for the case fixture's last check
     if report.when != "call" or not report.failed:
         return
     c = getattr(item, "funcargs", {}).get("case")

@@ -33,6 +33,7 @@ from typing import (
     cast,
 )
 
+import checkers
 import redis
 from ports import free_port
 
@@ -742,6 +743,10 @@ class Case:
         self.servers: List[Union[RedisServer, SentinelServer]] = []
         self.proxies: List[FaultProxy] = []
         self.workers: List[Worker] = []
+        # The permits of the semaphores in the history, for the closing linearizability check
+        # (conftest.case): without it their names are skipped there.
+        self.permits: Optional[int] = None
+        self.closed = False
 
     def redis(
         self,
@@ -802,7 +807,21 @@ class Case:
         """pid -> monotonic ns at which a killed worker stopped holding anything."""
         return {w.pid: w.ended_ns for w in self.workers if w.ended_ns is not None}
 
+    def check_linearizable(self) -> None:
+        """Every history of the catalog goes through the linearizability checker once its case
+        passed and its workers stopped (conftest.case): as locks whose leases may lapse (some
+        cases stop holders on purpose; those where none may lapse check strictly themselves),
+        and semaphores of the case's permits."""
+        if not self.log.exists() or self.log.stat().st_size == 0:
+            return
+        h = checkers.read_history(self.log, self.ended())
+        found = checkers.linearizable(h, self.permits, lapses=True)
+        assert not found, "the history is not linearizable:\n" + "\n".join(found[:10])
+
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         for w in self.workers:
             if w.proc.poll() is None:
                 w.kill()

@@ -464,6 +464,7 @@ def test_C3_partitioned_master_and_its_clients_stop_and_fencing_refuses_them(
     # Every owner but the old holder: no overlap, no release past another's acquire.
     others = checkers.History(holds=[x for x in h.holds if x.pid != old.pid])
     assert checkers.overlaps(others) == [] and checkers.mutex_history(others) == []
+    assert checkers.linearizable(others) == []
     if min_replicas:
         assert refusals and min(refusals) < first_new, "side a took writes after side b began"
     else:

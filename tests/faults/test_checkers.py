@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import checkers
+import pytest
 from harness import Case, Chaos
 
 
@@ -303,3 +304,29 @@ def test_linearizability_of_unknown_outcomes_kills_and_lapses(tmp_path):
     )
     assert checkers.linearizable(lapsed, lapses=True) == []
     assert checkers.linearizable(lapsed)
+
+
+def test_every_case_history_gets_the_closing_linearizability_check(tmp_path):
+    # conftest.case runs this on each passed case's log. Leases may lapse there, so a grant inside a
+    # hold whose release later returned ok is what it must still find; semaphores are judged
+    # only with the case's permits.
+    ms = 1_000_000
+    (tmp_path / "case").mkdir()
+    c = Case(tmp_path / "case", 1)
+    c.log.write_text(
+        f"acq 1.0 n X {10 * ms} {20 * ms} 0 0\nacq 2.0 n X {30 * ms} {50 * ms} 0 0\n"
+        f"rel 1.0 n X {80 * ms} {81 * ms} 0\nrel 2.0 n X {90 * ms} {91 * ms} 0\n"
+    )
+    with pytest.raises(AssertionError, match="n: not linearizable"):
+        c.check_linearizable()
+    c.log.write_text(
+        "".join(f"acq {p}.0 s S {10 * ms} {(20 + p) * ms} 0 0\n" for p in range(1, 4))
+        + "".join(f"rel {p}.0 s S {80 * ms} {81 * ms} 0\n" for p in range(1, 4))
+    )
+    c.check_linearizable()  # without permits the semaphore is skipped
+    c.permits = 2
+    with pytest.raises(AssertionError, match="s: not linearizable"):
+        c.check_linearizable()
+    c.permits = 3
+    c.check_linearizable()
+    c.close()

@@ -205,7 +205,10 @@ def test_E4_expected_violation_a_clock_jump_on_one_master_double_grants(case: Ca
         one.ask("release")
         two.ask("release")
         h = checkers.read_history(case.log)
-        flagged += any(v.startswith(f"{name}:") for v in checkers.overlaps(h, limit=10**6))
+        overlapped = any(v.startswith(f"{name}:") for v in checkers.overlaps(h, limit=10**6))
+        flagged += overlapped
+        unlinearizable = any(v.startswith(f"{name}:") for v in checkers.linearizable(h))
+        assert unlinearizable == overlapped, "the linearizability checker disagrees"
         for w in (one, two):
             w.send("quit")
             w.wait(10)
@@ -267,6 +270,8 @@ def test_E5_restarted_master_without_persistence(case: Case):
         h = checkers.read_history(case.log)
         overlapped = any(v.startswith(f"{name}:") for v in checkers.overlaps(h, limit=10**6))
         assert overlapped != delayed, f"E5({run}): overlap {overlapped}"
+        unlinearizable = any(v.startswith(f"{name}:") for v in checkers.linearizable(h))
+        assert unlinearizable == overlapped, f"E5({run}): linearizability disagrees"
         for w in (one, two):
             w.send("quit")
             w.wait(10)
@@ -377,6 +382,7 @@ def test_E7_multi_locks_in_opposite_orders_never_deadlock_or_half_hold(case: Cas
         w.finish(60)
     h = checkers.read_history(case.log)
     assert checkers.overlaps(h) == [] and checkers.mutex_history(h) == []
+    assert checkers.linearizable(h) == []
     attempts = sum(w.summary()["cycles"] for w in workers)
     blocked = workers[2].summary()
     print(f"E7: {attempts} multi-lock attempts; (a, c) with c held: {blocked}")

@@ -145,7 +145,7 @@ def test_F3_read_write_with_a_killed_reader(case: Case):
         w.finish(60)
     h = checkers.read_history(case.log, case.ended())
     assert checkers.overlaps(h) == [], checkers.overlaps(h)
-    assert checkers.mutex_history(h) == []
+    assert checkers.mutex_history(h) == [] and checkers.linearizable(h) == []
     writes_after = sorted(x.start for x in h.holds if x.mode == "W" and x.start > killed)
     assert writes_after, "no writer got in after the reader died"
     first_ms = (writes_after[0] - killed) / MS
@@ -213,7 +213,7 @@ def test_F5_many_cycles_with_faults_leave_nothing_and_do_not_grow(case: Case):
     assert growth < 0.05, f"RSS grew {growth:.1%} after warm-up"
     assert s["fds_end"] <= s["fds_warm"] + 1, "descriptors grew"
     h = checkers.read_history(case.log)
-    assert checkers.overlaps(h) == []
+    assert checkers.overlaps(h) == [] and checkers.linearizable(h) == []
     assert wait_until(lambda: not checkers.cleanliness(conn, baseline), 6), checkers.cleanliness(
         conn, baseline
     )

@@ -61,6 +61,7 @@ def test_C1_expected_violation_failover_without_wait_double_grants(case: Case):
     second.ask("release")
     h = checkers.read_history(case.log)
     assert [v for v in checkers.overlaps(h) if v.startswith("c1:")], "double grant not flagged"
+    assert [v for v in checkers.linearizable(h) if v.startswith("c1:")], "not found unlinearizable"
     assert checkers.fencing(h).violations == []
 
 
@@ -199,6 +200,8 @@ def test_G1_soak_mixed_kinds_under_seeded_faults(case: Case):
     assert history == [], history[:5]
     fence = checkers.fencing(h)
     assert fence.violations == []
+    # The stopped holders' leases ran out: as a lock whose leases may lapse, still linearizable.
+    assert checkers.linearizable(h, lapses=True) == []
     # No call outlives its bound: the wait, two command timeouts, and the longest fault.
     assert checkers.slow_calls(h, 5000 + 2 * 1000 + 2000 + 1500 + slack(50)) == []
     summaries = [w.summary() for w in soak.workers if w.ended_ns is None]

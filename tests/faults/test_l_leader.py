@@ -123,6 +123,7 @@ def test_L1_killed_and_partitioned_leaders_are_replaced_one_at_a_time(case: Case
     assert len({x.pid for x in leaderships}) == 3, "not every process led"
     problems = checkers.overlaps(h) + checkers.lost_updates(h, case.counters)
     problems += checkers.mutex_history(h) + checkers.fencing(h).violations + _terms_led_twice(h)
+    problems += checkers.linearizable(h)
     assert not problems, "\n".join(problems)
     fences = checkers.fencing(h)
     print(f"L1: {len(leaderships)} leaderships, {fences.accepted} writes accepted")
@@ -136,6 +137,8 @@ def _assert_terms_grow_past(case: Case, at: float) -> None:
     ns) above every term begun before it."""
     h = checkers.read_history(case.log, case.ended())
     problems = checkers.fencing(h).violations + _terms_led_twice(h)
+    # The key may go with the data its leader still counts on: a lease may lapse.
+    problems += checkers.linearizable(h, lapses=True)
     assert not problems, "\n".join(problems)
     after = [x for x in h.holds if x.token > 0 and x.start > at]
     before = [x for x in h.holds if x.token > 0 and x.start < at]
