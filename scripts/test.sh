@@ -114,10 +114,11 @@ if [ "$quick" = 1 ]; then
   exit 0
 fi
 
-# The release artifacts are built in the background while the catalog runs: they need nothing
-# from it, and the catalog leaves the cores idle for much of its time (leases running out,
-# failovers). At idle priority the build only takes what the catalog does not use; the catalog's
-# liveness bounds add what its own measure of the machine says the load costs (docs/faults.md).
+# The release artifacts are built in the background while the catalog, the valgrind, Redisson
+# and server matrix stages run: they need nothing from them, and those leave the cores idle for
+# much of their time (leases running out, failovers). At idle priority the build only takes what
+# they do not use; the catalog's liveness bounds add what its own measure of the machine says
+# the load costs (docs/faults.md).
 release_log=$root/build/release-build.log
 echo "== release artifacts: building in the background (scripts/build-release.sh, log $release_log)"
 # setsid: its own process group, so that a run that stops early stops all of it (on_exit).
@@ -127,15 +128,6 @@ release_pid=$!
 stage faults "fault-injection catalog (tests/faults): workers under injected faults, six checkers"
 RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-120} "$root/scripts/test-faults.sh" -q --durations=15
 
-stage release "release artifacts: built in a Debian 11 root (scripts/build-release.sh, in the background since the catalog began), then checked"
-if ! wait "$release_pid"; then
-  tail -n 40 "$release_log"
-  echo "the release build failed; its log: $release_log" >&2
-  exit 1
-fi
-tail -n 25 "$release_log"
-"$root/scripts/build-release.sh" --verify-only
-
 stage valgrind "valgrind memcheck over the fault worker (connections killed meanwhile): no errors, no definite leaks"
 "$root/scripts/test-valgrind.sh" "$root/build"
 
@@ -144,6 +136,15 @@ stage redisson "Redisson interop: Redisson $(sed -n 's:.*<redisson.version>\(.*\
 
 stage servers "server matrix: Redis 6.0 and 8.0, Valkey 8.1 and 9.1 (Debian's packages, unpacked by scripts/servers.sh) under the server-facing tests"
 "$root/scripts/test-servers.sh"
+
+stage release "release artifacts: built in a Debian 11 root (scripts/build-release.sh, in the background since the catalog began), then checked"
+if ! wait "$release_pid"; then
+  tail -n 40 "$release_log"
+  echo "the release build failed; its log: $release_log" >&2
+  exit 1
+fi
+tail -n 25 "$release_log"
+"$root/scripts/build-release.sh" --verify-only
 
 stage bench-smoke "benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
 bash "$root/bench/run.sh" --smoke

@@ -155,7 +155,8 @@ def test_data_loss_double_grant_is_seen_and_fencing_stops_the_stale_holder(case:
 
 def test_deleting_keys_under_looping_workers_is_seen(case: Case):
     """The same through the loop workers: a chaos thread deletes the lock key over and over
-    while four processes contend, and the overlap and counter checkers notice."""
+    while four processes contend, and the overlap, counter and linearizability checkers notice."""
+    case.loses_data = True
     server = case.redis()
     workers = [
         case.worker(
@@ -180,6 +181,7 @@ def test_deleting_keys_under_looping_workers_is_seen(case: Case):
     assert len(h.holds) > 50
     assert checkers.overlaps(h), "no overlap flagged although the lock kept vanishing"
     assert checkers.lost_updates(h, case.counters), "no lost update although sections overlapped"
+    assert checkers.linearizable(h), "not found unlinearizable although sections overlapped"
 
 
 def test_permit_checker_flags_one_too_many_inside_and_passes_the_limit(tmp_path):
