@@ -795,19 +795,20 @@ TEST(PsemScripts, UndoAcquireFreesTheIdsAndRefusesALateRequest) {
   redis.del(tomb);
 }
 
-// A client whose commands time out fast, so a busy server loses their replies.
-std::shared_ptr<core::Client> make_fast_client() {
+// A client whose commands time out fast, so a busy server loses their replies. These cases
+// stall their server, so each has one of its own: the shared one serves cases running beside.
+std::shared_ptr<core::Client> make_fast_client(const rlock_test::PrivateRedis& server) {
   core::ClientConfig config;
-  config.endpoint = core::parse_url(rlock_test::test_redis_url());
+  config.endpoint = core::parse_url(server.tcp_url());
   config.command_timeout_ms = 200;
   return core::Client::create(config);
 }
 
 // Keeps the server running one script for `ms`: meanwhile every other client's commands wait
 // unanswered, and they run when it ends (their replies lost if the client gave up).
-std::thread busy_server(int64_t ms) {
-  std::thread t([ms] {
-    RedisConn admin(rlock_test::test_redis_url(), ms + 10000);
+std::thread busy_server(const rlock_test::PrivateRedis& server, int64_t ms) {
+  std::thread t([url = server.admin_url(), ms] {
+    RedisConn admin(url, ms + 10000);
     admin.command({"EVAL",
                    "local t = redis.call('time') "
                    "local stop = t[1] * 1000000 + t[2] + tonumber(ARGV[1]) * 1000 "
@@ -828,9 +829,10 @@ bool settled(core::Client& client) {
 }
 
 TEST(SemLostReplies, AGrantWhoseRepliesWereLostIsGivenBack) {
-  auto client = make_fast_client();
-  RedisConn redis(rlock_test::test_redis_url());
-  SemKeys k("sem-lost-acquire");
+  rlock_test::PrivateRedis server;
+  auto client = make_fast_client(server);
+  RedisConn redis(server.admin_url());
+  const SemKeys k("sem-lost-acquire");
   redis.ok({"SET", k.name, "3"});
   auto sem = std::make_shared<core::Semaphore>(client, k.name, core::SemaphoreOptions{});
   core::PermitArgs two;
@@ -838,7 +840,7 @@ TEST(SemLostReplies, AGrantWhoseRepliesWereLostIsGivenBack) {
   two.wait_ms = 0;
   ASSERT_EQ(sem->acquire(two, nullptr), core::kOk);  // the script is loaded: no NOSCRIPT later
   ASSERT_EQ(sem->release(2), core::kOk);
-  std::thread busy = busy_server(2000);
+  std::thread busy = busy_server(server, 2000);
   EXPECT_NE(sem->acquire(two, nullptr), core::kOk) << "the reply came in time";
   busy.join();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the lost request ran by then
@@ -850,9 +852,10 @@ TEST(SemLostReplies, AGrantWhoseRepliesWereLostIsGivenBack) {
 }
 
 TEST(SemLostReplies, AReleaseWhoseRepliesWereLostIsAppliedOnce) {
-  auto client = make_fast_client();
-  RedisConn redis(rlock_test::test_redis_url());
-  SemKeys k("sem-lost-release");
+  rlock_test::PrivateRedis server;
+  auto client = make_fast_client(server);
+  RedisConn redis(server.admin_url());
+  const SemKeys k("sem-lost-release");
   redis.ok({"SET", k.name, "3"});
   auto sem = std::make_shared<core::Semaphore>(client, k.name, core::SemaphoreOptions{});
   core::PermitArgs two;
@@ -873,9 +876,10 @@ TEST(SemLostReplies, AReleaseWhoseRepliesWereLostIsAppliedOnce) {
 }
 
 TEST(SemLostReplies, ExpirableIdsOfALostAcquireAreFreed) {
-  auto client = make_fast_client();
-  RedisConn redis(rlock_test::test_redis_url());
-  SemKeys k("psem-lost-acquire");
+  rlock_test::PrivateRedis server;
+  auto client = make_fast_client(server);
+  RedisConn redis(server.admin_url());
+  const SemKeys k("psem-lost-acquire");
   redis.ok({"SET", k.name, "3"});
   core::SemaphoreOptions options;
   options.kind = core::SemaphoreKind::Expirable;
@@ -887,7 +891,7 @@ TEST(SemLostReplies, ExpirableIdsOfALostAcquireAreFreed) {
   std::vector<std::string> ids;
   ASSERT_EQ(sem->acquire(two, &ids), core::kOk);  // the script is loaded
   ASSERT_EQ(sem->release_ids(ids), core::kOk);
-  std::thread busy = busy_server(2000);
+  std::thread busy = busy_server(server, 2000);
   EXPECT_NE(sem->acquire(two, &ids), core::kOk) << "the reply came in time";
   busy.join();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the lost request ran by then
