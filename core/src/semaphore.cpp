@@ -303,8 +303,8 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
       } catch (const Error& e) {
         // Granted or not, unseen: given back if it was, refused should it still arrive.
         if (e.code() == kConn) {
-          clean_up_later(scripts::sem_undo_acquire, {name_, channel_, latch},
-                         {permits, latch_ttl}, sent);
+          clean_up_later(scripts::sem_undo_acquire, {name_, channel_, latch}, {permits, latch_ttl},
+                         sent);
         }
         throw;
       }
