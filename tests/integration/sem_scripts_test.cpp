@@ -807,16 +807,17 @@ std::shared_ptr<core::Client> make_fast_client(const rlock_test::PrivateRedis& s
 // Keeps the server running one script for `ms`: meanwhile every other client's commands wait
 // unanswered, and they run when it ends (their replies lost if the client gave up).
 std::thread busy_server(const rlock_test::PrivateRedis& server, int64_t ms) {
-  std::thread t([url = server.admin_url(), ms] {
-    RedisConn admin(url, ms + 10000);
-    admin.command({"EVAL",
-                   "local t = redis.call('time') "
-                   "local stop = t[1] * 1000000 + t[2] + tonumber(ARGV[1]) * 1000 "
-                   "repeat t = redis.call('time') until t[1] * 1000000 + t[2] >= stop "
-                   "return 0",
-                   "0", std::to_string(ms)});
+  // Connected here, so only the send is left to the thread.
+  auto admin = std::make_shared<RedisConn>(server.admin_url(), ms + 10000);
+  std::thread t([admin, ms] {
+    admin->command({"EVAL",
+                    "local t = redis.call('time') "
+                    "local stop = t[1] * 1000000 + t[2] + tonumber(ARGV[1]) * 1000 "
+                    "repeat t = redis.call('time') until t[1] * 1000000 + t[2] >= stop "
+                    "return 0",
+                    "0", std::to_string(ms)});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // the script runs by then
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the script runs by then
   return t;
 }
 
@@ -840,7 +841,7 @@ TEST(SemLostReplies, AGrantWhoseRepliesWereLostIsGivenBack) {
   two.wait_ms = 0;
   ASSERT_EQ(sem->acquire(two, nullptr), core::kOk);  // the script is loaded: no NOSCRIPT later
   ASSERT_EQ(sem->release(2), core::kOk);
-  std::thread busy = busy_server(server, 2000);
+  std::thread busy = busy_server(server, 2500);
   EXPECT_NE(sem->acquire(two, nullptr), core::kOk) << "the reply came in time";
   busy.join();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the lost request ran by then
@@ -891,7 +892,7 @@ TEST(SemLostReplies, ExpirableIdsOfALostAcquireAreFreed) {
   std::vector<std::string> ids;
   ASSERT_EQ(sem->acquire(two, &ids), core::kOk);  // the script is loaded
   ASSERT_EQ(sem->release_ids(ids), core::kOk);
-  std::thread busy = busy_server(server, 2000);
+  std::thread busy = busy_server(server, 2500);
   EXPECT_NE(sem->acquire(two, &ids), core::kOk) << "the reply came in time";
   busy.join();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the lost request ran by then
