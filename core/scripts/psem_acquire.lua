@@ -3,7 +3,9 @@
 -- most as many as asked for, as Redisson does); then, if enough are available, the count goes
 -- down by DECRBY and each id is added to the deadline set with the deadline. While the count
 -- key has an expiry, the deadline set gets the same one, so both go together.
--- KEYS[1] count "N", KEYS[2] deadlines "{N}:timeout", KEYS[3] channel "redisson_sc:{N}".
+-- KEYS[1] count "N", KEYS[2] deadlines "{N}:timeout", KEYS[3] channel "redisson_sc:{N}",
+-- KEYS[4] (optional) the request's tombstone "redisson_unlock_latch:{N}:<first id in hex>":
+-- while it exists the request was undone (psem_undo_acquire.lua), and it is refused.
 -- ARGV[1] now (the client's clock, ms since the epoch), ARGV[2] deadline (now + lease, or
 -- 922337203685477 for a permit without lease, Redisson's "never"), ARGV[3...] the new ids,
 -- one per permit (16 random bytes each).
@@ -33,6 +35,10 @@ end
 local count, problem = check_psem_keys()
 if count == nil then
   return problem
+end
+-- A late copy of an undone request: its ids were given back, and nobody would release them.
+if KEYS[4] and redis.call('exists', KEYS[4]) == 1 then
+  return {0, 0, count or -1}
 end
 -- Fresh ids are in no set; all of them held and alive means this request was applied before.
 local alive, listed = 0, 0

@@ -5,7 +5,8 @@
 -- ARGV[1] permits (1 to 2^31-1), ARGV[2] latch expiry ms (with the latch).
 -- Returns the new count; -1 when the semaphore does not exist, and then nothing changes (unlike
 -- Redisson's release, which would create it: permits given back to a semaphore that expired or
--- was deleted must not bring it back). With a latch, a retried request is applied once.
+-- was deleted must not bring it back). With a latch, a retried request is applied once (a
+-- missing semaphore's -1 is kept there too).
 -- @include whole_arg.lua
 -- @include read_count.lua
 -- @include store_latch.lua
@@ -27,6 +28,10 @@ if count == nil then
   return problem
 end
 if not count then
+  -- Remembered too: a late copy must not give permits to a semaphore set up again meanwhile.
+  if KEYS[3] then
+    store_latch(KEYS[3], -1, ARGV[2])
+  end
   return -1
 end
 if count + permits > 2147483647 then

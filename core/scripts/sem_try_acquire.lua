@@ -4,7 +4,8 @@
 -- ARGV[1] permits (1 to 2^31-1), ARGV[2] latch expiry ms (with the latch).
 -- Returns 1 when taken, 0 when fewer are available, -1 when the semaphore does not exist (it
 -- was never set, or expired). With a latch a grant is stored there, and a retry of the same
--- request (its reply was lost) gets it back instead of taking permits twice.
+-- request (its reply was lost) gets it back instead of taking permits twice. A latch of 0 is
+-- the tombstone of a request undone by sem_undo_acquire.lua: a late copy is refused.
 -- @include whole_arg.lua
 -- @include read_count.lua
 -- @include store_latch.lua

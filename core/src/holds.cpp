@@ -765,6 +765,7 @@ bool Holds::run_cleanups_of(const Key& key, Clock::time_point deadline) {
     Cleanup c;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      drop_expired_locked(key, Clock::now());
       auto it = cleanups_.find(key);
       if (it == cleanups_.end()) {
         end_settling_locked(key, 0);
@@ -801,6 +802,21 @@ void Holds::end_settling_locked(const Key& key, size_t done) {
   }
 }
 
+void Holds::drop_expired_locked(const Key& key, Clock::time_point now) {
+  auto it = cleanups_.find(key);
+  if (it == cleanups_.end()) return;
+  auto& queue = it->second;
+  const size_t before = queue.size();
+  queue.erase(std::remove_if(queue.begin(), queue.end(),
+                             [now](const Cleanup& c) { return c.give_up <= now; }),
+              queue.end());
+  const size_t dropped = before - queue.size();
+  if (dropped == 0) return;
+  cleanup_count_.fetch_sub(dropped);
+  if (Stats* stats = config_.telemetry.stats.get()) Stats::add(stats->cleanups_dropped, dropped);
+  if (queue.empty()) cleanups_.erase(it);
+}
+
 void Holds::run_cleanups(Clock::time_point deadline) {
   struct Batch {
     std::vector<std::pair<Key, size_t>> keys;  // each key with how many of its cleanups
@@ -809,6 +825,13 @@ void Holds::run_cleanups(Clock::time_point deadline) {
   std::map<int, Batch> batches;  // by slot in a cluster: one script call may touch one slot
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Not a queue a caller is settling: it counts what it ran from the front.
+    std::vector<Key> idle;
+    for (const auto& entry : cleanups_) {
+      if (settling_.count(entry.first) == 0) idle.push_back(entry.first);
+    }
+    const Clock::time_point now = Clock::now();
+    for (const Key& key : idle) drop_expired_locked(key, now);
     for (const auto& [key, queue] : cleanups_) {
       if (!settling_.insert(key).second) continue;  // a caller is settling it
       Batch& b = batches[config_.topology == Topology::Cluster ? key_slot(key.first) : 0];

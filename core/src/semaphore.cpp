@@ -292,11 +292,22 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
     if (options_.kind == SemaphoreKind::Plain) {
       if (args.permits == 0) return {kOk};  // nothing to take, as Redisson: no round trip
       const std::string latch = unlock_latch(name_, random_hex(8));
-      const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
+      const std::string latch_ttl = std::to_string(semaphore_latch_ttl_ms(client_->config()));
       const std::string permits = std::to_string(args.permits);
       // The request's latch makes a resend (after a lost reply) answer the first one's result.
-      Reply r = eval_script(client_->transport(), scripts::sem_try_acquire, {name_, latch},
-                            {permits, latch_ttl}, Retry::Once);
+      const Clock::time_point sent = Clock::now();
+      Reply r;
+      try {
+        r = eval_script(client_->transport(), scripts::sem_try_acquire, {name_, latch},
+                        {permits, latch_ttl}, Retry::Once);
+      } catch (const Error& e) {
+        // Granted or not, unseen: given back if it was, refused should it still arrive.
+        if (e.code() == kConn) {
+          clean_up_later(scripts::sem_undo_acquire, {name_, channel_, latch}, {permits, latch_ttl},
+                         sent);
+        }
+        throw;
+      }
       if (r.is_error()) {
         int code = redis_failure(doing, r);
         return {code, -1, r.error.transient};
@@ -317,8 +328,16 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
         std::to_string(lease_ms == kLeaseNone ? kNever : std::min(kNever, now + lease_ms));
     Args argv{now_text, deadline};
     for (const std::string& id : *ids) argv.push_back(id);
-    Reply r = eval_script(client_->transport(), scripts::psem_acquire,
-                          {name_, deadlines_, channel_}, argv, Retry::Once);
+    const std::string tombstone = unlock_latch(name_, permit_id_hex(ids->front()));
+    const Clock::time_point sent = Clock::now();
+    Reply r;
+    try {
+      r = eval_script(client_->transport(), scripts::psem_acquire,
+                      {name_, deadlines_, channel_, tombstone}, argv, Retry::Once);
+    } catch (const Error& e) {
+      if (e.code() == kConn) undo_lost_acquire(ids, sent);
+      throw;
+    }
     if (r.is_error()) return {redis_failure(doing, r), -1, r.error.transient};
     if (r.type != Reply::Type::Array || r.elements.size() != 3 || !is_int(r.elements[0]) ||
         !is_int(r.elements[1]) || !is_int(r.elements[2])) {
@@ -333,6 +352,26 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
   } catch (const Error& e) {
     return {fail(e.code(), doing + ": " + e.message(), e.transient()), -1, e.transient()};
   }
+}
+
+// Owner of the semaphore clean-ups in the client's queue: no lock owner is empty, so they never
+// run before a lock's acquire (Holds::settle), and a lock's never wait for them.
+const char* const kSemaphoreCleanupOwner = "";
+
+void Semaphore::clean_up_later(const Script& script, std::vector<std::string> keys,
+                               std::vector<std::string> argv, Clock::time_point sent) {
+  Holds::Cleanup c{&script, std::move(keys), std::move(argv)};
+  c.give_up = sent + std::chrono::milliseconds(semaphore_cleanup_window_ms(client_->config()));
+  client_->holds().add_cleanup(name_, kSemaphoreCleanupOwner, std::move(c));
+}
+
+void Semaphore::undo_lost_acquire(std::vector<std::string>* ids, Clock::time_point sent) {
+  std::vector<std::string> argv{std::to_string(semaphore_latch_ttl_ms(client_->config()))};
+  argv.insert(argv.end(), ids->begin(), ids->end());
+  clean_up_later(scripts::psem_undo_acquire,
+                 {name_, deadlines_, channel_, unlock_latch(name_, permit_id_hex(ids->front()))},
+                 std::move(argv), sent);
+  for (std::string& id : *ids) permit_id_raw(random_hex(16), &id);
 }
 
 // What an acquire, blocking or not, runs with once its arguments are checked.
@@ -453,8 +492,9 @@ int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
                               " (to add permits, use add_permits)");
   }
   const std::string latch = unlock_latch(name_, random_hex(8));
-  const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
+  const std::string latch_ttl = std::to_string(semaphore_latch_ttl_ms(client_->config()));
   const std::string count = std::to_string(permits);
+  const Clock::time_point sent = Clock::now();
   try {
     Reply r = eval_script(client_->transport(), scripts::sem_release, {name_, channel_, latch},
                           {count, latch_ttl}, Retry::Once);
@@ -471,8 +511,16 @@ int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
     if (released != nullptr) *released = true;
     return kOk;
   } catch (const Error& e) {
-    // Not known whether it arrived: counted as given back, so a retry cannot give it twice.
-    return fail(e.code(), doing + ": " + e.message() + " (the release may or may not be applied)",
+    // Not known whether it arrived: counted as given back, so a retry cannot give it twice; sent
+    // again later with the same latch, it is applied exactly once.
+    const bool later = e.code() == kConn;
+    if (later) {
+      clean_up_later(scripts::sem_release, {name_, channel_, latch}, {count, latch_ttl}, sent);
+    }
+    return fail(e.code(),
+                doing + ": " + e.message() +
+                    (later ? " (it is sent again in the background and applied once)"
+                           : " (the release may or may not be applied)"),
                 e.transient());
   }
 }
@@ -503,6 +551,7 @@ int Semaphore::release_ids(const std::vector<std::string>& ids) {
   };
   Reply r;
   bool resent = false;
+  const Clock::time_point sent = Clock::now();
   try {
     try {
       r = run(Retry::No);
@@ -512,7 +561,17 @@ int Semaphore::release_ids(const std::vector<std::string>& ids) {
       r = run(Retry::No);
     }
   } catch (const Error& e) {
-    return fail(e.code(), doing + ": " + e.message() + " (the release may or may not be applied)",
+    const bool later = e.code() == kConn;
+    if (later) {
+      // Sent again later: ids already released answer "not held" and change nothing.
+      std::vector<std::string> argv{std::to_string(epoch_ms())};
+      argv.insert(argv.end(), raw.begin(), raw.end());
+      clean_up_later(scripts::psem_release, {name_, deadlines_, channel_}, std::move(argv), sent);
+    }
+    return fail(e.code(),
+                doing + ": " + e.message() +
+                    (later ? " (it is sent again in the background)"
+                           : " (the release may or may not be applied)"),
                 e.transient());
   }
   if (r.is_error()) return redis_failure(doing, r);

@@ -3,7 +3,8 @@ library and the Python, Go and Java bindings, take permits of one permit-expirab
 for 20,000 sections while holders are SIGKILLed and relaunched:
 never more than 3 inside at once (the permit checker), and no permit lost or created (the
 semaphore's total stays 3). S2: a SIGKILLed holder's permit reaches a waiter within its lease
-plus 200 ms."""
+plus 200 ms. S3: with the replies of a plain semaphore's acquires and releases dropped now and
+then, the background clean-ups leave the count exactly where it started."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any, Dict, List
 
 import checkers
 import pytest
-from harness import Case, slack
+from harness import Case, slack, wait_until
 
 MS = 1_000_000
 PERMITS = 3
@@ -21,6 +22,7 @@ LEASE_MS = 1000
 SECTIONS = 20_000
 LANGS = ["c", "python", "go", "java"] * 2
 EPSILON_MS = 200
+BLACKHOLE = {"name": "blackhole"}
 
 
 @pytest.fixture(autouse=True)
@@ -159,3 +161,66 @@ def test_S2_a_killed_holders_permit_comes_back_within_its_lease(case: Case):
         assert waiter.ask("release")[1] == "0"
     print(f"S2: permits came back {['%.0f' % x for x in rounds]} ms after their lease ran out")
     assert max(rounds) < slack(EPSILON_MS)
+
+
+S3_PERMITS = 3
+S3_TIMEOUT_MS = 200
+
+
+def test_S3_lost_acquire_and_release_replies_never_leak_or_create_a_permit(case: Case):
+    """Plain semaphore of 3 through the fault proxy, whose replies are dropped in bursts longer
+    than the command timeout: acquires and releases fail with ECONN while applied or not. Their
+    clean-ups (the undo of an acquire, the resend of a release under its latch) run in the
+    background, so at the end the count is 3 again: no permit leaked, none created."""
+    server = case.redis()
+    proxy = case.proxy(server)
+    conn = server.conn()
+    rng = random.Random(case.seed)
+    name = "s3-sem"
+    workers = [
+        case.worker(
+            "loop",
+            proxy.url,
+            names=name,
+            kind="semaphore",
+            permits=S3_PERMITS,
+            counters=False,
+            threads=2,
+            hold_us=2000,
+            # A waiting acquire retries a lost reply within its wait; a try-once one fails.
+            wait_ms=1000 if i % 2 else 0,
+            command_timeout_ms=S3_TIMEOUT_MS,
+            duration_ms=22000,
+        )
+        for i in range(4)
+    ]
+    time.sleep(1.0)
+    bursts = 0
+    faults_end = time.monotonic() + 15
+    while time.monotonic() < faults_end:
+        proxy.set("command", BLACKHOLE, "down")  # requests reach Redis, replies never return
+        time.sleep(rng.uniform(0.25, 0.6))
+        # TCP never drops bytes from a live stream: a connection that lost replies is reset
+        # before replies flow again, else a later reply would answer an earlier request.
+        proxy.control(op="reset", kind="command")
+        proxy.pass_all()
+        bursts += 1
+        time.sleep(rng.uniform(0.5, 1.2))
+    for w in workers:
+        w.finish(60)
+    h = checkers.read_history(case.log, case.ended())
+    lost_acquires = sum(1 for op, _, _, _, rc in h.calls if op == "acq" and rc == -5)
+    lost_releases = sum(1 for op, _, _, _, rc in h.calls if op == "rel" and rc == -5)
+    granted = [hold for hold in h.holds if hold.name == name]
+    print(
+        f"S3: {len(granted)} sections, {bursts} bursts of lost replies: {lost_acquires} "
+        f"acquires and {lost_releases} releases failed with ECONN"
+    )
+    assert lost_acquires >= 5 and lost_releases >= 1, "too few lost replies to test anything"
+    assert checkers.over_permits(h, S3_PERMITS) == []
+    assert checkers.linearizable(h, S3_PERMITS) == []
+    # The clients closed after their clean-ups ran: the count is exact, now and later.
+    assert int(conn.get(name) or b"-1") == S3_PERMITS, f"count {conn.get(name)!r}, not 3"
+    assert not wait_until(lambda: int(conn.get(name) or b"-1") != S3_PERMITS, 1.5), (
+        f"the count moved after the end: {conn.get(name)!r}"
+    )

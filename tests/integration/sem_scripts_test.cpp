@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rlock/core/client.hpp"
@@ -15,6 +16,8 @@
 #include "rlock/core/config.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
+#include "rlock/core/semaphore.hpp"
+#include "rlock/core/stats.hpp"
 #include "test_redis.hpp"
 
 namespace core = rlock::core;
@@ -117,6 +120,7 @@ TEST(SemScripts, OnlyPublishingScriptsHaveShardedTwins) {
         &core::scripts::psem_acquire, &core::scripts::psem_release,
         &core::scripts::psem_update_lease, &core::scripts::psem_available,
         &core::scripts::psem_set_permits, &core::scripts::psem_lease_time,
+        &core::scripts::sem_undo_acquire, &core::scripts::psem_undo_acquire,
         &core::scripts::latch_try_set, &core::scripts::latch_count_down}) {
     ASSERT_NE(s->sharded, nullptr) << s->name;
     EXPECT_NE(s->sharded->source.find("redis.call('spublish'"), std::string_view::npos);
@@ -700,6 +704,228 @@ TEST(LatchScripts, BadCountIsRefusedAndChangesNothing) {
     EXPECT_TRUE(refused(run(*client, core::scripts::latch_try_set, keys, {bad}))) << bad;
   }
   EXPECT_FALSE(redis.exists(k.name));
+}
+
+// ---- Requests whose replies were lost ---------------------------------------------------
+
+TEST(SemScripts, UndoAcquireGivesAGrantBackOnceAndRefusesALateRequest) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  RedisConn listener(rlock_test::test_redis_url());
+  SemKeys k("sem-undo");
+  listener.subscribe(k.channel);
+  redis.ok({"SET", k.name, "3"});
+  const std::string granted = core::unlock_latch(k.name, "undo-1");
+  ASSERT_EQ(run(*client, core::scripts::sem_try_acquire, {k.name, granted}, {"2", "5000"}).integer,
+            1);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "1");
+  const core::Args undo_keys{k.name, k.channel, granted};
+  EXPECT_EQ(run(*client, core::scripts::sem_undo_acquire, undo_keys, {"2", "5000"}).integer, 1);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3");
+  EXPECT_EQ(next_payload(listener, k.channel), "3");
+  // A repeat of the clean-up, or a late copy of the request, changes nothing.
+  EXPECT_EQ(run(*client, core::scripts::sem_undo_acquire, undo_keys, {"2", "5000"}).integer, -1);
+  EXPECT_EQ(run(*client, core::scripts::sem_try_acquire, {k.name, granted}, {"2", "5000"}).integer,
+            0);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3");
+  expect_no_message(listener, redis, k.channel);
+  // Never applied: the tombstone refuses the request should it still arrive.
+  const std::string unseen = core::unlock_latch(k.name, "undo-2");
+  EXPECT_EQ(
+      run(*client, core::scripts::sem_undo_acquire, {k.name, k.channel, unseen}, {"2", "5000"})
+          .integer,
+      0);
+  EXPECT_GT(redis.pttl(unseen), 0) << "the tombstone must expire by itself";
+  EXPECT_EQ(run(*client, core::scripts::sem_try_acquire, {k.name, unseen}, {"2", "5000"}).integer,
+            0);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3") << "a late request took permits";
+  // A grant whose semaphore is gone since: nothing comes back to life.
+  const std::string orphan = core::unlock_latch(k.name, "undo-3");
+  ASSERT_EQ(run(*client, core::scripts::sem_try_acquire, {k.name, orphan}, {"1", "5000"}).integer,
+            1);
+  redis.del(k.name);
+  EXPECT_EQ(
+      run(*client, core::scripts::sem_undo_acquire, {k.name, k.channel, orphan}, {"1", "5000"})
+          .integer,
+      1);
+  EXPECT_FALSE(redis.exists(k.name));
+  for (const std::string& latch : {granted, unseen, orphan}) redis.del(latch);
+}
+
+TEST(SemScripts, AReleaseFindingNoSemaphoreIsRemembered) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  SemKeys k("sem-release-gone");
+  const std::string latch = core::unlock_latch(k.name, "release-gone");
+  const core::Args keys{k.name, k.channel, latch};
+  EXPECT_EQ(run(*client, core::scripts::sem_release, keys, {"2", "5000"}).integer, -1);
+  redis.ok({"SET", k.name, "1"});  // set up again meanwhile
+  EXPECT_EQ(run(*client, core::scripts::sem_release, keys, {"2", "5000"}).integer, -1);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "1") << "a late release gave permits to a new one";
+  redis.del(latch);
+}
+
+TEST(PsemScripts, UndoAcquireFreesTheIdsAndRefusesALateRequest) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  RedisConn listener(rlock_test::test_redis_url());
+  SemKeys k("psem-undo");
+  listener.subscribe(k.channel);
+  redis.ok({"SET", k.name, "3"});
+  const std::string a = new_permit_id(), b = new_permit_id();
+  const std::string tomb = core::unlock_latch(k.name, core::permit_id_hex(a));
+  const core::Args keys{k.name, k.deadlines, k.channel, tomb};
+  const std::string t0 = std::to_string(now_ms()), never = std::to_string(kNever);
+  const core::Args acquire{t0, never, a, b};
+  ASSERT_EQ(run(*client, core::scripts::psem_acquire, keys, acquire).elements.at(0).integer, 1);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "1");
+  EXPECT_EQ(run(*client, core::scripts::psem_undo_acquire, keys, {"5000", a, b}).integer, 2);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3");
+  EXPECT_FALSE(redis.exists(k.deadlines));
+  EXPECT_EQ(next_payload(listener, k.channel), "3");
+  EXPECT_GT(redis.pttl(tomb), 0) << "the tombstone must expire by itself";
+  // A late copy of the request is refused; a repeat of the clean-up gives nothing back.
+  core::Reply late = run(*client, core::scripts::psem_acquire, keys, acquire);
+  ASSERT_EQ(late.elements.size(), 3u) << late.str;
+  EXPECT_EQ(late.elements[0].integer, 0);
+  EXPECT_EQ(run(*client, core::scripts::psem_undo_acquire, keys, {"5000", a, b}).integer, 0);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3");
+  EXPECT_FALSE(redis.exists(k.deadlines));
+  expect_no_message(listener, redis, k.channel);
+  redis.del(tomb);
+}
+
+// A client whose commands time out fast, so a busy server loses their replies. These cases
+// stall their server, so each has one of its own: the shared one serves cases running beside.
+std::shared_ptr<core::Client> make_fast_client(const rlock_test::PrivateRedis& server) {
+  core::ClientConfig config;
+  config.endpoint = core::parse_url(server.tcp_url());
+  config.command_timeout_ms = 200;
+  return core::Client::create(config);
+}
+
+// Keeps the server running one script for `ms`: meanwhile every other client's commands wait
+// unanswered, and they run when it ends (their replies lost if the client gave up).
+std::thread busy_server(const rlock_test::PrivateRedis& server, int64_t ms) {
+  // Connected here, so only the send is left to the thread.
+  auto admin = std::make_shared<RedisConn>(server.admin_url(), ms + 10000);
+  std::thread t([admin, ms] {
+    admin->command({"EVAL",
+                    "local t = redis.call('time') "
+                    "local stop = t[1] * 1000000 + t[2] + tonumber(ARGV[1]) * 1000 "
+                    "repeat t = redis.call('time') until t[1] * 1000000 + t[2] >= stop "
+                    "return 0",
+                    "0", std::to_string(ms)});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // the script runs by then
+  return t;
+}
+
+// Waits up to 15 s for the client's clean-ups to be done; whether they are.
+bool settled(core::Client& client) {
+  for (int i = 0; i < 300 && client.holds().cleanups_pending() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return client.holds().cleanups_pending() == 0;
+}
+
+TEST(SemLostReplies, AGrantWhoseRepliesWereLostIsGivenBack) {
+  rlock_test::PrivateRedis server;
+  auto client = make_fast_client(server);
+  RedisConn redis(server.admin_url());
+  const SemKeys k("sem-lost-acquire");
+  redis.ok({"SET", k.name, "3"});
+  auto sem = std::make_shared<core::Semaphore>(client, k.name, core::SemaphoreOptions{});
+  core::PermitArgs two;
+  two.permits = 2;
+  two.wait_ms = 0;
+  ASSERT_EQ(sem->acquire(two, nullptr), core::kOk);  // the script is loaded: no NOSCRIPT later
+  ASSERT_EQ(sem->release(2), core::kOk);
+  std::thread busy = busy_server(server, 2500);
+  EXPECT_NE(sem->acquire(two, nullptr), core::kOk) << "the reply came in time";
+  busy.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the lost request ran by then
+  // Run when the server was free again, the acquire took 2; the clean-up gives them back.
+  ASSERT_TRUE(settled(*client));
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3") << "given back twice";
+}
+
+TEST(SemLostReplies, AReleaseWhoseRepliesWereLostIsAppliedOnce) {
+  rlock_test::PrivateRedis server;
+  auto client = make_fast_client(server);
+  RedisConn redis(server.admin_url());
+  const SemKeys k("sem-lost-release");
+  redis.ok({"SET", k.name, "3"});
+  auto sem = std::make_shared<core::Semaphore>(client, k.name, core::SemaphoreOptions{});
+  core::PermitArgs two;
+  two.permits = 2;
+  two.wait_ms = 0;
+  ASSERT_EQ(sem->acquire(two, nullptr), core::kOk);
+  ASSERT_EQ(sem->release(1), core::kOk);  // the script is loaded
+  ASSERT_EQ(sem->acquire(two, nullptr), core::kOk);
+  ASSERT_EQ(redis.ok({"GET", k.name}).str, "0");
+  const auto paused = std::chrono::steady_clock::now();
+  redis.ok({"CLIENT", "PAUSE", "1500", "ALL"});
+  EXPECT_NE(sem->release(2), core::kOk) << "the reply came in time";
+  std::this_thread::sleep_until(paused + std::chrono::milliseconds(1800));
+  ASSERT_TRUE(settled(*client));
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "2");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "2") << "applied twice";
+}
+
+TEST(SemLostReplies, ExpirableIdsOfALostAcquireAreFreed) {
+  rlock_test::PrivateRedis server;
+  auto client = make_fast_client(server);
+  RedisConn redis(server.admin_url());
+  const SemKeys k("psem-lost-acquire");
+  redis.ok({"SET", k.name, "3"});
+  core::SemaphoreOptions options;
+  options.kind = core::SemaphoreKind::Expirable;
+  options.lease_ms = core::kLeaseNone;
+  auto sem = std::make_shared<core::Semaphore>(client, k.name, options);
+  core::PermitArgs two;
+  two.permits = 2;
+  two.wait_ms = 0;
+  std::vector<std::string> ids;
+  ASSERT_EQ(sem->acquire(two, &ids), core::kOk);  // the script is loaded
+  ASSERT_EQ(sem->release_ids(ids), core::kOk);
+  std::thread busy = busy_server(server, 2500);
+  EXPECT_NE(sem->acquire(two, &ids), core::kOk) << "the reply came in time";
+  busy.join();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the lost request ran by then
+  // Without a lease, ids nobody knows would be held for good.
+  ASSERT_TRUE(settled(*client));
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "3");
+  EXPECT_FALSE(redis.exists(k.deadlines));
+}
+
+TEST(SemLostReplies, ACleanUpPastItsGiveUpTimeIsDroppedAndCounted) {
+  auto client = make_client();
+  RedisConn redis(rlock_test::test_redis_url());
+  SemKeys k("sem-give-up");
+  redis.ok({"SET", k.name, "0"});
+  const auto now = core::Holds::Clock::now();
+  core::Holds::Cleanup late{&core::scripts::sem_release,
+                            {k.name, k.channel, core::unlock_latch(k.name, "give-up-1")},
+                            {"1", "5000"}};
+  late.give_up = now - std::chrono::milliseconds(1);
+  core::Holds::Cleanup due{&core::scripts::sem_release,
+                           {k.name, k.channel, core::unlock_latch(k.name, "give-up-2")},
+                           {"1", "5000"}};
+  due.give_up = now + std::chrono::seconds(30);
+  client->holds().add_cleanup(k.name, "", late);
+  client->holds().add_cleanup(k.name, "", due);
+  for (int i = 0; i < 200 && client->holds().cleanups_pending() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(client->holds().cleanups_pending(), 0u);
+  EXPECT_EQ(redis.ok({"GET", k.name}).str, "1") << "only the clean-up still due runs";
+  EXPECT_FALSE(redis.exists(core::unlock_latch(k.name, "give-up-1")));
+  EXPECT_EQ(client->config().telemetry.stats->cleanups_dropped.load(), 1u);
+  redis.del(core::unlock_latch(k.name, "give-up-2"));
 }
 
 }  // namespace

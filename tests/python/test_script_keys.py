@@ -423,6 +423,35 @@ def drive_undo(url: str, conn: redis.Redis, make_client: Callable[..., rlock.Cli
         lock.release()
 
 
+def drive_semaphore_undo(
+    url: str, conn: redis.Redis, make_client: Callable[..., rlock.Client]
+) -> None:
+    """The clean-ups of semaphore acquires whose replies were lost (sem_undo_acquire,
+    psem_undo_acquire): the server is paused longer than the command timeout, and the client
+    runs them in the background once it answers again; each leaves a tombstone latch."""
+    c = make_client(url, command_timeout=0.15)
+    s = c.semaphore("k:sem-undo")
+    assert s.try_set_permits(2)
+    assert s.try_acquire(1)  # the script is loaded: the clean-up is what follows
+    s.release(1)
+    e = c.expirable_semaphore("k:psem-undo", lease=5)
+    assert e.try_set_permits(2)
+    permit = e.try_acquire()
+    assert permit is not None
+    permit.release()
+    paused = time.monotonic()
+    conn.execute_command("CLIENT", "PAUSE", 1500)
+    for sem in (s, e):
+        with pytest.raises(rlock.ConnectionError):
+            sem.try_acquire()
+    assert time.monotonic() - paused < 1.5, "the pause ended before every acquire timed out"
+    deadline = time.monotonic() + 10
+    patterns = ("redisson_unlock_latch:{k:sem-undo}:*", "redisson_unlock_latch:{k:psem-undo}:*")
+    while not all(conn.keys(p) for p in patterns):
+        assert time.monotonic() < deadline, "the clean-ups did not run"
+        time.sleep(0.1)
+
+
 def drive_semaphores(url: str, make_client: Callable[..., rlock.Client]) -> None:
     c = make_client(url)
     s = c.semaphore("k:sem")
@@ -478,6 +507,7 @@ def test_every_script_touches_only_its_keys(server, make_client):
         drive_locks(url, conn, make_client)
         drive_undo(url, conn, make_client)
         drive_semaphores(url, make_client)
+        drive_semaphore_undo(url, conn, make_client)
         lines = monitor.read_until_marker()
     finally:
         monitor.close()

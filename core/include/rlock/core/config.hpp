@@ -147,4 +147,21 @@ inline int64_t unlock_latch_ttl_ms(const ClientConfig& config) {
   return config.command_timeout_ms * 2 > 1000 ? config.command_timeout_ms * 2 : 1000;
 }
 
+// How long a semaphore request's latch (a plain acquire's grant, a release's result, the
+// tombstone of an undone acquire) is kept. Longer than a lock's: a request whose replies were
+// lost is settled by a background clean-up that reads the latch, and the renewer retries a
+// failed clean-up each second, so it needs many tries' worth of room while Redis is slow or
+// away; 30 s covers a short failover or pause. Each latch costs memory for that long
+// (docs/semaphores.md).
+inline int64_t semaphore_latch_ttl_ms(const ClientConfig& config) {
+  return config.command_timeout_ms * 10 > 30000 ? config.command_timeout_ms * 10 : 30000;
+}
+
+// When a semaphore clean-up sent at `sent` stops being tried: a few command timeouts before its
+// latch can expire, since a latch gone would be read as "never applied". The margin leaves room
+// for the clean-up's own send and resend to be answered before the latch's end.
+inline int64_t semaphore_cleanup_window_ms(const ClientConfig& config) {
+  return semaphore_latch_ttl_ms(config) - 3 * config.command_timeout_ms;
+}
+
 }  // namespace rlock::core

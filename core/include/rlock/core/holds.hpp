@@ -133,6 +133,9 @@ class Holds {
     // A release of every hold the owner has: it does all that such releases queued before it
     // would (no acquire of the owner is sent while its cleanups wait), so it replaces them.
     bool releases_all = false;
+    // Past this it is dropped, not run (counted in Stats::cleanups_dropped): a semaphore's
+    // clean-up reads a latch that expires, and a latch gone reads as "never applied".
+    Clock::time_point give_up = Clock::time_point::max();
   };
   // Queues a cleanup. A release of every hold replaces the like releases at the end of the
   // owner's queue: without that, every release to a server that stays down (a RedLock member)
@@ -215,6 +218,8 @@ class Holds {
   bool run_cleanups_of(const Key& key, Clock::time_point deadline);
   // Ends a settle of `key` whose first `done` cleanups ran.
   void end_settling_locked(const Key& key, size_t done);
+  // Drops the key's cleanups past their give-up time; erases an emptied queue.
+  void drop_expired_locked(const Key& key, Clock::time_point now);
   void reindex_locked(const Key& key, Hold& h);
   void unindex_locked(const Key& key, Hold& h);
   void mark_lost_locked(const Key& key, Hold& h, int reason, std::vector<Notice>* notices);

@@ -129,6 +129,13 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int check_open() const;
   int check_permits(int64_t permits, const char* doing) const;
   int give_back(int64_t permits, bool if_exists, bool* released);
+  // A request sent at `sent` whose replies were lost: `script` settles it in the background,
+  // through the client's clean-up queue, while its latch still exists.
+  void clean_up_later(const Script& script, std::vector<std::string> keys,
+                      std::vector<std::string> argv, std::chrono::steady_clock::time_point sent);
+  // An expirable acquire whose replies were lost: its ids are undone later, and *ids get fresh
+  // ones for the next attempt (the undo would take back the old ones).
+  void undo_lost_acquire(std::vector<std::string>* ids, std::chrono::steady_clock::time_point sent);
   int resolve_lease(int64_t lease_ms, int64_t* out) const;
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int unexpected(const std::string& doing) const;

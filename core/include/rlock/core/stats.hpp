@@ -78,6 +78,7 @@ class Stats {
   Counter cluster_redirects{0};
   Counter scripts_sent{0};
   Counter events_dropped{0};
+  Counter cleanups_dropped{0};  // clean-ups past their give-up time, never run (holds.hpp)
   Counter elections_won{0};
   std::array<Counter, kRevokeReasons> leaderships_revoked{};  // [reason]; [0] other reasons
   std::atomic<int64_t> waiters{0};
