@@ -7,6 +7,7 @@
 #include <new>
 
 #include "kinds/kind.hpp"
+#include "one_step.hpp"
 #include "rlock/core/engine.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
@@ -21,34 +22,6 @@ using Clock = std::chrono::steady_clock;
 // Backoff after transient failures (a connection lost, a server loading).
 constexpr int64_t kMinBackoffMs = 20;
 constexpr int64_t kMaxBackoffMs = 1000;
-
-// Hands an outcome to a completion: with the failure's message as the thread's last error, and
-// never letting an exception out (it runs on a library thread).
-void deliver(const Lock::Completion& done, int code, int64_t value, const std::string& message,
-             bool transient) {
-  try {
-    if (code != kOk) set_last_error(code, message, transient);
-    done(code, value);
-  } catch (...) {
-    // A completion must not throw; there is nobody to tell.
-  }
-}
-
-// A task of one step: a release or extend on a library thread.
-class OneStep final : public Engine::Task {
- public:
-  OneStep(std::shared_ptr<Engine> engine, std::function<void()> body)
-      : Task(std::move(engine)), body_(std::move(body)) {}
-  void step() override {
-    body_();
-    body_ = nullptr;
-    done();
-  }
-  void close() override {}  // runs anyway: the client's state answers it (closed)
-
- private:
-  std::function<void()> body_;
-};
 
 }  // namespace
 
@@ -363,7 +336,7 @@ void Lock::Wait::end(int code) {
   if (started_ != Clock::time_point::min()) lock_.ended(&plan_, started_, code);
   done();
   if (done_) {
-    deliver(done_, code, value, message, transient);
+    deliver(code, message, transient, [&] { done_(code, value); });
     done_ = nullptr;
   }
 }
@@ -434,7 +407,7 @@ int Lock::run_async(std::function<int()> body, Completion done) {
           code = fail(kInternal, std::string("internal error: ") + e.what());
         }
         const std::string message = code != kOk ? last_error_message() : std::string();
-        deliver(done, code, 0, message, code != kOk && last_error_transient());
+        deliver(code, message, code != kOk && last_error_transient(), [&] { done(code, 0); });
       });
   if (!client_->engine().start(task)) return check_open();
   return kOk;

@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "one_step.hpp"
 #include "rlock/core/error.hpp"
 
 namespace rlock::core {
@@ -206,12 +207,7 @@ void PermitWait::end(int code) {
   outcome_ = code;
   done();
   if (s_.finish) {
-    try {
-      if (code != kOk) set_last_error(code, message, transient);
-      s_.finish(code);
-    } catch (...) {
-      // A completion must not throw; there is nobody to tell.
-    }
+    deliver(code, message, transient, [&] { s_.finish(code); });
     s_.finish = nullptr;
   }
 }
