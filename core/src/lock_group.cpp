@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "one_step.hpp"
 #include "rlock/core/engine.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/holds.hpp"
@@ -42,26 +43,6 @@ struct LockGroup::Outcome {
   bool transient;  // as the member recorded it with its failure (see worth_retrying)
   std::string message;
 };
-
-namespace {
-
-// One member's call whose outcome joins the others'.
-class MemberCall final : public Engine::Task {
- public:
-  MemberCall(std::shared_ptr<Engine> engine, std::function<void()> body)
-      : Task(std::move(engine)), body_(std::move(body)) {}
-  void step() override {
-    body_();
-    body_ = nullptr;
-    done();
-  }
-  void close() override {}  // runs anyway: the member's client answers it (closed)
-
- private:
-  std::function<void()> body_;
-};
-
-}  // namespace
 
 void LockGroup::for_members(const std::function<int(Lock&)>& op, std::function<void(Outcomes)> then,
                             bool here) {
@@ -99,8 +80,8 @@ void LockGroup::for_members(const std::function<int(Lock&)>& op, std::function<v
       run_one(member.get(), i);
       continue;
     }
-    auto call = std::make_shared<MemberCall>(member->client().engine_ptr(),
-                                             [run_one, member, i] { run_one(member.get(), i); });
+    auto call = std::make_shared<OneStep>(member->client().engine_ptr(),
+                                          [run_one, member, i] { run_one(member.get(), i); });
     if (!member->client().engine().start(call)) {
       fail(kClosed, "lock " + printable(member->name()) + ": the client was closed");
       run_one(nullptr, i);
@@ -377,12 +358,7 @@ void LockGroup::Wait::end(int code) {
   outcome_ = code;
   done();
   if (done_) {
-    try {
-      if (code != kOk) set_last_error(code, message, transient);
-      done_(code, code == kOk ? validity_ms_ : 0);
-    } catch (...) {
-      // A completion must not throw; there is nobody to tell.
-    }
+    deliver(code, message, transient, [&] { done_(code, code == kOk ? validity_ms_ : 0); });
     done_ = nullptr;
   }
 }
@@ -455,11 +431,8 @@ int LockGroup::release_async(int64_t thread_id, Completion done) {
   for_members([tid](Lock& m) { return m.release(tid); },
               [self = shared_from_this(), done = std::move(done)](const Outcomes& results) {
                 const int code = self->released(results);
-                try {
-                  done(code, 0);  // a failure's message is this thread's last error
-                } catch (...) {
-                  // A completion must not throw.
-                }
+                // A failure's message is this thread's last error already.
+                deliver(code, last_error_message(), last_error_transient(), [&] { done(code, 0); });
               },
               false);
   return kOk;

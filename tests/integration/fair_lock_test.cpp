@@ -866,3 +866,37 @@ TEST(Fair, LiveWaitersKeepTheirPlaceWhileTheHolderStaysLong) {
   EXPECT_FALSE(redis.exists(fair_queue_key(name)));
   EXPECT_FALSE(redis.exists(fair_timeout_key(name)));
 }
+
+// A client that closes gives its fair holds back with the fair release, which wakes the queue's
+// head on its own channel: the waiter acquires at once, not at its next revisit or poll.
+TEST(Fair, ClosingTheHoldersClientWakesTheHeadAtOnce) {
+  const std::string name = unique_name("fair-close");
+  LockKeys cleanup(name);
+  RedisConn redis(test_redis_url());
+  it::Client holder_client = it::make_client();
+  it::Lock holder = make_fair_lock(holder_client.get(), name);
+  ASSERT_EQ(it::acquire(holder.get(), 0), RLOCK_OK) << it::last_error();
+
+  it::ClientSettings slow_poll;
+  slow_poll.poll_cap_ms = 10000;
+  it::Client waiter_client = it::make_client(slow_poll);
+  // A wait of 40 s keeps the waiter's place for 40 s: it comes back by itself every 10 s.
+  it::Lock waiter = make_fair_lock(waiter_client.get(), name);
+  std::atomic<int> rc{-1};
+  std::atomic<int> release_rc{-1};
+  std::atomic<int64_t> acquired_at{0};
+  std::thread t([&] {
+    rc.store(it::acquire(waiter.get(), 40000));
+    acquired_at.store(mono_ms());
+    if (rc.load() == RLOCK_OK) release_rc.store(rlock_release(waiter.get()));
+  });
+  ASSERT_TRUE(eventually([&] { return queue_of(redis, name).size() == 1; }, 10000));
+  ASSERT_TRUE(redis.wait_numsub(lock_channel(name) + ":" + queue_of(redis, name)[0], 1, 10000));
+
+  const int64_t closed_at = mono_ms();
+  holder_client.reset();  // closes the client, which gives the hold back (the lock is open)
+  t.join();
+  ASSERT_EQ(rc.load(), RLOCK_OK) << it::last_error();
+  EXPECT_LT(acquired_at.load() - closed_at, 2000) << "the waiter was not woken by the close";
+  EXPECT_EQ(release_rc.load(), RLOCK_OK);
+}
