@@ -7,6 +7,7 @@
 #include <new>
 
 #include "client_open.hpp"
+#include "replica_sync.hpp"
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
@@ -78,11 +79,14 @@ int redis_error(const std::string& what, const Reply& reply, const char* key_kin
 // Runs a script whose reply is one integer: kOk with *out set, or a code with a message that
 // starts with `doing`. `key_kind` names what the key must hold (for a wrong-type error);
 // `unsure` is added when no reply came back, for a call that may have been applied unseen.
+// `synced`: WAIT for sync_replicas after it, answer not checked (as a lock's release).
 int run_int_script(Client& client, const Script& script, const Args& keys, const Args& argv,
                    Retry retry, const std::string& doing, const char* key_kind, const char* unsure,
-                   int64_t* out) {
+                   int64_t* out, bool synced = false) {
   try {
-    Reply r = eval_script(client.transport(), script, keys, argv, retry);
+    int64_t acked = -1;
+    const int replicas = synced ? client.sync_replicas(std::string(keys.at(0))) : 0;
+    Reply r = run_script_synced(client, script, keys, argv, retry, Deadline{}, replicas, &acked);
     if (r.is_error()) return redis_error(doing, r, key_kind);
     if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
     *out = r.integer;
@@ -258,7 +262,7 @@ int Semaphore::try_set_permits(int64_t permits, int64_t ttl_ms, bool* set) {
   if (ttl_ms > 0) argv.push_back(ttl);
   int64_t reply = 0;
   if (int c = run_int_script(*client_, scripts::sem_try_set, {name_, channel_}, argv, Retry::No,
-                             doing, kSemaphoreCount, "", &reply)) {
+                             doing, kSemaphoreCount, "", &reply, true)) {
     return c;
   }
   if (set != nullptr) *set = reply == 1;
@@ -278,7 +282,7 @@ int Semaphore::add_permits(int64_t delta, int64_t* available) {
   int64_t now_available = 0;
   if (int c = run_int_script(*client_, scripts::sem_add, {name_, channel_}, {change}, Retry::No,
                              doing, kSemaphoreCount, " (the change may or may not be applied)",
-                             &now_available)) {
+                             &now_available, true)) {
     return c;
   }
   if (available != nullptr) *available = now_available;
@@ -287,6 +291,27 @@ int Semaphore::add_permits(int64_t delta, int64_t* available) {
 
 Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
                                        std::vector<std::string>* ids) {
+  Attempt at = try_grant(args, lease_ms, ids);
+  if (at.code == kNotSynced) {
+    client_->recount_replicas();  // auto mode: the replica may be gone rather than slow
+    at = try_grant(args, lease_ms, ids);
+  }
+  return at;
+}
+
+// A grant the replicas did not confirm was given back (`back`: how that went): kNotSynced.
+int Semaphore::not_synced(const std::string& doing, int wanted, int64_t acked, int back) const {
+  std::string message =
+      doing + ": granted, but " + sync_shortfall(*client_, wanted, acked, "the grant") +
+      (back == kOk ? ": given back" : ": giving it back failed (" + last_error_message() + ")");
+  if (acked == kWaitRefused) {
+    message += " (sync_replicas=auto goes on without WAIT where the server refuses it)";
+  }
+  return fail(kNotSynced, std::move(message));
+}
+
+Semaphore::Attempt Semaphore::try_grant(const PermitArgs& args, int64_t lease_ms,
+                                        std::vector<std::string>* ids) {
   const std::string doing = what(("acquiring " + plural(args.permits, "permit") + " of").c_str());
   try {
     if (options_.kind == SemaphoreKind::Plain) {
@@ -295,8 +320,10 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
       const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
       const std::string permits = std::to_string(args.permits);
       // The request's latch makes a resend (after a lost reply) answer the first one's result.
-      Reply r = eval_script(client_->transport(), scripts::sem_try_acquire, {name_, latch},
-                            {permits, latch_ttl}, Retry::Once);
+      const int wanted = client_->sync_replicas(name_);
+      int64_t acked = -1;
+      Reply r = run_script_synced(*client_, scripts::sem_try_acquire, {name_, latch},
+                                  {permits, latch_ttl}, Retry::Once, Deadline{}, wanted, &acked);
       if (r.is_error()) {
         int code = redis_failure(doing, r);
         return {code, -1, r.error.transient};
@@ -304,6 +331,11 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
       if (!is_int(r)) return {unexpected(doing)};
       if (r.integer == 1) {
         client_->permits_taken(name_, args.permits);
+        if (wanted > 0 && acked < wanted) {
+          // Granted on the master only: a failover now could admit one holder too many.
+          const int back = give_back(args.permits, false, nullptr, false);
+          return {not_synced(doing, wanted, acked, back)};
+        }
         return {kOk};
       }
       Attempt at{kTimedOut};
@@ -317,14 +349,24 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
         std::to_string(lease_ms == kLeaseNone ? kNever : std::min(kNever, now + lease_ms));
     Args argv{now_text, deadline};
     for (const std::string& id : *ids) argv.push_back(id);
-    Reply r = eval_script(client_->transport(), scripts::psem_acquire,
-                          {name_, deadlines_, channel_}, argv, Retry::Once);
+    const int wanted = client_->sync_replicas(name_);
+    int64_t acked = -1;
+    Reply r = run_script_synced(*client_, scripts::psem_acquire, {name_, deadlines_, channel_},
+                                argv, Retry::Once, Deadline{}, wanted, &acked);
     if (r.is_error()) return {redis_failure(doing, r), -1, r.error.transient};
     if (r.type != Reply::Type::Array || r.elements.size() != 3 || !is_int(r.elements[0]) ||
         !is_int(r.elements[1]) || !is_int(r.elements[2])) {
       return {unexpected(doing)};
     }
-    if (r.elements[0].integer == 1) return {kOk};
+    if (r.elements[0].integer == 1) {
+      if (wanted > 0 && acked < wanted) {
+        std::vector<std::string> hex;
+        for (const std::string& id : *ids) hex.push_back(permit_id_hex(id));
+        const int back = release_ids(hex, false);
+        return {not_synced(doing, wanted, acked, back)};
+      }
+      return {kOk};
+    }
     Attempt at{kTimedOut};
     at.missing = r.elements[2].integer == -1;
     const int64_t earliest = r.elements[1].integer;
@@ -441,7 +483,7 @@ int Semaphore::release_if_exists(int64_t permits, bool* released) {
 
 // release and release_if_exists: the same script (it never creates the semaphore); they differ
 // in how a missing semaphore is told, and in release_if_exists answering false for 0 permits.
-int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
+int Semaphore::give_back(int64_t permits, bool if_exists, bool* released, bool synced) {
   const std::string doing = what(("releasing " + plural(permits, "permit") + " of").c_str());
   if (int c = check_open()) return c;
   if (int c = check_kind(SemaphoreKind::Plain, "releasing permits of")) return c;
@@ -456,8 +498,10 @@ int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
   const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(client_->config()));
   const std::string count = std::to_string(permits);
   try {
-    Reply r = eval_script(client_->transport(), scripts::sem_release, {name_, channel_, latch},
-                          {count, latch_ttl}, Retry::Once);
+    int64_t acked = -1;
+    Reply r = run_script_synced(*client_, scripts::sem_release, {name_, channel_, latch},
+                                {count, latch_ttl}, Retry::Once, Deadline{},
+                                synced ? client_->sync_replicas(name_) : 0, &acked);
     if (r.is_error()) {
       client_->permits_taken(name_, permits);  // refused: still held
       return redis_failure(doing, r);
@@ -477,7 +521,7 @@ int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
   }
 }
 
-int Semaphore::release_ids(const std::vector<std::string>& ids) {
+int Semaphore::release_ids(const std::vector<std::string>& ids, bool synced) {
   const std::string doing =
       what(("releasing " + plural(static_cast<int64_t>(ids.size()), "permit") + " of").c_str());
   if (int c = check_open()) return c;
@@ -494,12 +538,14 @@ int Semaphore::release_ids(const std::vector<std::string>& ids) {
     }
     raw.push_back(std::move(id));
   }
+  const int replicas = synced ? client_->sync_replicas(name_) : 0;
   auto run = [&](Retry retry) {
     const std::string now = std::to_string(epoch_ms());
     Args argv{now};
     for (const std::string& id : raw) argv.push_back(id);
-    return eval_script(client_->transport(), scripts::psem_release, {name_, deadlines_, channel_},
-                       argv, retry);
+    int64_t acked = -1;
+    return run_script_synced(*client_, scripts::psem_release, {name_, deadlines_, channel_}, argv,
+                             retry, Deadline{}, replicas, &acked);
   };
   Reply r;
   bool resent = false;
@@ -603,9 +649,10 @@ int Semaphore::set_permits(int64_t permits, int64_t* available, int64_t* held) {
   try {
     // Resent once: the script sets a total, so applying it twice gives the same counts.
     const std::string now = std::to_string(epoch_ms());
-    Reply r =
-        eval_script(client_->transport(), scripts::psem_set_permits, {name_, deadlines_, channel_},
-                    {now, std::to_string(permits)}, Retry::Once);
+    int64_t acked = -1;
+    Reply r = run_script_synced(*client_, scripts::psem_set_permits, {name_, deadlines_, channel_},
+                                {now, std::to_string(permits)}, Retry::Once, Deadline{},
+                                client_->sync_replicas(name_), &acked);
     if (r.is_error()) return redis_failure(doing, r);
     if (r.type != Reply::Type::Array || r.elements.size() != 2 || !is_int(r.elements[0]) ||
         !is_int(r.elements[1])) {
@@ -791,7 +838,7 @@ int Latch::try_set_count(int64_t count, bool* set) {
   const std::string text = std::to_string(count);
   int64_t reply = 0;
   if (int c = run_int_script(*client_, scripts::latch_try_set, {name_, channel_}, {text}, Retry::No,
-                             doing, kLatchCount, "", &reply)) {
+                             doing, kLatchCount, "", &reply, true)) {
     return c;
   }
   if (set != nullptr) *set = reply == 1;
@@ -805,7 +852,7 @@ int Latch::count_down(int64_t* left) {
   int64_t reply = 0;
   if (int c = run_int_script(*client_, scripts::latch_count_down, {name_, channel_}, {}, Retry::No,
                              doing, kLatchCount, " (the count-down may or may not be applied)",
-                             &reply)) {
+                             &reply, true)) {
     return c;
   }
   if (left != nullptr) *left = std::max<int64_t>(0, reply);

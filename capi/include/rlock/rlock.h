@@ -942,7 +942,8 @@ RLOCK_API int rlock_permit_options_init(rlock_permit_options *opts, unsigned int
 
 /* Takes `permits` permits of a plain semaphore, waiting up to wait_ms for them: RLOCK_ETIMEDOUT
  * when too few became available in time (the message says when the semaphore does not
- * exist). The permits count as held by the client until given back. */
+ * exist). The permits count as held by the client until given back. With replica sync, a grant
+ * the replicas did not confirm is given back: RLOCK_ENOTSYNCED (as for every acquire here). */
 RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *sem, int64_t permits, int64_t wait_ms);
 /* Acquire with every option, for either kind (NULL opts = RLOCK_PERMIT_OPTIONS_INIT, plain). */
 RLOCK_API int rlock_semaphore_acquire_ex(rlock_semaphore *sem, const rlock_permit_options *opts);
@@ -1013,7 +1014,8 @@ RLOCK_API void rlock_latch_free(rlock_latch *latch);
 RLOCK_API int rlock_latch_try_set_count(int *out_set, rlock_latch *latch, int64_t count);
 /* Counts down by one; at 0 the latch opens and wakes every waiter. *out_left (optional): the
  * count left. An open latch stays open (0). Never resent: on RLOCK_ECONN it may or may not
- * have counted. */
+ * have counted. With replica sync it waits for the replicas but answers 0 unconfirmed too (it
+ * cannot be taken back; docs/semaphores.md). */
 RLOCK_API int rlock_latch_count_down(int64_t *out_left, rlock_latch *latch);
 /* The count now (0: open). */
 RLOCK_API int rlock_latch_count(int64_t *out_count, rlock_latch *latch);

@@ -80,8 +80,8 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   // permits answer false at once).
   int release_if_exists(int64_t permits, bool* released);
   // Expirable: gives back permits by id, all or none (kNotHeld naming an id not held, kLost
-  // for one whose lease ran out).
-  int release_ids(const std::vector<std::string>& ids);
+  // for one whose lease ran out). `synced`: WAIT for sync_replicas after it (answer unchecked).
+  int release_ids(const std::vector<std::string>& ids, bool synced = true);
   // Expirable: a held permit's new lease (kLeaseNone, kLeaseWatchdog or 1..kMaxDurationMs);
   // kNotHeld when it is not held (released or expired).
   int update_lease(const std::string& id, int64_t lease_ms);
@@ -112,7 +112,8 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   // Plain: permits this client took on this name and has not given back.
   int64_t permits_held() const;
 
-  // One attempt's result, for the wait (semaphore.cpp).
+  // One attempt's result, for the wait (semaphore.cpp). A grant the replicas did not confirm
+  // (sync_replicas) is given back and tried once more, then kNotSynced.
   struct Attempt {
     int code;                  // kOk, kTimedOut (not enough permits), or an error
     int64_t retry_in_ms = -1;  // expirable: when a held permit's lease runs out (-1: none)
@@ -128,7 +129,10 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int check_kind(SemaphoreKind wanted, const char* doing) const;
   int check_open() const;
   int check_permits(int64_t permits, const char* doing) const;
-  int give_back(int64_t permits, bool if_exists, bool* released);
+  int give_back(int64_t permits, bool if_exists, bool* released, bool synced = true);
+  // An acquire attempt without the retry try_once makes after kNotSynced.
+  Attempt try_grant(const PermitArgs& args, int64_t lease_ms, std::vector<std::string>* ids);
+  int not_synced(const std::string& doing, int wanted, int64_t acked, int back) const;
   int resolve_lease(int64_t lease_ms, int64_t* out) const;
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int unexpected(const std::string& doing) const;
@@ -156,7 +160,7 @@ class Latch : public std::enable_shared_from_this<Latch> {
   // Sets the count (1..kMaxLatchCount) of a latch that does not exist (is open): *set tells.
   int try_set_count(int64_t count, bool* set);
   // Counts down by one; *left (optional) gets the count left (0: the latch opened now, or it
-  // was open already).
+  // was open already). With sync_replicas followed by WAIT, whose answer is not checked.
   int count_down(int64_t* left);
   // The count (0: open).
   int count(int64_t* out);
