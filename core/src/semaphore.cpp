@@ -7,6 +7,7 @@
 #include <new>
 
 #include "client_open.hpp"
+#include "permit_watchdog.hpp"
 #include "replica_sync.hpp"
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
@@ -127,37 +128,6 @@ bool permit_id_raw(const std::string& hex, std::string* raw) {
   return true;
 }
 
-// ---- The watchdog of expirable permits ---------------------------------------------------
-
-// Renews one handle's watchdog permits every third of the watchdog lease, all in one call, while
-// it has any; ends when they are all given back or lost, or the handle goes.
-class Semaphore::Renewal final : public Engine::Task {
- public:
-  Renewal(std::shared_ptr<Engine> engine, std::weak_ptr<Semaphore> owner, int64_t period_ms)
-      : Task(std::move(engine)), owner_(std::move(owner)), period_ms_(period_ms) {}
-  void step() override {
-    std::shared_ptr<Semaphore> sem = owner_.lock();
-    if (stopped_.load() || !sem || sem->client_->closed()) return done();
-    if (!first_) {
-      if (!sem->renew_watched(this)) return done();
-    }
-    first_ = false;
-    sleep_until(Clock::now() + std::chrono::milliseconds(period_ms_));
-  }
-  // The client closes: end now, not at the next round (the close waits for every task).
-  void close() override { stop(); }
-  void stop() {
-    stopped_.store(true);
-    wake();
-  }
-
- private:
-  std::weak_ptr<Semaphore> owner_;
-  const int64_t period_ms_;
-  std::atomic<bool> stopped_{false};
-  bool first_ = true;
-};
-
 // ---- Semaphore -----------------------------------------------------------------------------
 
 Semaphore::Semaphore(std::shared_ptr<Client> client, const std::string& name,
@@ -182,11 +152,6 @@ Semaphore::Semaphore(std::shared_ptr<Client> client, const std::string& name,
     }
   }
   check_slots(client_->config(), name_, {channel_, deadlines_}, "semaphore");
-}
-
-Semaphore::~Semaphore() {
-  std::lock_guard<std::mutex> lock(watched_mutex_);
-  if (renewal_) renewal_->stop();  // watchdog permits expire by their lease
 }
 
 void Semaphore::close_waits() { waits_.cancel_all(true); }
@@ -723,90 +688,20 @@ int Semaphore::remove(bool* deleted) {
     if (r.is_error()) return redis_failure(doing, r);
     if (!is_int(r)) return unexpected(doing);
     if (deleted != nullptr) *deleted = r.integer > 0;
-    std::lock_guard<std::mutex> lock(watched_mutex_);
-    watched_.clear();
+    client_->permit_watchdog().forget(name_);
     return kOk;
   } catch (const Error& e) {
     return fail(e.code(), doing + ": " + e.message(), e.transient());
   }
 }
 
+// The client renews watchdog permits, as a lock's holds: whether or not this handle lives.
 void Semaphore::watch(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(watched_mutex_);
-  for (const std::string& id : ids) {
-    if (std::find(watched_.begin(), watched_.end(), id) == watched_.end()) watched_.push_back(id);
-  }
-  if (!renewal_ && !watched_.empty()) {
-    const int64_t period = std::max<int64_t>(1, client_->config().watchdog_lease_ms / 3);
-    renewal_ = std::make_shared<Renewal>(client_->engine_ptr(), weak_from_this(), period);
-    if (!client_->engine().start(renewal_)) renewal_.reset();
-    client_->renewing_permits(weak_from_this());
-  }
-}
-
-bool Semaphore::release_renewed_at_close() {
-  std::vector<std::string> ids;
-  {
-    std::lock_guard<std::mutex> lock(watched_mutex_);
-    ids.swap(watched_);
-    if (renewal_) renewal_->stop();
-    renewal_.reset();
-  }
-  for (const std::string& id : ids) {
-    try {
-      // One id per call: a permit lost meanwhile must not keep the others (all or none).
-      eval_script(client_->transport(), scripts::psem_release, {name_, deadlines_, channel_},
-                  {std::to_string(epoch_ms()), id}, Retry::Once);
-    } catch (const Error&) {
-      return false;
-    }
-  }
-  return true;
+  client_->permit_watchdog().watch(name_, ids);
 }
 
 void Semaphore::unwatch(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(watched_mutex_);
-  for (const std::string& id : ids) {
-    watched_.erase(std::remove(watched_.begin(), watched_.end(), id), watched_.end());
-  }
-}
-
-// One renewal round (on the renewal task): every watched permit's deadline moves to now plus
-// the watchdog lease in one call; permits no longer held stop being watched. False when none
-// is left (the task ends; the next watchdog acquire starts another).
-bool Semaphore::renew_watched(Renewal* by) {
-  std::vector<std::string> ids;
-  {
-    std::lock_guard<std::mutex> lock(watched_mutex_);
-    if (renewal_.get() != by) return false;
-    if (watched_.empty()) {
-      renewal_.reset();
-      return false;
-    }
-    ids = watched_;
-  }
-  try {
-    const int64_t now = epoch_ms();
-    const std::string now_text = std::to_string(now);
-    const std::string deadline = std::to_string(now + client_->config().watchdog_lease_ms);
-    for (size_t from = 0; from < ids.size(); from += kMaxPermitsPerCall) {
-      const size_t to = std::min(ids.size(), from + kMaxPermitsPerCall);
-      Args argv{now_text, deadline};
-      for (size_t i = from; i < to; ++i) argv.push_back(ids[i]);
-      Reply r = eval_script(client_->transport(), scripts::psem_update_lease,
-                            {name_, deadlines_, channel_}, argv, Retry::Once);
-      if (r.type != Reply::Type::Array || r.elements.size() != to - from) continue;  // next round
-      std::vector<std::string> gone;
-      for (size_t i = from; i < to; ++i) {
-        const Reply& e = r.elements[i - from];
-        if (is_int(e) && e.integer == 0) gone.push_back(ids[i]);
-      }
-      unwatch(gone);
-    }
-  } catch (const Error&) {
-    // Unreachable now: tried again next round, well within the lease.
-  }
-  return true;
+  client_->permit_watchdog().unwatch(name_, ids);
 }
 
 // ---- Latch ---------------------------------------------------------------------------------

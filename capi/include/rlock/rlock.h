@@ -893,7 +893,7 @@ typedef struct rlock_semaphore_options {
   unsigned int version;
   rlock_semaphore_kind kind; /* default RLOCK_SEMAPHORE_PLAIN */
   int64_t lease_ms;          /* expirable: the lease of acquires that give none:
-                                RLOCK_LEASE_WATCHDOG (default: renewed while the handle
+                                RLOCK_LEASE_WATCHDOG (default: renewed while the client
                                 lives, like a lock's), RLOCK_LEASE_NONE, or > 0 */
 } rlock_semaphore_options;
 
@@ -909,8 +909,9 @@ RLOCK_API int rlock_semaphore_new(rlock_semaphore **out, rlock_client *client, c
                                   const rlock_semaphore_options *opts);
 RLOCK_API int rlock_semaphore_new_n(rlock_semaphore **out, rlock_client *client, const char *name,
                                     size_t name_len, const rlock_semaphore_options *opts);
-/* Frees the handle without any network call: the watchdog stops renewing its permits (they
- * expire by their lease); waits in progress end with RLOCK_ECANCELED. */
+/* Frees the handle without any network call: permits it took stay held (the client's watchdog
+ * goes on renewing its own until released or the client is freed); waits in progress end with
+ * RLOCK_ECANCELED. */
 RLOCK_API void rlock_semaphore_free(rlock_semaphore *sem);
 
 /* Sets the permits (0 to 2147483647) of a semaphore that does not exist yet; *out_set is 1 when
@@ -979,8 +980,8 @@ RLOCK_API int rlock_permit_acquire(rlock_permit_id *out, rlock_semaphore *sem, i
 RLOCK_API int rlock_permit_release(rlock_semaphore *sem, const char *id);
 RLOCK_API int rlock_permit_release_n(rlock_semaphore *sem, const rlock_permit_id *ids,
                                      size_t count);
-/* Expirable: gives a held permit a new lease from now (RLOCK_LEASE_WATCHDOG: renewed by this
- * handle from now on; RLOCK_LEASE_NONE: never expires). RLOCK_ENOTHELD when not held. */
+/* Expirable: gives a held permit a new lease from now (RLOCK_LEASE_WATCHDOG: renewed by the
+ * client from now on; RLOCK_LEASE_NONE: never expires). RLOCK_ENOTHELD when not held. */
 RLOCK_API int rlock_permit_update_lease(rlock_semaphore *sem, const char *id, int64_t lease_ms);
 /* Expirable: *out_lease_ms gets the ms left on a held permit's lease (1 or more), or
  * RLOCK_LEASE_NONE for a permit that never expires (Redisson's getLeaseTime answers -1 then).

@@ -40,8 +40,8 @@ constexpr size_t kPermitIdHexLen = 32;
 
 struct SemaphoreOptions {
   SemaphoreKind kind = SemaphoreKind::Plain;
-  // Expirable: the lease of acquires that give none: kLeaseWatchdog (renewed while the handle
-  // lives), kLeaseNone, or 1..kMaxDurationMs.
+  // Expirable: the lease of acquires that give none: kLeaseWatchdog (renewed by the client
+  // until released or the client closes), kLeaseNone, or 1..kMaxDurationMs.
   int64_t lease_ms = kLeaseWatchdog;
 };
 
@@ -61,7 +61,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   // Throws Error(kInvalid) for a bad name or options.
   Semaphore(std::shared_ptr<Client> client, const std::string& name,
             const SemaphoreOptions& options);
-  ~Semaphore();
 
   // Sets the permits of a semaphore that does not exist yet (0..kMaxPermits); ttl_ms > 0 also
   // gives it an expiry (plain kind only). *set tells whether it was set.
@@ -103,9 +102,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   void cancel_waits() { waits_.cancel_all(false); }
   // The handle is gone: wakes the waits in progress and refuses later ones.
   void close_waits();
-  // The client closes: gives back the expirable permits the watchdog renews, one call each;
-  // false when Redis did not answer (the rest expire by their lease).
-  bool release_renewed_at_close();
 
   const std::string& name() const { return name_; }
   SemaphoreKind kind() const { return options_.kind; }
@@ -123,7 +119,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   Attempt try_once(const PermitArgs& args, int64_t lease_ms, std::vector<std::string>* ids);
 
  private:
-  class Renewal;
   struct AcquirePlan;
   int plan_acquire(const PermitArgs& args, AcquirePlan* plan) const;
   int check_kind(SemaphoreKind wanted, const char* doing) const;
@@ -137,7 +132,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int unexpected(const std::string& doing) const;
   void watch(const std::vector<std::string>& ids);
-  bool renew_watched(Renewal* by);
   void unwatch(const std::vector<std::string>& ids);
   std::string what(const char* doing) const;
 
@@ -147,10 +141,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   const std::string channel_;
   const std::string deadlines_;  // expirable: "{N}:timeout"
   CancelSet waits_;
-  // Expirable permits under the watchdog (raw 16-byte ids), renewed by renewal_.
-  mutable std::mutex watched_mutex_;
-  std::vector<std::string> watched_;
-  std::shared_ptr<Renewal> renewal_;
 };
 
 class Latch : public std::enable_shared_from_this<Latch> {
