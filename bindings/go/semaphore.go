@@ -127,7 +127,7 @@ import (
 // matches Redisson's lease -1.
 const (
 	NoLease       time.Duration = -1 // the permit never expires; only a release gives it back
-	WatchdogLease time.Duration = -2 // the permit is renewed by the client's watchdog while the semaphore value lives
+	WatchdogLease time.Duration = -2 // the permit is renewed by the client's watchdog while the client lives
 )
 
 // permitLeaseMS converts a permit lease to the C library's lease_ms: 0 stays 0 (the
@@ -155,7 +155,7 @@ type semaphoreConfig struct {
 }
 
 // WithPermitLease sets the lease of permits acquired without one: a positive duration,
-// NoLease or WatchdogLease (the default: renewed while the semaphore value lives, so a
+// NoLease or WatchdogLease (the default: renewed while the client lives, so a
 // process that dies frees its permits after the client's watchdog lease, as a lock's).
 func WithPermitLease(d time.Duration) SemaphoreOption {
 	return func(c *semaphoreConfig) {
@@ -391,7 +391,7 @@ type Permit struct {
 
 // ExpirableSemaphore returns the permit-expirable semaphore name. No network call is made.
 // Its permits are leased as WithPermitLease says, by default renewed by the client's watchdog
-// while the value lives.
+// while the client lives.
 func (c *Client) ExpirableSemaphore(name string, opts ...SemaphoreOption) (*ExpirableSemaphore, error) {
 	cfg := semaphoreConfig{leaseMS: C.RLOCK_LEASE_WATCHDOG}
 	for _, opt := range opts {
@@ -409,13 +409,15 @@ func (c *Client) ExpirableSemaphore(name string, opts ...SemaphoreOption) (*Expi
 	if err != nil {
 		return nil, err
 	}
-	// Only frees: permits left expire by their lease (the watchdog stops renewing them).
+	// Only frees: the client's watchdog goes on renewing its permits until they are released
+	// or the client closes.
 	runtime.SetFinalizer(s, func(s *ExpirableSemaphore) { s.Close() })
 	return s, nil
 }
 
-// Close frees the value without releasing its permits: the watchdog stops renewing those it
-// renewed, so every permit left expires by its lease. Goroutines waiting in an acquire through
+// Close frees the value without releasing its permits: the client's watchdog goes on renewing
+// those it renewed until they are released or the client closes (which gives them back); the
+// others expire by their lease. Goroutines waiting in an acquire through
 // it get ErrClosed. Idempotent.
 func (s *ExpirableSemaphore) Close() error {
 	s.closeHandle()

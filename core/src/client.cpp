@@ -10,6 +10,7 @@
 #include <random>
 
 #include "kinds/kind.hpp"
+#include "permit_watchdog.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/parse.hpp"
@@ -292,7 +293,8 @@ Client::Client(ClientConfig config, std::unique_ptr<Transport> transport,
       master_(master ? std::move(master) : std::make_unique<FixedMaster>(config_.endpoint)),
       transport_(std::move(transport)),
       subscriber_(config_, *master_),
-      holds_(config_, *transport_) {}
+      holds_(config_, *transport_),
+      permit_watchdog_(std::make_shared<PermitWatchdog>(*this)) {}
 
 Client::~Client() { close(); }
 
@@ -469,17 +471,11 @@ LockKind kind_of(HoldLayout layout) {
 // (Expirable permits with a lease of their own keep it: the caller chose how long.)
 bool Client::release_permits_at_close() {
   std::map<std::string, int64_t> held;
-  std::vector<std::weak_ptr<Semaphore>> renewing;
   {
     std::lock_guard<std::mutex> lock(permits_mutex_);
     held.swap(permits_);
-    renewing.swap(renewing_);
   }
-  for (const std::weak_ptr<Semaphore>& weak : renewing) {
-    if (std::shared_ptr<Semaphore> semaphore = weak.lock()) {
-      if (!semaphore->release_renewed_at_close()) return false;
-    }
-  }
+  if (!permit_watchdog_->release_all()) return false;
   const std::string latch_ttl = std::to_string(unlock_latch_ttl_ms(config_));
   for (const auto& [name, permits] : held) {
     const std::string count = std::to_string(permits);
@@ -561,19 +557,6 @@ bool Client::permits_given_back(const std::string& name, int64_t permits) {
   if (it == permits_.end() || it->second < permits) return false;
   if ((it->second -= permits) == 0) permits_.erase(it);
   return true;
-}
-
-void Client::renewing_permits(const std::weak_ptr<Semaphore>& semaphore) {
-  std::lock_guard<std::mutex> lock(permits_mutex_);
-  // Handles that went away leave expired entries: dropped here, so the list stays as long as
-  // the live handles that renew.
-  renewing_.erase(std::remove_if(renewing_.begin(), renewing_.end(),
-                                 [&](const std::weak_ptr<Semaphore>& s) {
-                                   return s.expired() || (!s.owner_before(semaphore) &&
-                                                          !semaphore.owner_before(s));
-                                 }),
-                  renewing_.end());
-  renewing_.push_back(semaphore);
 }
 
 }  // namespace rlock::core

@@ -7,6 +7,7 @@
 
 #include "client_open.hpp"
 #include "kinds/kind.hpp"
+#include "replica_sync.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/names.hpp"
 #include "rlock/core/scripts.hpp"
@@ -20,9 +21,6 @@ constexpr size_t kMaxOwnerIdLen = 1024;
 
 // "Every hold" in a release script's count of holds to release.
 constexpr int64_t kAllHolds = 1 << 30;
-
-// A replica count that says the server refused the WAIT sent after the script.
-constexpr int64_t kWaitRefused = -2;
 
 using Clock = std::chrono::steady_clock;
 
@@ -172,20 +170,8 @@ Reply Lock::run_once(const kinds::Call& call, Send send) {
 
 Reply Lock::run_synced(const kinds::Call& call, Retry retry, Deadline deadline, int replicas,
                        int64_t* acked) {
-  const Script& script = *call.script;
-  const Args keys = kinds::views(call.keys);
-  const Args argv = kinds::views(call.argv);
-  if (replicas <= 0) {
-    return eval_script(client_->transport(), script, keys, argv, retry, Send::Sha, deadline);
-  }
-  const int64_t timeout = client_->config().sync_timeout_ms;
-  SyncedReply s = eval_script_synced(client_->transport(), script, keys, argv, replicas, timeout,
-                                     retry, deadline + std::chrono::milliseconds(timeout));
-  *acked = s.acked;
-  // Auto mode on a server that refuses WAIT now (a failover to one configured otherwise, an ACL
-  // changed): from here on it runs without, as it would have from creation.
-  if (s.wait_refused) *acked = client_->give_up_wait() ? replicas : kWaitRefused;
-  return std::move(s.reply);
+  return run_script_synced(*client_, *call.script, kinds::views(call.keys), kinds::views(call.argv),
+                           retry, deadline, replicas, acked);
 }
 
 Lock::Attempt Lock::try_acquire(const Plan& plan, bool join_queue) {
@@ -266,23 +252,13 @@ Lock::Attempt Lock::confirm_grant(const Plan& plan, Clock::time_point sent, int 
     // Take this hold back (the outer ones of a re-entry stay).
     in_flight->unlock();
     release_hold(plan.thread_id, false);
-    if (acked == kWaitRefused) {
-      return {
-          fail(kNotSynced, "lock " + printable(name_) +
-                               " was granted, but Redis now refuses WAIT, which sync_replicas=" +
-                               std::to_string(wanted) +
-                               " needs: it was taken back (sync_replicas=auto goes on "
-                               "without WAIT where the server refuses it)"),
-          0};
-    }
-    return {
-        fail(kNotSynced, "lock " + printable(name_) + " was granted, but " +
-                             (acked < 0 ? std::string("WAIT failed")
-                                        : std::to_string(acked) + " of " + std::to_string(wanted)) +
-                             " replicas confirmed it within " +
-                             std::to_string(client_->config().sync_timeout_ms) +
-                             " ms (sync_replicas): it was taken back"),
-        0};
+    return {fail(kNotSynced,
+                 "lock " + printable(name_) + " was granted, but " +
+                     sync_shortfall(*client_, wanted, acked, "it") + ": it was taken back" +
+                     (acked == kWaitRefused ? " (sync_replicas=auto goes on without WAIT where the "
+                                              "server refuses it)"
+                                            : "")),
+            0};
   }
   return {kOk, 0};
 }

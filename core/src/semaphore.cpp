@@ -7,6 +7,8 @@
 #include <new>
 
 #include "client_open.hpp"
+#include "permit_watchdog.hpp"
+#include "replica_sync.hpp"
 #include "rlock/core/cluster.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/lock.hpp"
@@ -78,11 +80,14 @@ int redis_error(const std::string& what, const Reply& reply, const char* key_kin
 // Runs a script whose reply is one integer: kOk with *out set, or a code with a message that
 // starts with `doing`. `key_kind` names what the key must hold (for a wrong-type error);
 // `unsure` is added when no reply came back, for a call that may have been applied unseen.
+// `synced`: WAIT for sync_replicas after it, answer not checked (as a lock's release).
 int run_int_script(Client& client, const Script& script, const Args& keys, const Args& argv,
                    Retry retry, const std::string& doing, const char* key_kind, const char* unsure,
-                   int64_t* out) {
+                   int64_t* out, bool synced = false) {
   try {
-    Reply r = eval_script(client.transport(), script, keys, argv, retry);
+    int64_t acked = -1;
+    const int replicas = synced ? client.sync_replicas(std::string(keys.at(0))) : 0;
+    Reply r = run_script_synced(client, script, keys, argv, retry, Deadline{}, replicas, &acked);
     if (r.is_error()) return redis_error(doing, r, key_kind);
     if (!is_int(r)) return fail(kRedis, doing + ": unexpected reply");
     *out = r.integer;
@@ -123,37 +128,6 @@ bool permit_id_raw(const std::string& hex, std::string* raw) {
   return true;
 }
 
-// ---- The watchdog of expirable permits ---------------------------------------------------
-
-// Renews one handle's watchdog permits every third of the watchdog lease, all in one call, while
-// it has any; ends when they are all given back or lost, or the handle goes.
-class Semaphore::Renewal final : public Engine::Task {
- public:
-  Renewal(std::shared_ptr<Engine> engine, std::weak_ptr<Semaphore> owner, int64_t period_ms)
-      : Task(std::move(engine)), owner_(std::move(owner)), period_ms_(period_ms) {}
-  void step() override {
-    std::shared_ptr<Semaphore> sem = owner_.lock();
-    if (stopped_.load() || !sem || sem->client_->closed()) return done();
-    if (!first_) {
-      if (!sem->renew_watched(this)) return done();
-    }
-    first_ = false;
-    sleep_until(Clock::now() + std::chrono::milliseconds(period_ms_));
-  }
-  // The client closes: end now, not at the next round (the close waits for every task).
-  void close() override { stop(); }
-  void stop() {
-    stopped_.store(true);
-    wake();
-  }
-
- private:
-  std::weak_ptr<Semaphore> owner_;
-  const int64_t period_ms_;
-  std::atomic<bool> stopped_{false};
-  bool first_ = true;
-};
-
 // ---- Semaphore -----------------------------------------------------------------------------
 
 Semaphore::Semaphore(std::shared_ptr<Client> client, const std::string& name,
@@ -178,11 +152,6 @@ Semaphore::Semaphore(std::shared_ptr<Client> client, const std::string& name,
     }
   }
   check_slots(client_->config(), name_, {channel_, deadlines_}, "semaphore");
-}
-
-Semaphore::~Semaphore() {
-  std::lock_guard<std::mutex> lock(watched_mutex_);
-  if (renewal_) renewal_->stop();  // watchdog permits expire by their lease
 }
 
 void Semaphore::close_waits() { waits_.cancel_all(true); }
@@ -258,7 +227,7 @@ int Semaphore::try_set_permits(int64_t permits, int64_t ttl_ms, bool* set) {
   if (ttl_ms > 0) argv.push_back(ttl);
   int64_t reply = 0;
   if (int c = run_int_script(*client_, scripts::sem_try_set, {name_, channel_}, argv, Retry::No,
-                             doing, kSemaphoreCount, "", &reply)) {
+                             doing, kSemaphoreCount, "", &reply, true)) {
     return c;
   }
   if (set != nullptr) *set = reply == 1;
@@ -278,7 +247,7 @@ int Semaphore::add_permits(int64_t delta, int64_t* available) {
   int64_t now_available = 0;
   if (int c = run_int_script(*client_, scripts::sem_add, {name_, channel_}, {change}, Retry::No,
                              doing, kSemaphoreCount, " (the change may or may not be applied)",
-                             &now_available)) {
+                             &now_available, true)) {
     return c;
   }
   if (available != nullptr) *available = now_available;
@@ -287,6 +256,27 @@ int Semaphore::add_permits(int64_t delta, int64_t* available) {
 
 Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
                                        std::vector<std::string>* ids) {
+  Attempt at = try_grant(args, lease_ms, ids);
+  if (at.code == kNotSynced) {
+    client_->recount_replicas();  // auto mode: the replica may be gone rather than slow
+    at = try_grant(args, lease_ms, ids);
+  }
+  return at;
+}
+
+// A grant the replicas did not confirm was given back (`back`: how that went): kNotSynced.
+int Semaphore::not_synced(const std::string& doing, int wanted, int64_t acked, int back) const {
+  std::string message =
+      doing + ": granted, but " + sync_shortfall(*client_, wanted, acked, "the grant") +
+      (back == kOk ? ": given back" : ": giving it back failed (" + last_error_message() + ")");
+  if (acked == kWaitRefused) {
+    message += " (sync_replicas=auto goes on without WAIT where the server refuses it)";
+  }
+  return fail(kNotSynced, std::move(message));
+}
+
+Semaphore::Attempt Semaphore::try_grant(const PermitArgs& args, int64_t lease_ms,
+                                        std::vector<std::string>* ids) {
   const std::string doing = what(("acquiring " + plural(args.permits, "permit") + " of").c_str());
   try {
     if (options_.kind == SemaphoreKind::Plain) {
@@ -295,11 +285,13 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
       const std::string latch_ttl = std::to_string(semaphore_latch_ttl_ms(client_->config()));
       const std::string permits = std::to_string(args.permits);
       // The request's latch makes a resend (after a lost reply) answer the first one's result.
+      const int wanted = client_->sync_replicas(name_);
+      int64_t acked = -1;
       const Clock::time_point sent = Clock::now();
       Reply r;
       try {
-        r = eval_script(client_->transport(), scripts::sem_try_acquire, {name_, latch},
-                        {permits, latch_ttl}, Retry::Once);
+        r = run_script_synced(*client_, scripts::sem_try_acquire, {name_, latch},
+                              {permits, latch_ttl}, Retry::Once, Deadline{}, wanted, &acked);
       } catch (const Error& e) {
         // Granted or not, unseen: given back if it was, refused should it still arrive.
         if (e.code() == kConn) {
@@ -315,6 +307,11 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
       if (!is_int(r)) return {unexpected(doing)};
       if (r.integer == 1) {
         client_->permits_taken(name_, args.permits);
+        if (wanted > 0 && acked < wanted) {
+          // Granted on the master only: a failover now could admit one holder too many.
+          const int back = give_back(args.permits, false, nullptr, false);
+          return {not_synced(doing, wanted, acked, back)};
+        }
         return {kOk};
       }
       Attempt at{kTimedOut};
@@ -329,11 +326,14 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
     Args argv{now_text, deadline};
     for (const std::string& id : *ids) argv.push_back(id);
     const std::string tombstone = unlock_latch(name_, permit_id_hex(ids->front()));
+    const int wanted = client_->sync_replicas(name_);
+    int64_t acked = -1;
     const Clock::time_point sent = Clock::now();
     Reply r;
     try {
-      r = eval_script(client_->transport(), scripts::psem_acquire,
-                      {name_, deadlines_, channel_, tombstone}, argv, Retry::Once);
+      r = run_script_synced(*client_, scripts::psem_acquire,
+                            {name_, deadlines_, channel_, tombstone}, argv, Retry::Once,
+                            Deadline{}, wanted, &acked);
     } catch (const Error& e) {
       if (e.code() == kConn) undo_lost_acquire(ids, sent);
       throw;
@@ -343,7 +343,15 @@ Semaphore::Attempt Semaphore::try_once(const PermitArgs& args, int64_t lease_ms,
         !is_int(r.elements[1]) || !is_int(r.elements[2])) {
       return {unexpected(doing)};
     }
-    if (r.elements[0].integer == 1) return {kOk};
+    if (r.elements[0].integer == 1) {
+      if (wanted > 0 && acked < wanted) {
+        std::vector<std::string> hex;
+        for (const std::string& id : *ids) hex.push_back(permit_id_hex(id));
+        const int back = release_ids(hex, false);
+        return {not_synced(doing, wanted, acked, back)};
+      }
+      return {kOk};
+    }
     Attempt at{kTimedOut};
     at.missing = r.elements[2].integer == -1;
     const int64_t earliest = r.elements[1].integer;
@@ -480,7 +488,7 @@ int Semaphore::release_if_exists(int64_t permits, bool* released) {
 
 // release and release_if_exists: the same script (it never creates the semaphore); they differ
 // in how a missing semaphore is told, and in release_if_exists answering false for 0 permits.
-int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
+int Semaphore::give_back(int64_t permits, bool if_exists, bool* released, bool synced) {
   const std::string doing = what(("releasing " + plural(permits, "permit") + " of").c_str());
   if (int c = check_open()) return c;
   if (int c = check_kind(SemaphoreKind::Plain, "releasing permits of")) return c;
@@ -496,8 +504,10 @@ int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
   const std::string count = std::to_string(permits);
   const Clock::time_point sent = Clock::now();
   try {
-    Reply r = eval_script(client_->transport(), scripts::sem_release, {name_, channel_, latch},
-                          {count, latch_ttl}, Retry::Once);
+    int64_t acked = -1;
+    Reply r = run_script_synced(*client_, scripts::sem_release, {name_, channel_, latch},
+                                {count, latch_ttl}, Retry::Once, Deadline{},
+                                synced ? client_->sync_replicas(name_) : 0, &acked);
     if (r.is_error()) {
       client_->permits_taken(name_, permits);  // refused: still held
       return redis_failure(doing, r);
@@ -525,7 +535,7 @@ int Semaphore::give_back(int64_t permits, bool if_exists, bool* released) {
   }
 }
 
-int Semaphore::release_ids(const std::vector<std::string>& ids) {
+int Semaphore::release_ids(const std::vector<std::string>& ids, bool synced) {
   const std::string doing =
       what(("releasing " + plural(static_cast<int64_t>(ids.size()), "permit") + " of").c_str());
   if (int c = check_open()) return c;
@@ -542,12 +552,14 @@ int Semaphore::release_ids(const std::vector<std::string>& ids) {
     }
     raw.push_back(std::move(id));
   }
+  const int replicas = synced ? client_->sync_replicas(name_) : 0;
   auto run = [&](Retry retry) {
     const std::string now = std::to_string(epoch_ms());
     Args argv{now};
     for (const std::string& id : raw) argv.push_back(id);
-    return eval_script(client_->transport(), scripts::psem_release, {name_, deadlines_, channel_},
-                       argv, retry);
+    int64_t acked = -1;
+    return run_script_synced(*client_, scripts::psem_release, {name_, deadlines_, channel_}, argv,
+                             retry, Deadline{}, replicas, &acked);
   };
   Reply r;
   bool resent = false;
@@ -563,7 +575,9 @@ int Semaphore::release_ids(const std::vector<std::string>& ids) {
   } catch (const Error& e) {
     const bool later = e.code() == kConn;
     if (later) {
-      // Sent again later: ids already released answer "not held" and change nothing.
+      // Sent again later: ids already released answer "not held" and change nothing. No
+      // longer renewed: should the resend never land, they expire by their lease.
+      unwatch(raw);
       std::vector<std::string> argv{std::to_string(epoch_ms())};
       argv.insert(argv.end(), raw.begin(), raw.end());
       clean_up_later(scripts::psem_release, {name_, deadlines_, channel_}, std::move(argv), sent);
@@ -662,9 +676,10 @@ int Semaphore::set_permits(int64_t permits, int64_t* available, int64_t* held) {
   try {
     // Resent once: the script sets a total, so applying it twice gives the same counts.
     const std::string now = std::to_string(epoch_ms());
-    Reply r =
-        eval_script(client_->transport(), scripts::psem_set_permits, {name_, deadlines_, channel_},
-                    {now, std::to_string(permits)}, Retry::Once);
+    int64_t acked = -1;
+    Reply r = run_script_synced(*client_, scripts::psem_set_permits, {name_, deadlines_, channel_},
+                                {now, std::to_string(permits)}, Retry::Once, Deadline{},
+                                client_->sync_replicas(name_), &acked);
     if (r.is_error()) return redis_failure(doing, r);
     if (r.type != Reply::Type::Array || r.elements.size() != 2 || !is_int(r.elements[0]) ||
         !is_int(r.elements[1])) {
@@ -735,90 +750,20 @@ int Semaphore::remove(bool* deleted) {
     if (r.is_error()) return redis_failure(doing, r);
     if (!is_int(r)) return unexpected(doing);
     if (deleted != nullptr) *deleted = r.integer > 0;
-    std::lock_guard<std::mutex> lock(watched_mutex_);
-    watched_.clear();
+    client_->permit_watchdog().forget(name_);
     return kOk;
   } catch (const Error& e) {
     return fail(e.code(), doing + ": " + e.message(), e.transient());
   }
 }
 
+// The client renews watchdog permits, as a lock's holds: whether or not this handle lives.
 void Semaphore::watch(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(watched_mutex_);
-  for (const std::string& id : ids) {
-    if (std::find(watched_.begin(), watched_.end(), id) == watched_.end()) watched_.push_back(id);
-  }
-  if (!renewal_ && !watched_.empty()) {
-    const int64_t period = std::max<int64_t>(1, client_->config().watchdog_lease_ms / 3);
-    renewal_ = std::make_shared<Renewal>(client_->engine_ptr(), weak_from_this(), period);
-    if (!client_->engine().start(renewal_)) renewal_.reset();
-    client_->renewing_permits(weak_from_this());
-  }
-}
-
-bool Semaphore::release_renewed_at_close() {
-  std::vector<std::string> ids;
-  {
-    std::lock_guard<std::mutex> lock(watched_mutex_);
-    ids.swap(watched_);
-    if (renewal_) renewal_->stop();
-    renewal_.reset();
-  }
-  for (const std::string& id : ids) {
-    try {
-      // One id per call: a permit lost meanwhile must not keep the others (all or none).
-      eval_script(client_->transport(), scripts::psem_release, {name_, deadlines_, channel_},
-                  {std::to_string(epoch_ms()), id}, Retry::Once);
-    } catch (const Error&) {
-      return false;
-    }
-  }
-  return true;
+  client_->permit_watchdog().watch(name_, ids);
 }
 
 void Semaphore::unwatch(const std::vector<std::string>& ids) {
-  std::lock_guard<std::mutex> lock(watched_mutex_);
-  for (const std::string& id : ids) {
-    watched_.erase(std::remove(watched_.begin(), watched_.end(), id), watched_.end());
-  }
-}
-
-// One renewal round (on the renewal task): every watched permit's deadline moves to now plus
-// the watchdog lease in one call; permits no longer held stop being watched. False when none
-// is left (the task ends; the next watchdog acquire starts another).
-bool Semaphore::renew_watched(Renewal* by) {
-  std::vector<std::string> ids;
-  {
-    std::lock_guard<std::mutex> lock(watched_mutex_);
-    if (renewal_.get() != by) return false;
-    if (watched_.empty()) {
-      renewal_.reset();
-      return false;
-    }
-    ids = watched_;
-  }
-  try {
-    const int64_t now = epoch_ms();
-    const std::string now_text = std::to_string(now);
-    const std::string deadline = std::to_string(now + client_->config().watchdog_lease_ms);
-    for (size_t from = 0; from < ids.size(); from += kMaxPermitsPerCall) {
-      const size_t to = std::min(ids.size(), from + kMaxPermitsPerCall);
-      Args argv{now_text, deadline};
-      for (size_t i = from; i < to; ++i) argv.push_back(ids[i]);
-      Reply r = eval_script(client_->transport(), scripts::psem_update_lease,
-                            {name_, deadlines_, channel_}, argv, Retry::Once);
-      if (r.type != Reply::Type::Array || r.elements.size() != to - from) continue;  // next round
-      std::vector<std::string> gone;
-      for (size_t i = from; i < to; ++i) {
-        const Reply& e = r.elements[i - from];
-        if (is_int(e) && e.integer == 0) gone.push_back(ids[i]);
-      }
-      unwatch(gone);
-    }
-  } catch (const Error&) {
-    // Unreachable now: tried again next round, well within the lease.
-  }
-  return true;
+  client_->permit_watchdog().unwatch(name_, ids);
 }
 
 // ---- Latch ---------------------------------------------------------------------------------
@@ -850,7 +795,7 @@ int Latch::try_set_count(int64_t count, bool* set) {
   const std::string text = std::to_string(count);
   int64_t reply = 0;
   if (int c = run_int_script(*client_, scripts::latch_try_set, {name_, channel_}, {text}, Retry::No,
-                             doing, kLatchCount, "", &reply)) {
+                             doing, kLatchCount, "", &reply, true)) {
     return c;
   }
   if (set != nullptr) *set = reply == 1;
@@ -864,7 +809,7 @@ int Latch::count_down(int64_t* left) {
   int64_t reply = 0;
   if (int c = run_int_script(*client_, scripts::latch_count_down, {name_, channel_}, {}, Retry::No,
                              doing, kLatchCount, " (the count-down may or may not be applied)",
-                             &reply)) {
+                             &reply, true)) {
     return c;
   }
   if (left != nullptr) *left = std::max<int64_t>(0, reply);

@@ -45,8 +45,9 @@ class PermitLease(enum.Enum):
     NONE = _native.LEASE_NONE
     """The permit never expires (Redisson's lease -1): a holder that dies keeps it for good."""
     WATCHDOG = _native.LEASE_WATCHDOG
-    """The permit gets the client's ``watchdog_lease`` and is renewed while its semaphore
-    object lives (an rlock extension: Redisson renews no permit)."""
+    """The permit gets the client's ``watchdog_lease`` and is renewed while its client lives,
+    until released; closing the client gives it back (an rlock extension: Redisson renews no
+    permit)."""
 
 
 NO_LEASE = PermitLease.NONE
@@ -381,7 +382,7 @@ class ExpirableSemaphore(_Handle):
     holder that dies frees its permits when their lease runs out.
 
     ``lease`` is the default lease of its acquires: None (the watchdog: the client's
-    ``watchdog_lease``, renewed while this object lives), seconds, or ``rlock.NO_LEASE`` (never
+    ``watchdog_lease``, renewed while the client lives), seconds, or ``rlock.NO_LEASE`` (never
     expires). It shares the count (key ``name``) and the channel with a plain ``Semaphore`` of
     the same name; the held permits' deadlines are in ``{name}:timeout``."""
 

@@ -4,17 +4,19 @@ for 20,000 sections while holders are SIGKILLed and relaunched:
 never more than 3 inside at once (the permit checker), and no permit lost or created (the
 semaphore's total stays 3). S2: a SIGKILLed holder's permit reaches a waiter within its lease
 plus 200 ms. S3: with the replies of a plain semaphore's acquires and releases dropped now and
-then, the background clean-ups leave the count exactly where it started."""
+then, the background clean-ups leave the count exactly where it started. S4: with sync_replicas
+a failover right after grants admits no extra holder."""
 
 from __future__ import annotations
 
 import random
+import signal
 import time
 from typing import Any, Dict, List
 
 import checkers
 import pytest
-from harness import Case, slack, wait_until
+from harness import Case, SentinelDeployment, slack, wait_until
 
 MS = 1_000_000
 PERMITS = 3
@@ -224,3 +226,52 @@ def test_S3_lost_acquire_and_release_replies_never_leak_or_create_a_permit(case:
     assert not wait_until(lambda: int(conn.get(name) or b"-1") != S3_PERMITS, 1.5), (
         f"the count moved after the end: {conn.get(name)!r}"
     )
+
+
+def test_S4_a_failover_right_after_a_grant_never_admits_more_holders_than_permits(case: Case):
+    """With sync_replicas=1 a permit is reported taken only once the replica has it: the
+    replica's link lags 300 ms, the master is SIGKILLed right after two grants, and on the
+    promoted replica no further holder gets in while the two hold their permits (without WAIT
+    the lagging replica would have both permits free)."""
+    links: List[Any] = []
+    made: List[Any] = []
+
+    def make_redis(*config: str):
+        # The replica reaches the master through a fault proxy, to make its link lag.
+        if "--replicaof" in config:
+            links.append(case.proxy(made[0]))
+            at = config.index("--replicaof") + 2
+            config = config[:at] + (str(links[-1].port),) + config[at + 1 :]
+        server = case.redis(*config)
+        made.append(server)
+        return server
+
+    dep = SentinelDeployment(case, make_redis=make_redis)
+    permits = 2
+    case.permits = permits
+    name = "s4-sem"
+    url = dep.url + "?sync_replicas=1&sync_timeout_ms=1500"
+    common: Dict[str, Any] = dict(
+        names=name, kind="permits", permits=permits, counters=False, lease_ms=-1
+    )
+    links[0].set("all", {"name": "delay", "ms": 300}, "down")
+    holders = [case.worker("hold", url, wait_ms=10000, **common) for _ in range(permits)]
+    for holder in holders:
+        assert holder.expect("acquired", timeout=20)[1] == "0"
+    old = dep.master
+    old.kill(signal.SIGKILL)
+    assert wait_until(lambda: dep.master_port() not in (None, old.port), 15), (
+        "the sentinels did not promote the replica"
+    )
+    late = [
+        case.worker("hold", url, wait_ms=3000, defer_acquire=1, **common) for _ in range(permits)
+    ]
+    for worker in late:
+        rc = worker.ask("acquire", timeout=30)[1]
+        assert rc in ("0", "-2"), f"the late acquire failed otherwise: {rc}"
+    for worker in holders + late:
+        worker.ask("release", timeout=30)
+    h = checkers.read_history(case.log, case.ended())
+    assert checkers.over_permits(h, permits) == []
+    assert checkers.linearizable(h, permits) == []
+    assert len([x for x in h.holds if x.name == name]) >= permits

@@ -585,7 +585,9 @@ TEST(ExpirableSemaphore, ExpiredPermitComesBackToAWaiter) {
   ASSERT_EQ(rlock_permit_release(sem.get(), id.hex), RLOCK_OK);
 }
 
-TEST(ExpirableSemaphore, WatchdogRenewsUntilTheHandleIsFreed) {
+// Renewal is per client, as a lock's: a freed handle's permits stay renewed while the client
+// lives, and its close gives them back.
+TEST(ExpirableSemaphore, WatchdogRenewsAFreedHandlesPermitsUntilTheClientCloses) {
   Keys keys(unique_name("psem-watchdog"));
   it::ClientSettings fast;
   fast.watchdog_lease_ms = 600;
@@ -603,12 +605,19 @@ TEST(ExpirableSemaphore, WatchdogRenewsUntilTheHandleIsFreed) {
   int64_t available = -1;
   ASSERT_EQ(rlock_semaphore_available(&available, nullptr, nullptr, sem.get()), RLOCK_OK);
   EXPECT_EQ(available, 0);
-  sem.reset();  // the renewal stops; the permit runs out within its lease
-  std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  sem.reset();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // over 2 leases
   it::Client other = it::make_client();
   Semaphore reader = make_semaphore(other.get(), keys.name, RLOCK_SEMAPHORE_EXPIRABLE);
   ASSERT_EQ(rlock_semaphore_available(&available, nullptr, nullptr, reader.get()), RLOCK_OK);
-  EXPECT_EQ(available, 1) << "the permit of a freed handle did not expire";
+  EXPECT_EQ(available, 0) << "the permit of a freed handle was not renewed";
+  score = redis.ok({"ZSCORE", deadlines(keys.name), raw_id(id.hex)});
+  ASSERT_FALSE(score.is_nil());
+  EXPECT_GT(std::stoll(score.str), epoch_ms());
+  client.reset();  // the close gives it back at once
+  ASSERT_EQ(rlock_semaphore_available(&available, nullptr, nullptr, reader.get()), RLOCK_OK);
+  EXPECT_EQ(available, 1) << "the client's close did not give the permit back";
+  EXPECT_TRUE(redis.ok({"ZSCORE", deadlines(keys.name), raw_id(id.hex)}).is_nil());
 }
 
 // Freeing the client must not wait for the permits' watchdog to wake for its next round (a

@@ -594,7 +594,7 @@ def test_an_expired_but_unreclaimed_permit_is_lost_on_release(client, r, name):
     assert r.zcard(deadlines_key(name)) == 0
 
 
-def test_the_watchdog_renews_a_permit_while_the_object_lives(make_client, r, name):
+def test_the_watchdog_renews_a_permit_while_the_client_lives(make_client, r, name):
     client = make_client(watchdog_lease=0.6)
     psem = client.expirable_semaphore(name)
     psem.try_set_permits(1)
@@ -603,9 +603,12 @@ def test_the_watchdog_renews_a_permit_while_the_object_lives(make_client, r, nam
     time.sleep(1.5)  # 2.5 leases
     assert r.zscore(deadlines_key(name), member) > now_ms()
     assert psem.available_permits() == 0
-    psem.close()  # the renewals stop: the permit runs out by its lease
+    psem.close()  # the client goes on renewing it
     time.sleep(1.0)
     other = make_client().expirable_semaphore(name)
+    assert other.available_permits() == 0
+    assert r.zscore(deadlines_key(name), member) > now_ms()
+    client.close()  # gives it back
     assert other.available_permits() == 1
     assert r.zscore(deadlines_key(name), member) is None
 

@@ -893,7 +893,7 @@ typedef struct rlock_semaphore_options {
   unsigned int version;
   rlock_semaphore_kind kind; /* default RLOCK_SEMAPHORE_PLAIN */
   int64_t lease_ms;          /* expirable: the lease of acquires that give none:
-                                RLOCK_LEASE_WATCHDOG (default: renewed while the handle
+                                RLOCK_LEASE_WATCHDOG (default: renewed while the client
                                 lives, like a lock's), RLOCK_LEASE_NONE, or > 0 */
 } rlock_semaphore_options;
 
@@ -909,8 +909,9 @@ RLOCK_API int rlock_semaphore_new(rlock_semaphore **out, rlock_client *client, c
                                   const rlock_semaphore_options *opts);
 RLOCK_API int rlock_semaphore_new_n(rlock_semaphore **out, rlock_client *client, const char *name,
                                     size_t name_len, const rlock_semaphore_options *opts);
-/* Frees the handle without any network call: the watchdog stops renewing its permits (they
- * expire by their lease); waits in progress end with RLOCK_ECANCELED. */
+/* Frees the handle without any network call: permits it took stay held (the client's watchdog
+ * goes on renewing its own until released or the client is freed); waits in progress end with
+ * RLOCK_ECANCELED. */
 RLOCK_API void rlock_semaphore_free(rlock_semaphore *sem);
 
 /* Sets the permits (0 to 2147483647) of a semaphore that does not exist yet; *out_set is 1 when
@@ -942,7 +943,8 @@ RLOCK_API int rlock_permit_options_init(rlock_permit_options *opts, unsigned int
 
 /* Takes `permits` permits of a plain semaphore, waiting up to wait_ms for them: RLOCK_ETIMEDOUT
  * when too few became available in time (the message says when the semaphore does not
- * exist). The permits count as held by the client until given back. */
+ * exist). The permits count as held by the client until given back. With replica sync, a grant
+ * the replicas did not confirm is given back: RLOCK_ENOTSYNCED (as for every acquire here). */
 RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *sem, int64_t permits, int64_t wait_ms);
 /* Acquire with every option, for either kind (NULL opts = RLOCK_PERMIT_OPTIONS_INIT, plain). */
 RLOCK_API int rlock_semaphore_acquire_ex(rlock_semaphore *sem, const rlock_permit_options *opts);
@@ -978,8 +980,8 @@ RLOCK_API int rlock_permit_acquire(rlock_permit_id *out, rlock_semaphore *sem, i
 RLOCK_API int rlock_permit_release(rlock_semaphore *sem, const char *id);
 RLOCK_API int rlock_permit_release_n(rlock_semaphore *sem, const rlock_permit_id *ids,
                                      size_t count);
-/* Expirable: gives a held permit a new lease from now (RLOCK_LEASE_WATCHDOG: renewed by this
- * handle from now on; RLOCK_LEASE_NONE: never expires). RLOCK_ENOTHELD when not held. */
+/* Expirable: gives a held permit a new lease from now (RLOCK_LEASE_WATCHDOG: renewed by the
+ * client from now on; RLOCK_LEASE_NONE: never expires). RLOCK_ENOTHELD when not held. */
 RLOCK_API int rlock_permit_update_lease(rlock_semaphore *sem, const char *id, int64_t lease_ms);
 /* Expirable: *out_lease_ms gets the ms left on a held permit's lease (1 or more), or
  * RLOCK_LEASE_NONE for a permit that never expires (Redisson's getLeaseTime answers -1 then).
@@ -1013,7 +1015,8 @@ RLOCK_API void rlock_latch_free(rlock_latch *latch);
 RLOCK_API int rlock_latch_try_set_count(int *out_set, rlock_latch *latch, int64_t count);
 /* Counts down by one; at 0 the latch opens and wakes every waiter. *out_left (optional): the
  * count left. An open latch stays open (0). Never resent: on RLOCK_ECONN it may or may not
- * have counted. */
+ * have counted. With replica sync it waits for the replicas but answers 0 unconfirmed too (it
+ * cannot be taken back; docs/semaphores.md). */
 RLOCK_API int rlock_latch_count_down(int64_t *out_left, rlock_latch *latch);
 /* The count now (0: open). */
 RLOCK_API int rlock_latch_count(int64_t *out_count, rlock_latch *latch);

@@ -23,7 +23,7 @@
 
 namespace rlock::core {
 
-class Semaphore;
+class PermitWatchdog;
 
 class Client {
  public:
@@ -71,8 +71,9 @@ class Client {
   void permits_taken(const std::string& name, int64_t permits);
   // Takes `permits` off the count when that many are held; false (nothing changes) otherwise.
   bool permits_given_back(const std::string& name, int64_t permits);
-  // A semaphore handle whose watchdog renews permits: close() gives back those it still has.
-  void renewing_permits(const std::weak_ptr<Semaphore>& semaphore);
+  // Renews the expirable permits taken with the watchdog's lease, whichever handle took them;
+  // close() gives back those it still renews.
+  PermitWatchdog& permit_watchdog() { return *permit_watchdog_; }
 
   // Key events: bits of these, for watch_key_events.
   static constexpr int kKeyExpired = 1;
@@ -142,8 +143,8 @@ class Client {
   std::shared_ptr<KeyWatch> key_watch_;
   std::mutex permits_mutex_;
   std::map<std::string, int64_t> permits_;
-  std::vector<std::weak_ptr<Semaphore>> renewing_;  // handles that have renewed permits
-  std::atomic<bool> wait_refused_{false};           // auto mode never WAITs once set
+  std::shared_ptr<PermitWatchdog> permit_watchdog_;
+  std::atomic<bool> wait_refused_{false};  // auto mode never WAITs once set
   std::mutex replicas_mutex_;
   int replicas_ = -1;                 // connected to the master as last counted; -1 = count again
   uint64_t replicas_generation_ = 0;  // of the master they were counted on

@@ -40,8 +40,8 @@ constexpr size_t kPermitIdHexLen = 32;
 
 struct SemaphoreOptions {
   SemaphoreKind kind = SemaphoreKind::Plain;
-  // Expirable: the lease of acquires that give none: kLeaseWatchdog (renewed while the handle
-  // lives), kLeaseNone, or 1..kMaxDurationMs.
+  // Expirable: the lease of acquires that give none: kLeaseWatchdog (renewed by the client
+  // until released or the client closes), kLeaseNone, or 1..kMaxDurationMs.
   int64_t lease_ms = kLeaseWatchdog;
 };
 
@@ -61,7 +61,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   // Throws Error(kInvalid) for a bad name or options.
   Semaphore(std::shared_ptr<Client> client, const std::string& name,
             const SemaphoreOptions& options);
-  ~Semaphore();
 
   // Sets the permits of a semaphore that does not exist yet (0..kMaxPermits); ttl_ms > 0 also
   // gives it an expiry (plain kind only). *set tells whether it was set.
@@ -80,8 +79,8 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   // permits answer false at once).
   int release_if_exists(int64_t permits, bool* released);
   // Expirable: gives back permits by id, all or none (kNotHeld naming an id not held, kLost
-  // for one whose lease ran out).
-  int release_ids(const std::vector<std::string>& ids);
+  // for one whose lease ran out). `synced`: WAIT for sync_replicas after it (answer unchecked).
+  int release_ids(const std::vector<std::string>& ids, bool synced = true);
   // Expirable: a held permit's new lease (kLeaseNone, kLeaseWatchdog or 1..kMaxDurationMs);
   // kNotHeld when it is not held (released or expired).
   int update_lease(const std::string& id, int64_t lease_ms);
@@ -103,16 +102,14 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   void cancel_waits() { waits_.cancel_all(false); }
   // The handle is gone: wakes the waits in progress and refuses later ones.
   void close_waits();
-  // The client closes: gives back the expirable permits the watchdog renews, one call each;
-  // false when Redis did not answer (the rest expire by their lease).
-  bool release_renewed_at_close();
 
   const std::string& name() const { return name_; }
   SemaphoreKind kind() const { return options_.kind; }
   // Plain: permits this client took on this name and has not given back.
   int64_t permits_held() const;
 
-  // One attempt's result, for the wait (semaphore.cpp).
+  // One attempt's result, for the wait (semaphore.cpp). A grant the replicas did not confirm
+  // (sync_replicas) is given back and tried once more, then kNotSynced.
   struct Attempt {
     int code;                  // kOk, kTimedOut (not enough permits), or an error
     int64_t retry_in_ms = -1;  // expirable: when a held permit's lease runs out (-1: none)
@@ -122,13 +119,15 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   Attempt try_once(const PermitArgs& args, int64_t lease_ms, std::vector<std::string>* ids);
 
  private:
-  class Renewal;
   struct AcquirePlan;
   int plan_acquire(const PermitArgs& args, AcquirePlan* plan) const;
   int check_kind(SemaphoreKind wanted, const char* doing) const;
   int check_open() const;
   int check_permits(int64_t permits, const char* doing) const;
-  int give_back(int64_t permits, bool if_exists, bool* released);
+  int give_back(int64_t permits, bool if_exists, bool* released, bool synced = true);
+  // An acquire attempt without the retry try_once makes after kNotSynced.
+  Attempt try_grant(const PermitArgs& args, int64_t lease_ms, std::vector<std::string>* ids);
+  int not_synced(const std::string& doing, int wanted, int64_t acked, int back) const;
   // A request sent at `sent` whose replies were lost: `script` settles it in the background,
   // through the client's clean-up queue, while its latch still exists.
   void clean_up_later(const Script& script, std::vector<std::string> keys,
@@ -140,7 +139,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int redis_failure(const std::string& doing, const Reply& reply) const;
   int unexpected(const std::string& doing) const;
   void watch(const std::vector<std::string>& ids);
-  bool renew_watched(Renewal* by);
   void unwatch(const std::vector<std::string>& ids);
   std::string what(const char* doing) const;
 
@@ -150,10 +148,6 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   const std::string channel_;
   const std::string deadlines_;  // expirable: "{N}:timeout"
   CancelSet waits_;
-  // Expirable permits under the watchdog (raw 16-byte ids), renewed by renewal_.
-  mutable std::mutex watched_mutex_;
-  std::vector<std::string> watched_;
-  std::shared_ptr<Renewal> renewal_;
 };
 
 class Latch : public std::enable_shared_from_this<Latch> {
@@ -163,7 +157,7 @@ class Latch : public std::enable_shared_from_this<Latch> {
   // Sets the count (1..kMaxLatchCount) of a latch that does not exist (is open): *set tells.
   int try_set_count(int64_t count, bool* set);
   // Counts down by one; *left (optional) gets the count left (0: the latch opened now, or it
-  // was open already).
+  // was open already). With sync_replicas followed by WAIT, whose answer is not checked.
   int count_down(int64_t* left);
   // The count (0: open).
   int count(int64_t* out);

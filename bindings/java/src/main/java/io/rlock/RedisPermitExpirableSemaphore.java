@@ -17,9 +17,9 @@ import java.util.concurrent.TimeUnit;
  * goes back to the semaphore, so a holder that dies frees its permits. Leases:
  * <ul>
  *   <li>the methods without one use the semaphore's default, the watchdog: the permit has a
- *       short lease that this object renews while it lives (an rlock extension; Redisson has
- *       no watchdog for permits). Keep the object reachable while holding such permits: when
- *       it is closed or collected, renewal stops and they expire;
+ *       short lease that the client renews while it lives, as a lock's (an rlock extension;
+ *       Redisson has no watchdog for permits), also after this object is closed or collected,
+ *       until the permit is released; closing the client gives it back;
  *   <li>a positive lease: the permit expires after it unless renewed by
  *       {@link #updateLeaseTime(String, Duration)};
  *   <li>{@code -1} in the {@code (long, TimeUnit)} forms: the permit never expires (Redisson's
@@ -241,7 +241,7 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
     return updateLease(permitId, Durations.permitLeaseMs(leaseTime, unit));
   }
 
-  /** Hands a held permit to this object's watchdog (renewed while it lives): false when not held. */
+  /** Hands a held permit to the client's watchdog (renewed while it lives): false when not held. */
   public boolean renewByWatchdog(String permitId) {
     return updateLease(permitId, NativeSemaphore.LEASE_WATCHDOG);
   }
@@ -378,8 +378,8 @@ public class RedisPermitExpirableSemaphore implements AutoCloseable {
   }
 
   /**
-   * Frees the native handle without any network call: the watchdog stops renewing permits
-   * taken through it (they expire by their lease). Wakes waits through this object.
+   * Frees the native handle without any network call: permits taken through it stay held (the
+   * client's watchdog goes on renewing its own). Wakes waits through this object.
    */
   @Override
   public void close() {

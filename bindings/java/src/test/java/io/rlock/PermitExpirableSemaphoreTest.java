@@ -183,9 +183,10 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
   }
 
   @Test
-  void theWatchdogRenewsPermitsWhileTheObjectLives() throws Exception {
-    try (RedisLockClient quick = RedisLockClient.builder().url(TestRedis.url())
-             .watchdogLease(Duration.ofMillis(900)).build()) {
+  void theWatchdogRenewsPermitsWhileTheClientLives() throws Exception {
+    RedisLockClient quick = RedisLockClient.builder().url(TestRedis.url())
+        .watchdogLease(Duration.ofMillis(900)).build();
+    try {
       RedisPermitExpirableSemaphore mine = quick.getPermitExpirableSemaphore(name);
       mine.trySetPermits(1);
       String id = mine.acquire();
@@ -195,10 +196,15 @@ class PermitExpirableSemaphoreTest extends ClientTestBase {
       assertTrue(score(id) > first, "renewed");
       assertTrue(score(id) > System.currentTimeMillis());
       assertEquals(0, sem.availablePermits(), "still held after twice its lease");
-      mine.close(); // renewal stops: the permit expires by its lease
-      String taken = sem.tryAcquire(Duration.ofSeconds(5), Duration.ofSeconds(30));
-      assertNotNull(taken, "the permit came back after the handle was closed");
+      mine.close(); // renewal is the client's: it goes on
+      Thread.sleep(2000);
+      assertEquals(0, sem.availablePermits(), "a closed object's permit expired");
+      quick.close(); // gives it back
+      String taken = sem.tryAcquire(Duration.ofMillis(500), Duration.ofSeconds(30));
+      assertNotNull(taken, "the permit did not come back when its client closed");
       sem.release(taken);
+    } finally {
+      quick.close();
     }
   }
 
