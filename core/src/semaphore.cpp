@@ -279,87 +279,93 @@ Semaphore::Attempt Semaphore::try_grant(const PermitArgs& args, int64_t lease_ms
                                         std::vector<std::string>* ids) {
   const std::string doing = what(("acquiring " + plural(args.permits, "permit") + " of").c_str());
   try {
-    if (options_.kind == SemaphoreKind::Plain) {
-      if (args.permits == 0) return {kOk};  // nothing to take, as Redisson: no round trip
-      const std::string latch = unlock_latch(name_, random_hex(8));
-      const std::string latch_ttl = std::to_string(semaphore_latch_ttl_ms(client_->config()));
-      const std::string permits = std::to_string(args.permits);
-      // The request's latch makes a resend (after a lost reply) answer the first one's result.
-      const int wanted = client_->sync_replicas(name_);
-      int64_t acked = -1;
-      const Clock::time_point sent = Clock::now();
-      Reply r;
-      try {
-        r = run_script_synced(*client_, scripts::sem_try_acquire, {name_, latch},
-                              {permits, latch_ttl}, Retry::Once, Deadline{}, wanted, &acked);
-      } catch (const Error& e) {
-        // Granted or not, unseen: given back if it was, refused should it still arrive.
-        if (e.code() == kConn) {
-          clean_up_later(scripts::sem_undo_acquire, {name_, channel_, latch}, {permits, latch_ttl},
-                         sent);
-        }
-        throw;
-      }
-      if (r.is_error()) {
-        int code = redis_failure(doing, r);
-        return {code, -1, r.error.transient};
-      }
-      if (!is_int(r)) return {unexpected(doing)};
-      if (r.integer == 1) {
-        client_->permits_taken(name_, args.permits);
-        if (wanted > 0 && acked < wanted) {
-          // Granted on the master only: a failover now could admit one holder too many.
-          const int back = give_back(args.permits, false, nullptr, false);
-          return {not_synced(doing, wanted, acked, back)};
-        }
-        return {kOk};
-      }
-      Attempt at{kTimedOut};
-      at.missing = r.integer == -1;
-      return at;
-    }
-    // Expirable: the call's ids (made once, so a resend of an applied acquire is recognised).
-    const int64_t now = epoch_ms();
-    const std::string now_text = std::to_string(now);
-    const std::string deadline =
-        std::to_string(lease_ms == kLeaseNone ? kNever : std::min(kNever, now + lease_ms));
-    Args argv{now_text, deadline};
-    for (const std::string& id : *ids) argv.push_back(id);
-    const std::string tombstone = unlock_latch(name_, permit_id_hex(ids->front()));
-    const int wanted = client_->sync_replicas(name_);
-    int64_t acked = -1;
-    const Clock::time_point sent = Clock::now();
-    Reply r;
-    try {
-      r = run_script_synced(*client_, scripts::psem_acquire,
-                            {name_, deadlines_, channel_, tombstone}, argv, Retry::Once,
-                            Deadline{}, wanted, &acked);
-    } catch (const Error& e) {
-      if (e.code() == kConn) undo_lost_acquire(ids, sent);
-      throw;
-    }
-    if (r.is_error()) return {redis_failure(doing, r), -1, r.error.transient};
-    if (r.type != Reply::Type::Array || r.elements.size() != 3 || !is_int(r.elements[0]) ||
-        !is_int(r.elements[1]) || !is_int(r.elements[2])) {
-      return {unexpected(doing)};
-    }
-    if (r.elements[0].integer == 1) {
-      if (wanted > 0 && acked < wanted) {
-        std::vector<std::string> hex;
-        for (const std::string& id : *ids) hex.push_back(permit_id_hex(id));
-        const int back = release_ids(hex, false);
-        return {not_synced(doing, wanted, acked, back)};
-      }
-      return {kOk};
-    }
-    Attempt at{kTimedOut};
-    at.missing = r.elements[2].integer == -1;
-    const int64_t earliest = r.elements[1].integer;
-    if (earliest > 0) at.retry_in_ms = std::max<int64_t>(0, earliest - epoch_ms()) + 1;
-    return at;
+    if (options_.kind == SemaphoreKind::Plain) return try_grant_plain(args, doing);
+    return try_grant_ids(lease_ms, ids, doing);
   } catch (const Error& e) {
     return {fail(e.code(), doing + ": " + e.message(), e.transient()), -1, e.transient()};
   }
+}
+
+Semaphore::Attempt Semaphore::try_grant_plain(const PermitArgs& args, const std::string& doing) {
+  if (args.permits == 0) return {kOk};  // nothing to take, as Redisson: no round trip
+  const std::string latch = unlock_latch(name_, random_hex(8));
+  const std::string latch_ttl = std::to_string(semaphore_latch_ttl_ms(client_->config()));
+  const std::string permits = std::to_string(args.permits);
+  // The request's latch makes a resend (after a lost reply) answer the first one's result.
+  const int wanted = client_->sync_replicas(name_);
+  int64_t acked = -1;
+  const Clock::time_point sent = Clock::now();
+  Reply r;
+  try {
+    r = run_script_synced(*client_, scripts::sem_try_acquire, {name_, latch}, {permits, latch_ttl},
+                          Retry::Once, Deadline{}, wanted, &acked);
+  } catch (const Error& e) {
+    // Granted or not, unseen: given back if it was, refused should it still arrive.
+    if (e.code() == kConn) {
+      clean_up_later(scripts::sem_undo_acquire, {name_, channel_, latch}, {permits, latch_ttl},
+                     sent);
+    }
+    throw;
+  }
+  if (r.is_error()) {
+    int code = redis_failure(doing, r);
+    return {code, -1, r.error.transient};
+  }
+  if (!is_int(r)) return {unexpected(doing)};
+  if (r.integer == 1) {
+    client_->permits_taken(name_, args.permits);
+    if (wanted > 0 && acked < wanted) {
+      // Granted on the master only: a failover now could admit one holder too many.
+      const int back = give_back(args.permits, false, nullptr, false);
+      return {not_synced(doing, wanted, acked, back)};
+    }
+    return {kOk};
+  }
+  Attempt at{kTimedOut};
+  at.missing = r.integer == -1;
+  return at;
+}
+
+// Expirable: the call's ids (made once, so a resend of an applied acquire is recognised).
+Semaphore::Attempt Semaphore::try_grant_ids(int64_t lease_ms, std::vector<std::string>* ids,
+                                            const std::string& doing) {
+  const int64_t now = epoch_ms();
+  const std::string now_text = std::to_string(now);
+  const std::string deadline =
+      std::to_string(lease_ms == kLeaseNone ? kNever : std::min(kNever, now + lease_ms));
+  Args argv{now_text, deadline};
+  for (const std::string& id : *ids) argv.push_back(id);
+  const std::string tombstone = unlock_latch(name_, permit_id_hex(ids->front()));
+  const int wanted = client_->sync_replicas(name_);
+  int64_t acked = -1;
+  const Clock::time_point sent = Clock::now();
+  Reply r;
+  try {
+    r = run_script_synced(*client_, scripts::psem_acquire, {name_, deadlines_, channel_, tombstone},
+                          argv, Retry::Once, Deadline{}, wanted, &acked);
+  } catch (const Error& e) {
+    if (e.code() == kConn) undo_lost_acquire(ids, sent);
+    throw;
+  }
+  if (r.is_error()) return {redis_failure(doing, r), -1, r.error.transient};
+  if (r.type != Reply::Type::Array || r.elements.size() != 3 || !is_int(r.elements[0]) ||
+      !is_int(r.elements[1]) || !is_int(r.elements[2])) {
+    return {unexpected(doing)};
+  }
+  if (r.elements[0].integer == 1) {
+    if (wanted > 0 && acked < wanted) {
+      std::vector<std::string> hex;
+      for (const std::string& id : *ids) hex.push_back(permit_id_hex(id));
+      const int back = release_ids(hex, false);
+      return {not_synced(doing, wanted, acked, back)};
+    }
+    return {kOk};
+  }
+  Attempt at{kTimedOut};
+  at.missing = r.elements[2].integer == -1;
+  const int64_t earliest = r.elements[1].integer;
+  if (earliest > 0) at.retry_in_ms = std::max<int64_t>(0, earliest - epoch_ms()) + 1;
+  return at;
 }
 
 // Owner of the semaphore clean-ups in the client's queue: no lock owner is empty, so they never

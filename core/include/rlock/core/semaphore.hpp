@@ -127,6 +127,8 @@ class Semaphore : public std::enable_shared_from_this<Semaphore> {
   int give_back(int64_t permits, bool if_exists, bool* released, bool synced = true);
   // An acquire attempt without the retry try_once makes after kNotSynced.
   Attempt try_grant(const PermitArgs& args, int64_t lease_ms, std::vector<std::string>* ids);
+  Attempt try_grant_plain(const PermitArgs& args, const std::string& doing);
+  Attempt try_grant_ids(int64_t lease_ms, std::vector<std::string>* ids, const std::string& doing);
   int not_synced(const std::string& doing, int wanted, int64_t acked, int back) const;
   // A request sent at `sent` whose replies were lost: `script` settles it in the background,
   // through the client's clean-up queue, while its latch still exists.
