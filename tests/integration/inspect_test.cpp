@@ -509,14 +509,8 @@ TEST(InspectScan, PagesOverMoreKeysThanOneCount) {
 
 // ---- Semaphores and latches ----------------------------------------------------------------
 
-struct SemaphoreFree {
-  void operator()(rlock_semaphore* s) const { rlock_semaphore_free(s); }
-};
-using Semaphore = std::unique_ptr<rlock_semaphore, SemaphoreFree>;
-struct LatchFree {
-  void operator()(rlock_latch* l) const { rlock_latch_free(l); }
-};
-using Latch = std::unique_ptr<rlock_latch, LatchFree>;
+using it::Latch;
+using it::Semaphore;
 
 Semaphore make_semaphore(rlock_client* client, const std::string& name, rlock_semaphore_kind kind) {
   rlock_semaphore_options opts = RLOCK_SEMAPHORE_OPTIONS_INIT;

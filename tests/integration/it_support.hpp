@@ -26,9 +26,17 @@ struct LockFree {
 struct TokenFree {
   void operator()(rlock_cancel_token* t) const { rlock_cancel_token_free(t); }
 };
+struct SemaphoreFree {
+  void operator()(rlock_semaphore* s) const { rlock_semaphore_free(s); }
+};
+struct LatchFree {
+  void operator()(rlock_latch* l) const { rlock_latch_free(l); }
+};
 using Client = std::unique_ptr<rlock_client, ClientFree>;
 using Lock = std::unique_ptr<rlock_lock, LockFree>;
 using Token = std::unique_ptr<rlock_cancel_token, TokenFree>;
+using Semaphore = std::unique_ptr<rlock_semaphore, SemaphoreFree>;
+using Latch = std::unique_ptr<rlock_latch, LatchFree>;
 
 // "code (name): message" of the calling thread's last failure.
 inline std::string last_error() {

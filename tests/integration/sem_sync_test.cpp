@@ -13,14 +13,8 @@ using namespace rlock_test;
 
 namespace {
 
-struct SemaphoreFree {
-  void operator()(rlock_semaphore* s) const { rlock_semaphore_free(s); }
-};
-struct LatchFree {
-  void operator()(rlock_latch* l) const { rlock_latch_free(l); }
-};
-using Semaphore = std::unique_ptr<rlock_semaphore, SemaphoreFree>;
-using Latch = std::unique_ptr<rlock_latch, LatchFree>;
+using it::Latch;
+using it::Semaphore;
 
 Semaphore make_semaphore(rlock_client* client, const std::string& name, rlock_semaphore_kind kind) {
   rlock_semaphore_options opts = RLOCK_SEMAPHORE_OPTIONS_INIT;
