@@ -126,7 +126,7 @@ setsid chrt --idle 0 nice -n 19 "$root/scripts/build-release.sh" >"$release_log"
 release_pid=$!
 
 stage faults "fault-injection catalog (tests/faults): workers under injected faults, six checkers"
-RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-120} "$root/scripts/test-faults.sh" -q --durations=15
+RLOCK_SOAK_SECONDS=${RLOCK_SOAK_SECONDS:-60} "$root/scripts/test-faults.sh" -q --durations=15
 
 stage valgrind "valgrind memcheck over the fault worker (connections killed meanwhile): no errors, no definite leaks"
 "$root/scripts/test-valgrind.sh" "$root/build"
@@ -149,7 +149,7 @@ tail -n 25 "$release_log"
 stage bench-smoke "benchmark harness smoke (C contenders, 0.3 s each; bench/run.sh makes the real report)"
 bash "$root/bench/run.sh" --smoke
 
-stage fuzz "fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=30} s each)"
+stage fuzz "fuzz targets (libFuzzer + ASan/UBSan, ${RLOCK_FUZZ_SECONDS:=20} s each)"
 RLOCK_FUZZ_SECONDS=$RLOCK_FUZZ_SECONDS "$root/scripts/test-fuzz.sh"
 
 stage notls "build without TLS (RLOCK_TLS=OFF): rediss:// is refused as unsupported"

@@ -568,6 +568,38 @@ class FaultProxy:
         shutil.rmtree(self.control_path.parent, ignore_errors=True)
 
 
+def descriptor_growth(lines: List[str], pool_size: int = 8) -> Optional[str]:
+    """Why a C loop worker's descriptors look leaked between its warm-up and its end (its
+    'fds warm LIST' and 'fds end LIST' lines), or None. Sockets are bounded, not compared: the
+    client opens command connections as load needs them (up to pool_size) and reopens killed
+    ones on the next call, so their number moves with the load at each moment; a socket leaked
+    per kill passes the bound within a few kills. Every other kind (pipes, eventfds, files) must
+    be as many at the end."""
+    kinds: Dict[str, Dict[str, int]] = {}
+    for line in lines:
+        if line.startswith(("fds warm ", "fds end ")):
+            words = line.split(" ", 2)
+            counts: Dict[str, int] = {}
+            for entry in words[2].split(",") if len(words) > 2 else []:
+                target = entry.split("=", 1)[-1]
+                if target.startswith("/proc/"):
+                    continue  # the directory the worker was listing
+                kind = target.split(":", 1)[0] if ":" in target else "file"
+                counts[kind] = counts.get(kind, 0) + 1
+            kinds[words[1]] = counts
+    if set(kinds) != {"warm", "end"}:
+        return "no 'fds warm' and 'fds end' lines"
+    warm, end = kinds["warm"], kinds["end"]
+    # The command connections and the subscriber's, plus one being reopened.
+    if end.get("socket", 0) > pool_size + 2:
+        return f"{end['socket']} sockets at the end, over {pool_size + 2}: {end}"
+    if {k: v for k, v in end.items() if k != "socket"} != {
+        k: v for k, v in warm.items() if k != "socket"
+    }:
+        return f"descriptors other than sockets changed: warm {warm}, end {end}"
+    return None
+
+
 class Worker:
     """One worker process (the C worker, or py_worker.py on the rlock wheel). stdout lines are
     collected on a thread; `expect` waits for one that starts with a word."""
@@ -721,6 +753,10 @@ class Worker:
         """Ended on its own with a non-zero status (a kill by the test is not a failure)."""
         rc = self.proc.poll()
         return rc is not None and rc != 0 and self.ended_ns is None
+
+    def descriptor_growth(self, pool_size: int = 8) -> Optional[str]:
+        """descriptor_growth() of this C loop worker's lines."""
+        return descriptor_growth(self.lines, pool_size)
 
     def summary(self) -> Dict[str, int]:
         """The 'done ...' line of a loop worker as a dict."""

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import checkers
 import pytest
-from harness import Case, Chaos
+from harness import Case, Chaos, descriptor_growth
 
 
 def _write(path: Path, lines: str) -> checkers.History:
@@ -332,3 +332,17 @@ def test_every_case_history_gets_the_closing_linearizability_check(tmp_path):
     c.permits = 3
     c.check_linearizable()
     c.close()
+
+
+def test_descriptor_growth_bounds_sockets_and_compares_the_rest():
+    # F5 and G1 read a loop worker's descriptors this way. Sockets move with the load (command
+    # connections open as needed and reopen after kills); any other kind that grew is a leak.
+    warm = "fds warm 0=pipe:[1],3=/tmp/h.log,4=anon_inode:[eventfd],5=socket:[7],9=/proc/1/fd"
+    end = "fds end 0=pipe:[1],3=/tmp/h.log,4=anon_inode:[eventfd],{}"
+    sockets = ",".join(f"{10 + i}=socket:[{20 + i}]" for i in range(10))
+    assert descriptor_growth([warm, end.format(sockets)], pool_size=8) is None
+    extra = sockets + ",30=socket:[40]"
+    assert "11 sockets" in (descriptor_growth([warm, end.format(extra)], pool_size=8) or "")
+    pipe = sockets + ",31=pipe:[41]"
+    assert "other than sockets" in (descriptor_growth([warm, end.format(pipe)], pool_size=8) or "")
+    assert descriptor_growth([warm]) == "no 'fds warm' and 'fds end' lines"

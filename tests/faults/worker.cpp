@@ -58,7 +58,8 @@
 // Exit status of loop: 0, or 2 when set-up failed. Its last stdout line is a summary:
 //   "done cycles=N acquired=N errors=N rss_warm_kb=N rss_end_kb=N heap_warm_kb=N heap_end_kb=N
 //   fds_warm=N fds_end=N" and "RC=COUNT" pairs (heap: bytes allocated and not freed). The warm
-//   figures are taken at a fifth of the run, the end ones before the clients are freed.
+//   figures are taken at a fifth of the run, the end ones before the clients are freed. Before
+//   it come "fds warm LIST" and "fds end LIST": each descriptor and what it is.
 #include <dirent.h>
 #include <fcntl.h>
 #include <malloc.h>
@@ -66,6 +67,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cinttypes>
 #include <condition_variable>
@@ -469,6 +471,27 @@ int64_t open_fds() {
   return n - 3;  // ".", ".." and the directory's own fd
 }
 
+// What each open descriptor is ("socket:[123]", "anon_inode:[eventfd]", a path), sorted and
+// joined by commas: printed when descriptors grew, to tell a leak from a reconnect in flight.
+std::string fd_targets() {
+  std::vector<std::string> targets;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char link[256];
+      const std::string path = std::string("/proc/self/fd/") + e->d_name;
+      const ssize_t len = readlink(path.c_str(), link, sizeof link - 1);
+      targets.push_back(std::string(e->d_name) + "=" +
+                        (len > 0 ? std::string(link, static_cast<size_t>(len)) : "?"));
+    }
+    closedir(d);
+  }
+  std::sort(targets.begin(), targets.end());
+  std::string joined;
+  for (const std::string& t : targets) joined += (joined.empty() ? "" : ",") + t;
+  return joined;
+}
+
 struct Held {
   int rc = 0;
   int64_t token = 0;
@@ -615,6 +638,7 @@ int run_loop(World& w) {
   // growth between the two.
   std::atomic<bool> finished{false};
   int64_t rss_warm = 0, fds_warm = 0, heap_warm = 0;
+  std::string fds_warm_targets;
   std::thread monitor([&] {
     const int64_t start = mono_ns();
     const double total_cycles = static_cast<double>(o.cycles) * o.threads;
@@ -628,6 +652,7 @@ int run_loop(World& w) {
         rss_warm = rss_kb();
         heap_warm = heap_kb();
         fds_warm = open_fds();
+        fds_warm_targets = fd_targets();
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -637,6 +662,8 @@ int run_loop(World& w) {
   finished.store(true);
   monitor.join();
   const int64_t rss_end = rss_kb(), fds_end = open_fds(), heap_end = heap_kb();
+  say("fds warm %s", fds_warm_targets.c_str());
+  say("fds end %s", fd_targets().c_str());
   teardown(w);
   std::string summary =
       "done cycles=" + std::to_string(cycles.load()) +
