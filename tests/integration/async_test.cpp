@@ -242,6 +242,10 @@ TEST(Async, ManyWaitersOnOneHeldLockCostNoThreadsAndFewAttempts) {
   ASSERT_EQ(acquire_async(lock, RLOCK_WAIT_FOREVER, 100000, out, 0), RLOCK_OK);
   ASSERT_TRUE(own.admin.wait_numsub(lock_channel(own.name), 1, 5000));
   sleep_ms(300);
+  // What docs/threading.md's budget lets the client add after this: three more engine threads
+  // and the two watchdog threads (the first grant, or a call whose outcome a slow machine left
+  // unknown, starts them). None of it grows with the waiters.
+  constexpr int kMoreThreads = 3 + 2;
   const int threads_before = thread_count();
   for (size_t i = 1; i < kWaiters; ++i) {
     ASSERT_EQ(acquire_async(lock, RLOCK_WAIT_FOREVER, 100000 + static_cast<int64_t>(i), out, i),
@@ -249,7 +253,7 @@ TEST(Async, ManyWaitersOnOneHeldLockCostNoThreadsAndFewAttempts) {
   }
   sleep_ms(1500);  // every first attempt made, every waiter asleep
   const int threads_waiting = thread_count();
-  EXPECT_LE(threads_waiting - threads_before, 4) << "threads grew with the waiters";
+  EXPECT_LE(threads_waiting - threads_before, kMoreThreads) << "threads grew with the waiters";
   const long long before = scripts_run(own.admin);
   sleep_ms(2000);
   const long long attempts = scripts_run(own.admin) - before;
@@ -264,7 +268,7 @@ TEST(Async, ManyWaitersOnOneHeldLockCostNoThreadsAndFewAttempts) {
     EXPECT_EQ(out[i].status.load(), RLOCK_OK) << i << ": " << out[i].message;
     EXPECT_EQ(out[i].calls.load(), 1) << i;
   }
-  EXPECT_LE(thread_count() - threads_before, 4);
+  EXPECT_LE(thread_count() - threads_before, kMoreThreads);
   const int64_t start = mono_ms();
   while (own.admin.exists(own.name) && mono_ms() - start < 5000) sleep_ms(10);
   EXPECT_FALSE(own.admin.exists(own.name));
