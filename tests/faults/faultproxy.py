@@ -10,7 +10,11 @@ sends a SUBSCRIBE, PSUBSCRIBE or SSUBSCRIBE, else as "command", so faults can hi
 The control socket (a unix socket at PATH) takes one JSON object per line and answers one:
   {"op": "set", "kind": "command"|"pubsub"|"all", "dir": "up"|"down"|"both", "mode": MODE}
       MODE: {"name": "pass"} | {"name": "delay", "ms": D, "jitter": J}
-          | {"name": "blackhole"}  (bytes in that direction are dropped; sockets stay open)
+          | {"name": "blackhole"}  (bytes in that direction are dropped; sockets stay open.
+            A command connection that lost bytes passes nothing more that way, even after a
+            "pass": TCP drops nothing from a live stream, and after a gap a later reply would
+            answer an earlier request, or Redis would read half a command. Its client times
+            out and opens another. Pub/sub connections go on after a blackhole.)
       New and existing connections of that kind take the mode. "up" is client to Redis.
   {"op": "reset", "kind": K}       closes those connections with an RST (SO_LINGER 0)
   {"op": "half_close", "kind": K}  shuts down the write side towards those clients
@@ -39,9 +43,11 @@ MAX_QUEUED = 64 * 1024 * 1024  # bytes held back by a delay, per direction
 class Direction:
     """One direction of one connection: applies its mode to each chunk, in order."""
 
-    def __init__(self, writer: asyncio.StreamWriter, mode: dict) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, mode: dict, link: "Link") -> None:
         self.writer = writer
         self.mode = mode
+        self.link = link
+        self.dead = False  # a command stream that lost bytes (see the module's doc)
         self.queue: asyncio.Queue = asyncio.Queue()
         self.queued = 0
         self.last_due = 0.0
@@ -49,7 +55,10 @@ class Direction:
 
     def push(self, data: bytes) -> None:
         name = self.mode["name"]
+        if self.dead:
+            return
         if name == "blackhole":
+            self.dead = self.link.kind == "command"
             return
         due = time.monotonic()
         if name == "delay":
@@ -87,8 +96,8 @@ class Link:
         self.kind = "command"
         self.client_w = client_w
         self.up_w = up_w
-        self.up = Direction(up_w, proxy.mode("command", "up"))
-        self.down = Direction(client_w, proxy.mode("command", "down"))
+        self.up = Direction(up_w, proxy.mode("command", "up"), self)
+        self.down = Direction(client_w, proxy.mode("command", "down"), self)
         self.tasks = [
             asyncio.ensure_future(self._pump(client_r, True)),
             asyncio.ensure_future(self._pump(up_r, False)),

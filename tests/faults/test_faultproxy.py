@@ -81,6 +81,22 @@ def test_dropped_replies_leave_the_command_applied(proxy, make_redis, private_re
     assert direct.get("applied") == b"1"
 
 
+def test_a_command_connection_that_lost_replies_gets_no_later_ones(proxy, make_redis):
+    # Else the next reply would be read as the lost one's (S3 once lost a permit so).
+    with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as s:
+        s.sendall(b"*1\r\n$4\r\nPING\r\n")
+        assert s.recv(100) == b"+PONG\r\n"
+        proxy.control(op="set", kind="command", dir="down", mode={"name": "blackhole"})
+        s.sendall(b"*1\r\n$4\r\nPING\r\n")
+        time.sleep(0.2)
+        proxy.control(op="set", kind="all", mode={"name": "pass"})
+        s.sendall(b"*2\r\n$4\r\nECHO\r\n$5\r\nlater\r\n")
+        s.settimeout(0.5)
+        with pytest.raises(socket.timeout):
+            print("got", s.recv(100))
+    assert make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=2).ping()
+
+
 def test_reset_closes_with_an_rst(proxy):
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as s:
         s.sendall(b"*1\r\n$4\r\nPING\r\n")
