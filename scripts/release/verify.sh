@@ -7,12 +7,13 @@
 release_timer_tls_tests='not (test_the_watchdog_renews_over_tls or test_messages_never_show_the_password or test_a_plaintext_server_on_a_rediss_url or test_sentinel_over_tls)'
 
 # Each x86_64 wheel in a venv of its own Python version: the wheel, lock, exit and TLS tests
-# (the versions between 3.9 and 3.14 without $release_timer_tls_tests); the
+# (the versions between the oldest and the newest without $release_timer_tls_tests); the
 # free-threaded cp314t wheel the whole suite, with the GIL off (PYTHON_GIL=0), after showing that
 # importing rlock leaves it off where nothing forces it (the module declares it needs no GIL).
 # Every wheel's module: ELF machine, glibc floor, exports and needed libraries (check_elf).
 verify_wheels() {
-  local v minor wheel python venv arch so tmp tests gil
+  local v minor wheel python venv arch so tmp tests gil newest
+  for v in "${release_python_versions[@]}"; do [[ $v == *t ]] || newest=$v; done
   for v in "${release_python_versions[@]}"; do
     minor=${v#3.}
     wheel=$(ls "$dist"/"$release_python_dist"-"$version"-cp3"${minor%t}"-cp3"$minor"-manylinux_2_31_x86_64.whl) ||
@@ -23,7 +24,7 @@ verify_wheels() {
     [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
     "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null
     tests=(tests/python/test_wheel.py tests/python/test_locks.py tests/python/test_exit.py tests/python/test_tls.py -x)
-    case $v in 3.9 | 3.14 | 3.14t) ;; *) tests+=(-k "$release_timer_tls_tests") ;; esac
+    case $v in "${release_python_versions[0]}" | "$newest" | *t) ;; *) tests+=(-k "$release_timer_tls_tests") ;; esac
     gil=()
     if [ "$v" = 3.14t ]; then
       "$venv/bin/python" -m pip install -q -r "$repo/tests/python/requirements.txt" >/dev/null ||

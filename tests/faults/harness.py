@@ -582,8 +582,6 @@ def descriptor_growth(lines: List[str], pool_size: int = 8) -> Optional[str]:
             counts: Dict[str, int] = {}
             for entry in words[2].split(",") if len(words) > 2 else []:
                 target = entry.split("=", 1)[-1]
-                if target.startswith("/proc/"):
-                    continue  # the directory the worker was listing
                 kind = target.split(":", 1)[0] if ":" in target else "file"
                 counts[kind] = counts.get(kind, 0) + 1
             kinds[words[1]] = counts

@@ -93,7 +93,7 @@ def test_a_command_connection_that_lost_replies_gets_no_later_ones(proxy, make_r
         s.sendall(b"*2\r\n$4\r\nECHO\r\n$5\r\nlater\r\n")
         s.settimeout(0.5)
         with pytest.raises(socket.timeout):
-            print("got", s.recv(100))
+            s.recv(100)
     assert make_redis(f"redis://127.0.0.1:{proxy.port}", socket_timeout=2).ping()
 
 

@@ -462,34 +462,31 @@ int64_t heap_kb() {
   return static_cast<int64_t>((m.uordblks + m.hblkhd) / 1024);
 }
 
-int64_t open_fds() {
-  int64_t n = 0;
+// Each open descriptor and what it is ("5=socket:[123]", "4=anon_inode:[eventfd]", a path),
+// sorted; the directory being listed is left out. The summary counts them, and the "fds" lines
+// show them, to tell a leak from a connection being reopened.
+std::vector<std::string> open_fds() {
+  std::vector<std::string> fds;
   if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n - 3;  // ".", ".." and the directory's own fd
-}
-
-// What each open descriptor is ("socket:[123]", "anon_inode:[eventfd]", a path), sorted and
-// joined by commas: printed when descriptors grew, to tell a leak from a reconnect in flight.
-std::string fd_targets() {
-  std::vector<std::string> targets;
-  if (DIR* d = opendir("/proc/self/fd")) {
+    const std::string own = std::to_string(dirfd(d));
     while (dirent* e = readdir(d)) {
-      if (e->d_name[0] == '.') continue;
+      if (e->d_name[0] == '.' || e->d_name == own) continue;
       char link[256];
       const std::string path = std::string("/proc/self/fd/") + e->d_name;
       const ssize_t len = readlink(path.c_str(), link, sizeof link - 1);
-      targets.push_back(std::string(e->d_name) + "=" +
-                        (len > 0 ? std::string(link, static_cast<size_t>(len)) : "?"));
+      fds.push_back(std::string(e->d_name) + "=" +
+                    (len > 0 ? std::string(link, static_cast<size_t>(len)) : "?"));
     }
     closedir(d);
   }
-  std::sort(targets.begin(), targets.end());
-  std::string joined;
-  for (const std::string& t : targets) joined += (joined.empty() ? "" : ",") + t;
-  return joined;
+  std::sort(fds.begin(), fds.end());
+  return fds;
+}
+
+std::string joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
 }
 
 struct Held {
@@ -637,8 +634,8 @@ int run_loop(World& w) {
   // Memory and descriptors once warmed up (a fifth of the run) and at the end: a leak shows as
   // growth between the two.
   std::atomic<bool> finished{false};
-  int64_t rss_warm = 0, fds_warm = 0, heap_warm = 0;
-  std::string fds_warm_targets;
+  int64_t rss_warm = 0, heap_warm = 0;
+  std::vector<std::string> fds_warm;
   std::thread monitor([&] {
     const int64_t start = mono_ns();
     const double total_cycles = static_cast<double>(o.cycles) * o.threads;
@@ -652,7 +649,6 @@ int run_loop(World& w) {
         rss_warm = rss_kb();
         heap_warm = heap_kb();
         fds_warm = open_fds();
-        fds_warm_targets = fd_targets();
         return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -661,16 +657,17 @@ int run_loop(World& w) {
   for (std::thread& th : pool) th.join();
   finished.store(true);
   monitor.join();
-  const int64_t rss_end = rss_kb(), fds_end = open_fds(), heap_end = heap_kb();
-  say("fds warm %s", fds_warm_targets.c_str());
-  say("fds end %s", fd_targets().c_str());
+  const int64_t rss_end = rss_kb(), heap_end = heap_kb();
+  const std::vector<std::string> fds_end = open_fds();
+  say("fds warm %s", joined(fds_warm).c_str());
+  say("fds end %s", joined(fds_end).c_str());
   teardown(w);
   std::string summary =
       "done cycles=" + std::to_string(cycles.load()) +
       " acquired=" + std::to_string(acquired.load()) + " errors=" + std::to_string(errors.load()) +
       " rss_warm_kb=" + std::to_string(rss_warm) + " rss_end_kb=" + std::to_string(rss_end) +
       " heap_warm_kb=" + std::to_string(heap_warm) + " heap_end_kb=" + std::to_string(heap_end) +
-      " fds_warm=" + std::to_string(fds_warm) + " fds_end=" + std::to_string(fds_end);
+      " fds_warm=" + std::to_string(fds_warm.size()) + " fds_end=" + std::to_string(fds_end.size());
   for (const auto& kv : rc_counts) {
     summary += " " + std::to_string(kv.first) + "=" + std::to_string(kv.second);
   }
