@@ -414,6 +414,44 @@ TEST(Async, FairWaitersOfOneClientShareOnePollAndKeepQueueOrder) {
   EXPECT_EQ(own.admin.integer({"LLEN", fair_queue_key(name)}), 0);
 }
 
+// The client's oldest fair waiter polls for all; when it finds the lock free but another's turn
+// (here: the queue's order differs from the client's, and the release's message was lost), the
+// next one tries at once rather than at its revisit (75 s here).
+TEST(Async, FairPollerPassesTheTurnWhenTheLockIsFreeButNotItsOwn) {
+  OwnServer own(it::ClientSettings{0, 100, 0});
+  rlock_lock_options fair_opts = RLOCK_LOCK_OPTIONS_INIT;
+  fair_opts.kind = RLOCK_LOCK_FAIR;
+  const std::string name = own.name + ":fair-turn";
+  rlock_lock *holder_raw = nullptr, *waiter_raw = nullptr;
+  ASSERT_EQ(rlock_lock_new(&holder_raw, own.holder_client.get(), name.c_str(), &fair_opts), 0);
+  ASSERT_EQ(rlock_lock_new(&waiter_raw, own.client.get(), name.c_str(), &fair_opts), 0);
+  it::Lock holder(holder_raw), waiter(waiter_raw);
+  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+  Outcomes out(2);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(acquire_async(waiter.get(), RLOCK_WAIT_FOREVER, 700 + i, out, i), RLOCK_OK);
+    const int64_t start = mono_ms();
+    while (own.admin.integer({"LLEN", fair_queue_key(name)}) < static_cast<long long>(i + 1) &&
+           mono_ms() - start < 5000) {
+      sleep_ms(5);
+    }
+  }
+  sleep_ms(300);
+  // The second waiter first in the queue, and the lock gone without a message.
+  const std::string queue = fair_queue_key(name);
+  own.admin.ok({"DEL", queue});
+  own.admin.ok(
+      {"RPUSH", queue, it::owner_of(own.client.get(), 701), it::owner_of(own.client.get(), 700)});
+  own.admin.ok({"DEL", name});
+  ASSERT_TRUE(out.wait_for(1, 3000)) << "the waiter whose turn it was never tried";
+  EXPECT_EQ(out[1].status.load(), RLOCK_OK) << out[1].message;
+  EXPECT_EQ(out[0].calls.load(), 0);
+  ASSERT_EQ(rlock_release_for(waiter.get(), 701), RLOCK_OK);
+  ASSERT_TRUE(out.wait_for(2, 3000));
+  EXPECT_EQ(out[0].status.load(), RLOCK_OK) << out[0].message;
+  EXPECT_EQ(rlock_release_for(waiter.get(), 700), RLOCK_OK);
+}
+
 // ---- Ending waits ---------------------------------------------------------------------------
 
 TEST(Async, CancelTokenAndRlockCancelEndWaitsAndLeaveNoQueueEntry) {

@@ -173,7 +173,7 @@ class Subscriber {
   void stop();
 
   // The master moved: drop the connection now and subscribe everything again on the new one
-  // (waiters are woken to retry, as after any lost connection).
+  // (one waiter per lock retries once subscribed again, as after any lost connection).
   void reconnect();
 
   // For tests and leak checks: channels currently known (subscribed or pending).
