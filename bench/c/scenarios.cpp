@@ -888,11 +888,53 @@ struct WaitFigures {
   int64_t first_attempts = 0;
   double settle_s = 0, window_s = 0, drain_s = 0;
   Traffic held;
+  int64_t reconnect_scripts = 0;    // scripts Redis ran for one subscriber reconnect
+  double reconnect_background = 0;  // of which periodic retries, expected
+  double reconnect_s = 0;           // from the kill until every channel was subscribed again
 };
+
+int64_t subscribers(redisContext* admin, const std::string& channel);
+
+// The reconnect step, while every waiter sleeps on a held lock: kills the client's pub/sub
+// connection, waits until each lock's channel is subscribed again and then until scripts run no
+// faster than while held (the periodic retries) for 100 ms (at most 10 s), and counts the scripts
+// Redis ran from the kill on, and the periodic retries' expected share of them (at f->held's
+// rate; roughly: a reconnect's attempt by a channel's poller puts off its next poll).
+void reconnect_step(redisContext* admin, const std::vector<std::string>& names, WaitFigures* f) {
+  const double background_per_s = f->held.scripts / f->window_s;
+  std::vector<std::string> channels;
+  for (const std::string& n : names) channels.push_back("redisson_lock__channel:{" + n + "}");
+  const std::map<std::string, int64_t> before = command_calls(admin);
+  const int64_t t0 = now_ns();
+  Reply killed = command(admin, {"CLIENT", "KILL", "TYPE", "pubsub"});
+  if (killed->type != REDIS_REPLY_INTEGER || killed->integer < 1) {
+    throw Failure("no pub/sub connection to kill");
+  }
+  const int64_t give_up = t0 + int64_t{30} * 1000000000;
+  for (const std::string& channel : channels) {
+    while (subscribers(admin, channel) < 1) {
+      if (now_ns() > give_up) throw Failure("the waiters did not subscribe again within 30 s");
+      sleep_ns(1000000);
+    }
+  }
+  f->reconnect_s = (now_ns() - t0) / 1e9;
+  const int64_t quiet_until = now_ns() + int64_t{10} * 1000000000;
+  const double idle_per_sample = background_per_s / 100 * 1.5 + 1;  // per 10 ms
+  int64_t seen = traffic(before, command_calls(admin)).scripts;
+  for (int quiet = 0; quiet < 10 && now_ns() < quiet_until;) {
+    sleep_ns(10000000);
+    const int64_t scripts = traffic(before, command_calls(admin)).scripts;
+    quiet = static_cast<double>(scripts - seen) <= idle_per_sample ? quiet + 1 : 0;
+    seen = scripts;
+  }
+  f->reconnect_scripts = seen;
+  f->reconnect_background = background_per_s * (now_ns() - t0) / 1e9;
+}
 
 // Starts the waiters asynchronously (waiter i on lock i % locks, which this thread holds),
 // measures them while the locks stay held, then releases the locks and times the drain.
-WaitFigures wait_on_held(const Options& o, redisContext* admin, std::vector<Lock>& locks, Drain* d,
+WaitFigures wait_on_held(const Options& o, redisContext* admin, std::vector<Lock>& locks,
+                         const std::vector<std::string>& names, Drain* d,
                          std::vector<Waiter>& waiters) {
   WaitFigures f;
   sleep_ns(100000000);  // threads of the acquires above ending
@@ -918,6 +960,7 @@ WaitFigures wait_on_held(const Options& o, redisContext* admin, std::vector<Lock
   std::map<std::string, int64_t> after = command_calls(admin);
   f.window_s = (now_ns() - t0) / 1e9;
   f.held = waiting_traffic(before, after);
+  reconnect_step(admin, names, &f);
   {
     std::lock_guard<std::mutex> g(d->mu);
     if (d->completions != 0) throw Failure("a waiter completed while the lock was held");
@@ -947,12 +990,16 @@ std::vector<Result> many_waiters_results(const Options& o, const WaitFigures& f)
       {"requests", number(f.held.requests)},
       {"scripts_per_s", number(f.held.scripts / f.window_s)},
       {"requests_per_s_by_command", per_handoff(f.held.by_command, f.window_s)},
+      {"reconnect_scripts_per_channel", number(static_cast<double>(f.reconnect_scripts) / o.locks)},
+      {"reconnect_background_scripts", number(f.reconnect_background)},
+      {"reconnect_ms", number(f.reconnect_s * 1e3)},
       {"async", "true"}};
   return {{"threads_added", static_cast<double>(f.threads_waiting - f.threads_before), "threads",
            extra},
           {"kib_per_waiter", (f.rss_waiting - f.rss_before) / n, "KiB", extra},
           {"requests_per_s", f.held.requests / f.window_s, "requests/s", extra},
-          {"drain_ms", f.drain_s * 1e3, "ms", extra}};
+          {"drain_ms", f.drain_s * 1e3, "ms", extra},
+          {"scripts_per_reconnect", static_cast<double>(f.reconnect_scripts), "scripts", extra}};
 }
 
 // o.waiters asynchronous acquires (rlock_acquire_async, no thread of ours per waiter) spread
@@ -971,7 +1018,7 @@ std::vector<Result> many_waiters(const Options& o, redisContext* admin) {
   auto waiters = std::make_unique<std::vector<Waiter>>(static_cast<size_t>(o.waiters));
   WaitFigures f;
   try {
-    f = wait_on_held(o, admin, locks, d.get(), *waiters);
+    f = wait_on_held(o, admin, locks, names, d.get(), *waiters);
   } catch (const Failure&) {
     d.release();
     waiters.release();

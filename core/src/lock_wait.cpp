@@ -37,7 +37,8 @@ class Lock::Wait final : public Waiting::Rule {
   // channel's poller comes back then rather than just before it (which would cost another
   // trip, or a poll cap for a fair waiter).
   static Waiting::Try as_try(const Attempt& at) {
-    return {at.code, at.pttl >= 0 ? at.pttl + 1 : -1, true, at.transient};
+    return {at.code, at.pttl >= 0 ? at.pttl + 1 : -1, true, at.transient,
+            at.code == kTimedOut && at.pttl < 0};
   }
 
   // An asynchronous acquire: when the call was made (its outcome is counted at the end).
@@ -51,6 +52,14 @@ class Lock::Wait final : public Waiting::Rule {
   int64_t poll_cap_ms() const override { return plan_.poll_cap_ms; }
   Subscriber& subscriber() override { return lock_.client_->subscriber_for(lock_.channel_); }
   std::string wake_channel() const override { return lock_.wake_channel(plan_); }
+  // A fair waiter listens on a channel of its own: the client's waiters on the lock share one
+  // periodic retry, the oldest's (in queue order, as they queued), so K of them cost one poll.
+  Subscriber::Place place() const override {
+    Subscriber::Place p;
+    p.shared = lock_.kind_->layout() == HoldLayout::Read;
+    if (wake_channel() != lock_.channel_) p.group = lock_.channel_;
+    return p;
+  }
   bool spins() const override { return lock_.kind_->spins(); }
   std::chrono::milliseconds spin_pause() override { return jittered(spin_backoff_.next()); }
   int64_t revisit_ms() const override { return lock_.kind_->revisit_ms(plan_.fair_allowance_ms); }

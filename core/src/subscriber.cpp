@@ -61,8 +61,18 @@ Subscriber::Wake Subscriber::Waiter::take_or_sleep(bool* polls, Clock::time_poin
     sleeping_ = true;
   }
   if (c.poller == nullptr) c.poller = this;
-  *polls = c.poller == this;
+  *polls = c.poller == this && polls_for_group(this);
   return Wake::None;
+}
+
+void Subscriber::Waiter::pass_turn() {
+  std::lock_guard<std::mutex> lock(owner_->mutex_);
+  if (group_ == nullptr) return;
+  auto it = std::find(group_->begin(), group_->end(), this);
+  // Only onward: a round of passes ends at the group's last waiter.
+  if (it != group_->end() && ++it != group_->end() && !(*it)->signalled_) {
+    owner_->signal_locked(*it);
+  }
 }
 
 bool Subscriber::Waiter::stop_sleeping() {
@@ -105,7 +115,7 @@ uint64_t Subscriber::message_mark(const std::string& name, bool* others_sleeping
 }
 
 std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, uint64_t mark,
-                                                     WakeTarget* target) {
+                                                     WakeTarget* target, const Place& place) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stop_) throw Error(kClosed, "the rlock client was closed");
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -115,6 +125,13 @@ std::unique_ptr<Subscriber::Waiter> Subscriber::join(const std::string& name, ui
   if (added) c.rule = rule_for(name);
   std::unique_ptr<Waiter> w(new Waiter(this, &c, target));
   w->nothing_missed_ = mark != 0 && c.confirmed && c.mark == mark;
+  w->shared_ = place.shared;
+  if (!place.group.empty()) {
+    auto g = groups_.try_emplace(place.group).first;
+    g->second.push_back(w.get());
+    w->group_ = &g->second;
+    w->group_name_ = &g->first;
+  }
   c.members.push_back(w.get());
   if (c.moved) {  // routed here again: try this node once more
     c.moved = false;
@@ -133,6 +150,15 @@ void Subscriber::leave(Waiter* w) {
   c.members.erase(std::remove(c.members.begin(), c.members.end(), w), c.members.end());
   --c.refcount;
   if (w->signalled_ && w->pass_on_unused_) wake_one_locked(c, w->message_at_);
+  if (w->group_ != nullptr) {
+    const bool was_first = w->group_->front() == w;
+    w->group_->erase(std::remove(w->group_->begin(), w->group_->end(), w), w->group_->end());
+    if (w->group_->empty()) {
+      groups_.erase(*w->group_name_);
+    } else if (was_first) {
+      w->group_->front()->target_->wake_up();  // the group's periodic retry is its now
+    }
+  }
   if (c.poller == w) {
     // The periodic retry passes to the waiter in line longest (woken to take it up).
     c.poller = nullptr;
@@ -169,14 +195,20 @@ void Subscriber::mark_dirty_locked(Channel& c) {
   notify_thread();
 }
 
+void Subscriber::signal_locked(Waiter* w, Clock::time_point message_at) {
+  if (w->sleeping_) {
+    auto& s = w->channel_->sleeping;
+    s.erase(std::remove(s.begin(), s.end(), w), s.end());
+    w->sleeping_ = false;
+  }
+  w->signalled_ = true;
+  w->message_at_ = message_at;
+  w->target_->wake_up();
+}
+
 void Subscriber::wake_one_locked(Channel& c, Clock::time_point message_at) {
   if (!c.sleeping.empty()) {
-    Waiter* w = c.sleeping.front();
-    c.sleeping.pop_front();
-    w->sleeping_ = false;
-    w->signalled_ = true;
-    w->message_at_ = message_at;
-    w->target_->wake_up();
+    signal_locked(c.sleeping.front(), message_at);
   } else if (c.permits < c.refcount) {
     ++c.permits;
     c.permit_at = message_at;
@@ -207,8 +239,10 @@ void Subscriber::on_disconnected_locked() {
       it = channels_.erase(it);
       continue;
     }
-    c.wake_all_on_confirm = true;
-    wake_all_locked(c);  // retry now rather than after a sleep: a wake-up may have been lost
+    // Nobody retries now: a release published before the new subscription is confirmed is
+    // lost anyway, so the attempt that covers the gap must come after the confirmation, and
+    // that one attempt covers the drop too. Meanwhile pollers keep their timers.
+    c.retry_on_confirm = true;
     ++it;
   }
 }
@@ -336,11 +370,45 @@ void Subscriber::handle_subscribed_locked(Channel& c) {
   if (c.inflight == 0 && c.sub_sent && !c.confirmed) {
     c.confirmed = true;
     c.mark = next_mark();
-    for (Waiter* w : c.members) w->target_->wake_up();
-    if (c.wake_all_on_confirm) {
-      c.wake_all_on_confirm = false;
-      wake_all_locked(c);
+    // Those waiting for the subscription (sleepers wait for messages, not for this).
+    for (Waiter* w : c.members) {
+      if (!w->sleeping_) w->target_->wake_up();
     }
+    if (c.retry_on_confirm) {
+      c.retry_on_confirm = false;
+      retry_after_reconnect_locked(c);
+    }
+  }
+}
+
+// One attempt per lock decides for its waiters: granted, or held (they wait for its release
+// message, the poller also for the holder's lease), or free but another's turn (a fair queue:
+// the group's next waiter tries, pass_turn). Waiters that several may be admitted together (read
+// locks, semaphores, latches) each try.
+void Subscriber::retry_after_reconnect_locked(Channel& c) {
+  if (c.rule != Rule::Lock) {
+    wake_all_locked(c);
+    return;
+  }
+  Waiter* one = nullptr;
+  bool any_exclusive = false;
+  for (Waiter* w : c.members) {
+    if (w->shared_) {
+      signal_locked(w);
+    } else if (polls_for_group(w)) {
+      any_exclusive = true;
+    }
+  }
+  for (Waiter* w : c.sleeping) {  // the one a "0" would wake
+    if (!w->shared_ && polls_for_group(w)) {
+      one = w;
+      break;
+    }
+  }
+  if (one != nullptr) {
+    signal_locked(one);
+  } else if (any_exclusive && c.permits < c.refcount) {
+    ++c.permits;  // none asleep yet: the first to sleep takes it
   }
 }
 

@@ -81,7 +81,7 @@ void Waiting::join() {
     go_to_sleep(last_);
     return;
   }
-  waiter_ = rule_->subscriber().join(rule_->wake_channel(), mark_, this);
+  waiter_ = rule_->subscriber().join(rule_->wake_channel(), mark_, this, rule_->place());
   if (last_.code == kTimedOut && waiter_->nothing_missed()) {
     if (!go_to_sleep(last_)) attempt_loop();
     return;
@@ -132,6 +132,7 @@ void Waiting::attempt_loop() {
       return end(rule_->granted(woken_by_message_));
     }
     if (!worth_retrying(at.code, at.transient)) return end(at.code);
+    if (at.free && waiter_) waiter_->pass_turn();
     if (waiter_ && waiter_->moved()) {
       last_ = at;
       return listen_again();
@@ -199,7 +200,7 @@ void Waiting::arm_timer(bool polls) {
 // message may have been published while nobody listened).
 void Waiting::listen_again() {
   waiter_.reset();
-  waiter_ = rule_->subscriber().join(rule_->wake_channel(), 0, this);
+  waiter_ = rule_->subscriber().join(rule_->wake_channel(), 0, this, rule_->place());
   await_subscription();
 }
 

@@ -36,6 +36,7 @@ class Waiting final : public Engine::Task, public Cancellable, public Subscriber
     int64_t retry_ms = -1;          // come back after this long (-1: no need)
     bool retry_polls_only = false;  // retry_ms is for the channel's poller only
     bool transient = false;
+    bool free = false;  // not granted though nobody holds it (a fair queue: another's turn)
   };
 
   class Rule {
@@ -55,6 +56,8 @@ class Waiting final : public Engine::Task, public Cancellable, public Subscriber
     // The subscriber and channel whose messages wake this waiter.
     virtual Subscriber& subscriber() = 0;
     virtual std::string wake_channel() const = 0;
+    // How it listens there: shared mode, poll group (Subscriber::Place).
+    virtual Subscriber::Place place() const { return {}; }
     // Retries by its own backoff instead of listening (the spin lock), pausing spin_pause().
     virtual bool spins() const { return false; }
     virtual std::chrono::milliseconds spin_pause() { return std::chrono::milliseconds(0); }

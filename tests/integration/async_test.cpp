@@ -299,6 +299,163 @@ TEST(Async, BlockingWaitersOfOneClientShareThePeriodicRetry) {
   EXPECT_EQ(granted.load(), kWaiters);
 }
 
+// ---- Reconnects and fair polling ------------------------------------------------------------
+
+// Every lock's channel is subscribed (waited on by the client) again.
+bool wait_resubscribed(RedisConn& admin, const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (!admin.wait_numsub(lock_channel(n), 1, 10000)) return false;
+  }
+  return true;
+}
+
+// A lost subscriber connection costs one attempt per lock, not one or two per waiter; and no
+// waiter sleeps on a lock freed while the subscriber was down (the poll cap is a minute here, the
+// leases too: only messages and the reconnect's attempts can wake them).
+TEST(Async, SubscriberReconnectCostsOneAttemptPerLockAndLosesNoWaiter) {
+  PrivateRedis server;
+  RedisConn admin(server.unix_url());
+  it::Client holder_client = it::make_client(server.tcp_url());
+  it::Client client = it::make_client(server.tcp_url(), it::ClientSettings{0, 60000, 0});
+  constexpr size_t kLocks = 10, kPerLock = 20, kWaiters = kLocks * kPerLock;
+  std::vector<std::string> names;
+  std::vector<it::Lock> holders, locks;
+  for (size_t l = 0; l < kLocks; ++l) {
+    names.push_back(unique_name("reconnect-" + std::to_string(l)));
+    holders.push_back(it::make_lock(holder_client.get(), names[l]));
+    locks.push_back(it::make_lock(client.get(), names[l]));
+    ASSERT_EQ(it::acquire(holders[l].get(), 0, 60000), RLOCK_OK) << it::last_error();
+  }
+  Outcomes out(kWaiters);
+  std::atomic<int> bad_releases{0};
+  out.on_landed([&](size_t i) {
+    if (out[i].status.load() != RLOCK_OK) return;
+    const int64_t tid = 1000 + static_cast<int64_t>(i);
+    if (rlock_release_for(locks[i % kLocks].get(), tid) != RLOCK_OK) bad_releases++;
+  });
+  for (size_t i = 0; i < kWaiters; ++i) {
+    ASSERT_EQ(acquire_async(locks[i % kLocks].get(), RLOCK_WAIT_FOREVER,
+                            1000 + static_cast<int64_t>(i), out, i),
+              RLOCK_OK);
+  }
+  ASSERT_TRUE(wait_resubscribed(admin, names));
+  sleep_ms(1000);  // every first attempt made, every waiter asleep
+
+  const long long before = scripts_run(admin);
+  ASSERT_GE(admin.integer({"CLIENT", "KILL", "TYPE", "pubsub"}), 1);
+  ASSERT_TRUE(wait_resubscribed(admin, names));
+  sleep_ms(500);  // the attempts after the confirmation
+  const long long attempts = scripts_run(admin) - before;
+  EXPECT_LE(attempts, static_cast<long long>(kLocks) + 3) << "attempts grew with the waiters";
+  EXPECT_EQ(out.done(), 0u);
+
+  // Half the locks are freed while the subscriber is down: their messages are lost, and the
+  // reconnect's attempts must find them free.
+  ASSERT_GE(admin.integer({"CLIENT", "KILL", "TYPE", "pubsub"}), 1);
+  for (size_t l = 0; l < kLocks / 2; ++l) ASSERT_EQ(rlock_release(holders[l].get()), RLOCK_OK);
+  ASSERT_TRUE(out.wait_for(kWaiters / 2, 20000))
+      << out.done() << " of " << kWaiters / 2 << " served after a release during the outage";
+  for (size_t l = kLocks / 2; l < kLocks; ++l) ASSERT_EQ(rlock_release(holders[l].get()), RLOCK_OK);
+  ASSERT_TRUE(out.wait_for(kWaiters, 20000)) << out.done() << " of " << kWaiters << " served";
+  for (size_t i = 0; i < kWaiters; ++i) {
+    EXPECT_EQ(out[i].status.load(), RLOCK_OK) << i << ": " << out[i].message;
+  }
+  EXPECT_EQ(bad_releases.load(), 0);
+}
+
+// A client's fair waiters on one lock share one periodic retry (not one each), and are served
+// in the order they queued.
+TEST(Async, FairWaitersOfOneClientShareOnePollAndKeepQueueOrder) {
+  OwnServer own(it::ClientSettings{0, 100, 0});  // poll cap 100 ms
+  rlock_lock_options fair_opts = RLOCK_LOCK_OPTIONS_INIT;
+  fair_opts.kind = RLOCK_LOCK_FAIR;
+  const std::string name = own.name + ":fair";
+  rlock_lock *holder_raw = nullptr, *waiter_raw = nullptr;
+  ASSERT_EQ(rlock_lock_new(&holder_raw, own.holder_client.get(), name.c_str(), &fair_opts), 0);
+  ASSERT_EQ(rlock_lock_new(&waiter_raw, own.client.get(), name.c_str(), &fair_opts), 0);
+  it::Lock holder(holder_raw), waiter(waiter_raw);
+  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+
+  constexpr size_t kWaiters = 8;
+  Outcomes out(kWaiters);
+  std::mutex order_mutex;
+  std::vector<size_t> order;
+  std::atomic<int> bad_releases{0};
+  out.on_landed([&](size_t i) {
+    if (out[i].status.load() != RLOCK_OK) return;
+    {
+      std::lock_guard<std::mutex> g(order_mutex);
+      order.push_back(i);
+    }
+    if (rlock_release_for(waiter.get(), 500 + static_cast<int64_t>(i)) != RLOCK_OK) {
+      bad_releases++;
+    }
+  });
+  for (size_t i = 0; i < kWaiters; ++i) {  // one at a time: the queue's order is known
+    ASSERT_EQ(acquire_async(waiter.get(), RLOCK_WAIT_FOREVER, 500 + i, out, i), RLOCK_OK);
+    const int64_t start = mono_ms();
+    while (own.admin.integer({"LLEN", fair_queue_key(name)}) < static_cast<long long>(i + 1) &&
+           mono_ms() - start < 5000) {
+      sleep_ms(5);
+    }
+  }
+  ASSERT_EQ(own.admin.integer({"LLEN", fair_queue_key(name)}), static_cast<long long>(kWaiters));
+  sleep_ms(500);
+  const long long before = scripts_run(own.admin);
+  sleep_ms(2000);
+  const long long attempts = scripts_run(own.admin) - before;
+  // One poll every 100 ms: about 20 in 2 s, not 20 per waiter.
+  EXPECT_LE(attempts, 30) << "fair polls grew with the waiters";
+  EXPECT_GE(attempts, 5) << "nobody polled";
+  EXPECT_EQ(out.done(), 0u);
+
+  ASSERT_EQ(rlock_release(holder.get()), RLOCK_OK);
+  ASSERT_TRUE(out.wait_for(kWaiters, 20000)) << out.done() << " of " << kWaiters << " served";
+  std::vector<size_t> expected(kWaiters);
+  for (size_t i = 0; i < kWaiters; ++i) expected[i] = i;
+  EXPECT_EQ(order, expected) << "not served in queue order";
+  EXPECT_EQ(bad_releases.load(), 0);
+  EXPECT_EQ(own.admin.integer({"LLEN", fair_queue_key(name)}), 0);
+}
+
+// The client's oldest fair waiter polls for all; when it finds the lock free but another's turn
+// (here: the queue's order differs from the client's, and the release's message was lost), the
+// next one tries at once rather than at its revisit (75 s here).
+TEST(Async, FairPollerPassesTheTurnWhenTheLockIsFreeButNotItsOwn) {
+  OwnServer own(it::ClientSettings{0, 100, 0});
+  rlock_lock_options fair_opts = RLOCK_LOCK_OPTIONS_INIT;
+  fair_opts.kind = RLOCK_LOCK_FAIR;
+  const std::string name = own.name + ":fair-turn";
+  rlock_lock *holder_raw = nullptr, *waiter_raw = nullptr;
+  ASSERT_EQ(rlock_lock_new(&holder_raw, own.holder_client.get(), name.c_str(), &fair_opts), 0);
+  ASSERT_EQ(rlock_lock_new(&waiter_raw, own.client.get(), name.c_str(), &fair_opts), 0);
+  it::Lock holder(holder_raw), waiter(waiter_raw);
+  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+  Outcomes out(2);
+  for (size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(acquire_async(waiter.get(), RLOCK_WAIT_FOREVER, 700 + i, out, i), RLOCK_OK);
+    const int64_t start = mono_ms();
+    while (own.admin.integer({"LLEN", fair_queue_key(name)}) < static_cast<long long>(i + 1) &&
+           mono_ms() - start < 5000) {
+      sleep_ms(5);
+    }
+  }
+  sleep_ms(300);
+  // The second waiter first in the queue, and the lock gone without a message.
+  const std::string queue = fair_queue_key(name);
+  own.admin.ok({"DEL", queue});
+  own.admin.ok(
+      {"RPUSH", queue, it::owner_of(own.client.get(), 701), it::owner_of(own.client.get(), 700)});
+  own.admin.ok({"DEL", name});
+  ASSERT_TRUE(out.wait_for(1, 3000)) << "the waiter whose turn it was never tried";
+  EXPECT_EQ(out[1].status.load(), RLOCK_OK) << out[1].message;
+  EXPECT_EQ(out[0].calls.load(), 0);
+  ASSERT_EQ(rlock_release_for(waiter.get(), 701), RLOCK_OK);
+  ASSERT_TRUE(out.wait_for(2, 3000));
+  EXPECT_EQ(out[0].status.load(), RLOCK_OK) << out[0].message;
+  EXPECT_EQ(rlock_release_for(waiter.get(), 700), RLOCK_OK);
+}
+
 // ---- Ending waits ---------------------------------------------------------------------------
 
 TEST(Async, CancelTokenAndRlockCancelEndWaitsAndLeaveNoQueueEntry) {

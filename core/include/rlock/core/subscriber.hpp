@@ -3,11 +3,11 @@
 // Channels are reference-counted: SUBSCRIBE on the first local waiter, UNSUBSCRIBE once the
 // last has been gone for a moment (a lock waited on once is often waited on again soon, and a
 // subscription kept meanwhile saves two commands and an attempt per wait). Within the process, a
-// "0" message wakes one waiter of the channel and a "1" wakes all. When the connection drops, every
-// waiter is woken to retry at once; after reconnecting every channel is subscribed again and, once
-// confirmed, its waiters are woken again. A PING on an idle connection detects a dead peer. Waiters
-// never rely on messages alone: they also sleep with a bound (see Lock), so a lost message costs at
-// most one bounded sleep.
+// "0" message wakes one waiter of the channel and a "1" wakes all. After a lost connection every
+// channel is subscribed again and, once confirmed, one waiter per lock retries (every shared-mode
+// waiter: read locks, semaphores, latches), covering what was published meanwhile. A PING on an
+// idle connection detects a dead peer. Waiters never rely on messages alone: they also sleep with
+// a bound (see Lock), so a lost message costs at most one bounded sleep.
 #pragma once
 
 #include <atomic>
@@ -64,7 +64,8 @@ class Subscriber {
     // Takes a wake-up meant for this waiter (Signalled), or else puts it in line for one
     // (None). *polls tells whether this waiter keeps the channel's periodic retry: one waiter
     // per channel does (the first to sleep, until it leaves), so the client's waiters on one
-    // lock cost Redis one attempt per poll period however many they are.
+    // lock cost Redis one attempt per poll period however many they are (in a poll group,
+    // only if it is also the group's first).
     // *message_at (optional) gets, with Signalled, when the unlock message behind the
     // wake-up arrived (min() when it was not a message: a reconnect, a move).
     Wake take_or_sleep(bool* polls, Clock::time_point* message_at = nullptr);
@@ -79,6 +80,9 @@ class Subscriber {
     // Sharded pub/sub: the server dropped or refused the subscription because the channel's
     // slot is served elsewhere now; the waiter should join again (on the new owner).
     bool moved() const;
+    // A waiter of a poll group found the lock free but not its turn (a fair queue's head is
+    // another waiter): wakes the group's next waiter to try, as the lock may be its.
+    void pass_turn();
 
    private:
     friend class Subscriber;
@@ -94,6 +98,19 @@ class Subscriber {
     bool sleeping_ = false;
     bool pass_on_unused_ = true;
     bool nothing_missed_ = false;
+    bool shared_ = false;
+    std::deque<Waiter*>* group_ = nullptr;  // its poll group (join order), or none
+    const std::string* group_name_ = nullptr;
+  };
+
+  // How a waiter takes part in its channel (join).
+  struct Place {
+    // Shared mode (a read lock): after a reconnect it retries with the channel's one waiter, as
+    // several such waiters may be admitted at once.
+    bool shared = false;
+    // Waiters on channels of their own (fair: one per owner) that share one periodic retry: the
+    // group's first (oldest) waiter polls and retries after a reconnect, the others rely on it.
+    std::string group;
   };
 
   // What a message on a channel means, told by the channel's name (names.hpp).
@@ -112,10 +129,10 @@ class Subscriber {
     bool sub_sent = false;  // the last command sent for it was SUBSCRIBE
     int inflight = 0;       // (UN)SUBSCRIBE commands whose confirmation is not yet read
     bool confirmed = false;
-    bool wake_all_on_confirm = false;
-    bool dirty = false;  // queued for the thread to (un)subscribe
-    bool moved = false;  // sharded: its slot went to another node
-    int permits = 0;     // wake-ups that arrived while nobody slept
+    bool retry_on_confirm = false;  // subscribed again after a lost connection
+    bool dirty = false;             // queued for the thread to (un)subscribe
+    bool moved = false;             // sharded: its slot went to another node
+    int permits = 0;                // wake-ups that arrived while nobody slept
     Clock::time_point permit_at = Clock::time_point::min();  // the latest one's message
     uint64_t mark = 0;             // renewed by every message and every confirmation
     Clock::time_point idle_since;  // when refcount last fell to 0
@@ -134,7 +151,11 @@ class Subscriber {
   // Registers a waiter on a channel (subscribing if it is the first), whose events wake
   // `target`. Throws Error(kClosed) after stop(). `mark` is a message_mark() taken earlier,
   // or 0.
-  std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark, WakeTarget* target);
+  std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark, WakeTarget* target,
+                               const Place& place);
+  std::unique_ptr<Waiter> join(const std::string& channel, uint64_t mark, WakeTarget* target) {
+    return join(channel, mark, target, Place{});
+  }
 
   // A mark of the channel's state while it is subscribed (confirmed), else 0.
   // Taken before a lock attempt, it lets a waiter that joins after a failed attempt skip the
@@ -152,7 +173,7 @@ class Subscriber {
   void stop();
 
   // The master moved: drop the connection now and subscribe everything again on the new one
-  // (waiters are woken to retry, as after any lost connection).
+  // (one waiter per lock retries once subscribed again, as after any lost connection).
   void reconnect();
 
   // For tests and leak checks: channels currently known (subscribed or pending).
@@ -166,6 +187,11 @@ class Subscriber {
   void wake_one_locked(Channel& c, Clock::time_point message_at = Clock::time_point::min());
   void wake_all_locked(Channel& c, Clock::time_point message_at = Clock::time_point::min());
   void on_disconnected_locked();
+  // Subscribed again after a lost connection: wakes the waiters whose attempt covers the gap.
+  void retry_after_reconnect_locked(Channel& c);
+  // Signals `w` to attempt (min(): not for a message).
+  void signal_locked(Waiter* w, Clock::time_point message_at = Clock::time_point::min());
+  static bool polls_for_group(const Waiter* w) { return !w->group_ || w->group_->front() == w; }
 
   // Replies read on the pub/sub connection. `pong`: set when one answers our PING.
   void handle_reply_locked(const Reply& reply, bool* pong);
@@ -214,6 +240,7 @@ class Subscriber {
   KeyEventHook key_event_hook_;  // guarded by mutex_
   bool reconnect_ = false;       // reconnect() asked for a new connection
   std::unordered_map<std::string, Channel> channels_;
+  std::unordered_map<std::string, std::deque<Waiter*>> groups_;  // Place::group: its waiters
   std::vector<std::string> dirty_;
   std::deque<std::pair<std::string, Clock::time_point>>
       idle_;  // (channel, idle_since), oldest first
