@@ -472,14 +472,15 @@ void TlsStream::handshake(const std::string& where, int64_t timeout_ms,
       const int reason = reason_code();
       if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         ERR_clear_error();
-        throw Error(kConn, failed + "the server closed the connection");
+        throw ConnectionCut(kConn, failed + "the server closed the connection");
       }
       throw Error(kTls, failed + handshake_failure(ssl, name_, reason));
     }
     const int saved = errno;
     ERR_clear_error();
-    throw Error(kConn, failed + (saved != 0 ? std::strerror(saved)
-                                            : std::string("the server closed the connection")));
+    throw ConnectionCut(kConn,
+                        failed + (saved != 0 ? std::strerror(saved)
+                                             : std::string("the server closed the connection")));
   }
 }
 

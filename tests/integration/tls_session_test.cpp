@@ -1,16 +1,26 @@
 // TLS session resumption, connection by connection, against redis-servers with a TLS port only:
 // a new connection resumes a session of an earlier one to the same endpoint, never offers it to
 // another endpoint (address, port or name) or another client's context, and a server that takes
-// the endpoint's place is verified in full.
+// the endpoint's place is verified in full. Also: a handshake the server cuts is tried again.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <stdexcept>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "rlock/core/connection.hpp"
 #include "rlock/core/error.hpp"
 #include "rlock/core/stats.hpp"
 #include "rlock/core/tls.hpp"
+#include "rlock/core/transport.hpp"
 #include "test_redis.hpp"
 
 namespace core = rlock::core;
@@ -119,6 +129,101 @@ TEST(TlsSession, ServerTakingTheEndpointIsVerifiedInFull) {
   }
   EXPECT_EQ(stats->tls_handshakes.load(), 2u);
   EXPECT_EQ(stats->tls_resumed.load(), 1u);
+}
+
+// A loopback listener that closes the first `cut` connections as soon as their first bytes (a
+// ClientHello) arrive, as a CLIENT KILL during the handshake would, and forwards later ones to
+// the server at `target`.
+class CuttingProxy {
+ public:
+  CuttingProxy(int target, int cut) : target_(target), cut_(cut) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listener_, 16) != 0 ||
+        ::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("cannot listen on loopback");
+    }
+    port_ = ntohs(addr.sin_port);
+    accepting_ = std::thread([this] { accept_loop(); });
+  }
+  ~CuttingProxy() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    accepting_.join();
+    for (std::thread& t : forwarding_) t.join();
+    ::close(listener_);
+  }
+  int port() const { return port_; }
+  int cut() const { return done_cut_; }
+
+ private:
+  void accept_loop() {
+    for (;;) {
+      const int client = ::accept(listener_, nullptr, nullptr);
+      if (client < 0 || stop_) {
+        if (client >= 0) ::close(client);
+        return;
+      }
+      if (done_cut_ < cut_) {
+        char buf[512];
+        pollfd p{client, POLLIN, 0};
+        if (::poll(&p, 1, 5000) > 0) (void)::recv(client, buf, sizeof buf, 0);
+        ::close(client);
+        ++done_cut_;
+        continue;
+      }
+      forwarding_.emplace_back([this, client] { forward(client); });
+    }
+  }
+  void forward(int client) {
+    const int server = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(target_));
+    if (::connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      pollfd p[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+      char buf[16384];
+      while (!stop_ && ::poll(p, 2, 100) >= 0) {
+        bool open = true;
+        for (int i = 0; i < 2 && open; ++i) {
+          if (p[i].revents == 0) continue;
+          const ssize_t n = ::recv(p[i].fd, buf, sizeof buf, 0);
+          open = n > 0 && ::send(p[1 - i].fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL) == n;
+        }
+        if (!open) break;
+      }
+    }
+    ::close(server);
+    ::close(client);
+  }
+
+  int target_;
+  int cut_;
+  int listener_ = -1;
+  int port_ = 0;
+  std::atomic<int> done_cut_{0};
+  std::atomic<bool> stop_{false};
+  std::thread accepting_;
+  std::vector<std::thread> forwarding_;
+};
+
+// Two handshakes in a row cut by the server (killed connections, a restart): the command still
+// goes through on a third connection, since nothing had been sent on the two.
+TEST(TlsSession, HandshakeCutByTheServerIsTriedAgain) {
+  PrivateRedis server(TlsServer{});
+  CuttingProxy proxy(server.port(), 2);
+  core::ClientConfig config;
+  config.endpoint = endpoint("127.0.0.1", proxy.port(), context());
+  config.pool_size = 1;
+  core::PipelinedTransport transport(config);
+  core::Transport& commands = transport;
+  EXPECT_EQ(commands.run({"PING"}).str, "PONG");
+  EXPECT_EQ(proxy.cut(), 2);
 }
 
 }  // namespace
