@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
