@@ -79,6 +79,11 @@ type Stats struct {
 	LeadershipsRevokedByReason map[RevokeReason]uint64
 	Leaders                    int64 // gauge: its elections that lead now
 
+	// TLS connections of every kind (commands, subscriber, sentinels, cluster nodes); 0 in
+	// plaintext.
+	TLSHandshakes      uint64 // handshakes completed, full or resumed
+	TLSSessionsResumed uint64 // of those, resuming an earlier connection's session
+
 	AcquireWait Histogram // granted acquires: from the call to the grant
 	Hold        Histogram // from a hold's first acquire to its last release
 	Handoff     Histogram // acquires woken by an unlock message: from its arrival to the grant
@@ -153,6 +158,8 @@ func (c *Client) Stats() (Stats, error) {
 		ElectionsWon:         uint64(raw.elections_won),
 		LeadershipsRevoked:   uint64(raw.leaderships_revoked),
 		Leaders:              int64(raw.leaders),
+		TLSHandshakes:        uint64(raw.tls_handshakes),
+		TLSSessionsResumed:   uint64(raw.tls_sessions_resumed),
 
 		LeadershipsRevokedByReason: map[RevokeReason]uint64{},
 	}

@@ -178,6 +178,36 @@ func TestTLSAcquireRelease(t *testing.T) {
 	})
 }
 
+// A connection the server killed comes back resuming the TLS session of the first one.
+func TestTLSReconnectResumesTheSession(t *testing.T) {
+	s, err := redistest.StartTLS(redistest.TLS{Dir: certDir(t)})
+	if err != nil {
+		t.Fatalf("starting a TLS redis-server: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	c := newTLSClient(t, caURL(t, s))
+	lockUnlock(t, c, s)
+	first, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.TLSHandshakes < 1 || first.TLSSessionsResumed != 0 {
+		t.Fatalf("before the kill: %d handshakes, %d resumed", first.TLSHandshakes, first.TLSSessionsResumed)
+	}
+	if _, err := s.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"); err != nil {
+		t.Fatalf("CLIENT KILL: %v", err)
+	}
+	lockUnlock(t, c, s)
+	after, err := c.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.TLSHandshakes != first.TLSHandshakes+1 || after.TLSSessionsResumed != 1 {
+		t.Fatalf("after the kill: %d handshakes (before %d), %d resumed, want one more, resumed",
+			after.TLSHandshakes, first.TLSHandshakes, after.TLSSessionsResumed)
+	}
+}
+
 // Waiters on another client, woken by the holder's release through pub/sub on TLS
 // connections: their poll cap is far beyond the test's bound, so only the wake-up can end
 // their wait in time.

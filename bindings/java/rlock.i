@@ -986,12 +986,13 @@ static int rlockj_latch_await_async(JNIEnv *jenv, rlock_latch *latch, int64_t wa
  * enabled, the counters, failures by code (RLOCK_STATS_CODES), the rest of the counters, the
  * gauges, then each histogram as count, sum_us and its RLOCK_HISTOGRAM_BUCKETS buckets, then
  * the elections' figures (version 2): won, revoked, revoked by reason
- * (RLOCK_STATS_REVOKE_REASONS) and the leaders gauge. One array keeps it to a single JNI call
+ * (RLOCK_STATS_REVOKE_REASONS) and the leaders gauge, then (version 3) the TLS handshakes and
+ * sessions resumed. One array keeps it to a single JNI call
  * with no field lookups. NULL with the exception pending. */
 #define RLOCKJ_STATS_HEAD 22
 #define RLOCKJ_STATS_LEN                                                                  \
   (RLOCKJ_STATS_HEAD + RLOCK_STATS_CODES + 4 * (2 + RLOCK_HISTOGRAM_BUCKETS) + 3 + \
-   RLOCK_STATS_REVOKE_REASONS)
+   RLOCK_STATS_REVOKE_REASONS + 2)
 
 static jlong *rlockj_put_histogram(jlong *at, const rlock_histogram *h) {
   int i;
@@ -1047,6 +1048,8 @@ static jlongArray rlockj_client_stats(JNIEnv *jenv, rlock_client *client) {
     *at++ = (jlong)s.leaderships_revoked_by_reason[i];
   }
   *at++ = (jlong)s.leaders;
+  *at++ = (jlong)s.tls_handshakes;
+  *at++ = (jlong)s.tls_sessions_resumed;
   out = (*jenv)->NewLongArray(jenv, RLOCKJ_STATS_LEN);
   if (out == NULL) return NULL; /* OutOfMemoryError pending */
   (*jenv)->SetLongArrayRegion(jenv, out, 0, RLOCKJ_STATS_LEN, values);

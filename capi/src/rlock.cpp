@@ -399,8 +399,11 @@ int rlock_client_stats(rlock_stats* out, rlock_client* client) {
     Pinned<ClientObj> c(client);
     if (!c) return c.bad("client");
     const unsigned int version = out->version;
-    // A version 1 caller's struct ends where version 2's fields begin.
-    std::memset(out, 0, version >= 2 ? sizeof *out : offsetof(rlock_stats, elections_won));
+    // An older caller's struct ends where the next version's fields begin.
+    std::memset(out, 0,
+                version >= 3   ? sizeof *out
+                : version == 2 ? offsetof(rlock_stats, tls_handshakes)
+                               : offsetof(rlock_stats, elections_won));
     out->version = version;
     const core::Stats* st = c->core->stats();
     if (st == nullptr) return RLOCK_OK;
@@ -440,6 +443,9 @@ int rlock_client_stats(rlock_stats* out, rlock_client* client) {
       out->leaderships_revoked += out->leaderships_revoked_by_reason[i];
     }
     out->leaders = st->leaders.load(std::memory_order_relaxed);
+    if (version < 3) return RLOCK_OK;
+    out->tls_handshakes = get(st->tls_handshakes);
+    out->tls_sessions_resumed = get(st->tls_resumed);
     return RLOCK_OK;
   });
 }

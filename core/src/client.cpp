@@ -162,7 +162,8 @@ void attach_tls(ClientConfig* c) {
   const bool data = c->tls.enabled;
   const bool sentinels = sentinels_use_tls(*c);
   if (!data && !sentinels) return;
-  auto context = TlsContext::create(c->tls);  // loads the files once, for every connection
+  // Loads the files once, for every connection; counts handshakes in the client's stats.
+  auto context = TlsContext::create(c->tls, c->telemetry.stats);
   if (data) c->endpoint.tls = context;
   for (Endpoint& seed : c->seeds) {
     if (c->topology == Topology::Sentinel ? sentinels : data) seed.tls = context;
@@ -171,8 +172,8 @@ void attach_tls(ClientConfig* c) {
 
 std::shared_ptr<Client> Client::create(ClientConfig config) {
   validate_config(&config);
-  attach_tls(&config);
   attach_telemetry(&config);
+  attach_tls(&config);
   if (config.topology == Topology::Cluster) return create_cluster(std::move(config));
   std::unique_ptr<MasterSource> master;
   SentinelWatch* watch = nullptr;

@@ -15,10 +15,98 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
 
 #include "rlock/core/error.hpp"
+#include "rlock/core/stats.hpp"
 
 namespace rlock::core {
+
+// Sessions of earlier connections, to resume instead of a full handshake. One is offered only to
+// the endpoint it came from (host:port and the name verified and sent as SNI); the context that
+// holds them fixes the trust store, client certificate and verification mode.
+class TlsSessions {
+ public:
+  TlsSessions() = default;
+  TlsSessions(const TlsSessions&) = delete;
+  TlsSessions& operator=(const TlsSessions&) = delete;
+  ~TlsSessions() {
+    for (auto& entry : by_key_) {
+      for (SSL_SESSION* s : entry.second) SSL_SESSION_free(s);
+    }
+  }
+
+  // Keeps `session` (its reference is now ours) for `key`.
+  void keep(const std::string& key, SSL_SESSION* session) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = by_key_.find(key);
+    if (found == by_key_.end() && by_key_.size() >= kEndpoints) {
+      // Addresses come and go in a cluster or behind sentinels: stay bounded.
+      for (SSL_SESSION* s : by_key_.begin()->second) SSL_SESSION_free(s);
+      by_key_.erase(by_key_.begin());
+    }
+    std::deque<SSL_SESSION*>& list = by_key_[key];
+    if (std::find(list.begin(), list.end(), session) != list.end()) {
+      SSL_SESSION_free(session);  // a TLS 1.2 session announced again on its resumption
+      return;
+    }
+    list.push_back(session);
+    if (list.size() > kPerEndpoint) {
+      SSL_SESSION_free(list.front());
+      list.pop_front();
+    }
+  }
+
+  // The newest session for `key` with a reference for the caller, or null. A TLS 1.3 ticket
+  // is taken out: RFC 8446 asks clients to use each one once (the server sends new ones).
+  SSL_SESSION* take(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = by_key_.find(key);
+    if (found == by_key_.end()) return nullptr;
+    std::deque<SSL_SESSION*>& list = found->second;
+    while (!list.empty() && SSL_SESSION_is_resumable(list.back()) != 1) {
+      SSL_SESSION_free(list.back());
+      list.pop_back();
+    }
+    if (list.empty()) return nullptr;
+    SSL_SESSION* s = list.back();
+    if (SSL_SESSION_get_protocol_version(s) == TLS1_3_VERSION) {
+      list.pop_back();
+    } else {
+      SSL_SESSION_up_ref(s);
+    }
+    return s;
+  }
+
+  // The server would not resume `session`: not offered again.
+  void forget(const std::string& key, SSL_SESSION* session) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = by_key_.find(key);
+    if (found == by_key_.end()) return;
+    std::deque<SSL_SESSION*>& list = found->second;
+    auto at = std::find(list.begin(), list.end(), session);
+    if (at == list.end()) return;
+    SSL_SESSION_free(*at);
+    list.erase(at);
+  }
+
+ private:
+  // A pool's connections reconnecting together each want a ticket of their own.
+  static constexpr size_t kPerEndpoint = 4;
+  static constexpr size_t kEndpoints = 64;
+  std::mutex mutex_;
+  std::map<std::string, std::deque<SSL_SESSION*>> by_key_;
+};
+
+// Where the sessions a connection's server sends go (the SSL's app data).
+struct TlsSessionSlot {
+  std::shared_ptr<TlsSessions> sessions;
+  std::string key;
+  bool verify = true;
+  SSL_SESSION* offered = nullptr;  // our reference to the session offered, until the handshake
+};
+
 namespace {
 
 SSL* as_ssl(void* p) { return static_cast<SSL*>(p); }
@@ -225,17 +313,33 @@ const BIO_METHOD* socket_method() {
   return method;
 }
 
+// OpenSSL's new-session callback: TLS 1.2 at the end of the handshake, TLS 1.3 whenever a
+// ticket arrives (after the handshake, in a read). Returns 1 when the session is kept.
+int on_new_session(SSL* ssl, SSL_SESSION* session) {
+  auto* slot = static_cast<TlsSessionSlot*>(SSL_get_app_data(ssl));
+  if (slot == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
+  // A resumed session skips certificate checks: only one of a server that passed them.
+  if (slot->verify && SSL_get_verify_result(ssl) != X509_V_OK) return 0;
+  slot->sessions->keep(slot->key, session);
+  return 1;
+}
+
 }  // namespace
 
 bool tls_available() { return true; }
 
-std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
+std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config,
+                                                     std::shared_ptr<Stats> stats) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == nullptr) throw Error(kNoMemory, "cannot create a TLS context: " + openssl_reason());
   try {
     SSL_CTX_set_min_proto_version(
         ctx, config.min_version == TlsVersion::V1_3 ? TLS1_3_VERSION : TLS1_2_VERSION);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    // Client-side sessions go to our own cache (TlsSessions), keyed by endpoint; OpenSSL's
+    // internal store is a server's.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx, on_new_session);
     if (config.verify == TlsVerify::None) {
       SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr);
       static std::once_flag logged;
@@ -253,8 +357,14 @@ std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig& config) {
     SSL_CTX_free(ctx);
     throw;
   }
-  return std::shared_ptr<const TlsContext>(new TlsContext(config, ctx));
+  return std::shared_ptr<const TlsContext>(new TlsContext(config, ctx, std::move(stats)));
 }
+
+TlsContext::TlsContext(const TlsConfig& config, void* ctx, std::shared_ptr<Stats> stats)
+    : config_(config),
+      ctx_(ctx),
+      sessions_(std::make_shared<TlsSessions>()),
+      stats_(std::move(stats)) {}
 
 TlsContext::~TlsContext() { SSL_CTX_free(static_cast<SSL_CTX*>(ctx_)); }
 
@@ -286,15 +396,51 @@ TlsStream::TlsStream(const TlsContext& context, int fd, const std::string& host,
   }
   BIO_set_data(bio, &fd_);     // lives as long as the session
   SSL_set_bio(ssl, bio, bio);  // the session owns it now
+  // One recv takes all the socket has, rather than a record's header and then its body.
+  SSL_set_read_ahead(ssl, 1);
   try {
+    offer_session(context, where);
     handshake(where, timeout_ms, deadline);
   } catch (...) {
     SSL_free(ssl);
+    if (slot_ && slot_->offered != nullptr) SSL_SESSION_free(slot_->offered);
     throw;
   }
+  settle_session(context);
 }
 
-TlsStream::~TlsStream() { SSL_free(as_ssl(ssl_)); }
+TlsStream::~TlsStream() {
+  // A connection that ends without a TLS close (killed, cut, replaced) leaves its session
+  // resumable, as RFC 5246 and 8446 allow; SSL_free would mark it spent otherwise. A fatal
+  // alert has already made OpenSSL drop it.
+  SSL_set_shutdown(as_ssl(ssl_), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  SSL_free(as_ssl(ssl_));
+}
+
+void TlsStream::offer_session(const TlsContext& context, const std::string& where) {
+  SSL* ssl = as_ssl(ssl_);
+  slot_ = std::make_unique<TlsSessionSlot>();
+  slot_->sessions = context.sessions();
+  slot_->key = where + " " + name_;
+  slot_->verify = context.config().verify != TlsVerify::None;
+  SSL_set_app_data(ssl, slot_.get());
+  slot_->offered = slot_->sessions->take(slot_->key);
+  if (slot_->offered != nullptr && SSL_set_session(ssl, slot_->offered) == 1) offered_ = true;
+}
+
+void TlsStream::settle_session(const TlsContext& context) {
+  SSL* ssl = as_ssl(ssl_);
+  resumed_ = SSL_session_reused(ssl) == 1;
+  if (slot_->offered != nullptr) {
+    if (!resumed_) slot_->sessions->forget(slot_->key, slot_->offered);
+    SSL_SESSION_free(slot_->offered);
+    slot_->offered = nullptr;
+  }
+  if (Stats* stats = context.stats()) {
+    Stats::add(stats->tls_handshakes);
+    if (resumed_) Stats::add(stats->tls_resumed);
+  }
+}
 
 void TlsStream::handshake(const std::string& where, int64_t timeout_ms,
                           std::chrono::steady_clock::time_point deadline) {
@@ -326,14 +472,15 @@ void TlsStream::handshake(const std::string& where, int64_t timeout_ms,
       const int reason = reason_code();
       if (reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
         ERR_clear_error();
-        throw Error(kConn, failed + "the server closed the connection");
+        throw ConnectionCut(kConn, failed + "the server closed the connection");
       }
       throw Error(kTls, failed + handshake_failure(ssl, name_, reason));
     }
     const int saved = errno;
     ERR_clear_error();
-    throw Error(kConn, failed + (saved != 0 ? std::strerror(saved)
-                                            : std::string("the server closed the connection")));
+    throw ConnectionCut(kConn,
+                        failed + (saved != 0 ? std::strerror(saved)
+                                             : std::string("the server closed the connection")));
   }
 }
 

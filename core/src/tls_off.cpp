@@ -4,9 +4,11 @@
 
 namespace rlock::core {
 
+struct TlsSessionSlot {};
+
 bool tls_available() { return false; }
 
-std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig&) {
+std::shared_ptr<const TlsContext> TlsContext::create(const TlsConfig&, std::shared_ptr<Stats>) {
   throw Error(kUnsupported, "TLS is not supported by this build (RLOCK_TLS=OFF)");
 }
 

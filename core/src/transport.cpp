@@ -261,6 +261,22 @@ void PipelinedTransport::read_until_done(Pipe& pipe, Request& request,
   }
 }
 
+std::shared_ptr<Connection> PipelinedTransport::connect(Deadline deadline) {
+  // A handshake the server cut (CLIENT KILL, a restart) sent nothing: a new connection may
+  // do. A few tries, within the caller's time: a TLS handshake is a wide window to be cut in.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    // Connecting counts within the caller's time.
+    const int64_t connect_ms =
+        std::max<int64_t>(1, std::min<int64_t>(config_.connect_timeout_ms, ms_until(deadline)));
+    try {
+      return std::make_shared<Connection>(master_.master(), connect_ms, config_.command_timeout_ms);
+    } catch (const ConnectionCut&) {
+      if (attempt >= kAttempts || ms_until(deadline) <= 0) throw;
+    }
+  }
+}
+
 void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
                                 const std::string& bytes, Deadline deadline) {
   std::unique_lock<std::mutex> lock(pipe.mutex);
@@ -272,11 +288,7 @@ void PipelinedTransport::run_on(Pipe& pipe, Request* requests, size_t count,
   if (pipe.conn && idle && pipe.generation != master_.generation()) pipe.conn.reset();
   if (!pipe.conn) {
     const uint64_t generation = master_.generation();
-    // Connecting counts within the caller's time.
-    const int64_t connect_ms =
-        std::max<int64_t>(1, std::min<int64_t>(config_.connect_timeout_ms, ms_until(deadline)));
-    auto conn =
-        std::make_shared<Connection>(master_.master(), connect_ms, config_.command_timeout_ms);
+    auto conn = connect(deadline);
     if (master_.check_role()) check_master_role(*conn, master_.master());
     pipe.conn = std::move(conn);
     pipe.generation = generation;

@@ -128,6 +128,10 @@ class Stats:
     seen."""
     leaders: int = 0
     """Elections of this client that lead now."""
+    tls_handshakes: int = 0
+    """TLS handshakes completed (every kind of connection), full or resumed; 0 in plaintext."""
+    tls_sessions_resumed: int = 0
+    """Of those, the ones that resumed an earlier connection's session (docs/tls.md)."""
 
     @property
     def locks_lost(self) -> int:

@@ -741,6 +741,8 @@ class NativeClient {
     d["leaderships_revoked"] = s.leaderships_revoked;
     d["leaderships_revoked_by_reason"] = by_reason;
     d["leaders"] = s.leaders;
+    d["tls_handshakes"] = s.tls_handshakes;
+    d["tls_sessions_resumed"] = s.tls_sessions_resumed;
     return d;
   }
 

@@ -429,7 +429,7 @@ static void test_stats_without_redis(void) {
   CHECK_EQ_INT(RLOCK_EVENT_KEY_DELETED, 8);
   CHECK_EQ_INT(RLOCK_EVENT_ELECTED, 9);
   CHECK_EQ_INT(RLOCK_EVENT_REVOKED, 10);
-  CHECK_EQ_INT(RLOCK_STATS_VERSION, 2);
+  CHECK_EQ_INT(RLOCK_STATS_VERSION, 3);
   CHECK_EQ_INT(RLOCK_STATS_REVOKE_REASONS, 8);
 }
 
@@ -613,7 +613,9 @@ static void test_struct_layouts(void) {
   CHECK_EQ_INT(offsetof(rlock_stats, leaderships_revoked), 1216);
   CHECK_EQ_INT(offsetof(rlock_stats, leaderships_revoked_by_reason), 1224);
   CHECK_EQ_INT(offsetof(rlock_stats, leaders), 1224 + 8 * 8);
-  CHECK_EQ_INT(sizeof(rlock_stats), 1296);
+  CHECK_EQ_INT(offsetof(rlock_stats, tls_handshakes), 1296); /* version 3 */
+  CHECK_EQ_INT(offsetof(rlock_stats, tls_sessions_resumed), 1304);
+  CHECK_EQ_INT(sizeof(rlock_stats), 1312);
 
   CHECK_EQ_INT(offsetof(rlock_event, kind), 0);
   CHECK_EQ_INT(offsetof(rlock_event, unix_time_us), 8);

@@ -491,7 +491,7 @@ void PrivateRedis::start(const std::vector<std::string>& extra_args, const TlsSe
   std::string last_log;
   // The port may be taken between choosing and binding it: try a few.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    port_ = free_loopback_port();
+    port_ = tls != nullptr && tls->port != 0 ? tls->port : free_loopback_port();
     std::vector<std::string> argv = {server, "--port", std::to_string(port_)};
     if (tls != nullptr) {
       argv = {server,
@@ -507,6 +507,7 @@ void PrivateRedis::start(const std::vector<std::string>& extra_args, const TlsSe
               cert_dir_ + "/ca.crt",
               "--tls-auth-clients",
               tls->auth_clients ? "yes" : "no"};
+      if (tls->tls12_only) argv.insert(argv.end(), {"--tls-protocols", "TLSv1.2"});
     }
     const std::vector<std::string> common = {
         "--bind",           "127.0.0.1", "--unixsocket", socket_,

@@ -132,6 +132,8 @@ struct TlsServer {
   TlsServer() {}
   std::string cert = "server";  // the certificate it presents: server, wrong-name or expired
   bool auth_clients = false;    // --tls-auth-clients yes: clients need a certificate of the CA
+  int port = 0;                 // the TLS port; 0: a free one (another server's, once it is gone)
+  bool tls12_only = false;      // --tls-protocols TLSv1.2
 };
 
 // The version of a redis-server binary (its --version) as major * 10000 + minor * 100 + patch;

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -273,6 +274,57 @@ TEST(Tls, KilledConnectionsAreReplacedOverTls) {
   // Afterwards the same client works again (a release lost above leaves the key to its lease).
   admin.del(name);
   expect_locks(client.get(), server);
+}
+
+// ---- Session resumption ----------------------------------------------------------------------
+
+// A connection killed by the server comes back with an abbreviated handshake: the session of the
+// first one (a TLS 1.3 ticket) is resumed, and the client's stats say so.
+TEST(TlsResume, ReconnectAfterClientKillResumes) {
+  PrivateRedis server(TlsServer{});
+  RedisConn admin(server.admin_url());
+  it::Client client = it::make_client(server.tls_url());
+  expect_locks(client.get(), server);
+  const rlock_stats before = it::read_stats(client.get());
+  EXPECT_GE(before.tls_handshakes, 1u);
+  EXPECT_EQ(before.tls_sessions_resumed, 0u);
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_GT(admin.integer({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}), 0);
+    expect_locks(client.get(), server);
+    const rlock_stats after = it::read_stats(client.get());
+    EXPECT_EQ(after.reconnects, before.reconnects + round);
+    EXPECT_EQ(after.tls_handshakes, before.tls_handshakes + round);
+    EXPECT_EQ(after.tls_sessions_resumed, static_cast<uint64_t>(round)) << "round " << round;
+  }
+}
+
+// After a resumed connection, a server with a certificate the client refuses takes the same
+// address and port (a restart with the wrong certificate, or an impostor). It cannot resume the
+// session offered, so it meets full verification and is refused, as on a first connect.
+TEST(TlsResume, RefusedCertificateAfterAResumedSession) {
+  for (const char* cert : {"wrong-name", "expired"}) {
+    SCOPED_TRACE(cert);
+    auto genuine = std::make_unique<PrivateRedis>(TlsServer{});
+    const int port = genuine->port();
+    it::Client client = it::make_client(genuine->tls_url());
+    {
+      RedisConn admin(genuine->admin_url());
+      ASSERT_GT(admin.integer({"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"}), 0);
+    }
+    expect_locks(client.get(), *genuine);
+    const rlock_stats resumed = it::read_stats(client.get());
+    ASSERT_EQ(resumed.tls_sessions_resumed, 1u) << "the reconnect did not resume its session";
+    genuine.reset();
+    TlsServer replacement = tls_server(cert);
+    replacement.port = port;
+    PrivateRedis impostor(replacement);
+    it::Lock lock = it::make_lock(client.get(), unique_name("tls-impostor"));
+    EXPECT_EQ(rlock_acquire(lock.get(), 0), RLOCK_ETLS) << it::last_error();
+    EXPECT_TRUE(contains(it::last_error(), "certificate verify failed")) << it::last_error();
+    const rlock_stats after = it::read_stats(client.get());
+    EXPECT_EQ(after.tls_handshakes, resumed.tls_handshakes);
+    EXPECT_EQ(after.tls_sessions_resumed, 1u);
+  }
 }
 
 // ---- Mutual TLS ---------------------------------------------------------------------------

@@ -57,6 +57,25 @@ def test_the_ca_file_in_the_url_works_the_same(tls_redis, tls_certs, make_client
     assert tls_r.exists(name) == 0
 
 
+def test_a_reconnect_resumes_the_tls_session(start_tls_redis, tls_certs, make_client, name):
+    server = start_tls_redis()
+    client = make_client(server.url, ssl_ca_certs=tls_certs / "ca.crt")
+    with client.lock(name):
+        pass
+    first = client.stats()
+    assert first.tls_handshakes >= 1 and first.tls_sessions_resumed == 0
+    admin = server.redis_py()
+    try:
+        assert admin.client_kill_filter(_type="normal", skipme=True) >= 1
+    finally:
+        admin.close()
+    with client.lock(name):  # on a new connection, with an abbreviated handshake
+        pass
+    after = client.stats()
+    assert after.tls_handshakes == first.tls_handshakes + 1
+    assert after.tls_sessions_resumed == 1
+
+
 def test_a_waiter_is_woken_by_pubsub_over_tls(tls_redis, tls_certs, make_client, tls_r, name):
     # A poll cap far beyond the wait: the waiter gets the lock only through the wake-up message
     # on its TLS subscriber connection.

@@ -636,9 +636,14 @@ typedef struct rlock_stats {
   /* [rlock_revoke_reason]; [0] and reasons not used stay 0 */
   uint64_t leaderships_revoked_by_reason[RLOCK_STATS_REVOKE_REASONS];
   int64_t leaders; /* gauge: its elections that lead now (won minus revoked) */
+  /* version 3: TLS connections of every kind (commands, subscriber, sentinels, cluster nodes);
+   * both stay 0 in plaintext */
+  uint64_t tls_handshakes;       /* TLS handshakes completed, full or resumed */
+  uint64_t tls_sessions_resumed; /* of those, resuming an earlier connection's session (an
+                                  * abbreviated handshake: docs/tls.md) */
 } rlock_stats;
 
-#define RLOCK_STATS_VERSION 2
+#define RLOCK_STATS_VERSION 3
 
 /* Fills `out` (out->version must be set; fields of later versions are left alone) with a
  * snapshot of the client's statistics. Any thread; no I/O; costs about a microsecond. Counters

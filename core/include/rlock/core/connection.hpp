@@ -60,6 +60,9 @@ class Connection {
   // True if the server closed the connection or sent something unasked while it sat idle.
   bool closed_by_peer() const;
   bool broken() const { return broken_; }
+  // TLS: whether the handshake offered an earlier connection's session, and resumed it.
+  bool tls_offered_session() const { return tls_ != nullptr && tls_->offered_session(); }
+  bool tls_resumed_session() const { return tls_ != nullptr && tls_->resumed_session(); }
   // Shuts the socket down both ways, so a thread blocked reading it returns at once.
   void shutdown();
   int fd() const;

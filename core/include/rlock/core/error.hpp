@@ -116,6 +116,14 @@ class Error : public std::exception {
   std::string message_;
 };
 
+// kConn from a connection the server cut while its TLS handshake ran (closed or reset after
+// accepting it): nothing was sent on it, so another connection may be tried whatever the
+// command's retry policy.
+class ConnectionCut : public Error {
+ public:
+  using Error::Error;
+};
+
 // The longest message set_last_error() keeps, in bytes: a longer one (quoting a huge host, user
 // name or reply) keeps its start and its end with the middle elided (capped_message()).
 constexpr size_t kMaxErrorMessageLen = 1024;

@@ -74,6 +74,8 @@ class Stats {
   Counter renewals_sent{0};
   Counter renewals_failed{0};
   Counter reconnects{0};
+  Counter tls_handshakes{0};  // TLS connections opened, resumed or not
+  Counter tls_resumed{0};     // of those, resuming an earlier connection's session
   Counter failovers{0};
   Counter cluster_redirects{0};
   Counter scripts_sent{0};

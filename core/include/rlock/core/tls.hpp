@@ -14,6 +14,9 @@
 
 namespace rlock::core {
 
+class TlsSessions;      // sessions to resume, by endpoint (tls.cpp)
+struct TlsSessionSlot;  // where a connection's new sessions go (tls.cpp)
+
 bool tls_available();
 
 // The settings shared by every TLS connection of a client: trust, client certificate, versions.
@@ -21,18 +24,25 @@ class TlsContext {
  public:
   // Throws kInvalid naming a file that cannot be loaded (with OpenSSL's reason), kUnsupported
   // when the build has no TLS.
-  static std::shared_ptr<const TlsContext> create(const TlsConfig& config);
+  // `stats` (may be null) counts the handshakes, and those that resumed a session.
+  static std::shared_ptr<const TlsContext> create(const TlsConfig& config,
+                                                  std::shared_ptr<Stats> stats = nullptr);
   ~TlsContext();
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
   const TlsConfig& config() const { return config_; }
   void* native() const { return ctx_; }  // the SSL_CTX
+  // The sessions its connections may resume. Shared: a connection keeps them alive.
+  const std::shared_ptr<TlsSessions>& sessions() const { return sessions_; }
+  Stats* stats() const { return stats_.get(); }
 
  private:
-  TlsContext(const TlsConfig& config, void* ctx) : config_(config), ctx_(ctx) {}
+  TlsContext(const TlsConfig& config, void* ctx, std::shared_ptr<Stats> stats);
   TlsConfig config_;
   void* ctx_;
+  std::shared_ptr<TlsSessions> sessions_;
+  std::shared_ptr<Stats> stats_;
 };
 
 // One TLS session over a connected socket, which it reads and writes without blocking. One
@@ -64,15 +74,25 @@ class TlsStream {
   // For an idle connection: true if the server closed it or sent application data unasked.
   // Reads (and so consumes) what TLS itself sends after the handshake, such as session tickets.
   bool closed_by_peer();
+  // Whether the handshake offered a session of an earlier connection, and resumed it.
+  bool offered_session() const { return offered_; }
+  bool resumed_session() const { return resumed_; }
 
  private:
   Io result(int n, size_t* moved, std::string* why);
+  // Before the handshake: offers the newest session of this endpoint, if any. After it: notes
+  // whether it resumed, drops a refused one, counts.
+  void offer_session(const TlsContext& context, const std::string& where);
+  void settle_session(const TlsContext& context);
   void handshake(const std::string& where, int64_t timeout_ms,
                  std::chrono::steady_clock::time_point deadline);
 
   void* ssl_;  // the SSL
   int fd_;
   std::string name_;  // the name verified and sent as SNI
+  std::unique_ptr<TlsSessionSlot> slot_;
+  bool offered_ = false;
+  bool resumed_ = false;
   std::mutex mutex_;
 };
 

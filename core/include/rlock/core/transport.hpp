@@ -80,6 +80,8 @@ class PipelinedTransport : public Transport {
   struct Pipe;
 
   Pipe& pick();
+  // A new connection to the master, tried again when the server cut its handshake.
+  std::shared_ptr<Connection> connect(Deadline deadline);
   // Queues `count` requests whose commands are `bytes` and waits for all their replies.
   void run_on(Pipe& pipe, Request* requests, size_t count, const std::string& bytes,
               Deadline deadline);

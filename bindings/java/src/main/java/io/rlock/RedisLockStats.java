@@ -206,6 +206,16 @@ public final class RedisLockStats {
     return values[elections + 2 + (int) values[NativeClient.STATS_REVOKE_REASONS]];
   }
 
+  /** TLS handshakes completed on every kind of connection, full or resumed; 0 in plaintext. */
+  public long getTlsHandshakes() {
+    return values[elections + 3 + (int) values[NativeClient.STATS_REVOKE_REASONS]];
+  }
+
+  /** Of the TLS handshakes, those that resumed an earlier connection's session. */
+  public long getTlsSessionsResumed() {
+    return values[elections + 4 + (int) values[NativeClient.STATS_REVOKE_REASONS]];
+  }
+
   /** Granted acquires: from the call to the grant. */
   public Histogram getAcquireWait() {
     return acquireWait;

@@ -85,6 +85,11 @@ class TlsTest {
       assertFalse(other.getLock(name).isLocked());
       assertTrue(other.getLock(name).tryLock());
       other.getLock(name).unlock();
+      // Its command connection's handshake, none resumed: nothing reconnected.
+      RedisLockStats stats = client.stats();
+      assertTrue(stats.getTlsHandshakes() >= 1, "TLS handshakes: " + stats.getTlsHandshakes());
+      assertEquals(0, stats.getTlsSessionsResumed());
+      assertEquals(0, stats.getLeaders());
     }
   }
 
