@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/cgo"
 	"sync/atomic"
+	"time"
 )
 
 // How a goroutine waits for the C library without holding an OS thread.
@@ -48,7 +49,22 @@ func enterBlocking() bool {
 	return false
 }
 
-func leaveBlocking() { blockingCalls.Add(-1) }
+// leaveBlocking gives the slot back and, at most every yieldEvery, lets the scheduler run.
+func leaveBlocking() {
+	blockingCalls.Add(-1)
+	// A goroutine that loops over blocking C calls never parks, so to the runtime it looks like
+	// one that has run for ages: every 10 ms it signals the thread, takes the P away mid-call
+	// and polls every 20 µs for a while after. Yielding now and then shows it is not stuck.
+	if now := time.Now().UnixNano(); now-lastYield.Load() >= int64(yieldEvery) {
+		lastYield.Store(now)
+		runtime.Gosched()
+	}
+}
+
+// yieldEvery is half the runtime's 10 ms time slice: a yield in every slice, few wake-ups.
+const yieldEvery = 5 * time.Millisecond
+
+var lastYield atomic.Int64
 
 // startAsync starts an asynchronous C call with a fresh handle as its `user` and returns the
 // channel its completion arrives on. The handle is deleted exactly once: by the completion,

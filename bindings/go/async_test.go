@@ -334,3 +334,56 @@ func TestAsyncFailureHasItsMessage(t *testing.T) {
 		t.Fatalf("the message of an asynchronous release does not name the lock: %q", msg)
 	}
 }
+
+// A goroutine looping over blocking calls yields to the scheduler now and then (leaveBlocking);
+// the calls around a yield behave as any other: each Lock holds, a TryLock of another value
+// fails, each Unlock frees, and a Lock that must wait still ends with its context.
+func TestBlockingCallsYield(t *testing.T) {
+	if blockingLimit.Load() == 0 {
+		t.Skip("every call goes through the asynchronous path (RLOCK_GO_TEST_ASYNC=1)")
+	}
+	c := newClient(t)
+	name := uniqueName(t)
+	l := mustLock(t, c.Lock, name)
+	other := mustLock(t, c.Lock, name)
+	ctx := context.Background()
+	before := lastYield.Load()
+	for deadline := time.Now().Add(30 * time.Second); lastYield.Load() == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("no yield after 30 s of blocking calls")
+		}
+		if err := l.Lock(ctx); err != nil {
+			t.Fatalf("Lock: %v", err)
+		}
+		if ok, err := other.TryLock(ctx, 0, 0); ok || err != nil {
+			t.Fatalf("TryLock of a held lock through another value = %v, %v; want false, nil", ok, err)
+		}
+		if err := l.Unlock(); err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+	}
+
+	// The slow path after the yields: other waits (asynchronously) and its context ends it.
+	if err := l.Lock(ctx); err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	pending := asyncPending.Load()
+	go func() { done <- other.Lock(waitCtx) }()
+	waitFor(t, "the waiter to start its asynchronous acquire", 10*time.Second,
+		func() bool { return asyncPending.Load() > pending })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock ended by its context: %v; want context.Canceled", err)
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if err := other.Lock(ctx); err != nil {
+		t.Fatalf("Lock after the waiter was cancelled: %v", err)
+	}
+	if err := other.Unlock(); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}

@@ -87,6 +87,8 @@ def _lease_ms(lease: Optional[float]) -> int:
 
 def _wait_ms(blocking: bool, timeout: float) -> int:
     """threading.Lock.acquire's rules for blocking and timeout, in C terms."""
+    if blocking is True and timeout.__class__ is int and timeout == -1:
+        return _native.WAIT_FOREVER  # the defaults: nothing to check
     if not isinstance(blocking, (bool, int)):
         raise TypeError(f"blocking must be a bool, not {type(blocking).__name__}")
     seconds = _number(timeout, "timeout")
@@ -193,8 +195,14 @@ _live_clients_mu = threading.Lock()
 _reconnect_mu = threading.Lock()
 
 
+# This process's id. os.getpid() is a system call, and every lock call checks for a fork: the
+# id changes only in a fork's child, where the hook below updates it before Python code runs.
+_process_id = os.getpid()
+
+
 def _new_locks() -> None:
-    global _reconnect_mu, _live_clients_mu
+    global _reconnect_mu, _live_clients_mu, _process_id
+    _process_id = os.getpid()
     _reconnect_mu = threading.Lock()
     _live_clients_mu = threading.Lock()
 
@@ -205,7 +213,7 @@ os.register_at_fork(after_in_child=_new_locks)
 def _made_here(pid: int, what: str) -> None:
     """Refuses an object (a lock, group, semaphore or latch) made before a fork, in the child:
     what it holds is the parent's."""
-    if os.getpid() != pid:
+    if _process_id != pid:
         raise ForkedError(
             f"this {what} was made in process {pid} before fork(): what it holds stays the "
             "parent's. Make it again from the client in this process (the client reconnects "
@@ -422,7 +430,7 @@ class Client:
         self._checked().watch_key_events(kinds)
 
     def _checked(self) -> "_native.Client":
-        if os.getpid() != self._pid:
+        if _process_id != self._pid:
             self._reconnect()
         return self._native
 
@@ -874,12 +882,6 @@ class Lock:
         native = self._checked()
         want_token = self._kind == _native.KIND_FENCED
         owner = self._owners.current()
-
-        def attempt(interruptible: bool, receipt: List[Any]) -> bool:
-            return native.acquire(
-                wait_ms, lease_ms, owner, None, want_token, interruptible, receipt
-            )
-
         if wait_ms != 0 and _green.active():
             if native.acquire(0, lease_ms, owner, None, want_token, False, []):
                 return True
@@ -888,7 +890,16 @@ class Lock:
                 native.acquire_async(wait_ms, lease_ms, owner, cancel, want_token, loop, done)
 
             return _green.acquire(start, lambda _grant: native.release(owner)) is not None
-        return _acquire(attempt, lambda: native.release(owner))
+        # _acquire's work, inline: this is the hot path.
+        receipt: List[Any] = []
+        try:
+            return native.acquire(
+                wait_ms, lease_ms, owner, None, want_token, _in_main_thread(), receipt
+            )
+        except BaseException:
+            if receipt:
+                native.release(owner)
+            raise
 
     def release(self) -> None:
         """Releases one hold of the calling thread; at the last one the lock is free and the

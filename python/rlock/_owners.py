@@ -66,7 +66,7 @@ class PerContext:
     made at its first use. Dead contexts drop out (weak keys), and a number is never reused, so
     a new thread or task never inherits what a dead one held."""
 
-    __slots__ = ("_numbers", "_context", "_threads_as_themselves")
+    __slots__ = ("_numbers", "_context", "_threads_as_themselves", "_last")
 
     def __init__(
         self, context: Callable[[], Any] = current_context, threads_as_themselves: bool = False
@@ -76,9 +76,16 @@ class PerContext:
         # True for the "thread" mode: a real thread is its OS thread id, as in the C API and
         # every other binding, so C code in the same thread is the same owner.
         self._threads_as_themselves = threads_as_themselves
+        # The last context asked for and its number: a lock is mostly used by one thread at a
+        # time, and a hit needs neither the mutex nor a new weak reference. Weak, so that a dead
+        # context is never matched (its number is never reused) and never kept alive.
+        self._last: "Optional[tuple[weakref.ref[Any], int]]" = None
 
     def current(self) -> int:
         context = self._context()
+        last = self._last  # one read: other threads replace the tuple, never change it
+        if last is not None and last[0]() is context:
+            return last[1]
         if self._threads_as_themselves and isinstance(context, threading.Thread):
             return CALLING_THREAD
         with _numbers_mu:
@@ -86,7 +93,8 @@ class PerContext:
             if number is None:
                 number = next(_numbers)
                 self._numbers[context] = number
-            return number
+        self._last = (weakref.ref(context), number)
+        return number
 
 
 class Fixed:

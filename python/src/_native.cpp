@@ -546,17 +546,21 @@ class Handle {
       return true;
     }
     // Kept open with the GIL held meanwhile; taken without it, as close() may hold mu_ while it
-    // waits for a callback that needs the GIL.
-    std::shared_lock<std::shared_mutex> guard =
-        without_gil([this] { return std::shared_lock<std::shared_mutex>(mu_); });
-    if (raw_ == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
-    T* raw = raw_;
+    // waits for a callback that needs the GIL. The first attempt runs in the same release of
+    // the GIL: most acquires end there.
+    std::shared_lock<std::shared_mutex> guard;
+    T* raw = nullptr;
     // Counted before the attempt and taken back unless it timed out, so that the statistics
     // never show more timeouts than the caller saw.
     if (probes != nullptr) probes->fetch_add(1);
-    int rc = without_gil([&] { return attempt(raw, 0, thread_id, nullptr); });
+    int rc = without_gil([&] {
+      guard = std::shared_lock<std::shared_mutex>(mu_);
+      raw = raw_;
+      return raw == nullptr ? RLOCK_ECLOSED : attempt(raw, 0, thread_id, nullptr);
+    });
     if (rc != RLOCK_ETIMEDOUT) {  // uncontended: no helper thread
       if (probes != nullptr) probes->fetch_sub(1);
+      if (raw == nullptr) throw NativeError{RLOCK_ECLOSED, closed_message_};
       check(rc);
       return true;
     }

@@ -489,3 +489,66 @@ def test_holder_names_this_process_and_when_it_took_the_lock(client, name, r):
         assert h == rlock.Holder("0b7bd3ab-6f41-4d2c-9d3b-0d0f6c1c5a11:1", *[None] * 5)
     finally:
         r.delete(foreign)
+
+
+def test_main_thread_acquire_first_attempt_and_wait(client, name):
+    """In the main thread a blocking acquire makes its first attempt and, when the lock is
+    taken, waits on a helper thread (so that Ctrl-C works): both ends, and a closed lock
+    object is refused on that path too."""
+    assert threading.current_thread() is threading.main_thread()
+    lock = client.lock(name)
+    assert lock.acquire() is True  # the first attempt settles it
+    lock.release()
+
+    holder = client.lock(name)
+    taken, let_go = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with holder:
+            taken.set()
+            let_go.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert taken.wait(10)
+        assert lock.acquire(timeout=0.2) is False  # the first attempt fails, the wait runs out
+        threading.Timer(0.2, let_go.set).start()
+        assert lock.acquire() is True  # waits until the holder releases
+        lock.release()
+    finally:
+        let_go.set()
+        t.join()
+
+    lock.close()
+    with pytest.raises(rlock.ClientClosedError):
+        lock.acquire()
+
+
+def test_owner_per_thread_through_one_object(client, name):
+    """One Lock object used by threads in turn: each call is the calling thread's owner, a dead
+    thread's number is never given to a new thread, and each thread's holds stay its own."""
+    lock = client.lock(name)
+    main_owner = lock.owner
+    owners = []
+
+    def turn() -> None:
+        owners.append(lock.owner)
+        assert lock.acquire(blocking=False)
+        assert lock.held()
+        lock.release()
+
+    for _ in range(5):
+        assert lock.owner == main_owner
+        assert lock.acquire(blocking=False)
+        t = threading.Thread(target=lambda: owners.append(lock.acquire(blocking=False)))
+        t.start()
+        t.join()
+        assert owners.pop() is False  # another thread: another owner, the lock is taken
+        assert lock.owner == main_owner and lock.held()
+        lock.release()
+        t = threading.Thread(target=turn)
+        t.start()
+        t.join()
+    assert len(set(owners)) == len(owners) == 5
+    assert main_owner not in owners
