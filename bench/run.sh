@@ -36,9 +36,9 @@ is_peer() { [[ " ${peer_contenders[*]} " == *" $1 "* ]]; }
 # The scenarios each contender supports, in run order; a contender is not run for the others.
 scenarios_of() {
   case "$1" in
-    rlock-c) echo uncontended throughput handoff herd herd-fair watchdog memory many-waiters \
-      semaphore latch leader ;;
-    rlock-c-tls) echo uncontended throughput handoff ;;
+    rlock-c) echo uncontended throughput handoff reconnect herd herd-fair watchdog memory \
+      many-waiters semaphore latch leader ;;
+    rlock-c-tls) echo uncontended throughput handoff reconnect ;;
     rlock-c-nostats) echo uncontended throughput ;;
     rlock-java) echo uncontended throughput handoff herd herd-fair many-waiters ;;
     redisson) echo uncontended throughput handoff herd herd-fair many-waiters semaphore latch ;;

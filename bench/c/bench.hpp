@@ -44,8 +44,8 @@ struct Result {
 std::string number(double v);
 std::string number(int64_t v);
 
-// Scenarios 3-9 (handoff, herd, herd-fair, watchdog, memory, many-waiters, semaphore, latch),
-// rlock-c only: scenarios.cpp.
+// Scenarios 3-11 (handoff, herd, herd-fair, watchdog, memory, many-waiters, semaphore, latch,
+// leader, reconnect), rlock-c only: scenarios.cpp.
 bool is_rlock_only_scenario(const std::string& scenario);
 std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin);
 

@@ -28,10 +28,10 @@ constexpr char kUsage[] =
     "                   [--processes P] [--locks N] [--waiters N] [--scripts DIR]\n"
     "  ping goes with scenario ping (PING round trips); hiredis-floor with uncontended or\n"
     "  throughput; rlock-c with those and handoff, herd, herd-fair, watchdog, memory,\n"
-    "  many-waiters, semaphore, latch, leader. rlock-c-tls is rlock-c on a rediss:// --url; it\n"
-    "  needs --admin-url, a plaintext URL of the same server for the harness's own\n"
-    "  connection (hiredis 0.14 has no TLS). rlock-c-nostats is rlock-c with its client's\n"
-    "  statistics off.\n"
+    "  many-waiters, semaphore, latch, leader, reconnect. rlock-c-tls is rlock-c on a\n"
+    "  rediss:// --url; it needs --admin-url, a plaintext URL of the same server for the\n"
+    "  harness's own connection (hiredis 0.14 has no TLS). rlock-c-nostats is rlock-c with\n"
+    "  its client's statistics off.\n"
     "  --threads (default 16): throughput and semaphore, and threads per process in herd;\n"
     "  --names (default 256): throughput; --processes (default 8): herd;\n"
     "  --locks (default 10000): watchdog and memory; in many-waiters the locks the waiters\n"
@@ -96,7 +96,8 @@ void check_scenario(const Options& o) {
                  : o.contender == "hiredis-floor" ? "uncontended or throughput"
                                                   : "uncontended, throughput, handoff, herd, "
                                                     "herd-fair, watchdog, memory, "
-                                                    "many-waiters, semaphore, latch or leader") +
+                                                    "many-waiters, semaphore, latch, leader or "
+                                                    "reconnect") +
                 ", got '" + o.scenario + "'");
   }
 }

@@ -1,7 +1,8 @@
-// Scenarios 3-9 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
+// Scenarios 3-11 for rlock-c: handoff (two processes ping-pong one lock), herd and herd-fair
 // (processes x threads on one lock), watchdog (renewing many held locks), memory (RSS of
 // lock handles and of blocked waiters), many-waiters (asynchronous waiters on held locks),
-// semaphore (threads taking and giving back permits) and latch (waiters released at once).
+// semaphore (threads taking and giving back permits), latch (waiters released at once), leader
+// (elections) and reconnect (a pair after the server closed the client's connections).
 // See bench/README.md.
 //
 // The multi-process scenarios fork their processes before any rlock object exists; each child
@@ -1475,11 +1476,76 @@ std::vector<Result> leader(const Options& o, redisContext* admin) {
           {"dead_leader_failover_ms", dead_ms.back(), "ms", extra}};
 }
 
+// ---- scenario 11: reconnect ----
+
+// One thread; before each acquire+release the server closes the client's command connections
+// (CLIENT KILL TYPE normal from the admin connection, which it skips), so every pair first
+// opens a connection: TCP, and over TLS a handshake, which resumes an earlier connection's
+// session when the server takes it. Only the pair is timed, not the kill. Run plaintext
+// (rlock-c) and over TLS (rlock-c-tls), it shows what a reconnect costs each.
+constexpr int kReconnectNames = 1024;
+
+rlock_stats client_stats(rlock_client* client) {
+  rlock_stats s;
+  std::memset(&s, 0, sizeof s);
+  s.version = RLOCK_STATS_VERSION;
+  check(rlock_client_stats(&s, client), "rlock_client_stats");
+  return s;
+}
+
+std::vector<Result> reconnect(const Options& o, redisContext* admin) {
+  Client client = new_client(o.url);
+  std::vector<Lock> locks;
+  std::vector<std::string> keys;
+  for (int k = 0; k < kReconnectNames; ++k) {
+    keys.push_back(lock_name(o, "r", k));
+    locks.push_back(new_lock(client.get(), keys.back()));
+  }
+  int64_t i = 0;
+  std::vector<double> pair_us;
+  auto loop = [&](double span) {
+    pair_us.clear();
+    const int64_t end = now_ns() + static_cast<int64_t>(span * 1e9);
+    while (now_ns() < end) {
+      Reply killed = command(admin, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+      if (killed->type != REDIS_REPLY_INTEGER || killed->integer < 1) {
+        throw Failure("CLIENT KILL closed no connection of the client");
+      }
+      rlock_lock* lock = locks[static_cast<size_t>(i++ % kReconnectNames)].get();
+      const int64_t t0 = now_ns();
+      check(rlock_acquire(lock, RLOCK_WAIT_FOREVER), "rlock_acquire after a reconnect");
+      check(rlock_release(lock), "rlock_release after a reconnect");
+      pair_us.push_back((now_ns() - t0) / 1e3);
+    }
+  };
+  loop(warm_up_s(o.seconds));
+  const rlock_stats before = client_stats(client.get());
+  const int64_t t0 = now_ns();
+  loop(o.seconds);
+  const double seconds = (now_ns() - t0) / 1e9;
+  const rlock_stats after = client_stats(client.get());
+  locks.clear();
+  client.reset();
+  check_clean(admin, keys);
+  const double mean_us = mean(pair_us);
+  std::sort(pair_us.begin(), pair_us.end());
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"pairs", number(static_cast<int64_t>(pair_us.size()))},
+      {"seconds", number(seconds)},
+      {"mean_us", number(mean_us)},
+      {"p99_us", number(quantile(pair_us, 0.99))},
+      {"tls_handshakes",
+       number(static_cast<int64_t>(after.tls_handshakes - before.tls_handshakes))},
+      {"tls_sessions_resumed",
+       number(static_cast<int64_t>(after.tls_sessions_resumed - before.tls_sessions_resumed))}};
+  return {{"reconnect_pair_p50_us", quantile(pair_us, 0.50), "us", extra}};
+}
 }  // namespace
 
 bool is_rlock_only_scenario(const std::string& s) {
   return s == "handoff" || s == "herd" || s == "herd-fair" || s == "watchdog" || s == "memory" ||
-         s == "many-waiters" || s == "semaphore" || s == "latch" || s == "leader";
+         s == "many-waiters" || s == "semaphore" || s == "latch" || s == "leader" ||
+         s == "reconnect";
 }
 
 std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
@@ -1491,6 +1557,7 @@ std::vector<Result> run_rlock_scenario(const Options& o, redisContext* admin) {
   if (o.scenario == "semaphore") return semaphore(o, admin);
   if (o.scenario == "latch") return latch(o, admin);
   if (o.scenario == "leader") return leader(o, admin);
+  if (o.scenario == "reconnect") return reconnect(o, admin);
   return memory(o, admin);
 }
 
