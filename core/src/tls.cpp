@@ -37,7 +37,9 @@ class TlsSessions {
     }
   }
 
-  // Keeps `session` (its reference is now ours) for `key`.
+  // Keeps `session` (its reference is now ours) for `key`. It is a copy: the connection that
+  // received it goes on using the original, and sharing one session object between threads
+  // rests on OpenSSL's reference counts, which thread sanitizers cannot see.
   void keep(const std::string& key, SSL_SESSION* session) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = by_key_.find(key);
@@ -47,7 +49,7 @@ class TlsSessions {
       by_key_.erase(by_key_.begin());
     }
     std::deque<SSL_SESSION*>& list = by_key_[key];
-    if (std::find(list.begin(), list.end(), session) != list.end()) {
+    if (find_same(list, session) != list.end()) {
       SSL_SESSION_free(session);  // a TLS 1.2 session announced again on its resumption
       return;
     }
@@ -58,8 +60,9 @@ class TlsSessions {
     }
   }
 
-  // The newest session for `key` with a reference for the caller, or null. A TLS 1.3 ticket
-  // is taken out: RFC 8446 asks clients to use each one once (the server sends new ones).
+  // The newest session for `key`, the caller's own, or null. A TLS 1.3 ticket is taken out:
+  // RFC 8446 asks clients to use each one once (the server sends new ones). A TLS 1.2 session
+  // stays for others and the caller gets a copy.
   SSL_SESSION* take(const std::string& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = by_key_.find(key);
@@ -73,10 +76,9 @@ class TlsSessions {
     SSL_SESSION* s = list.back();
     if (SSL_SESSION_get_protocol_version(s) == TLS1_3_VERSION) {
       list.pop_back();
-    } else {
-      SSL_SESSION_up_ref(s);
+      return s;
     }
-    return s;
+    return SSL_SESSION_dup(s);
   }
 
   // The server would not resume `session`: not offered again.
@@ -85,13 +87,26 @@ class TlsSessions {
     auto found = by_key_.find(key);
     if (found == by_key_.end()) return;
     std::deque<SSL_SESSION*>& list = found->second;
-    auto at = std::find(list.begin(), list.end(), session);
+    auto at = find_same(list, session);
     if (at == list.end()) return;
     SSL_SESSION_free(*at);
     list.erase(at);
   }
 
  private:
+  // The entry for the same session as `session` (copies included: same session ID).
+  static std::deque<SSL_SESSION*>::iterator find_same(std::deque<SSL_SESSION*>& list,
+                                                      const SSL_SESSION* session) {
+    unsigned int length = 0;
+    const unsigned char* id = SSL_SESSION_get_id(session, &length);
+    return std::find_if(list.begin(), list.end(), [&](const SSL_SESSION* s) {
+      if (s == session) return true;
+      unsigned int other_length = 0;
+      const unsigned char* other = SSL_SESSION_get_id(s, &other_length);
+      return length > 0 && other_length == length && std::memcmp(id, other, length) == 0;
+    });
+  }
+
   // A pool's connections reconnecting together each want a ticket of their own.
   static constexpr size_t kPerEndpoint = 4;
   static constexpr size_t kEndpoints = 64;
@@ -314,14 +329,15 @@ const BIO_METHOD* socket_method() {
 }
 
 // OpenSSL's new-session callback: TLS 1.2 at the end of the handshake, TLS 1.3 whenever a
-// ticket arrives (after the handshake, in a read). Returns 1 when the session is kept.
+// ticket arrives (after the handshake, in a read). Returns 0: the cache keeps a copy.
 int on_new_session(SSL* ssl, SSL_SESSION* session) {
   auto* slot = static_cast<TlsSessionSlot*>(SSL_get_app_data(ssl));
   if (slot == nullptr || SSL_SESSION_is_resumable(session) != 1) return 0;
   // A resumed session skips certificate checks: only one of a server that passed them.
   if (slot->verify && SSL_get_verify_result(ssl) != X509_V_OK) return 0;
-  slot->sessions->keep(slot->key, session);
-  return 1;
+  SSL_SESSION* copy = SSL_SESSION_dup(session);
+  if (copy != nullptr) slot->sessions->keep(slot->key, copy);
+  return 0;  // the connection keeps the original
 }
 
 }  // namespace
