@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,6 +134,42 @@ struct OwnServer {
   it::Client holder_client, client;
   it::Lock holder, lock;
 };
+
+// A fair lock on `own`'s server, held by its holder client, and the tested client's handle on it.
+struct HeldFairLock {
+  HeldFairLock(OwnServer& own, const std::string& suffix)
+      : name(own.name + suffix),
+        holder(make_fair_lock(own.holder_client.get(), name)),
+        waiter(make_fair_lock(own.client.get(), name)) {
+    if (it::acquire(holder.get(), 0, 60000) != RLOCK_OK) {
+      throw std::runtime_error("the holder could not take " + name + ": " + it::last_error());
+    }
+  }
+  static it::Lock make_fair_lock(rlock_client* client, const std::string& name) {
+    rlock_lock_options opts = RLOCK_LOCK_OPTIONS_INIT;
+    opts.kind = RLOCK_LOCK_FAIR;
+    rlock_lock* lock = nullptr;
+    if (rlock_lock_new(&lock, client, name.c_str(), &opts) != RLOCK_OK) {
+      throw std::runtime_error("rlock_lock_new(" + name + ") failed: " + it::last_error());
+    }
+    return it::Lock(lock);
+  }
+  std::string name;
+  it::Lock holder, waiter;
+};
+
+// Waits up to `ms` for the fair queue of `name` to hold at least `length` entries; returns its
+// length.
+long long await_queue_length(RedisConn& admin, const std::string& name, long long length,
+                             int64_t ms) {
+  const int64_t start = mono_ms();
+  long long now = admin.integer({"LLEN", fair_queue_key(name)});
+  while (now < length && mono_ms() - start < ms) {
+    sleep_ms(5);
+    now = admin.integer({"LLEN", fair_queue_key(name)});
+  }
+  return now;
+}
 
 // ---- Shapes ---------------------------------------------------------------------------------
 
@@ -367,14 +404,9 @@ TEST(Async, SubscriberReconnectCostsOneAttemptPerLockAndLosesNoWaiter) {
 // in the order they queued.
 TEST(Async, FairWaitersOfOneClientShareOnePollAndKeepQueueOrder) {
   OwnServer own(it::ClientSettings{0, 100, 0});  // poll cap 100 ms
-  rlock_lock_options fair_opts = RLOCK_LOCK_OPTIONS_INIT;
-  fair_opts.kind = RLOCK_LOCK_FAIR;
-  const std::string name = own.name + ":fair";
-  rlock_lock *holder_raw = nullptr, *waiter_raw = nullptr;
-  ASSERT_EQ(rlock_lock_new(&holder_raw, own.holder_client.get(), name.c_str(), &fair_opts), 0);
-  ASSERT_EQ(rlock_lock_new(&waiter_raw, own.client.get(), name.c_str(), &fair_opts), 0);
-  it::Lock holder(holder_raw), waiter(waiter_raw);
-  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+  HeldFairLock fair(own, ":fair");
+  const std::string& name = fair.name;
+  it::Lock &holder = fair.holder, &waiter = fair.waiter;
 
   constexpr size_t kWaiters = 8;
   Outcomes out(kWaiters);
@@ -393,11 +425,7 @@ TEST(Async, FairWaitersOfOneClientShareOnePollAndKeepQueueOrder) {
   });
   for (size_t i = 0; i < kWaiters; ++i) {  // one at a time: the queue's order is known
     ASSERT_EQ(acquire_async(waiter.get(), RLOCK_WAIT_FOREVER, 500 + i, out, i), RLOCK_OK);
-    const int64_t start = mono_ms();
-    while (own.admin.integer({"LLEN", fair_queue_key(name)}) < static_cast<long long>(i + 1) &&
-           mono_ms() - start < 5000) {
-      sleep_ms(5);
-    }
+    await_queue_length(own.admin, name, static_cast<long long>(i + 1), 5000);
   }
   ASSERT_EQ(own.admin.integer({"LLEN", fair_queue_key(name)}), static_cast<long long>(kWaiters));
   sleep_ms(500);
@@ -423,22 +451,13 @@ TEST(Async, FairWaitersOfOneClientShareOnePollAndKeepQueueOrder) {
 // next one tries at once rather than at its revisit (75 s here).
 TEST(Async, FairPollerPassesTheTurnWhenTheLockIsFreeButNotItsOwn) {
   OwnServer own(it::ClientSettings{0, 100, 0});
-  rlock_lock_options fair_opts = RLOCK_LOCK_OPTIONS_INIT;
-  fair_opts.kind = RLOCK_LOCK_FAIR;
-  const std::string name = own.name + ":fair-turn";
-  rlock_lock *holder_raw = nullptr, *waiter_raw = nullptr;
-  ASSERT_EQ(rlock_lock_new(&holder_raw, own.holder_client.get(), name.c_str(), &fair_opts), 0);
-  ASSERT_EQ(rlock_lock_new(&waiter_raw, own.client.get(), name.c_str(), &fair_opts), 0);
-  it::Lock holder(holder_raw), waiter(waiter_raw);
-  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+  HeldFairLock fair(own, ":fair-turn");
+  const std::string& name = fair.name;
+  it::Lock& waiter = fair.waiter;
   Outcomes out(2);
   for (size_t i = 0; i < 2; ++i) {
     ASSERT_EQ(acquire_async(waiter.get(), RLOCK_WAIT_FOREVER, 700 + i, out, i), RLOCK_OK);
-    const int64_t start = mono_ms();
-    while (own.admin.integer({"LLEN", fair_queue_key(name)}) < static_cast<long long>(i + 1) &&
-           mono_ms() - start < 5000) {
-      sleep_ms(5);
-    }
+    await_queue_length(own.admin, name, static_cast<long long>(i + 1), 5000);
   }
   sleep_ms(300);
   // The second waiter first in the queue, and the lock gone without a message.
@@ -460,14 +479,9 @@ TEST(Async, FairPollerPassesTheTurnWhenTheLockIsFreeButNotItsOwn) {
 
 TEST(Async, CancelTokenAndRlockCancelEndWaitsAndLeaveNoQueueEntry) {
   OwnServer own;
-  rlock_lock_options fair_opts = RLOCK_LOCK_OPTIONS_INIT;
-  fair_opts.kind = RLOCK_LOCK_FAIR;
-  const std::string name = own.name + ":fair";
-  rlock_lock *holder_raw = nullptr, *waiter_raw = nullptr;
-  ASSERT_EQ(rlock_lock_new(&holder_raw, own.holder_client.get(), name.c_str(), &fair_opts), 0);
-  ASSERT_EQ(rlock_lock_new(&waiter_raw, own.client.get(), name.c_str(), &fair_opts), 0);
-  it::Lock holder(holder_raw), waiter(waiter_raw);
-  ASSERT_EQ(it::acquire(holder.get(), 0, 60000), RLOCK_OK);
+  HeldFairLock fair(own, ":fair");
+  const std::string& name = fair.name;
+  it::Lock &holder = fair.holder, &waiter = fair.waiter;
 
   constexpr size_t kWaiters = 20;
   Outcomes out(kWaiters);
@@ -476,12 +490,8 @@ TEST(Async, CancelTokenAndRlockCancelEndWaitsAndLeaveNoQueueEntry) {
     rlock_cancel_token* t = i % 2 == 0 ? token.get() : nullptr;
     ASSERT_EQ(acquire_async(waiter.get(), RLOCK_WAIT_FOREVER, 300 + i, out, i, t), RLOCK_OK);
   }
-  const int64_t start = mono_ms();
-  while (own.admin.integer({"LLEN", fair_queue_key(name)}) < static_cast<long long>(kWaiters) &&
-         mono_ms() - start < 10000) {
-    sleep_ms(10);
-  }
-  ASSERT_EQ(own.admin.integer({"LLEN", fair_queue_key(name)}), static_cast<long long>(kWaiters));
+  ASSERT_EQ(await_queue_length(own.admin, name, static_cast<long long>(kWaiters), 10000),
+            static_cast<long long>(kWaiters));
   token.reset();  // freed while the waits use it: they keep it
   ASSERT_EQ(out.done(), 0u);
   ASSERT_EQ(rlock_cancel(waiter.get()), RLOCK_OK);  // every wait on the handle
@@ -578,11 +588,7 @@ TEST(Async, FreeingTheClientLeavesNoFairQueueEntry) {
     std::thread blocked([&] { blocking_rc.store(it::acquire(lock, RLOCK_WAIT_FOREVER, 0, 7)); });
     Outcomes out(1);
     ASSERT_EQ(acquire_async(lock, RLOCK_WAIT_FOREVER, 8, out, 0), RLOCK_OK);
-    const int64_t start = mono_ms();
-    while (admin.integer({"LLEN", fair_queue_key(name)}) < 2 && mono_ms() - start < 5000) {
-      sleep_ms(5);
-    }
-    ASSERT_EQ(admin.integer({"LLEN", fair_queue_key(name)}), 2);
+    ASSERT_EQ(await_queue_length(admin, name, 2, 5000), 2);
     sleep_ms(round * 20);
     rlock_client_free(client);
     blocked.join();

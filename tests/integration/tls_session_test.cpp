@@ -53,6 +53,14 @@ std::unique_ptr<core::Connection> connect(const core::Endpoint& ep) {
   return conn;
 }
 
+// Connects to `ep` and checks that the handshake was a full one: no session was offered.
+void expect_full_handshake(const core::Endpoint& ep, const char* what) {
+  SCOPED_TRACE(what);
+  auto conn = connect(ep);
+  EXPECT_FALSE(conn->tls_offered_session());
+  EXPECT_FALSE(conn->tls_resumed_session());
+}
+
 TlsServer server_with(const std::string& cert, int port = 0, bool tls12_only = false) {
   TlsServer tls;
   tls.cert = cert;
@@ -66,25 +74,16 @@ TEST(TlsSession, ResumedAtTheSameEndpointOnly) {
   PrivateRedis b(TlsServer{});
   auto stats = std::make_shared<core::Stats>();
   auto tls = context(stats);
-  auto first = connect(endpoint("127.0.0.1", a.port(), tls));
-  EXPECT_FALSE(first->tls_offered_session());
-  EXPECT_FALSE(first->tls_resumed_session());
-
+  expect_full_handshake(endpoint("127.0.0.1", a.port(), tls), "first");
   auto again = connect(endpoint("127.0.0.1", a.port(), tls));
   EXPECT_TRUE(again->tls_offered_session());
   EXPECT_TRUE(again->tls_resumed_session());
 
   // Another port, another name for the same server, another client's context: full handshakes,
   // nothing offered.
-  auto other_port = connect(endpoint("127.0.0.1", b.port(), tls));
-  EXPECT_FALSE(other_port->tls_offered_session());
-  EXPECT_FALSE(other_port->tls_resumed_session());
-  auto other_name = connect(endpoint("localhost", a.port(), tls));
-  EXPECT_FALSE(other_name->tls_offered_session());
-  EXPECT_FALSE(other_name->tls_resumed_session());
-  auto other_context = connect(endpoint("127.0.0.1", a.port(), context()));
-  EXPECT_FALSE(other_context->tls_offered_session());
-  EXPECT_FALSE(other_context->tls_resumed_session());
+  expect_full_handshake(endpoint("127.0.0.1", b.port(), tls), "other port");
+  expect_full_handshake(endpoint("localhost", a.port(), tls), "other name");
+  expect_full_handshake(endpoint("127.0.0.1", a.port(), context()), "other context");
 
   EXPECT_EQ(stats->tls_handshakes.load(), 4u);
   EXPECT_EQ(stats->tls_resumed.load(), 1u);
