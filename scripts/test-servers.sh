@@ -57,15 +57,15 @@ while read -r name dir version; do
   start_part "$name" ctest ctest --test-dir build -j2 --timeout 120 --output-on-failure -R "$ctest_cases"
   start_part "$name" pytest build/venv/bin/python -m pytest -q -p no:cacheprovider --timeout 300 \
     "${pytest_files[@]}"
-  case $name in
-    # The failover cases follow the Redisson part in one background part: together they take
-    # less than the ctest part, and the cores are not asked for a fourth process.
-    redis-8.* | valkey-9.*)
-      start_part "$name" redisson+failover bash -c "scripts/test-redisson.sh -Dtest='WakeUpInteropTest' &&
-        scripts/test-faults.sh -q -k 'test_cluster_locks_in_many_slots or (C2 and stop)'" ;;
-    *) start_part "$name" redisson scripts/test-redisson.sh -Dtest='WakeUpInteropTest' ;;
-  esac
+  start_part "$name" redisson scripts/test-redisson.sh -Dtest='WakeUpInteropTest'
   finish_parts
+  case $name in
+    # The failover cases run alone: C2 bounds the resumption at 5 s after the kill, and with
+    # the other parts beside it the sentinels' promotion came late enough to miss it.
+    redis-8.* | valkey-9.*)
+      start_part "$name" failover scripts/test-faults.sh -q -k 'test_cluster_locks_in_many_slots or (C2 and stop)'
+      finish_parts ;;
+  esac
   PATH=${PATH#"$dir:"}
 done <<<"$servers"
 
