@@ -198,7 +198,11 @@ void Subscriber::mark_dirty_locked(Channel& c) {
 void Subscriber::signal_locked(Waiter* w, Clock::time_point message_at) {
   if (w->sleeping_) {
     auto& s = w->channel_->sleeping;
-    s.erase(std::remove(s.begin(), s.end(), w), s.end());
+    if (s.front() == w) {
+      s.pop_front();  // the usual case, a message's wake-up: no scan of a long line
+    } else {
+      s.erase(std::remove(s.begin(), s.end(), w), s.end());
+    }
     w->sleeping_ = false;
   }
   w->signalled_ = true;
